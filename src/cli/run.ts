@@ -1,0 +1,44 @@
+import { TasklatchError } from '../core/errors.js';
+import { processIo, type CliIo } from './io.js';
+import { replayCommand } from './replay-command.js';
+
+const USAGE = `tasklatch: durable, race-safe MCP tasks
+
+Usage: tasklatch <command> [options]
+
+Commands:
+  replay FILE [--store URL] [--json]   replay a contract fixture through a store
+
+Run 'tasklatch <command> --help' for a command's options.`;
+
+type Command = (argv: string[], io: CliIo) => Promise<number>;
+
+const COMMANDS: Record<string, Command> = {
+  replay: replayCommand,
+};
+
+export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    io.out(USAGE);
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    io.err(`tasklatch: unknown command ${JSON.stringify(name)}\n\n${USAGE}`);
+    return 2;
+  }
+  try {
+    return await command(rest, io);
+  } catch (error) {
+    if (error instanceof TasklatchError) {
+      io.err(`tasklatch ${name}: ${error.message}`);
+      return 2;
+    }
+    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
+      io.err(`tasklatch ${name}: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,49 @@
+/** Every decision the guard can return, by surface. String unions, not enums. */
+
+export const CREATE_DECISIONS = [
+  'BLOCK_CAPABILITY',
+  'BLOCK_TASK_FORBIDDEN',
+  'BLOCK_TASK_REQUIRED',
+  'ACCEPT_NORMAL',
+  'REPLAY_TASK',
+  'BLOCK_IDEMPOTENCY_COLLISION',
+  'ACCEPT_TASK',
+] as const;
+export type CreateDecision = (typeof CREATE_DECISIONS)[number];
+
+export const TRANSITION_DECISIONS = [
+  'NOT_FOUND',
+  'BLOCK_AUTH',
+  'BLOCK_EXPIRED',
+  'BLOCK_ILLEGAL_TRANSITION',
+  'IDEMPOTENT_TERMINAL',
+  'BLOCK_TERMINAL_REWRITE',
+  'BLOCK_STALE_VERSION',
+  'APPLY_TRANSITION',
+] as const;
+export type TransitionDecision = (typeof TRANSITION_DECISIONS)[number];
+
+export const READ_DECISIONS = [
+  'BLOCK_CAPABILITY',
+  'NOT_FOUND',
+  'BLOCK_AUTH',
+  'BLOCK_EXPIRED',
+  'RETURN_STATUS',
+  'WAIT_TERMINAL',
+  'WAIT_INPUT',
+  'RETURN_RESULT',
+  'ALREADY_TERMINAL',
+  'CANCEL_TASK',
+] as const;
+export type ReadDecision = (typeof READ_DECISIONS)[number];
+
+export const LIST_DECISIONS = ['BLOCK_CAPABILITY', 'LIST_FILTERED'] as const;
+export type ListDecision = (typeof LIST_DECISIONS)[number];
+
+export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision;
+
+/** The three ways a record can be invisible to a caller; on the wire they look the same. */
+export type MissDecision = 'NOT_FOUND' | 'BLOCK_AUTH' | 'BLOCK_EXPIRED';
+
+export const SURFACES = ['create', 'transition', 'read', 'list'] as const;
+export type Surface = (typeof SURFACES)[number];

@@ -1,0 +1,69 @@
+import type { ListDecision, ReadDecision } from './decisions.js';
+import { classifyMiss, type GuardedRecord } from './transition-rules.js';
+import { isExpired } from './time.js';
+import { isTerminal, type Millis, type ReadMethod, type TaskCapabilities, type TaskRecord } from './types.js';
+
+/** The read surface (`tasks/get`, `tasks/result`, `tasks/cancel`), in the contract's precedence. */
+export function decideRead(input: {
+  capabilities: TaskCapabilities;
+  method: ReadMethod;
+  auth: string;
+  task: GuardedRecord | null;
+  now: Millis;
+}): ReadDecision {
+  const { task, method } = input;
+  if (method === 'tasks/cancel' && input.capabilities.cancel === undefined) return 'BLOCK_CAPABILITY';
+  const miss = classifyMiss(task, input.auth, input.now);
+  if (miss !== null || task === null) return miss ?? 'NOT_FOUND';
+  return decideVisibleRead(method, task);
+}
+
+/** Read rules 5–7, for a record already known to be visible to the caller. */
+export function decideVisibleRead(method: ReadMethod, task: Pick<TaskRecord, 'status'>): ReadDecision {
+  switch (method) {
+    case 'tasks/get':
+      return 'RETURN_STATUS';
+    case 'tasks/result':
+      if (task.status === 'working') return 'WAIT_TERMINAL';
+      if (task.status === 'input_required') return 'WAIT_INPUT';
+      return 'RETURN_RESULT';
+    case 'tasks/cancel':
+      return isTerminal(task.status) ? 'ALREADY_TERMINAL' : 'CANCEL_TASK';
+  }
+}
+
+/** List rule 1. */
+export function decideList(capabilities: TaskCapabilities): ListDecision {
+  return capabilities.list === undefined ? 'BLOCK_CAPABILITY' : 'LIST_FILTERED';
+}
+
+/** Total order of a listing: `createdAt`, then `taskId`, ascending. */
+export function compareListOrder(a: Pick<TaskRecord, 'createdAt' | 'taskId'>, b: Pick<TaskRecord, 'createdAt' | 'taskId'>): number {
+  if (a.createdAt !== b.createdAt) return a.createdAt - b.createdAt;
+  return compareCodePoints(a.taskId, b.taskId);
+}
+
+/**
+ * Code-point order, which equals UTF-8 byte order: the order SQLite's BINARY and PostgreSQL's
+ * `COLLATE "C"` use. Plain `<` compares UTF-16 units and would disagree above U+FFFF.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  const left = Array.from(a);
+  const right = Array.from(b);
+  const n = Math.min(left.length, right.length);
+  for (let i = 0; i < n; i++) {
+    const x = left[i]!.codePointAt(0)!;
+    const y = right[i]!.codePointAt(0)!;
+    if (x !== y) return x - y;
+  }
+  return left.length - right.length;
+}
+
+/** List rule 2 over a set of records: the caller's unexpired tasks in list order. */
+export function visibleTasks<T extends Pick<TaskRecord, 'authKey' | 'expiresAt' | 'createdAt' | 'taskId'>>(
+  records: readonly T[],
+  auth: string,
+  now: Millis,
+): T[] {
+  return records.filter((r) => r.authKey === auth && !isExpired(r, now)).sort(compareListOrder);
+}

@@ -1,0 +1,96 @@
+/**
+ * Glossary (the words every other module uses):
+ *
+ * - **task**: one long-running tool call, known to the requestor by its `taskId`.
+ * - **record**: the stored admission record of a task: who created it, what was asked, where it
+ *   stands. The record outlives every process that works on it.
+ * - **version**: a counter on the record that grows by one on every applied write. A writer names
+ *   the version it read (`expectedVersion`); a write against any other version is refused.
+ * - **lease**: a worker's time-limited claim on a task (owner + expiry). An expired lease may be
+ *   taken over by another worker.
+ * - **attempt**: how many times a worker has claimed the task.
+ * - **auth key**: the creator's authorization context (`tenant/subject`). Every query carries it.
+ * - **outbox**: the dispatch entry written in the same transaction as the record, so work is
+ *   never dispatched for a task that does not exist, nor lost for one that does.
+ * - **terminal**: `completed`, `failed`, `cancelled`. A terminal status never changes.
+ *
+ * Time in the core is epoch milliseconds (`number`); the clock is always passed in.
+ */
+
+export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const;
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+
+export function isTaskStatus(value: unknown): value is TaskStatus {
+  return typeof value === 'string' && (TASK_STATUSES as readonly string[]).includes(value);
+}
+
+export function isTerminal(status: TaskStatus): status is TerminalStatus {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/** Epoch milliseconds. */
+export type Millis = number;
+
+/** The stored admission record, as the rules see it. */
+export interface TaskRecord {
+  taskId: string;
+  authKey: string;
+  toolName: string | null;
+  status: TaskStatus;
+  statusMessage: string | null;
+  version: number;
+  createdAt: Millis;
+  lastUpdatedAt: Millis;
+  /** Actual ttl in ms; null = never expires. */
+  ttl: number | null;
+  /** createdAt + ttl, or null. */
+  expiresAt: Millis | null;
+  pollInterval: number | null;
+  requestDigest: string | null;
+  idempotencyKey: string | null;
+  /** The wrapped request as received (`{ method, params }`), kept for workers and replays. */
+  request: unknown;
+  /** The requestor asked for cancellation. */
+  cancelRequested: boolean;
+  /** Stored outcome of a terminal task (a CallToolResult or `{ error }`), else null. */
+  result: unknown;
+  resultDigest: string | null;
+  correlationId: string | null;
+  attempt: number;
+  leaseOwner: string | null;
+  leaseExpiresAt: Millis | null;
+}
+
+/** Capabilities in the spec's server shape: each leaf's presence is the signal. */
+export interface TaskCapabilities {
+  list?: object;
+  cancel?: object;
+  requests?: { tools?: { call?: object } };
+}
+
+export type TaskSupport = 'required' | 'optional' | 'forbidden';
+
+export interface ToolDescriptor {
+  name: string;
+  execution?: { taskSupport?: TaskSupport };
+}
+
+/** A JSON-RPC request as the rules see it. */
+export interface WireRequest {
+  method: string;
+  params: Record<string, unknown>;
+}
+
+export const READ_METHODS = ['tasks/get', 'tasks/result', 'tasks/cancel'] as const;
+export type ReadMethod = (typeof READ_METHODS)[number];
+
+/** A status write by a worker or the runtime. `status` is unchecked input on purpose. */
+export interface StatusWrite {
+  status: string;
+  expectedVersion: number;
+  result?: unknown;
+  statusMessage?: string | null;
+}

@@ -1,0 +1,76 @@
+/**
+ * tasklatch public API. Every export is listed here; SQL stores and the MCP adapter are subpath
+ * exports so that importing the root loads neither `pg` nor `better-sqlite3`.
+ */
+export {
+  TASK_STATUSES,
+  TERMINAL_STATUSES,
+  READ_METHODS,
+  isTaskStatus,
+  isTerminal,
+  type TaskStatus,
+  type TerminalStatus,
+  type TaskRecord,
+  type TaskCapabilities,
+  type TaskSupport,
+  type ToolDescriptor,
+  type WireRequest,
+  type ReadMethod,
+  type StatusWrite,
+  type Millis,
+} from './core/types.js';
+export {
+  CREATE_DECISIONS,
+  TRANSITION_DECISIONS,
+  READ_DECISIONS,
+  LIST_DECISIONS,
+  SURFACES,
+  type CreateDecision,
+  type TransitionDecision,
+  type ReadDecision,
+  type ListDecision,
+  type MissDecision,
+  type Decision,
+  type Surface,
+} from './core/decisions.js';
+export { TasklatchError, isTasklatchError, ERROR_CODES, type ErrorCode } from './core/errors.js';
+export { requestDigest, resultDigest, jcsSha256 } from './core/digest.js';
+export { parseTimestamp, formatTimestamp, isExpired } from './core/time.js';
+export {
+  IDEMPOTENCY_META_KEY,
+  decideCreate,
+  decideCreateEntry,
+  decideAdmission,
+  isAugmented,
+  taskSupportOf,
+  idempotencyKeyOf,
+  type CreateEntry,
+  type PriorRecord,
+} from './core/create-rules.js';
+export { decideTransition, classifyMiss, type GuardedRecord } from './core/transition-rules.js';
+export { decideRead, decideVisibleRead, decideList, visibleTasks, compareListOrder } from './core/read-rules.js';
+export type {
+  TaskStore,
+  StoreCapabilities,
+  AdmitInput,
+  AdmitOutcome,
+  TransitionInput,
+  TransitionOutcome,
+  LookupOutcome,
+  CancelOutcome,
+  ListPosition,
+  ListPage,
+  AuditEntry,
+} from './store/types.js';
+export { MemoryStore } from './store/memory/memory-store.js';
+export { openStore } from './store/open-store.js';
+export {
+  TaskService,
+  type TaskServiceOptions,
+  type CreateOutcome,
+  type ReadOutcome,
+  type ListOutcome,
+} from './service/task-service.js';
+export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
+export { parseFixture, type ReplayFixture, type ReplayCase } from './replay/fixture.js';
+export { runReplay, type ReplayReport, type CaseOutcome } from './replay/run-replay.js';

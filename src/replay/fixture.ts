@@ -1,0 +1,174 @@
+import { z } from 'zod';
+import { CREATE_DECISIONS, LIST_DECISIONS, READ_DECISIONS, TRANSITION_DECISIONS } from '../core/decisions.js';
+import { TasklatchError } from '../core/errors.js';
+import { isTimestamp } from '../core/time.js';
+import { READ_METHODS, TASK_STATUSES } from '../core/types.js';
+
+/** The replay fixture format of the state contract (`fixture: "tasklatch-contract-replay"`). */
+
+const timestamp = z.string().refine(isTimestamp, { message: 'expected an RFC 3339 timestamp' });
+const jsonObject = z.record(z.string(), z.unknown());
+const presence = z.unknown().optional();
+
+const wireRequest = z.object({ method: z.string(), params: jsonObject });
+
+const storedRecord = z.object({
+  taskId: z.string().min(1),
+  auth: z.string(),
+  status: z.enum(TASK_STATUSES),
+  version: z.number().int().nonnegative(),
+  createdAt: timestamp,
+  expiresAt: timestamp.nullable(),
+  request: wireRequest.optional(),
+  idempotencyKey: z.string().nullable().optional(),
+  result: z.unknown().optional(),
+  statusMessage: z.string().nullable().optional(),
+});
+
+const capabilities = z.object({
+  list: presence,
+  cancel: presence,
+  requests: z.object({ tools: z.object({ call: presence }).optional() }).optional(),
+});
+
+const common = {
+  id: z.string().min(1),
+  title: z.string().optional(),
+  hostile: z.boolean().optional(),
+};
+
+const createCase = z.object({
+  ...common,
+  surface: z.literal('create'),
+  packet: z.object({
+    now: timestamp,
+    auth: z.string(),
+    capabilities,
+    tool: z.object({
+      name: z.string(),
+      execution: z.object({ taskSupport: z.enum(['required', 'optional', 'forbidden']).optional() }).optional(),
+    }),
+    request: wireRequest,
+    prior: storedRecord.nullable(),
+  }),
+  expect: z.enum(CREATE_DECISIONS),
+});
+
+const transitionCase = z.object({
+  ...common,
+  surface: z.literal('transition'),
+  packet: z.object({
+    now: timestamp,
+    auth: z.string(),
+    task: storedRecord.nullable(),
+    write: z.object({
+      // Any string: a status outside the five is the rules' BLOCK_ILLEGAL_TRANSITION, not bad input.
+      status: z.string(),
+      expectedVersion: z.number().int(),
+      result: z.unknown().optional(),
+    }),
+  }),
+  expect: z.enum(TRANSITION_DECISIONS),
+});
+
+const readCase = z.object({
+  ...common,
+  surface: z.literal('read'),
+  packet: z.object({
+    now: timestamp,
+    auth: z.string(),
+    capabilities,
+    method: z.enum(READ_METHODS),
+    params: z.object({ taskId: z.string() }),
+    task: storedRecord.nullable(),
+  }),
+  expect: z.enum(READ_DECISIONS),
+});
+
+const listCase = z.object({
+  ...common,
+  surface: z.literal('list'),
+  packet: z.object({
+    now: timestamp,
+    auth: z.string(),
+    capabilities,
+    method: z.literal('tasks/list'),
+    params: z.object({ cursor: z.string().optional() }),
+    tasks: z.array(storedRecord),
+  }),
+  expect: z.enum(LIST_DECISIONS),
+  // Required with LIST_FILTERED; a blocked list names no tasks.
+  expectTaskIds: z.array(z.string()).optional(),
+}).refine((c) => c.expect !== 'LIST_FILTERED' || c.expectTaskIds !== undefined, {
+  message: 'required when expect is LIST_FILTERED',
+  path: ['expectTaskIds'],
+});
+
+const SURFACE_SCHEMAS = { create: createCase, transition: transitionCase, read: readCase, list: listCase } as const;
+
+export type StoredRecordPacket = z.infer<typeof storedRecord>;
+export type CreateCase = z.infer<typeof createCase>;
+export type TransitionCase = z.infer<typeof transitionCase>;
+export type ReadCase = z.infer<typeof readCase>;
+export type ListCase = z.infer<typeof listCase>;
+export type ReplayCase = CreateCase | TransitionCase | ReadCase | ListCase;
+
+export interface ReplayFixture {
+  fixture: 'tasklatch-contract-replay';
+  version: 1;
+  cases: ReplayCase[];
+}
+
+/** Parses fixture text. Any problem throws INVALID_FIXTURE naming the case and the field. */
+export function parseFixture(text: string): ReplayFixture {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new TasklatchError('INVALID_FIXTURE', `not JSON: ${(error as Error).message}`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new TasklatchError('INVALID_FIXTURE', 'the fixture must be a JSON object');
+  }
+  const top = raw as Record<string, unknown>;
+  if (top.fixture !== 'tasklatch-contract-replay') {
+    throw new TasklatchError('INVALID_FIXTURE', 'field "fixture": expected "tasklatch-contract-replay"');
+  }
+  if (top.version !== 1) throw new TasklatchError('INVALID_FIXTURE', 'field "version": expected 1');
+  if (!Array.isArray(top.cases)) throw new TasklatchError('INVALID_FIXTURE', 'field "cases": expected an array');
+  if (top.cases.length === 0) throw new TasklatchError('INVALID_FIXTURE', 'field "cases": the fixture has no cases');
+
+  const seen = new Set<string>();
+  const cases = top.cases.map((item: unknown, index: number) => {
+    const parsed = parseCase(item, index);
+    if (seen.has(parsed.id)) {
+      throw new TasklatchError('INVALID_FIXTURE', `case ${parsed.id} (cases[${index}]): duplicate case id`);
+    }
+    seen.add(parsed.id);
+    return parsed;
+  });
+  return { fixture: 'tasklatch-contract-replay', version: 1, cases };
+}
+
+function parseCase(item: unknown, index: number): ReplayCase {
+  const obj = typeof item === 'object' && item !== null && !Array.isArray(item) ? (item as Record<string, unknown>) : null;
+  const label = typeof obj?.id === 'string' ? `case ${obj.id} (cases[${index}])` : `cases[${index}]`;
+  if (obj === null) throw new TasklatchError('INVALID_FIXTURE', `${label}: expected an object`);
+  const surface = obj.surface;
+  if (typeof surface !== 'string' || !(surface in SURFACE_SCHEMAS)) {
+    throw new TasklatchError(
+      'INVALID_FIXTURE',
+      `${label}: field "surface": expected one of create, transition, read, list, got ${JSON.stringify(surface) ?? 'nothing'}`,
+    );
+  }
+  const result = SURFACE_SCHEMAS[surface as keyof typeof SURFACE_SCHEMAS].safeParse(item);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const path = issue?.path.map(String).join('.') || '(case)';
+    const extra = result.error.issues.length > 1 ? ` (and ${result.error.issues.length - 1} more)` : '';
+    throw new TasklatchError('INVALID_FIXTURE', `${label}: field "${path}": ${issue?.message ?? 'invalid'}${extra}`, {
+      data: result.error.issues,
+    });
+  }
+  return result.data;
+}

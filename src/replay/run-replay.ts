@@ -1,0 +1,151 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { idempotencyKeyOf } from '../core/create-rules.js';
+import { requestDigest, resultDigest } from '../core/digest.js';
+import { parseTimestamp } from '../core/time.js';
+import type { TaskCapabilities, TaskRecord, WireRequest } from '../core/types.js';
+import { TaskService } from '../service/task-service.js';
+import type { TaskStore } from '../store/types.js';
+import type { ReplayCase, ReplayFixture, StoredRecordPacket } from './fixture.js';
+
+export interface CaseOutcome {
+  id: string;
+  surface: ReplayCase['surface'];
+  hostile: boolean;
+  title: string;
+  expect: string;
+  actual: string;
+  ok: boolean;
+  /** List cases: the ids the store listed, in order. */
+  taskIds?: string[];
+  expectTaskIds?: string[];
+}
+
+export interface ReplayReport {
+  fixtureSha256: string;
+  store: string;
+  cases: CaseOutcome[];
+  passed: number;
+  failed: number;
+}
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/**
+ * Replays every case through `store`: seeds the case's stored records, performs the operation
+ * through the task service (the path the wire uses), and compares decisions.
+ *
+ * Cases share one store, so each case's ids and auth keys live under a namespace of their own
+ * (`replay-<run>/<case>/`); the prefix is the same for every record of a case, so equality and
+ * list order are those of the packet.
+ */
+export async function runReplay(fixture: ReplayFixture, fixtureBytes: Uint8Array, store: TaskStore, storeLabel: string): Promise<ReplayReport> {
+  const run = randomBytes(6).toString('hex');
+  const cases: CaseOutcome[] = [];
+  for (const replayCase of fixture.cases) {
+    cases.push(await runCase(replayCase, store, `replay-${run}/${replayCase.id}/`));
+  }
+  const passed = cases.filter((c) => c.ok).length;
+  return { fixtureSha256: sha256Hex(fixtureBytes), store: storeLabel, cases, passed, failed: cases.length - passed };
+}
+
+async function runCase(replayCase: ReplayCase, store: TaskStore, ns: string): Promise<CaseOutcome> {
+  const base = {
+    id: replayCase.id,
+    surface: replayCase.surface,
+    hostile: replayCase.hostile ?? false,
+    title: replayCase.title ?? '',
+    expect: replayCase.expect,
+  };
+  try {
+    const { actual, taskIds } = await perform(replayCase, store, ns);
+    if (replayCase.surface === 'list') {
+      const listed = taskIds ?? [];
+      const idsOk = actual !== 'LIST_FILTERED' || sameList(listed, replayCase.expectTaskIds ?? []);
+      return { ...base, actual, ok: actual === replayCase.expect && idsOk, taskIds: listed, expectTaskIds: replayCase.expectTaskIds };
+    }
+    return { ...base, actual, ok: actual === replayCase.expect };
+  } catch (error) {
+    return { ...base, actual: `ERROR: ${(error as Error).message}`, ok: false };
+  }
+}
+
+async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Promise<{ actual: string; taskIds?: string[] }> {
+  const { packet } = replayCase;
+  const auth = ns + packet.auth;
+  const capabilities: TaskCapabilities =
+    'capabilities' in packet ? (packet.capabilities as TaskCapabilities) : { list: {}, cancel: {}, requests: { tools: { call: {} } } };
+  const service = new TaskService({ store, capabilities, clock: () => parseTimestamp(packet.now) });
+  switch (replayCase.surface) {
+    case 'create': {
+      const p = replayCase.packet;
+      if (p.prior !== null) await store.seed([toRecord(p.prior, ns)]);
+      const outcome = await service.create({ auth, tool: p.tool, request: p.request as WireRequest });
+      return { actual: outcome.decision };
+    }
+    case 'transition': {
+      const p = replayCase.packet;
+      if (p.task !== null) await store.seed([toRecord(p.task, ns)]);
+      const taskId = ns + (p.task?.taskId ?? 'absent');
+      const outcome = await service.transition({ auth, taskId, write: p.write });
+      return { actual: outcome.decision };
+    }
+    case 'read': {
+      const p = replayCase.packet;
+      if (p.task !== null) await store.seed([toRecord(p.task, ns)]);
+      const outcome = await service.read({ auth, method: p.method, taskId: ns + p.params.taskId });
+      return { actual: outcome.decision };
+    }
+    case 'list': {
+      const p = replayCase.packet;
+      await store.seed(p.tasks.map((t) => toRecord(t, ns)));
+      const taskIds: string[] = [];
+      let cursor: string | undefined;
+      // Follow every page: the expectation is the whole filtered listing.
+      for (;;) {
+        const outcome = await service.list({ auth, cursor });
+        if (outcome.decision !== 'LIST_FILTERED') return { actual: outcome.decision };
+        taskIds.push(...outcome.records.map((r) => r.taskId.slice(ns.length)));
+        if (outcome.nextCursor === null) return { actual: outcome.decision, taskIds };
+        cursor = outcome.nextCursor;
+      }
+    }
+  }
+}
+
+/** A packet's stored record as the store keeps it, under the case's namespace. */
+export function toRecord(packet: StoredRecordPacket, ns = ''): TaskRecord {
+  const createdAt = parseTimestamp(packet.createdAt);
+  const expiresAt = packet.expiresAt === null ? null : parseTimestamp(packet.expiresAt);
+  const request = (packet.request ?? null) as WireRequest | null;
+  const result = packet.result ?? null;
+  const toolName = request !== null && typeof request.params.name === 'string' ? request.params.name : null;
+  return {
+    taskId: ns + packet.taskId,
+    authKey: ns + packet.auth,
+    toolName,
+    status: packet.status,
+    statusMessage: packet.statusMessage ?? null,
+    version: packet.version,
+    createdAt,
+    lastUpdatedAt: createdAt,
+    ttl: expiresAt === null ? null : expiresAt - createdAt,
+    expiresAt,
+    pollInterval: null,
+    requestDigest: request === null ? null : requestDigest(request),
+    idempotencyKey: packet.idempotencyKey ?? (request === null ? null : idempotencyKeyOf(request)),
+    request,
+    cancelRequested: packet.status === 'cancelled',
+    result,
+    resultDigest: result === null ? null : resultDigest(result),
+    correlationId: null,
+    attempt: 0,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+  };
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}

@@ -1,0 +1,26 @@
+/** The maxima a task service enforces; every one is documented in the README. */
+export interface TaskLimits {
+  /** ttl given to a task whose request names none (ms); null = never expires. */
+  defaultTtl: number | null;
+  /** Largest ttl granted (ms); a larger request is clamped to it. */
+  maxTtl: number;
+  /** pollInterval suggested to requestors (ms). */
+  pollInterval: number;
+  /** Tasks per `tasks/list` page. */
+  pageSize: number;
+}
+
+export const DEFAULT_LIMITS: TaskLimits = {
+  defaultTtl: 60 * 60 * 1000,
+  maxTtl: 7 * 24 * 60 * 60 * 1000,
+  pollInterval: 1000,
+  pageSize: 50,
+};
+
+/** The ttl actually granted for a requested one (ms, or null/undefined for none). */
+export function grantTtl(requested: unknown, limits: TaskLimits): number | null {
+  if (typeof requested !== 'number' || !Number.isFinite(requested) || requested < 0) {
+    return limits.defaultTtl === null ? null : Math.min(limits.defaultTtl, limits.maxTtl);
+  }
+  return Math.min(Math.floor(requested), limits.maxTtl);
+}

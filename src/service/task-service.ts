@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import { decideCreateEntry, idempotencyKeyOf, type CreateEntry } from '../core/create-rules.js';
+import type { ListDecision, MissDecision, ReadDecision } from '../core/decisions.js';
+import { requestDigest } from '../core/digest.js';
+import { TasklatchError } from '../core/errors.js';
+import { decideList, decideVisibleRead } from '../core/read-rules.js';
+import type { Millis, ReadMethod, StatusWrite, TaskCapabilities, TaskRecord, ToolDescriptor, WireRequest } from '../core/types.js';
+import type { AdmitOutcome, AuditEntry, TaskStore, TransitionOutcome } from '../store/types.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { DEFAULT_LIMITS, grantTtl, type TaskLimits } from './limits.js';
+
+export interface TaskServiceOptions {
+  store: TaskStore;
+  /** The receiver's task capabilities, in the spec's server shape. */
+  capabilities: TaskCapabilities;
+  /** Epoch-ms clock; every decision takes its `now` from here. */
+  clock?: () => Millis;
+  limits?: Partial<TaskLimits>;
+  /** Task id generator; cryptographically random UUIDs by default. */
+  newTaskId?: () => string;
+  /** Write read decisions (`tasks/get`, `tasks/result`, `tasks/list`) to the audit trail too. */
+  auditReads?: boolean;
+}
+
+export type CreateOutcome =
+  | { decision: Exclude<CreateEntry, 'ADMIT'>; record: null }
+  | AdmitOutcome;
+
+export type ReadOutcome =
+  | { decision: Exclude<ReadDecision, MissDecision | 'BLOCK_CAPABILITY'>; record: TaskRecord }
+  | { decision: MissDecision | 'BLOCK_CAPABILITY'; record: null };
+
+export type ListOutcome =
+  | { decision: Extract<ListDecision, 'LIST_FILTERED'>; records: TaskRecord[]; nextCursor: string | null }
+  | { decision: 'BLOCK_CAPABILITY'; records: null; nextCursor: null };
+
+/**
+ * The guard in front of a store: applies the request-only rules (capabilities, taskSupport),
+ * hands everything that depends on stored facts to the store's atomic operations, and writes
+ * every decision to the audit trail. Protocol adapters and the replay both go through here.
+ */
+export class TaskService {
+  readonly store: TaskStore;
+  readonly capabilities: TaskCapabilities;
+  readonly limits: TaskLimits;
+  private readonly clock: () => Millis;
+  private readonly newTaskId: () => string;
+  private readonly auditReads: boolean;
+
+  constructor(options: TaskServiceOptions) {
+    this.store = options.store;
+    this.capabilities = options.capabilities;
+    this.clock = options.clock ?? Date.now;
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.newTaskId = options.newTaskId ?? randomUUID;
+    this.auditReads = options.auditReads ?? true;
+  }
+
+  now(): Millis {
+    return this.clock();
+  }
+
+  /** A `tools/call`, plain or task-augmented. */
+  async create(input: {
+    auth: string;
+    tool: ToolDescriptor;
+    request: WireRequest;
+    /** A key from outside the request (the HTTP `Idempotency-Key` header). */
+    idempotencyKey?: string | null;
+    correlationId?: string;
+  }): Promise<CreateOutcome> {
+    const now = this.clock();
+    const correlationId = input.correlationId ?? randomUUID();
+    const entry = decideCreateEntry({ capabilities: this.capabilities, tool: input.tool, request: input.request });
+    if (entry !== 'ADMIT') {
+      await this.audit({ at: now, surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId });
+      return { decision: entry, record: null };
+    }
+    const metaKey = idempotencyKeyOf(input.request);
+    const headerKey = input.idempotencyKey ?? null;
+    if (metaKey !== null && headerKey !== null && metaKey !== headerKey) {
+      throw new TasklatchError('INVALID_INPUT', 'the Idempotency-Key header and _meta idempotency key differ');
+    }
+    const task = input.request.params.task as { ttl?: unknown };
+    return this.store.admit({
+      taskId: this.newTaskId(),
+      authKey: input.auth,
+      toolName: input.tool.name,
+      request: input.request,
+      requestDigest: requestDigest(input.request),
+      idempotencyKey: metaKey ?? headerKey,
+      ttl: grantTtl(task.ttl, this.limits),
+      pollInterval: this.limits.pollInterval,
+      correlationId,
+      now,
+    });
+  }
+
+  /** A status write by a worker or the runtime. */
+  async transition(input: { auth: string; taskId: string; write: StatusWrite; correlationId?: string }): Promise<TransitionOutcome> {
+    return this.store.transition({
+      taskId: input.taskId,
+      authKey: input.auth,
+      write: input.write,
+      correlationId: input.correlationId ?? randomUUID(),
+      now: this.clock(),
+    });
+  }
+
+  /** `tasks/get`, `tasks/result` (the decision only; waiting is the adapter's) and `tasks/cancel`. */
+  async read(input: { auth: string; method: ReadMethod; taskId: string; correlationId?: string }): Promise<ReadOutcome> {
+    const now = this.clock();
+    const correlationId = input.correlationId ?? randomUUID();
+    const base = { at: now, surface: 'read' as const, authKey: input.auth, taskId: input.taskId, correlationId };
+    if (input.method === 'tasks/cancel') {
+      if (this.capabilities.cancel === undefined) {
+        await this.audit({ ...base, decision: 'BLOCK_CAPABILITY' });
+        return { decision: 'BLOCK_CAPABILITY', record: null };
+      }
+      // The store classifies and writes its own audit line in the cancel transaction.
+      return this.store.cancel(input.auth, input.taskId, now, correlationId);
+    }
+    const found = await this.store.get(input.auth, input.taskId, now);
+    if (found.decision !== 'FOUND') {
+      await this.audit({ ...base, decision: found.decision }, true);
+      return { decision: found.decision, record: null };
+    }
+    const decision = decideVisibleRead(input.method, found.record) as Exclude<ReadDecision, MissDecision | 'BLOCK_CAPABILITY'>;
+    await this.audit({ ...base, decision, status: found.record.status, version: found.record.version }, true);
+    return { decision, record: found.record };
+  }
+
+  /** `tasks/list`: one page of the caller's unexpired tasks. A bad or foreign cursor throws INVALID_CURSOR. */
+  async list(input: { auth: string; cursor?: string | undefined; limit?: number; correlationId?: string }): Promise<ListOutcome> {
+    const now = this.clock();
+    const correlationId = input.correlationId ?? randomUUID();
+    const decision = decideList(this.capabilities);
+    await this.audit({ at: now, surface: 'list', decision, authKey: input.auth, taskId: null, correlationId }, true);
+    if (decision === 'BLOCK_CAPABILITY') return { decision, records: null, nextCursor: null };
+    const secret = await this.store.sharedSecret();
+    const after = input.cursor === undefined ? null : decodeCursor(secret, input.auth, input.cursor);
+    const limit = Math.max(1, Math.min(input.limit ?? this.limits.pageSize, this.limits.pageSize));
+    const page = await this.store.list(input.auth, now, { after, limit });
+    const last = page.records.at(-1);
+    const nextCursor = page.hasMore && last !== undefined ? encodeCursor(secret, input.auth, last) : null;
+    return { decision, records: page.records, nextCursor };
+  }
+
+  private async audit(entry: AuditEntry, isRead = false): Promise<void> {
+    if (isRead && !this.auditReads) return;
+    await this.store.recordDecision(entry);
+  }
+}

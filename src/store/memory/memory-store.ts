@@ -1,0 +1,208 @@
+import { randomBytes } from 'node:crypto';
+import { decideAdmission } from '../../core/create-rules.js';
+import { resultDigest } from '../../core/digest.js';
+import { compareListOrder } from '../../core/read-rules.js';
+import { isExpired } from '../../core/time.js';
+import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
+import { isTerminal, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
+import type {
+  AdmitInput,
+  AdmitOutcome,
+  AuditEntry,
+  CancelOutcome,
+  ListPage,
+  ListPosition,
+  LookupOutcome,
+  StoreCapabilities,
+  TaskStore,
+  TransitionInput,
+  TransitionOutcome,
+} from '../types.js';
+
+/** One outbox entry: a task waiting to be dispatched. */
+interface OutboxEntry {
+  taskId: string;
+  createdAt: Millis;
+}
+
+/**
+ * A store in process memory. Every method runs to completion without awaiting, so each one is
+ * atomic by construction; it follows the same rules as the SQL stores and serves tests, replays
+ * and single-process demos. Nothing survives the process.
+ */
+export class MemoryStore implements TaskStore {
+  readonly kind = 'memory';
+  readonly supports: StoreCapabilities = { listenNotify: false, skipLocked: false, shared: false };
+
+  private readonly tasks = new Map<string, TaskRecord>();
+  /** `${authKey}\n${idempotencyKey}` → taskId: the unique constraint of the SQL stores. */
+  private readonly keys = new Map<string, string>();
+  private readonly outbox: OutboxEntry[] = [];
+  private readonly audit: AuditEntry[] = [];
+  private readonly secret = randomBytes(32);
+
+  async admit(input: AdmitInput): Promise<AdmitOutcome> {
+    const keyIndex = input.idempotencyKey === null ? null : `${input.authKey}\n${input.idempotencyKey}`;
+    let prior = keyIndex === null ? null : (this.tasks.get(this.keys.get(keyIndex) ?? '') ?? null);
+    if (prior !== null && keyIndex !== null && isExpired(prior, input.now)) {
+      // An expired record no longer holds its key: it is gone for every operation.
+      this.keys.delete(keyIndex);
+      prior = null;
+    }
+    const decision = decideAdmission({ ...input, auth: input.authKey, prior });
+    this.log(input.now, 'create', decision, input.authKey, prior?.taskId ?? input.taskId, input.correlationId, prior);
+    if (decision === 'BLOCK_IDEMPOTENCY_COLLISION') return { decision, record: null };
+    if (decision === 'REPLAY_TASK' && prior !== null) return { decision, record: copy(prior) };
+    const record: TaskRecord = {
+      taskId: input.taskId,
+      authKey: input.authKey,
+      toolName: input.toolName,
+      status: 'working',
+      statusMessage: null,
+      version: 1,
+      createdAt: input.now,
+      lastUpdatedAt: input.now,
+      ttl: input.ttl,
+      expiresAt: input.ttl === null ? null : input.now + input.ttl,
+      pollInterval: input.pollInterval,
+      requestDigest: input.requestDigest,
+      idempotencyKey: input.idempotencyKey,
+      request: input.request,
+      cancelRequested: false,
+      result: null,
+      resultDigest: null,
+      correlationId: input.correlationId,
+      attempt: 0,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    };
+    this.tasks.set(record.taskId, record);
+    if (keyIndex !== null) this.keys.set(keyIndex, record.taskId);
+    this.outbox.push({ taskId: record.taskId, createdAt: input.now });
+    return { decision: 'ACCEPT_TASK', record: copy(record) };
+  }
+
+  async transition(input: TransitionInput): Promise<TransitionOutcome> {
+    const stored = this.tasks.get(input.taskId) ?? null;
+    const decision = decideTransition({ task: stored, auth: input.authKey, write: input.write, now: input.now });
+    if (decision === 'APPLY_TRANSITION' && stored !== null) {
+      const status = input.write.status as TaskStatus;
+      stored.status = status;
+      stored.version += 1;
+      stored.lastUpdatedAt = input.now;
+      if (input.write.statusMessage !== undefined) stored.statusMessage = input.write.statusMessage;
+      if (isTerminal(status)) {
+        stored.result = input.write.result ?? null;
+        stored.resultDigest = stored.result === null ? null : resultDigest(stored.result);
+        stored.leaseOwner = null;
+        stored.leaseExpiresAt = null;
+      }
+    }
+    const visible = stored !== null && stored.authKey === input.authKey;
+    this.log(input.now, 'transition', decision, input.authKey, input.taskId, input.correlationId, visible ? stored : null);
+    return { decision, record: visible ? copy(stored) : null };
+  }
+
+  async get(authKey: string, taskId: string, now: Millis): Promise<LookupOutcome> {
+    const stored = this.tasks.get(taskId) ?? null;
+    const miss = classifyMiss(stored, authKey, now);
+    if (miss !== null || stored === null) return { decision: miss ?? 'NOT_FOUND', record: null };
+    return { decision: 'FOUND', record: copy(stored) };
+  }
+
+  async cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome> {
+    const stored = this.tasks.get(taskId) ?? null;
+    const miss = classifyMiss(stored, authKey, now);
+    if (miss !== null || stored === null) {
+      this.log(now, 'read', miss ?? 'NOT_FOUND', authKey, taskId, correlationId, null);
+      return { decision: miss ?? 'NOT_FOUND', record: null };
+    }
+    if (isTerminal(stored.status)) {
+      this.log(now, 'read', 'ALREADY_TERMINAL', authKey, taskId, correlationId, stored);
+      return { decision: 'ALREADY_TERMINAL', record: copy(stored) };
+    }
+    stored.status = 'cancelled';
+    stored.cancelRequested = true;
+    stored.version += 1;
+    stored.lastUpdatedAt = now;
+    stored.leaseOwner = null;
+    stored.leaseExpiresAt = null;
+    this.log(now, 'read', 'CANCEL_TASK', authKey, taskId, correlationId, stored);
+    return { decision: 'CANCEL_TASK', record: copy(stored) };
+  }
+
+  async list(authKey: string, now: Millis, page: { after: ListPosition | null; limit: number }): Promise<ListPage> {
+    const { after } = page;
+    const rows = [...this.tasks.values()]
+      .filter((r) => r.authKey === authKey && !isExpired(r, now))
+      .filter((r) => after === null || compareListOrder(r, after) > 0)
+      .sort(compareListOrder);
+    return { records: rows.slice(0, page.limit).map(copy), hasMore: rows.length > page.limit };
+  }
+
+  async recordDecision(entry: AuditEntry): Promise<void> {
+    this.audit.push({ ...entry });
+  }
+
+  async auditTrail(taskId: string): Promise<AuditEntry[]> {
+    return this.audit.filter((e) => e.taskId === taskId).map((e) => ({ ...e }));
+  }
+
+  async sweepExpired(now: Millis, limit: number): Promise<number> {
+    let deleted = 0;
+    for (const record of this.tasks.values()) {
+      if (deleted >= limit) break;
+      if (!isExpired(record, now)) continue;
+      this.tasks.delete(record.taskId);
+      if (record.idempotencyKey !== null) {
+        const keyIndex = `${record.authKey}\n${record.idempotencyKey}`;
+        if (this.keys.get(keyIndex) === record.taskId) this.keys.delete(keyIndex);
+      }
+      deleted++;
+    }
+    return deleted;
+  }
+
+  async seed(records: readonly TaskRecord[]): Promise<void> {
+    for (const record of records) {
+      this.tasks.set(record.taskId, copy(record));
+      if (record.idempotencyKey !== null) this.keys.set(`${record.authKey}\n${record.idempotencyKey}`, record.taskId);
+    }
+  }
+
+  async sharedSecret(): Promise<Uint8Array> {
+    return this.secret;
+  }
+
+  async close(): Promise<void> {}
+
+  /** Outbox entries not yet dispatched (tests). */
+  pendingOutbox(): readonly OutboxEntry[] {
+    return this.outbox;
+  }
+
+  private log(
+    at: Millis,
+    surface: AuditEntry['surface'],
+    decision: AuditEntry['decision'],
+    authKey: string,
+    taskId: string | null,
+    correlationId: string,
+    record: TaskRecord | null,
+  ): void {
+    this.audit.push({
+      at,
+      surface,
+      decision,
+      authKey,
+      taskId,
+      correlationId,
+      status: record?.status ?? null,
+      version: record?.version ?? null,
+    });
+  }
+}
+
+function copy(record: TaskRecord): TaskRecord {
+  return structuredClone(record);
+}

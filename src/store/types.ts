@@ -1,0 +1,109 @@
+import type { Decision, MissDecision, TransitionDecision } from '../core/decisions.js';
+import type { Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
+
+/** What a store can do; callers read the flags instead of checking classes. */
+export interface StoreCapabilities {
+  /** Other processes' writes can wake this one (PostgreSQL LISTEN/NOTIFY). */
+  readonly listenNotify: boolean;
+  /** Concurrent claimers skip each other's locked rows (PostgreSQL SKIP LOCKED). */
+  readonly skipLocked: boolean;
+  /** Several processes may share the store. */
+  readonly shared: boolean;
+}
+
+/** Everything the store needs to admit a task-augmented call (the service has decided rules 1–4). */
+export interface AdmitInput {
+  taskId: string;
+  authKey: string;
+  toolName: string;
+  request: WireRequest;
+  requestDigest: string;
+  idempotencyKey: string | null;
+  ttl: number | null;
+  pollInterval: number | null;
+  correlationId: string;
+  now: Millis;
+}
+
+export type AdmitOutcome =
+  | { decision: 'ACCEPT_TASK' | 'REPLAY_TASK'; record: TaskRecord }
+  | { decision: 'BLOCK_IDEMPOTENCY_COLLISION'; record: null };
+
+export interface TransitionInput {
+  taskId: string;
+  authKey: string;
+  write: StatusWrite;
+  correlationId: string;
+  now: Millis;
+}
+
+/** `record` is the stored fact after the decision, given only to the record's own auth key. */
+export interface TransitionOutcome {
+  decision: TransitionDecision;
+  record: TaskRecord | null;
+}
+
+export type LookupOutcome = { decision: 'FOUND'; record: TaskRecord } | { decision: MissDecision; record: null };
+
+export type CancelOutcome =
+  | { decision: 'CANCEL_TASK' | 'ALREADY_TERMINAL'; record: TaskRecord }
+  | { decision: MissDecision; record: null };
+
+/** Keyset position in list order (createdAt, taskId). */
+export interface ListPosition {
+  createdAt: Millis;
+  taskId: string;
+}
+
+export interface ListPage {
+  records: TaskRecord[];
+  /** True when records exist after the last one returned. */
+  hasMore: boolean;
+}
+
+/** One line of the append-only audit trail. */
+export interface AuditEntry {
+  at: Millis;
+  surface: 'create' | 'transition' | 'read' | 'list';
+  decision: Decision;
+  authKey: string;
+  taskId: string | null;
+  correlationId: string;
+  /** Status and version after the decision, where a record was involved. */
+  status?: string | null;
+  version?: number | null;
+  detail?: string | null;
+}
+
+/**
+ * The store interface: domain operations, each atomic. The store applies the core's decision in
+ * one conditional write and, when that write changes nothing, reads the stored fact and
+ * classifies it with the same rules. Every operation that touches tasks carries the auth key in
+ * its query, never as a filter applied afterwards.
+ */
+export interface TaskStore {
+  readonly kind: string;
+  readonly supports: StoreCapabilities;
+
+  /** Idempotency lookup (scoped by auth key), task insert and outbox insert, in one transaction. */
+  admit(input: AdmitInput): Promise<AdmitOutcome>;
+  /** One conditional write (task, auth key, expected version, non-terminal, unexpired). */
+  transition(input: TransitionInput): Promise<TransitionOutcome>;
+  /** The caller's unexpired task. */
+  get(authKey: string, taskId: string, now: Millis): Promise<LookupOutcome>;
+  /** Latches `cancelled` (and the cancellation intent) in one conditional write. */
+  cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome>;
+  /** The caller's unexpired tasks after `after`, in (createdAt, taskId) order. */
+  list(authKey: string, now: Millis, page: { after: ListPosition | null; limit: number }): Promise<ListPage>;
+  /** Appends a decision made outside a store write (blocks, reads) to the audit trail. */
+  recordDecision(entry: AuditEntry): Promise<void>;
+  /** The audit trail of one task, oldest first (tests, inspection). */
+  auditTrail(taskId: string): Promise<AuditEntry[]>;
+  /** Deletes up to `limit` expired records; returns how many went. */
+  sweepExpired(now: Millis, limit: number): Promise<number>;
+  /** Imports records as they are (replay seeding, migrations between stores). */
+  seed(records: readonly TaskRecord[]): Promise<void>;
+  /** A secret shared by every process on this store (cursor signing). */
+  sharedSecret(): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
