@@ -1,14 +1,28 @@
 import { TasklatchError } from '../core/errors.js';
 import type { TaskStore } from './types.js';
 
+/** Where the store lives when nothing is said: SQLite under the working directory. */
+export const DEFAULT_STORE_URL = 'sqlite:./.tasklatch/tasks.db';
+
 /**
- * Opens a store from a URL: `memory`, `sqlite:PATH`, `postgres://…` / `postgresql://…`.
- * The SQL drivers are imported only when their store is asked for.
+ * Opens a store from a URL: `memory`, `sqlite:PATH`, `postgres://…` / `postgresql://…`
+ * (`?schema=NAME` keeps tasklatch's tables in a schema of their own). SQL stores apply their
+ * migrations on first use. The drivers are imported only when their store is asked for.
  */
 export async function openStore(url: string): Promise<TaskStore> {
   if (url === 'memory' || url === 'memory:') {
     const { MemoryStore } = await import('./memory/memory-store.js');
     return new MemoryStore();
+  }
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path === '') throw new TasklatchError('INVALID_STORE_URL', 'sqlite: URL needs a path, e.g. sqlite:./.tasklatch/tasks.db');
+    const { SqliteStore } = await import('./sqlite/sqlite-store.js');
+    return SqliteStore.open(path);
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    const { PostgresStore } = await import('./postgres/postgres-store.js');
+    return PostgresStore.open(url);
   }
   throw new TasklatchError(
     'INVALID_STORE_URL',
