@@ -1,0 +1,99 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isTerminal, TASK_STATUSES, type TaskStatus } from '../../src/core/types.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { TaskService } from '../../src/service/task-service.js';
+import { ALL_CAPS, T0 } from '../support/records.js';
+
+const tool = { name: 'export_ledger', execution: { taskSupport: 'required' as const } };
+const statusArb = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom<string>(...TASK_STATUSES) },
+  { weight: 1, arbitrary: fc.constantFrom('done', '', 'Completed') },
+);
+const writeArb = fc.record({
+  status: statusArb,
+  // Mostly near the live version, sometimes wild.
+  versionDelta: fc.oneof(fc.constant(0), fc.integer({ min: -3, max: 3 })),
+  result: fc.option(fc.record({ text: fc.constantFrom('a', 'b') }), { nil: undefined }),
+  cancel: fc.boolean(),
+});
+
+describe('invariants over arbitrary write sequences', () => {
+  it('a task gets at most one terminal fact, versions only grow, terminal never changes', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 30 }), async (writes) => {
+        const store = new MemoryStore();
+        let now = T0;
+        const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => now });
+        const created = await service.create({ auth: 'a/x', tool, request: { method: 'tools/call', params: { name: 'export_ledger', arguments: {}, task: {} } } });
+        const taskId = created.record!.taskId;
+        let version = created.record!.version;
+        let terminal: { status: TaskStatus; result: unknown } | null = null;
+        let applied = 0;
+        for (const w of writes) {
+          now += 1;
+          const outcome = w.cancel
+            ? await service.read({ auth: 'a/x', method: 'tasks/cancel', taskId })
+            : await service.transition({ auth: 'a/x', taskId, write: { status: w.status, expectedVersion: version + w.versionDelta, ...(w.result ? { result: w.result } : {}) } });
+          const after = (await store.get('a/x', taskId, now)).record!;
+          expect(after.version).toBeGreaterThanOrEqual(version);
+          const changed = outcome.decision === 'APPLY_TRANSITION' || outcome.decision === 'CANCEL_TASK';
+          expect(after.version).toBe(changed ? version + 1 : version);
+          if (terminal !== null) {
+            expect(changed).toBe(false);
+            expect(after.status).toBe(terminal.status);
+            expect(after.result).toEqual(terminal.result);
+          } else if (isTerminal(after.status)) {
+            terminal = { status: after.status, result: after.result };
+            applied++;
+          }
+          version = after.version;
+        }
+        expect(applied).toBeLessThanOrEqual(1);
+        const trail = await store.auditTrail(taskId);
+        const terminalApplies = trail.filter(
+          (e) => (e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK') && e.status !== null && isTerminal(e.status as TaskStatus),
+        );
+        expect(terminalApplies.length).toBe(applied);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('no caller sees another auth context’s task through get, cancel, transition or list', async () => {
+    const auths = ['t1/a', 't1/b', 't2/a'];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ owner: fc.constantFrom(...auths), key: fc.option(fc.constantFrom('k1', 'k2'), { nil: undefined }) }), { minLength: 1, maxLength: 12 }),
+        fc.constantFrom(...auths),
+        async (creates, caller) => {
+          const store = new MemoryStore();
+          const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => T0, limits: { pageSize: 3 } });
+          const owners = new Map<string, string>();
+          for (const c of creates) {
+            const params = { name: 'export_ledger', arguments: {}, task: {}, ...(c.key ? { _meta: { 'io.tasklatch/idempotency-key': c.key } } : {}) };
+            const out = await service.create({ auth: c.owner, tool, request: { method: 'tools/call', params } });
+            if (out.record) owners.set(out.record.taskId, c.owner);
+          }
+          const listed: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await service.list({ auth: caller, cursor });
+            listed.push(...page.records!.map((r) => r.taskId));
+            cursor = page.nextCursor ?? undefined;
+          } while (cursor !== undefined);
+          const own = [...owners].filter(([, o]) => o === caller).map(([id]) => id);
+          expect(new Set(listed)).toEqual(new Set(own));
+          for (const [taskId, owner] of owners) {
+            if (owner === caller) continue;
+            expect((await service.read({ auth: caller, method: 'tasks/get', taskId })).decision).toBe('BLOCK_AUTH');
+            expect((await service.read({ auth: caller, method: 'tasks/cancel', taskId })).decision).toBe('BLOCK_AUTH');
+            const t = await service.transition({ auth: caller, taskId, write: { status: 'completed', expectedVersion: 1 } });
+            expect(t).toEqual({ decision: 'BLOCK_AUTH', record: null });
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
