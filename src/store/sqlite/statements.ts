@@ -1,0 +1,92 @@
+import type Database from 'better-sqlite3';
+
+const TASK_COLUMNS = [
+  'task_id',
+  'auth_key',
+  'tool_name',
+  'status',
+  'status_message',
+  'version',
+  'created_at_ms',
+  'last_updated_at_ms',
+  'ttl_ms',
+  'expires_at_ms',
+  'poll_interval_ms',
+  'request_digest',
+  'idempotency_key',
+  'request',
+  'cancel_requested',
+  'result',
+  'result_digest',
+  'correlation_id',
+  'attempt',
+  'lease_owner',
+  'lease_expires_at_ms',
+] as const;
+
+const COLUMNS = TASK_COLUMNS.join(', ');
+const VALUES = TASK_COLUMNS.map((c) => `@${c}`).join(', ');
+const UPSERT_SET = TASK_COLUMNS.filter((c) => c !== 'task_id')
+  .map((c) => `${c} = excluded.${c}`)
+  .join(', ');
+
+/** The visibility predicate every caller-facing query carries, never a filter applied afterwards. */
+const UNEXPIRED = '(expires_at_ms IS NULL OR expires_at_ms > @now)';
+const NON_TERMINAL = "status IN ('working', 'input_required')";
+
+/** The SQL of every statement the store runs, by name. */
+const SQL = {
+  /** An expired holder no longer owns its idempotency key (MemoryStore drops it the same way). */
+  releaseExpiredKey: 'UPDATE tasks SET idempotency_key = NULL WHERE auth_key = @auth_key AND idempotency_key = @idempotency_key AND expires_at_ms <= @now',
+  insertTask: `INSERT INTO tasks (${COLUMNS}) VALUES (${VALUES}) ON CONFLICT (auth_key, idempotency_key) DO NOTHING RETURNING *`,
+  selectByKey: 'SELECT * FROM tasks WHERE auth_key = ? AND idempotency_key = ?',
+  insertOutbox: 'INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms) VALUES (@task_id, @now, @now)',
+  /**
+   * The one conditional write of the transition surface. The CASE arms keep this a single
+   * prepared statement: `set_message` and `terminal` are 0/1 flags computed by the caller.
+   */
+  applyTransition: `UPDATE tasks SET
+       status = @status,
+       version = version + 1,
+       last_updated_at_ms = @now,
+       status_message = CASE WHEN @set_message THEN @status_message ELSE status_message END,
+       result = CASE WHEN @terminal THEN @result ELSE result END,
+       result_digest = CASE WHEN @terminal THEN @result_digest ELSE result_digest END,
+       lease_owner = CASE WHEN @terminal THEN NULL ELSE lease_owner END,
+       lease_expires_at_ms = CASE WHEN @terminal THEN NULL ELSE lease_expires_at_ms END
+     WHERE task_id = @task_id AND auth_key = @auth_key AND version = @expected_version
+       AND ${NON_TERMINAL} AND ${UNEXPIRED}
+     RETURNING *`,
+  applyCancel: `UPDATE tasks SET
+       status = 'cancelled', cancel_requested = 1, version = version + 1, last_updated_at_ms = @now,
+       lease_owner = NULL, lease_expires_at_ms = NULL
+     WHERE task_id = @task_id AND auth_key = @auth_key AND ${NON_TERMINAL} AND ${UNEXPIRED}
+     RETURNING *`,
+  selectVisible: `SELECT * FROM tasks WHERE task_id = @task_id AND auth_key = @auth_key AND ${UNEXPIRED}`,
+  /** Classification read only: its row is handed to the core rules, never to the caller as is. */
+  selectById: 'SELECT * FROM tasks WHERE task_id = ?',
+  listFirst: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED}
+     ORDER BY created_at_ms, task_id LIMIT @limit`,
+  listAfter: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED}
+       AND (created_at_ms, task_id) > (@after_created_at_ms, @after_task_id)
+     ORDER BY created_at_ms, task_id LIMIT @limit`,
+  insertAudit: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+     VALUES (@at_ms, @surface, @decision, @auth_key, @task_id, @correlation_id, @status, @version, @detail)`,
+  selectAudit: 'SELECT * FROM task_audit WHERE task_id = ? ORDER BY id',
+  sweep: `DELETE FROM tasks WHERE task_id IN (
+       SELECT task_id FROM tasks WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
+  /** Seeding takes a key over from any other holder, as MemoryStore's key map does. */
+  releaseKeyForSeed: 'UPDATE tasks SET idempotency_key = NULL WHERE auth_key = @auth_key AND idempotency_key = @idempotency_key AND task_id <> @task_id',
+  // An upsert, not INSERT OR REPLACE: REPLACE deletes the old row, and the cascade would take
+  // its outbox entries with it.
+  upsertTask: `INSERT INTO tasks (${COLUMNS}) VALUES (${VALUES}) ON CONFLICT (task_id) DO UPDATE SET ${UPSERT_SET}`,
+  selectSecret: "SELECT value FROM tasklatch_meta WHERE key = 'secret'",
+} as const;
+
+/** The store's statements, prepared once per connection. */
+export type Statements = { readonly [K in keyof typeof SQL]: Database.Statement };
+
+export function prepareStatements(db: Database.Database): Statements {
+  const entries = Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)] as const);
+  return Object.fromEntries(entries) as Statements;
+}
