@@ -1,0 +1,98 @@
+import pg from 'pg';
+import { TasklatchError } from '../../core/errors.js';
+
+/** Where a store URL points, with tasklatch's own `?schema=` parameter taken out. */
+export interface PostgresTarget {
+  /** The URL as pg should see it: without `schema`. */
+  connectionString: string;
+  /** The schema holding tasklatch's tables, or null for the server's search_path. */
+  schema: string | null;
+  /** `host:port`, for messages (never the password). */
+  address: string;
+}
+
+// Lowercase on purpose: the name travels unquoted in `-c search_path=…`, where PostgreSQL folds
+// case, so an uppercase letter would silently name a different schema.
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Checks a schema name and returns it; throws INVALID_STORE_URL otherwise. */
+export function checkSchemaName(schema: string): string {
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new TasklatchError(
+      'INVALID_STORE_URL',
+      `invalid schema name ${JSON.stringify(schema)}: use lowercase letters, digits and _ (at most 63)`,
+    );
+  }
+  return schema;
+}
+
+/** Splits a `postgres://` URL into what pg needs and tasklatch's `?schema=NAME`. */
+export function parsePostgresUrl(url: string): PostgresTarget {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch (cause) {
+    throw new TasklatchError('INVALID_STORE_URL', 'not a valid postgres:// URL', { cause });
+  }
+  const schemaParam = parsed.searchParams.get('schema');
+  parsed.searchParams.delete('schema');
+  const host = parsed.searchParams.get('host') ?? (parsed.hostname === '' ? 'localhost' : parsed.hostname);
+  return {
+    connectionString: parsed.toString(),
+    schema: schemaParam === null || schemaParam === '' ? null : checkSchemaName(schemaParam),
+    address: `${host}:${parsed.port === '' ? '5432' : parsed.port}`,
+  };
+}
+
+/** Opens a pool whose every connection resolves unqualified names in `target.schema`. */
+export function createPool(target: PostgresTarget, max: number): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: target.connectionString,
+    max,
+    // Without a bound an unreachable host hangs `open` for the OS TCP timeout (minutes).
+    connectionTimeoutMillis: 10_000,
+    // A startup parameter, not a SET on 'connect': it applies before the first query of every
+    // connection, with no window in which a query could run against the wrong schema.
+    ...(target.schema === null ? {} : { options: `-c search_path=${target.schema}` }),
+  });
+  // An idle client that loses its server emits 'error' on the pool; unhandled, that would
+  // crash the process. The pool already discards the client; the next query reconnects.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Errors that mean the server could not be reached or refused the session. */
+export function unavailable(target: PostgresTarget, cause: unknown): TasklatchError {
+  const code = (cause as { code?: unknown } | null)?.code;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  // Node reports a refused localhost connection as an AggregateError with an empty message.
+  const detail = [message, typeof code === 'string' ? `(${code})` : ''].filter((part) => part !== '').join(' ');
+  return new TasklatchError('STORE_UNAVAILABLE', `cannot connect to PostgreSQL at ${target.address}: ${detail}`, {
+    cause,
+  });
+}
+
+/**
+ * Runs `work` in one transaction on one checked-out client: BEGIN, COMMIT, ROLLBACK on any
+ * error, and the client always goes back to the pool.
+ */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const value = await work(client);
+    await client.query('COMMIT');
+    return value;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch (rollbackError) {
+      // A client that cannot roll back is in an unknown state: destroy it instead of reusing it.
+      broken = rollbackError as Error;
+    }
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}

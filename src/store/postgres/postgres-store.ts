@@ -1,0 +1,147 @@
+import type pg from 'pg';
+import { TasklatchError } from '../../core/errors.js';
+import { classifyMiss } from '../../core/transition-rules.js';
+import type { Millis, TaskRecord } from '../../core/types.js';
+import type {
+  AdmitInput,
+  AdmitOutcome,
+  AuditEntry,
+  CancelOutcome,
+  ListPage,
+  ListPosition,
+  LookupOutcome,
+  StoreCapabilities,
+  TaskStore,
+  TransitionInput,
+  TransitionOutcome,
+} from '../types.js';
+import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
+import { migratePostgres } from './migrate.js';
+import { auditParams, taskParams, toAuditEntry, toTaskRecord, type AuditRow, type TaskRow } from './row.js';
+import * as sql from './statements.js';
+import { admitIn, cancelIn, readById, transitionIn } from './task-writes.js';
+
+/** Options of {@link PostgresStore.open}. */
+export interface PostgresStoreOptions {
+  /** Most connections the store opens at once (default 20). */
+  poolSize?: number;
+}
+
+/**
+ * A store in PostgreSQL, shared by every process that opens the same database and schema.
+ * Each operation is one transaction whose guarded write is a single conditional statement;
+ * the decisions themselves come from the core, exactly as in the memory store.
+ */
+export class PostgresStore implements TaskStore {
+  readonly kind = 'postgres';
+  readonly supports: StoreCapabilities = { listenNotify: true, skipLocked: true, shared: true };
+
+  private secret: Promise<Uint8Array> | null = null;
+  private closed: Promise<void> | null = null;
+
+  private constructor(
+    /** The pool; exposed for tests and for workers built on the same connections. */
+    readonly pool: pg.Pool,
+  ) {}
+
+  /**
+   * Connects to `url` (`postgres://…`; `?schema=NAME` puts tasklatch's tables in a schema of
+   * their own, created on demand) and applies pending migrations. An unreachable server or a
+   * refused login throws `STORE_UNAVAILABLE` naming host:port.
+   */
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const target = parsePostgresUrl(url);
+    const pool = createPool(target, options.poolSize ?? 20);
+    try {
+      const client = await pool.connect().catch((cause: unknown) => {
+        throw unavailable(target, cause);
+      });
+      client.release();
+      await migratePostgres(pool, target.schema);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return new PostgresStore(pool);
+  }
+
+  async admit(input: AdmitInput): Promise<AdmitOutcome> {
+    return inTransaction(this.pool, (client) => admitIn(client, input));
+  }
+
+  async transition(input: TransitionInput): Promise<TransitionOutcome> {
+    return inTransaction(this.pool, (client) => transitionIn(client, input));
+  }
+
+  async get(authKey: string, taskId: string, now: Millis): Promise<LookupOutcome> {
+    const visible = await this.pool.query<TaskRow>(sql.SELECT_VISIBLE, [taskId, authKey, now]);
+    if (visible.rows[0] !== undefined) return { decision: 'FOUND', record: toTaskRecord(visible.rows[0]) };
+    // The visible read came back empty; a second read by id alone only says why.
+    const stored = await readById(this.pool, taskId);
+    const miss = classifyMiss(stored, authKey, now);
+    if (miss !== null || stored === null) return { decision: miss ?? 'NOT_FOUND', record: null };
+    // Became visible between the two reads (admitted or seeded meanwhile).
+    return { decision: 'FOUND', record: stored };
+  }
+
+  async cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome> {
+    return inTransaction(this.pool, (client) => cancelIn(client, { authKey, taskId, now, correlationId }));
+  }
+
+  async list(authKey: string, now: Millis, page: { after: ListPosition | null; limit: number }): Promise<ListPage> {
+    const { after, limit } = page;
+    // One row more than asked tells whether another page exists.
+    const params: unknown[] = [authKey, now, limit + 1];
+    if (after !== null) params.push(after.createdAt, after.taskId);
+    const found = await this.pool.query<TaskRow>(sql.listPage(after !== null), params);
+    const records = found.rows.map(toTaskRecord);
+    return { records: records.slice(0, limit), hasMore: records.length > limit };
+  }
+
+  async recordDecision(entry: AuditEntry): Promise<void> {
+    await this.pool.query(sql.INSERT_AUDIT, auditParams(entry));
+  }
+
+  async auditTrail(taskId: string): Promise<AuditEntry[]> {
+    const found = await this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]);
+    return found.rows.map(toAuditEntry);
+  }
+
+  async sweepExpired(now: Millis, limit: number): Promise<number> {
+    if (limit <= 0) return 0;
+    const deleted = await this.pool.query(sql.SWEEP_EXPIRED, [now, limit]);
+    return deleted.rowCount ?? 0;
+  }
+
+  async seed(records: readonly TaskRecord[]): Promise<void> {
+    await inTransaction(this.pool, async (client) => {
+      for (const record of records) {
+        if (record.idempotencyKey !== null) {
+          await client.query(sql.RELEASE_KEY_FOR_SEED, [record.authKey, record.idempotencyKey, record.taskId]);
+        }
+        await client.query(sql.UPSERT_TASK, taskParams(record));
+      }
+    });
+  }
+
+  async sharedSecret(): Promise<Uint8Array> {
+    // Cached as a promise so concurrent first callers share one query.
+    this.secret ??= this.loadSecret();
+    return this.secret;
+  }
+
+  async close(): Promise<void> {
+    this.closed ??= this.pool.end();
+    return this.closed;
+  }
+
+  private async loadSecret(): Promise<Uint8Array> {
+    const found = await this.pool.query<{ value: string }>(sql.SELECT_SECRET);
+    const hex = found.rows[0]?.value;
+    if (hex === undefined) {
+      this.secret = null;
+      throw new TasklatchError('SCHEMA_MISMATCH', 'tasklatch_meta has no secret: run the migrations');
+    }
+    return new Uint8Array(Buffer.from(hex, 'hex'));
+  }
+}

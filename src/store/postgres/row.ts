@@ -1,0 +1,129 @@
+import type { Decision } from '../../core/decisions.js';
+import type { TaskRecord, TaskStatus } from '../../core/types.js';
+import type { AuditEntry } from '../types.js';
+
+/** A `tasks` row as pg returns it: int8 arrives as a string, jsonb already parsed. */
+export interface TaskRow {
+  task_id: string;
+  auth_key: string;
+  tool_name: string | null;
+  status: string;
+  status_message: string | null;
+  version: number;
+  created_at_ms: string;
+  last_updated_at_ms: string;
+  ttl_ms: string | null;
+  expires_at_ms: string | null;
+  poll_interval_ms: number | null;
+  request_digest: string | null;
+  idempotency_key: string | null;
+  request: unknown;
+  cancel_requested: boolean;
+  result: unknown;
+  result_digest: string | null;
+  correlation_id: string | null;
+  attempt: number;
+  lease_owner: string | null;
+  lease_expires_at_ms: string | null;
+}
+
+export interface AuditRow {
+  at_ms: string | null;
+  surface: string | null;
+  decision: string | null;
+  auth_key: string | null;
+  task_id: string | null;
+  correlation_id: string | null;
+  status: string | null;
+  version: number | null;
+  detail: string | null;
+}
+
+/**
+ * The columns of `tasks` in insert order; `taskParams` yields values in the same order. pg's
+ * global int8 parser is left alone (other code in the process may rely on it), so bigint columns
+ * become numbers here: epoch milliseconds stay far below 2^53.
+ */
+export const TASK_COLUMNS = [
+  'task_id', 'auth_key', 'tool_name', 'status', 'status_message', 'version', 'created_at_ms',
+  'last_updated_at_ms', 'ttl_ms', 'expires_at_ms', 'poll_interval_ms', 'request_digest',
+  'idempotency_key', 'request', 'cancel_requested', 'result', 'result_digest', 'correlation_id',
+  'attempt', 'lease_owner', 'lease_expires_at_ms',
+] as const;
+
+function num(value: string | number): number {
+  return typeof value === 'number' ? value : Number(value);
+}
+
+function numOrNull(value: string | number | null): number | null {
+  return value === null ? null : num(value);
+}
+
+/**
+ * JSON text for a jsonb parameter, or SQL NULL. Explicit because pg would send a JS array as a
+ * PostgreSQL array literal, not JSON.
+ */
+export function jsonParam(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+export function toTaskRecord(row: TaskRow): TaskRecord {
+  return {
+    taskId: row.task_id,
+    authKey: row.auth_key,
+    toolName: row.tool_name,
+    // The CHECK constraint admits only the five statuses.
+    status: row.status as TaskStatus,
+    statusMessage: row.status_message,
+    version: row.version,
+    createdAt: num(row.created_at_ms),
+    lastUpdatedAt: num(row.last_updated_at_ms),
+    ttl: numOrNull(row.ttl_ms),
+    expiresAt: numOrNull(row.expires_at_ms),
+    pollInterval: row.poll_interval_ms,
+    requestDigest: row.request_digest,
+    idempotencyKey: row.idempotency_key,
+    request: row.request,
+    cancelRequested: row.cancel_requested,
+    result: row.result,
+    resultDigest: row.result_digest,
+    correlationId: row.correlation_id,
+    attempt: row.attempt,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: numOrNull(row.lease_expires_at_ms),
+  };
+}
+
+/** The values of a record in `TASK_COLUMNS` order. */
+export function taskParams(r: TaskRecord): unknown[] {
+  return [
+    r.taskId, r.authKey, r.toolName, r.status, r.statusMessage, r.version, r.createdAt,
+    r.lastUpdatedAt, r.ttl, r.expiresAt, r.pollInterval, r.requestDigest,
+    r.idempotencyKey, jsonParam(r.request), r.cancelRequested, jsonParam(r.result), r.resultDigest, r.correlationId,
+    r.attempt, r.leaseOwner, r.leaseExpiresAt,
+  ];
+}
+
+export function toAuditEntry(row: AuditRow): AuditEntry {
+  const entry: AuditEntry = {
+    at: num(row.at_ms ?? 0),
+    surface: row.surface as AuditEntry['surface'],
+    decision: row.decision as Decision,
+    authKey: row.auth_key ?? '',
+    taskId: row.task_id,
+    correlationId: row.correlation_id ?? '',
+    status: row.status,
+    version: row.version,
+  };
+  // The memory store carries `detail` only when a caller gave one; so does this mapping.
+  if (row.detail !== null) entry.detail = row.detail;
+  return entry;
+}
+
+/** Parameters for `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)`. */
+export function auditParams(entry: AuditEntry): unknown[] {
+  return [
+    entry.at, entry.surface, entry.decision, entry.authKey, entry.taskId, entry.correlationId,
+    entry.status ?? null, entry.version ?? null, entry.detail ?? null,
+  ];
+}

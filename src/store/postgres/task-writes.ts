@@ -1,0 +1,157 @@
+import type pg from 'pg';
+import { decideAdmission } from '../../core/create-rules.js';
+import type { Decision } from '../../core/decisions.js';
+import { resultDigest } from '../../core/digest.js';
+import { TasklatchError } from '../../core/errors.js';
+import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
+import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
+import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
+import { auditParams, jsonParam, taskParams, toTaskRecord, type TaskRow } from './row.js';
+import * as sql from './statements.js';
+
+/**
+ * The writing operations of the PostgreSQL store, each run by the caller inside one transaction
+ * on `client`. The conditional write goes first; only when it changes nothing is the stored row
+ * read and classified by the core, so two writers never both act on one read.
+ */
+
+// Enough for any real interleaving: a retry is needed only when the key's holder expired or
+// gave the key up between our INSERT and our SELECT.
+const ADMIT_ATTEMPTS = 5;
+
+export async function admitIn(client: pg.PoolClient, input: AdmitInput): Promise<AdmitOutcome> {
+  const record = newRecord(input);
+  for (let attempt = 0; attempt < ADMIT_ATTEMPTS; attempt++) {
+    if (input.idempotencyKey !== null) {
+      await client.query(sql.RELEASE_EXPIRED_KEY, [input.authKey, input.idempotencyKey, input.now]);
+    }
+    const inserted = await client.query<TaskRow>(sql.INSERT_TASK_UNLESS_KEY_TAKEN, taskParams(record));
+    if (inserted.rows[0] !== undefined) {
+      await client.query(sql.INSERT_OUTBOX, [record.taskId, input.now]);
+      await audit(client, 'create', input, 'ACCEPT_TASK', record.taskId, null);
+      return { decision: 'ACCEPT_TASK', record: toTaskRecord(inserted.rows[0]) };
+    }
+    // Only a key conflict skips the insert, so the key is not null here.
+    const found = await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
+    const prior = found.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
+    const decision = decideAdmission({ ...input, auth: input.authKey, prior });
+    if (decision === 'ACCEPT_TASK' || prior === null) continue;
+    await audit(client, 'create', input, decision, prior.taskId, prior);
+    return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
+  }
+  throw new TasklatchError('INTERNAL', `admission of idempotency key ${JSON.stringify(input.idempotencyKey)} did not settle`);
+}
+
+export async function transitionIn(client: pg.PoolClient, input: TransitionInput): Promise<TransitionOutcome> {
+  const { write } = input;
+  // An int4 column cannot compare with 1.5 or 2^40; such a version matches no row, which is
+  // what the classification below says too (without the statement failing).
+  if (isTaskStatus(write.status) && isInt4(write.expectedVersion)) {
+    const params: unknown[] = [input.taskId, input.authKey, write.expectedVersion, input.now, write.status];
+    const sets: string[] = [];
+    if (write.statusMessage !== undefined) sets.push(`status_message = $${params.push(write.statusMessage)}`);
+    if (isTerminal(write.status)) {
+      const result = write.result ?? null;
+      sets.push(`result = $${params.push(jsonParam(result))}`);
+      sets.push(`result_digest = $${params.push(result === null ? null : resultDigest(result))}`);
+      // A finished task holds no lease: a worker still running it must not renew it.
+      sets.push('lease_owner = NULL', 'lease_expires_at_ms = NULL');
+    }
+    const applied = await client.query<TaskRow>(sql.conditionalTransition(sets), params);
+    if (applied.rows[0] !== undefined) {
+      const record = toTaskRecord(applied.rows[0]);
+      await audit(client, 'transition', input, 'APPLY_TRANSITION', input.taskId, record);
+      return { decision: 'APPLY_TRANSITION', record };
+    }
+  }
+  const stored = await readById(client, input.taskId);
+  const decision = decideTransition({ task: stored, auth: input.authKey, write, now: input.now });
+  if (decision === 'APPLY_TRANSITION') {
+    // The conditional write found nothing to change, yet the rules would apply: the row changed
+    // under us in a way versions forbid (a concurrent seed). Refuse rather than guess.
+    throw new TasklatchError('INTERNAL', `task ${JSON.stringify(input.taskId)} changed during its transition`);
+  }
+  const visible = stored !== null && stored.authKey === input.authKey ? stored : null;
+  await audit(client, 'transition', input, decision, input.taskId, visible);
+  return { decision, record: visible };
+}
+
+export async function cancelIn(
+  client: pg.PoolClient,
+  input: { authKey: string; taskId: string; now: Millis; correlationId: string },
+): Promise<CancelOutcome> {
+  const cancelled = await client.query<TaskRow>(sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now]);
+  if (cancelled.rows[0] !== undefined) {
+    const record = toTaskRecord(cancelled.rows[0]);
+    await audit(client, 'read', input, 'CANCEL_TASK', input.taskId, record);
+    return { decision: 'CANCEL_TASK', record };
+  }
+  const stored = await readById(client, input.taskId);
+  const miss = classifyMiss(stored, input.authKey, input.now);
+  if (miss !== null || stored === null) {
+    await audit(client, 'read', input, miss ?? 'NOT_FOUND', input.taskId, null);
+    return { decision: miss ?? 'NOT_FOUND', record: null };
+  }
+  if (!isTerminal(stored.status)) {
+    throw new TasklatchError('INTERNAL', `task ${JSON.stringify(input.taskId)} changed during its cancellation`);
+  }
+  await audit(client, 'read', input, 'ALREADY_TERMINAL', input.taskId, stored);
+  return { decision: 'ALREADY_TERMINAL', record: stored };
+}
+
+export async function readById(client: pg.ClientBase | pg.Pool, taskId: string): Promise<TaskRecord | null> {
+  const found = await client.query<TaskRow>(sql.SELECT_BY_ID, [taskId]);
+  return found.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
+}
+
+function newRecord(input: AdmitInput): TaskRecord {
+  return {
+    taskId: input.taskId,
+    authKey: input.authKey,
+    toolName: input.toolName,
+    status: 'working',
+    statusMessage: null,
+    version: 1,
+    createdAt: input.now,
+    lastUpdatedAt: input.now,
+    ttl: input.ttl,
+    expiresAt: input.ttl === null ? null : input.now + input.ttl,
+    pollInterval: input.pollInterval,
+    requestDigest: input.requestDigest,
+    idempotencyKey: input.idempotencyKey,
+    request: input.request,
+    cancelRequested: false,
+    result: null,
+    resultDigest: null,
+    correlationId: input.correlationId,
+    attempt: 0,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+  };
+}
+
+function isInt4(value: number): boolean {
+  return Number.isInteger(value) && value >= -2_147_483_648 && value <= 2_147_483_647;
+}
+
+/** One audit line, with the status and version of `record` when the caller may see it. */
+async function audit(
+  client: pg.PoolClient,
+  surface: AuditEntry['surface'],
+  input: { now: Millis; authKey: string; correlationId: string },
+  decision: Decision,
+  taskId: string | null,
+  record: TaskRecord | null,
+): Promise<void> {
+  const entry: AuditEntry = {
+    at: input.now,
+    surface,
+    decision,
+    authKey: input.authKey,
+    taskId,
+    correlationId: input.correlationId,
+    status: record?.status ?? null,
+    version: record?.version ?? null,
+  };
+  await client.query(sql.INSERT_AUDIT, auditParams(entry));
+}
