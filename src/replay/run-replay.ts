@@ -81,7 +81,7 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
     case 'create': {
       const p = replayCase.packet;
       if (p.prior !== null) await store.seed([toRecord(p.prior, ns)]);
-      const outcome = await service.create({ auth, tool: p.tool, request: p.request as WireRequest });
+      const outcome = await service.create({ auth, tool: p.tool, request: p.request });
       return { actual: outcome.decision };
     }
     case 'transition': {
@@ -118,7 +118,7 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
 export function toRecord(packet: StoredRecordPacket, ns = ''): TaskRecord {
   const createdAt = parseTimestamp(packet.createdAt);
   const expiresAt = packet.expiresAt === null ? null : parseTimestamp(packet.expiresAt);
-  const request = (packet.request ?? null) as WireRequest | null;
+  const request = (packet.request ?? null);
   const result = packet.result ?? null;
   const toolName = request !== null && typeof request.params.name === 'string' ? request.params.name : null;
   return {

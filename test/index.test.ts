@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const SRC = fileURLToPath(new URL('../src/', import.meta.url));
+
+/** Every module the root entry loads statically (dynamic `import()` is not followed). */
+function staticGraph(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gms)) {
+      const spec = m[1]!;
+      if (/^\s*(?:import|export)\s+type\s/.test(m[0])) continue;
+      if (spec.startsWith('.')) visit(resolve(dirname(file), spec.replace(/\.js$/, '.ts')));
+      else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  };
+  visit(entry);
+  return { files, packages };
+}
+
+describe('the root entry', () => {
+  it('loads neither pg nor better-sqlite3', () => {
+    const { packages } = staticGraph(resolve(SRC, 'index.ts'));
+    expect(packages.has('pg')).toBe(false);
+    expect(packages.has('better-sqlite3')).toBe(false);
+    expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['canonicalize', 'zod']);
+  });
+
+  it('keeps the core free of I/O: only node:crypto and its own files', () => {
+    const { files, packages } = staticGraph(resolve(SRC, 'core/create-rules.ts'));
+    for (const f of ['digest.ts', 'time.ts', 'types.ts', 'errors.ts', 'transition-rules.ts', 'read-rules.ts']) {
+      staticGraph(resolve(SRC, 'core', f)).packages.forEach((p) => packages.add(p));
+    }
+    expect([...files].every((f) => f.startsWith(resolve(SRC, 'core')))).toBe(true);
+    expect([...packages].sort()).toEqual(['canonicalize', 'node:crypto']);
+  });
+
+  it('names its exports', async () => {
+    const api = await import('../src/index.js');
+    expect(Object.keys(api)).toEqual(expect.arrayContaining(['TaskService', 'MemoryStore', 'decideCreate', 'decideTransition', 'decideRead', 'decideList', 'requestDigest', 'TasklatchError', 'openStore', 'runReplay']));
+  });
+});
