@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { idempotencyKeyOf } from '../core/create-rules.js';
 import { requestDigest, resultDigest } from '../core/digest.js';
 import { parseTimestamp } from '../core/time.js';
-import type { TaskCapabilities, TaskRecord, WireRequest } from '../core/types.js';
+import type { TaskCapabilities, TaskRecord } from '../core/types.js';
 import { TaskService } from '../service/task-service.js';
 import type { TaskStore } from '../store/types.js';
 import type { ReplayCase, ReplayFixture, StoredRecordPacket } from './fixture.js';
