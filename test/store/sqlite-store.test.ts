@@ -140,3 +140,147 @@ describe('SQLite migrations', () => {
     expect((error as Error).message).toContain(path);
   });
 });
+
+describe('SQLite admissions under concurrency', () => {
+  const now = Date.parse('2026-07-23T12:00:00.000Z');
+  const admitInput = (i: number, digest: string): AdmitInput => ({
+    taskId: `admit-${i}`,
+    authKey: 'tenant-a/alice',
+    toolName: 'export_ledger',
+    request: { method: 'tools/call', params: { name: 'export_ledger', arguments: { n: digest } } },
+    requestDigest: digest,
+    idempotencyKey: 'key-1',
+    ttl: 60_000,
+    pollInterval: 1000,
+    correlationId: `c-${i}`,
+    now,
+  });
+
+  /** 64 admits of one key over four connections to one file, all in flight at once. */
+  async function admit64(digestOf: (i: number) => string): Promise<{ decisions: Record<string, number>; tasks: number; outbox: number }> {
+    const path = join(dir, 'admit.db');
+    const stores = await Promise.all([0, 1, 2, 3].map(() => SqliteStore.open(path)));
+    const outcomes = await Promise.all(Array.from({ length: 64 }, (_, i) => stores[i % 4]!.admit(admitInput(i, digestOf(i)))));
+    const decisions: Record<string, number> = {};
+    for (const o of outcomes) decisions[o.decision] = (decisions[o.decision] ?? 0) + 1;
+    const winner = outcomes.find((o) => o.decision === 'ACCEPT_TASK')!.record!;
+    for (const o of outcomes) if (o.decision === 'REPLAY_TASK') expect(o.record.taskId).toBe(winner.taskId);
+    const { db } = stores[0]!;
+    const tasks = db.prepare('SELECT count(*) FROM tasks').pluck().get() as number;
+    const outbox = db.prepare('SELECT count(*) FROM task_outbox').pluck().get() as number;
+    const audit = db.prepare("SELECT count(*) FROM task_audit WHERE surface = 'create'").pluck().get() as number;
+    expect(audit).toBe(64);
+    await Promise.all(stores.map((s) => s.close()));
+    return { decisions, tasks, outbox };
+  }
+
+  it('64 admits of one key and one request: 1 ACCEPT_TASK, 63 REPLAY_TASK, one task, one outbox row', async () => {
+    expect(await admit64(() => 'digest-same')).toEqual({ decisions: { ACCEPT_TASK: 1, REPLAY_TASK: 63 }, tasks: 1, outbox: 1 });
+  });
+
+  it('64 admits of one key and different requests: 1 ACCEPT_TASK, 63 BLOCK_IDEMPOTENCY_COLLISION', async () => {
+    expect(await admit64((i) => `digest-${i}`)).toEqual({
+      decisions: { ACCEPT_TASK: 1, BLOCK_IDEMPOTENCY_COLLISION: 63 },
+      tasks: 1,
+      outbox: 1,
+    });
+  });
+});
+
+const APPLIED = new Set(['APPLY_TRANSITION', 'CANCEL_TASK']);
+const CLASSIFIED = new Set(['BLOCK_TERMINAL_REWRITE', 'IDEMPOTENT_TERMINAL', 'BLOCK_STALE_VERSION', 'ALREADY_TERMINAL']);
+
+describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => {
+  if (!distBuilt()) console.warn(`skipped: ${DIST_STORE_URL.pathname} is missing; run \`npm run build\` (npm test does)`);
+
+  it('four processes opening one fresh file at once migrate it exactly once', async () => {
+    const script = await writeChildScript(dir);
+    const path = join(dir, 'fresh-shared.db');
+    const replies = await runChildren(script, [0, 1, 2, 3].map(() => ['open', DIST_STORE_URL.href, path]), 'opened');
+    expect(replies.map((r) => r.ok), JSON.stringify(replies)).toEqual([true, true, true, true]);
+    const store = await SqliteStore.open(path);
+    expect(store.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(1);
+    expect(store.db.prepare('SELECT count(*) FROM tasklatch_meta').pluck().get()).toBe(1);
+    await store.close();
+  });
+
+  it('terminal writers racing from two processes: exactly one applies per task', async () => {
+    const trials = Number(process.env.TASKLATCH_RACE_TRIALS ?? 1000);
+    const slotMs = Number(process.env.TASKLATCH_RACE_SLOT_MS ?? 8);
+    const procs = 2;
+    const plan = makeRacePlan(trials, procs, 20260723);
+    const path = join(dir, 'race.db');
+    const store = await SqliteStore.open(path);
+    await store.seed(plan.trials.map((t) => raceSeedRecord(plan, t)));
+    const planPath = join(dir, 'plan.json');
+    await writeFile(planPath, JSON.stringify(plan));
+    const script = await writeChildScript(dir);
+
+    const started = performance.now();
+    const argLists = Array.from({ length: procs }, (_, p) => ['race', DIST_STORE_URL.href, path, planPath, String(p)]);
+    const reports = (await runChildren(script, argLists, 'report', slotMs)).map((m) => m.report as RaceReport);
+    const elapsedMs = Math.round(performance.now() - started);
+
+    const counts: Record<string, number> = {};
+    const decisionOf = plan.trials.map((t) => new Array<string | undefined>(t.writers.length));
+    for (const report of reports) {
+      for (const [t, w, decision] of report.outcomes) {
+        decisionOf[t]![w] = decision;
+        counts[decision] = (counts[decision] ?? 0) + 1;
+      }
+    }
+    let overlapping = 0;
+    const wins = new Array<number>(procs).fill(0);
+    for (const [t, trial] of plan.trials.entries()) {
+      const decisions = decisionOf[t]!;
+      expect(decisions.every((d) => d !== undefined), `trial ${t}: every writer answered`).toBe(true);
+      const applied = decisions.flatMap((d, w) => (APPLIED.has(d!) ? [w] : []));
+      expect(applied, `trial ${t}: applied writers`).toHaveLength(1);
+      const winner = trial.writers[applied[0]!]!;
+      wins[winner.proc]!++;
+      const finalStatus = winner.kind === 'cancel' ? 'cancelled' : winner.status;
+      for (const [w, writer] of trial.writers.entries()) {
+        if (w === applied[0]) continue;
+        const decision = decisions[w]!;
+        expect(CLASSIFIED.has(decision), `trial ${t} writer ${w}: ${decision}`).toBe(true);
+        if (decision === 'BLOCK_STALE_VERSION') expect(writer.expectedVersion).not.toBe(SEED_VERSION);
+        if (decision === 'IDEMPOTENT_TERMINAL') expect(writer.status).toBe(finalStatus);
+        expect(decision === 'ALREADY_TERMINAL').toBe(writer.kind === 'cancel');
+      }
+      const [a, b] = [reports[0]!.windows[t]!, reports[1]!.windows[t]!];
+      if (a[0] < b[1] && b[0] < a[1]) overlapping++;
+    }
+
+    // The stored facts: one terminal status per row, version 2, and one applied line per trail.
+    const rows = store.db.prepare('SELECT task_id, status, version FROM tasks').all() as { task_id: string; status: string; version: number }[];
+    expect(rows).toHaveLength(trials);
+    expect(rows.every((r) => ['completed', 'failed', 'cancelled'].includes(r.status) && r.version === SEED_VERSION + 1)).toBe(true);
+    for (const trial of plan.trials) {
+      const trail = await store.auditTrail(trial.taskId);
+      expect(trail).toHaveLength(trial.writers.length);
+      expect(trail.filter((e) => APPLIED.has(e.decision)), trial.taskId).toHaveLength(1);
+    }
+    await store.close();
+
+    const writers = plan.trials.reduce((n, t) => n + t.writers.length, 0);
+    console.log(
+      JSON.stringify(
+        {
+          sqliteRace: {
+            processes: procs,
+            trials,
+            writers,
+            outcomes: counts,
+            winsPerProcess: wins,
+            trialsOverlappingInTime: overlapping,
+            busyRetries: reports.reduce((n, r) => n + r.busyRetries, 0),
+            childElapsedMs: reports.map((r) => Math.round(r.elapsedMs)),
+            elapsedMs,
+          },
+        },
+        null,
+        1,
+      ),
+    );
+  });
+});

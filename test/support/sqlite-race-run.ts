@@ -35,7 +35,9 @@ interface Message {
 class ChildLink {
   private readonly queue: Message[] = [];
   private readonly waiters: ((message: Message | Error) => void)[] = [];
-  /** Set when the child exited with nobody waiting; every later `next` fails with it. */  private stderr = '';
+  /** Set when the child exited with nobody waiting; every later `next` fails with it. */
+  private failure: Error | null = null;
+  private stderr = '';
   readonly exited: Promise<number | null>;
 
   constructor(private readonly child: ChildProcess) {
