@@ -9,6 +9,8 @@ export interface PostgresTarget {
   schema: string | null;
   /** `host:port`, for messages (never the password). */
   address: string;
+  /** Startup `options` given in the URL (`?options=-c …`), kept alongside the search_path. */
+  options: string | null;
 }
 
 // Lowercase on purpose: the name travels unquoted in `-c search_path=…`, where PostgreSQL folds
@@ -36,16 +38,21 @@ export function parsePostgresUrl(url: string): PostgresTarget {
   }
   const schemaParam = parsed.searchParams.get('schema');
   parsed.searchParams.delete('schema');
+  // Taken out and passed on explicitly: pg would let our own `options` replace the URL's.
+  const options = parsed.searchParams.get('options');
+  parsed.searchParams.delete('options');
   const host = parsed.searchParams.get('host') ?? (parsed.hostname === '' ? 'localhost' : parsed.hostname);
   return {
     connectionString: parsed.toString(),
     schema: schemaParam === null || schemaParam === '' ? null : checkSchemaName(schemaParam),
     address: `${host}:${parsed.port === '' ? '5432' : parsed.port}`,
+    options: options === null || options === '' ? null : options,
   };
 }
 
 /** Opens a pool whose every connection resolves unqualified names in `target.schema`. */
 export function createPool(target: PostgresTarget, max: number): pg.Pool {
+  const options = [target.options, target.schema === null ? null : `-c search_path=${target.schema}`].filter((o) => o !== null);
   const pool = new pg.Pool({
     connectionString: target.connectionString,
     max,
@@ -53,7 +60,7 @@ export function createPool(target: PostgresTarget, max: number): pg.Pool {
     connectionTimeoutMillis: 10_000,
     // A startup parameter, not a SET on 'connect': it applies before the first query of every
     // connection, with no window in which a query could run against the wrong schema.
-    ...(target.schema === null ? {} : { options: `-c search_path=${target.schema}` }),
+    ...(options.length === 0 ? {} : { options: options.join(' ') }),
   });
   // An idle client that loses its server emits 'error' on the pool; unhandled, that would
   // crash the process. The pool already discards the client; the next query reconnects.
