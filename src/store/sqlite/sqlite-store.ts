@@ -139,11 +139,17 @@ export class SqliteStore implements TaskStore {
   }
 
   async get(authKey: string, taskId: string, now: Millis): Promise<LookupOutcome> {
-    const row = this.sql.selectVisible.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
-    if (row !== undefined) return { decision: 'FOUND', record: rowToRecord(row) };
-    const miss = classifyMiss(this.readById(taskId), authKey, now);
-    if (miss === null) throw new TasklatchError('INTERNAL', `task ${taskId} is visible to the rules but not to the query`);
-    return { decision: miss, record: null };
+    // A read transaction: both reads see one snapshot, so a row another process inserts between
+    // them cannot make the classification disagree with the query.
+    return this.db
+      .transaction((): LookupOutcome => {
+        const row = this.sql.selectVisible.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
+        if (row !== undefined) return { decision: 'FOUND', record: rowToRecord(row) };
+        const miss = classifyMiss(this.readById(taskId), authKey, now);
+        if (miss === null) throw new TasklatchError('INTERNAL', `task ${taskId} is visible to the rules but not to the query`);
+        return { decision: miss, record: null };
+      })
+      .deferred();
   }
 
   async cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome> {
