@@ -1,13 +1,15 @@
 import { TasklatchError } from '../core/errors.js';
 import { processIo, type CliIo } from './io.js';
 import { replayCommand } from './replay-command.js';
+import { serveCommand } from './serve-command.js';
 
 const USAGE = `tasklatch: durable, race-safe MCP tasks
 
 Usage: tasklatch <command> [options]
 
 Commands:
-  replay FILE [--store URL] [--json]   replay a contract fixture through a store
+  serve [--http [HOST:]PORT | --stdio]  serve MCP tools with durable tasks (demo tools on SQLite by default)
+  replay FILE [--store URL] [--json]    replay a contract fixture through a store
 
 Run 'tasklatch <command> --help' for a command's options.`;
 
@@ -15,6 +17,7 @@ type Command = (argv: string[], io: CliIo) => Promise<number>;
 
 const COMMANDS: Record<string, Command> = {
   replay: replayCommand,
+  serve: serveCommand,
 };
 
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {

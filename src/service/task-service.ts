@@ -6,6 +6,7 @@ import { TasklatchError } from '../core/errors.js';
 import { decideList, decideVisibleRead } from '../core/read-rules.js';
 import type { Millis, ReadMethod, StatusWrite, TaskCapabilities, TaskRecord, ToolDescriptor, WireRequest } from '../core/types.js';
 import type { AdmitOutcome, AuditEntry, TaskStore, TransitionOutcome } from '../store/types.js';
+import { ChangeFeed } from './change-feed.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DEFAULT_LIMITS, grantTtl, type TaskLimits } from './limits.js';
 
@@ -46,6 +47,9 @@ export class TaskService {
   private readonly clock: () => Millis;
   private readonly newTaskId: () => string;
   private readonly auditReads: boolean;
+  /** Wakes waiters when a task changes; fed by this service's writes and the store's notifications. */
+  readonly changes = new ChangeFeed();
+  private stopListening: (() => Promise<void>) | null = null;
 
   constructor(options: TaskServiceOptions) {
     this.store = options.store;
@@ -68,6 +72,11 @@ export class TaskService {
     /** A key from outside the request (the HTTP `Idempotency-Key` header). */
     idempotencyKey?: string | null;
     correlationId?: string;
+    /**
+     * Runs after the request-only rules chose a task and before anything is stored: argument
+     * validation. Throwing here leaves no record, no outbox entry and no side effect.
+     */
+    beforeAdmit?: () => void | Promise<void>;
   }): Promise<CreateOutcome> {
     const now = this.clock();
     const correlationId = input.correlationId ?? randomUUID();
@@ -81,8 +90,9 @@ export class TaskService {
     if (metaKey !== null && headerKey !== null && metaKey !== headerKey) {
       throw new TasklatchError('INVALID_INPUT', 'the Idempotency-Key header and _meta idempotency key differ');
     }
+    await input.beforeAdmit?.();
     const task = input.request.params.task as { ttl?: unknown };
-    return this.store.admit({
+    const outcome = await this.store.admit({
       taskId: this.newTaskId(),
       authKey: input.auth,
       toolName: input.tool.name,
@@ -94,17 +104,21 @@ export class TaskService {
       correlationId,
       now,
     });
+    if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId);
+    return outcome;
   }
 
   /** A status write by a worker or the runtime. */
   async transition(input: { auth: string; taskId: string; write: StatusWrite; correlationId?: string }): Promise<TransitionOutcome> {
-    return this.store.transition({
+    const outcome = await this.store.transition({
       taskId: input.taskId,
       authKey: input.auth,
       write: input.write,
       correlationId: input.correlationId ?? randomUUID(),
       now: this.clock(),
     });
+    if (outcome.decision === 'APPLY_TRANSITION') this.changes.publish(input.taskId);
+    return outcome;
   }
 
   /** `tasks/get`, `tasks/result` (the decision only; waiting is the adapter's) and `tasks/cancel`. */
@@ -118,7 +132,9 @@ export class TaskService {
         return { decision: 'BLOCK_CAPABILITY', record: null };
       }
       // The store classifies and writes its own audit line in the cancel transaction.
-      return this.store.cancel(input.auth, input.taskId, now, correlationId);
+      const cancelled = await this.store.cancel(input.auth, input.taskId, now, correlationId);
+      if (cancelled.decision === 'CANCEL_TASK') this.changes.publish(input.taskId);
+      return cancelled;
     }
     const found = await this.store.get(input.auth, input.taskId, now);
     if (found.decision !== 'FOUND') {
@@ -144,6 +160,48 @@ export class TaskService {
     const last = page.records.at(-1);
     const nextCursor = page.hasMore && last !== undefined ? encodeCursor(secret, input.auth, last) : null;
     return { decision, records: page.records, nextCursor };
+  }
+
+  /**
+   * `tasks/result`: holds until the task is terminal and returns the read decision then (or a
+   * miss, once the task expires). Woken by change events; `fallbackPollMs` bounds the wait on
+   * stores whose other processes cannot notify this one. Returns early, still waiting, when
+   * `signal` aborts.
+   */
+  async awaitResult(input: { auth: string; taskId: string; signal?: AbortSignal; fallbackPollMs?: number }): Promise<ReadOutcome> {
+    const watch = this.changes.watch(input.taskId);
+    try {
+      for (;;) {
+        const outcome = await this.read({ auth: input.auth, method: 'tasks/result', taskId: input.taskId });
+        if (outcome.decision !== 'WAIT_TERMINAL' && outcome.decision !== 'WAIT_INPUT') return outcome;
+        if (input.signal?.aborted === true) return outcome;
+        const untilExpiry = outcome.record.expiresAt === null ? Infinity : outcome.record.expiresAt - this.clock();
+        await watch.changed(Math.max(1, Math.min(input.fallbackPollMs ?? this.fallbackPollMs(), untilExpiry)), input.signal);
+      }
+    } finally {
+      watch.close();
+    }
+  }
+
+  /** Starts relaying the store's cross-process change notifications, where it has them. */
+  async start(): Promise<void> {
+    if (this.stopListening !== null || this.store.listen === undefined) return;
+    this.stopListening = await this.store.listen((taskId) => this.changes.publish(taskId));
+  }
+
+  async stop(): Promise<void> {
+    const stop = this.stopListening;
+    this.stopListening = null;
+    await stop?.();
+  }
+
+  /**
+   * How long a waiter sleeps without an event: short where other processes may write without
+   * notifying (a shared SQLite file), long where every writer notifies.
+   */
+  private fallbackPollMs(): number {
+    const notified = !this.store.supports.shared || this.stopListening !== null;
+    return notified ? 30_000 : Math.min(this.limits.pollInterval, 500);
   }
 
   private async audit(entry: AuditEntry, isRead = false): Promise<void> {

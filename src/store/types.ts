@@ -103,6 +103,11 @@ export interface TaskStore {
   sweepExpired(now: Millis, limit: number): Promise<number>;
   /** Imports records as they are (replay seeding, migrations between stores). */
   seed(records: readonly TaskRecord[]): Promise<void>;
+  /**
+   * Calls `onChange(taskId)` whenever any process changes a task record (stores whose
+   * `supports.listenNotify` is true). Resolves once listening; the returned function stops it.
+   */
+  listen?(onChange: (taskId: string) => void): Promise<() => Promise<void>>;
   /** A secret shared by every process on this store (cursor signing). */
   sharedSecret(): Promise<Uint8Array>;
   close(): Promise<void>;

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { AnyObjectSchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  CancelTaskRequestSchema,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  ListTasksRequestSchema,
+  ListToolsRequestSchema,
+  type ProgressToken,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { idempotencyKeyOf } from '../core/create-rules.js';
+import { isTasklatchError } from '../core/errors.js';
+import { isTerminal, type WireRequest } from '../core/types.js';
+import type { TaskServer } from './task-server.js';
+import type { Principal, TaskTool, ToolContext, ToolResult } from './tool.js';
+import { authKeyOf } from './tool.js';
+import { invalidParams, methodNotFound, taskNotFound, wireResult, wireTask } from './wire.js';
+
+/** Per-session state: the session's own principal, progress tokens and status watches. */
+export interface SessionContext {
+  server: TaskServer;
+  sdk: Server;
+  principal: Principal | null;
+  /** taskId → the progressToken of the request that created it (this session only). */
+  progressTokens: Map<string, ProgressToken>;
+  /** taskId → stops the status-notification watch. */
+  watches: Map<string, () => void>;
+}
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/** Installs one request handler on the session's SDK server. */
+export type Register = (schema: AnyObjectSchema, handler: (request: never, extra: Extra) => Promise<unknown>) => void;
+
+/** Installs tools/list, tools/call and the tasks/* handlers on one session. */
+export function registerTaskHandlers(session: SessionContext, register: Register): void {
+  const { server } = session;
+  const auth = async (extra: Extra) => authKeyOf(await server.principalFor(session, extra.authInfo));
+
+  register(ListToolsRequestSchema, async () => ({ tools: server.tools.list() }));
+
+  register(CallToolRequestSchema, (request: { params: Record<string, unknown> & { name: string } }, extra) => callTool(session, request.params, extra));
+
+  register(GetTaskRequestSchema, async (request: { params: { taskId: string } }, extra) => {
+    const out = await server.service.read({ auth: await auth(extra), method: 'tasks/get', taskId: request.params.taskId });
+    if (out.record === null) throw taskNotFound();
+    return wireTask(out.record);
+  });
+
+  register(GetTaskPayloadRequestSchema, async (request: { params: { taskId: string } }, extra) => {
+    const out = await server.service.awaitResult({ auth: await auth(extra), taskId: request.params.taskId, signal: extra.signal });
+    if (out.record === null) throw taskNotFound();
+    if (out.decision !== 'RETURN_RESULT') throw invalidParams('the request was abandoned before the task finished');
+    return wireResult(out.record);
+  });
+
+  if (server.capabilities.cancel !== undefined) {
+    register(CancelTaskRequestSchema, async (request: { params: { taskId: string } }, extra) => {
+      const out = await server.service.read({ auth: await auth(extra), method: 'tasks/cancel', taskId: request.params.taskId });
+      if (out.decision === 'BLOCK_CAPABILITY') throw methodNotFound('tasks/cancel is not supported');
+      if (out.record === null) throw taskNotFound();
+      if (out.decision === 'ALREADY_TERMINAL') throw invalidParams(`Task ${out.record.taskId} is already ${out.record.status} and cannot be cancelled`);
+      // Stored before this reply; the handler's signal fires here, and through the change feed
+      // in whichever process runs it.
+      server.executor.abort(out.record.taskId, 'task cancelled');
+      return wireTask(out.record);
+    });
+  }
+
+  if (server.capabilities.list !== undefined) {
+    register(ListTasksRequestSchema, async (request: { params?: { cursor?: string } }, extra) => {
+      try {
+        const out = await server.service.list({ auth: await auth(extra), cursor: request.params?.cursor });
+        if (out.decision === 'BLOCK_CAPABILITY') throw methodNotFound('tasks/list is not supported');
+        return { tasks: out.records.map(wireTask), ...(out.nextCursor === null ? {} : { nextCursor: out.nextCursor }) };
+      } catch (error) {
+        if (isTasklatchError(error, 'INVALID_CURSOR')) throw invalidParams('Invalid cursor');
+        throw error;
+      }
+    });
+  }
+}
+
+async function callTool(session: SessionContext, params: Record<string, unknown> & { name: string }, extra: Extra): Promise<unknown> {
+  const { server } = session;
+  const principal = await server.principalFor(session, extra.authInfo);
+  const tool = typeof params.name === 'string' ? server.tools.get(params.name) : undefined;
+  if (tool === undefined) throw invalidParams(`Unknown tool: ${String(params.name)}`);
+  const request: WireRequest = { method: 'tools/call', params };
+  const headerKey = headerValue(extra, 'idempotency-key');
+  let args: unknown;
+  const parseArgs = () => {
+    const parsed = tool.inputSchema.safeParse(params.arguments ?? {});
+    if (!parsed.success) throw invalidParams(`Invalid arguments for tool ${tool.name}: ${parsed.error.message}`);
+    args = parsed.data;
+  };
+  let outcome;
+  try {
+    outcome = await server.service.create({ auth: authKeyOf(principal), tool: server.tools.descriptor(tool), request, idempotencyKey: headerKey, beforeAdmit: parseArgs });
+  } catch (error) {
+    if (isTasklatchError(error, 'INVALID_INPUT')) throw invalidParams(error.message);
+    throw error;
+  }
+  switch (outcome.decision) {
+    case 'BLOCK_TASK_FORBIDDEN':
+      throw methodNotFound(`Tool ${tool.name} does not support task-augmented calls`);
+    case 'BLOCK_TASK_REQUIRED':
+      throw methodNotFound(`Tool ${tool.name} must be called as a task (params.task)`);
+    case 'BLOCK_IDEMPOTENCY_COLLISION':
+      throw invalidParams(`Idempotency key ${JSON.stringify(idempotencyKeyOf(request) ?? headerKey)} is already used by a different request`);
+    case 'ACCEPT_NORMAL':
+    case 'BLOCK_CAPABILITY':
+      return runPlain(tool, params, principal, extra);
+    case 'REPLAY_TASK':
+      return { task: wireTask(outcome.record) };
+    case 'ACCEPT_TASK': {
+      const record = outcome.record;
+      const token = extra._meta?.progressToken;
+      if (token !== undefined) session.progressTokens.set(record.taskId, token);
+      watchStatus(session, record.taskId, authKeyOf(principal));
+      if (server.executeLocally) server.track(server.executor.execute(record));
+      void args;
+      return { task: wireTask(record) };
+    }
+  }
+}
+
+/** A plain call: the same handler, run inline, its result returned as is. */
+async function runPlain(tool: TaskTool, params: Record<string, unknown>, principal: Principal, extra: Extra): Promise<ToolResult> {
+  const parsed = tool.inputSchema.safeParse(params.arguments ?? {});
+  if (!parsed.success) return { content: [{ type: 'text', text: `Invalid arguments for tool ${tool.name}: ${parsed.error.message}` }], isError: true };
+  const token = extra._meta?.progressToken;
+  const ctx: ToolContext = {
+    taskId: null,
+    principal,
+    signal: extra.signal,
+    idempotencyKey: `call:${randomUUID()}`,
+    reportStatus: async () => undefined,
+    reportProgress: async (progress, total, message) => {
+      if (token === undefined) return;
+      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) } });
+    },
+  };
+  try {
+    return await tool.handler(parsed.data, ctx);
+  } catch (error) {
+    return { content: [{ type: 'text', text: (error as Error).message }], isError: true };
+  }
+}
+
+/** Sends notifications/tasks/status to this session on every change of a task it created. */
+function watchStatus(session: SessionContext, taskId: string, authKey: string): void {
+  const { server } = session;
+  let lastVersion = 0;
+  const onChange = async () => {
+    const found = await server.service.store.get(authKey, taskId, server.service.now());
+    if (found.record === null) return stop();
+    if (found.record.version <= lastVersion) return;
+    lastVersion = found.record.version;
+    await session.sdk.notification({ method: 'notifications/tasks/status', params: wireTask(found.record) });
+    if (isTerminal(found.record.status)) stop();
+  };
+  const unsubscribe = server.service.changes.subscribe(taskId, () => void onChange().catch(() => undefined));
+  const stop = () => {
+    unsubscribe();
+    session.watches.delete(taskId);
+    session.progressTokens.delete(taskId);
+  };
+  session.watches.set(taskId, stop);
+}
+
+function headerValue(extra: Extra, name: string): string | null {
+  const value = extra.requestInfo?.headers[name];
+  if (Array.isArray(value)) return value[0] ?? null;
+  return typeof value === 'string' ? value : null;
+}

@@ -1,0 +1,154 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { TaskCapabilities } from '../core/types.js';
+import { TaskService } from '../service/task-service.js';
+import type { TaskLimits } from '../service/limits.js';
+import type { TaskStore } from '../store/types.js';
+import { TaskExecutor } from '../worker/task-executor.js';
+import { createLogger, type Logger } from './log.js';
+import { registerTaskHandlers, type SessionContext } from './handlers.js';
+import { ToolRegistry } from './tool-registry.js';
+import type { Principal, TaskTool } from './tool.js';
+
+/** Resolves the caller of one request; null when the request carries no auth context. */
+export type Authenticate = (request: { authInfo?: { token: string; extra?: Record<string, unknown> } | undefined }) => Principal | null | Promise<Principal | null>;
+
+export interface TaskServerOptions {
+  store: TaskStore;
+  tools: readonly TaskTool[];
+  /**
+   * Maps a request to its principal. Without it every caller shares one anonymous context:
+   * ids stay unguessable, and `tasks/list` is not offered.
+   */
+  authenticate?: Authenticate;
+  limits?: Partial<TaskLimits>;
+  /** Run admitted tasks in this process (default true). */
+  execute?: boolean;
+  name?: string;
+  version?: string;
+  clock?: () => number;
+  logger?: Logger;
+}
+
+/** The principal of callers without an auth context. */
+export const ANONYMOUS: Principal = { tenant: 'anonymous', subject: 'anonymous' };
+
+/**
+ * tasklatch on the MCP wire: the SDK's low-level `Server` with our own handlers for
+ * `tools/list`, `tools/call` and `tasks/*`, over the task service and its store. One
+ * `TaskServer` serves any number of sessions (`connect()` per transport).
+ */
+export class TaskServer {
+  readonly service: TaskService;
+  readonly executor: TaskExecutor;
+  readonly tools: ToolRegistry;
+  readonly capabilities: TaskCapabilities;
+  readonly logger: Logger;
+  /** Admitted tasks run in this process (false: separate workers run them). */
+  readonly executeLocally: boolean;
+  private readonly options: TaskServerOptions;
+  private readonly sessions = new Map<Server, SessionContext>();
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(options: TaskServerOptions) {
+    this.options = options;
+    this.executeLocally = options.execute ?? true;
+    this.tools = new ToolRegistry(options.tools);
+    this.logger = options.logger ?? createLogger();
+    this.capabilities = {
+      ...(options.authenticate === undefined ? {} : { list: {} }),
+      cancel: {},
+      ...(this.tools.anyTaskSupport ? { requests: { tools: { call: {} } } } : {}),
+    };
+    this.service = new TaskService({
+      store: options.store,
+      capabilities: this.capabilities,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.limits === undefined ? {} : { limits: options.limits }),
+    });
+    this.executor = new TaskExecutor(this.service, this.tools, {
+      log: (level, message, fields) => this.logger[level](fields ?? {}, message),
+      progress: (record, progress, total, message) => this.sendProgress(record.taskId, progress, total, message),
+    });
+  }
+
+  /** Starts listening for other processes' changes (stores that notify). */
+  async start(): Promise<void> {
+    await this.service.start();
+    if (this.options.authenticate === undefined) {
+      this.logger.warn('no authentication configured: every caller shares one anonymous context and tasks/list is not offered');
+    }
+  }
+
+  /**
+   * A new SDK `Server` for one session. `principal` is the session's caller when the transport
+   * itself identifies it (stdio with --principal); per-request auth info wins over it.
+   */
+  createSession(principal: Principal | null = null): Server {
+    const server = new Server(
+      { name: this.options.name ?? 'tasklatch', version: this.options.version ?? '0.1.0' },
+      { capabilities: { tools: {}, tasks: { ...this.capabilities } } },
+    );
+    const session: SessionContext = {
+      server: this,
+      sdk: server,
+      principal,
+      progressTokens: new Map(),
+      watches: new Map(),
+    };
+    // The SDK's Server wraps tools/call to check result shapes by `params.task`; a call with
+    // `params.task` that this server must run as a plain call (no task capability) would be
+    // refused by that check, so our handler is installed at the protocol level and validates
+    // itself.
+    const protocolSetHandler = Protocol.prototype.setRequestHandler;
+    registerTaskHandlers(session, (schema, handler) => {
+      if (schema === CallToolRequestSchema) protocolSetHandler.call(server, schema, handler as never);
+      else server.setRequestHandler(schema, handler as never);
+    });
+    server.onclose = () => {
+      for (const stop of session.watches.values()) stop();
+      session.watches.clear();
+      this.sessions.delete(server);
+    };
+    this.sessions.set(server, session);
+    return server;
+  }
+
+  /** Resolves the caller of a request in a session. */
+  async principalFor(session: SessionContext, authInfo: { token: string; extra?: Record<string, unknown> } | undefined): Promise<Principal> {
+    if (this.options.authenticate !== undefined) {
+      const principal = await this.options.authenticate({ authInfo });
+      if (principal !== null) return principal;
+    }
+    return session.principal ?? ANONYMOUS;
+  }
+
+  /** Keeps a background promise (a dispatched task) from floating; errors are logged. */
+  track(work: Promise<void>): void {
+    const tracked = work.catch((error: unknown) => this.logger.error({ err: error }, 'background task work failed')).finally(() => this.pending.delete(tracked));
+    this.pending.add(tracked);
+  }
+
+  async close(): Promise<void> {
+    await this.executor.shutdown();
+    await Promise.allSettled([...this.pending]);
+    await Promise.allSettled([...this.sessions.keys()].map((s) => s.close()));
+    await this.service.stop();
+  }
+
+  private async sendProgress(taskId: string, progress: number, total?: number, message?: string): Promise<void> {
+    for (const [server, session] of this.sessions) {
+      const token = session.progressTokens.get(taskId);
+      if (token === undefined) continue;
+      await server
+        .notification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) } })
+        .catch(() => undefined);
+    }
+  }
+}
+
+/** Builds a task server; see `TaskServerOptions`. */
+export function createTaskServer(options: TaskServerOptions): TaskServer {
+  return new TaskServer(options);
+}

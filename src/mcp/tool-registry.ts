@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import type { ToolDescriptor } from '../core/types.js';
+import type { TaskTool } from './tool.js';
+
+/** The tools a server offers, by name, with their `tools/list` entries prepared once. */
+export class ToolRegistry {
+  private readonly byName = new Map<string, TaskTool>();
+
+  constructor(tools: readonly TaskTool[]) {
+    for (const tool of tools) {
+      if (this.byName.has(tool.name)) throw new Error(`tool ${tool.name} is defined twice`);
+      this.byName.set(tool.name, tool);
+    }
+  }
+
+  get(name: string): TaskTool | undefined {
+    return this.byName.get(name);
+  }
+
+  /** True when at least one tool can run as a task. */
+  get anyTaskSupport(): boolean {
+    return [...this.byName.values()].some((t) => (t.execution?.taskSupport ?? 'forbidden') !== 'forbidden');
+  }
+
+  /** The guard's view of a tool: name and execution only. */
+  descriptor(tool: TaskTool): ToolDescriptor {
+    return tool.execution === undefined ? { name: tool.name } : { name: tool.name, execution: tool.execution };
+  }
+
+  /** `tools/list` entries. */
+  list(): Array<Record<string, unknown>> {
+    return [...this.byName.values()].map((tool) => ({
+      name: tool.name,
+      ...(tool.title === undefined ? {} : { title: tool.title }),
+      description: tool.description,
+      inputSchema: z.toJSONSchema(tool.inputSchema, { target: 'draft-7', io: 'input' }),
+      ...(tool.execution === undefined ? {} : { execution: tool.execution }),
+    }));
+  }
+}

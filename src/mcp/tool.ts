@@ -1,0 +1,57 @@
+import type { z } from 'zod';
+import type { TaskSupport } from '../core/types.js';
+
+/** Who is calling: a tenant and a subject. Their join (`tenant/subject`) is the auth key. */
+export interface Principal {
+  tenant: string;
+  subject: string;
+}
+
+export function authKeyOf(principal: Principal): string {
+  return `${principal.tenant}/${principal.subject}`;
+}
+
+/** What a tool handler is given, for plain and task calls alike. */
+export interface ToolContext {
+  /** The task id, or null for a plain call. */
+  taskId: string | null;
+  principal: Principal;
+  /** Fires on cancellation, on expiry, and when the server shuts down. */
+  signal: AbortSignal;
+  /**
+   * Stable across every attempt of the same task (and unique per plain call): name the tool's
+   * own side effects after it (a file path, an upstream request id) to make them idempotent.
+   */
+  idempotencyKey: string;
+  /** Sets the task's status message (a status write, versioned like any other). */
+  reportStatus(message: string): Promise<void>;
+  /** Sends a progress notification with the request's progressToken, if it had one. */
+  reportProgress(progress: number, total?: number, message?: string): Promise<void>;
+}
+
+/** The result a tool returns: an MCP `CallToolResult`. */
+export interface ToolResult {
+  content: Array<Record<string, unknown> & { type: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+  [key: string]: unknown;
+}
+
+/**
+ * A tool served by tasklatch. `inputSchema` is a zod object schema: arguments are validated
+ * before any record exists, and its JSON Schema is what `tools/list` shows.
+ */
+export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: Schema;
+  /** Omit for a tool that never runs as a task (taskSupport `forbidden`). */
+  execution?: { taskSupport: TaskSupport };
+  handler(args: z.infer<Schema>, ctx: ToolContext): Promise<ToolResult>;
+}
+
+/** Declares a tool with its argument type inferred from the schema. */
+export function defineTool<Schema extends z.ZodObject>(tool: TaskTool<Schema>): TaskTool<Schema> {
+  return tool;
+}

@@ -1,0 +1,72 @@
+import { ErrorCode, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
+import { formatTimestamp } from '../core/time.js';
+import type { TaskRecord } from '../core/types.js';
+import type { ToolResult } from './tool.js';
+
+/**
+ * The decision → JSON-RPC mapping of the contract. Nothing outside src/mcp knows these codes.
+ * Unknown, foreign and expired task ids share one message so an id reveals nothing.
+ */
+export const TASK_NOT_FOUND_MESSAGE = 'Task not found';
+
+/**
+ * A JSON-RPC error for the requestor. The SDK sends `code` and `message` as they are (its own
+ * McpError would prefix the message with "MCP error …", which clients then prefix again).
+ */
+export class WireError extends Error {
+  override readonly name = 'WireError';
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function taskNotFound(): WireError {
+  return new WireError(ErrorCode.InvalidParams, TASK_NOT_FOUND_MESSAGE);
+}
+
+export function methodNotFound(message: string): WireError {
+  return new WireError(ErrorCode.MethodNotFound, message);
+}
+
+export function invalidParams(message: string): WireError {
+  return new WireError(ErrorCode.InvalidParams, message);
+}
+
+/** The flat Task fields of the spec, from a stored record. */
+export function wireTask(record: TaskRecord): {
+  taskId: string;
+  status: TaskRecord['status'];
+  statusMessage?: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttl: number | null;
+  pollInterval?: number;
+} {
+  return {
+    taskId: record.taskId,
+    status: record.status,
+    ...(record.statusMessage === null ? {} : { statusMessage: record.statusMessage }),
+    createdAt: formatTimestamp(record.createdAt),
+    lastUpdatedAt: formatTimestamp(record.lastUpdatedAt),
+    ttl: record.ttl,
+    ...(record.pollInterval === null ? {} : { pollInterval: record.pollInterval }),
+  };
+}
+
+/**
+ * What `tasks/result` returns for a terminal record: the stored `CallToolResult` with the
+ * related-task `_meta`. A cancelled task has no result; it answers an `isError` result that says
+ * so, never a late success, even if the work finished after the cancellation.
+ */
+export function wireResult(record: TaskRecord): ToolResult {
+  const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
+  if (record.status === 'cancelled' || record.result === null || typeof record.result !== 'object') {
+    const text = record.status === 'cancelled' ? `Task ${record.taskId} was cancelled` : `Task ${record.taskId} ${record.status} without a result`;
+    return { content: [{ type: 'text', text }], isError: true, _meta: related };
+  }
+  const stored = record.result as ToolResult & { _meta?: Record<string, unknown> };
+  return { ...stored, _meta: { ...stored._meta, ...related } };
+}
