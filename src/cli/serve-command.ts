@@ -95,7 +95,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     const { host, port } = parseListen(values.http ?? '127.0.0.1:3000');
     const http = await startHttpServer(server, { host, port, ...(tokens === undefined ? {} : { tokens }) });
     io.out(`tasklatch listening on ${http.url}`);
-    closeTransport = http.close;
+    closeTransport = () => http.close();
     await stopped;
   }
   await closeTransport();

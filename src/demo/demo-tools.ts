@@ -106,7 +106,7 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
     },
   });
 
-  return [exportLedger as unknown as TaskTool, summarize as unknown as TaskTool, lookup as unknown as TaskTool];
+  return [exportLedger, summarize, lookup];
 }
 
 /** A name safe for one path segment. */

@@ -101,9 +101,8 @@ export class TaskServer {
     // `params.task` that this server must run as a plain call (no task capability) would be
     // refused by that check, so our handler is installed at the protocol level and validates
     // itself.
-    const protocolSetHandler = Protocol.prototype.setRequestHandler;
     registerTaskHandlers(session, (schema, handler) => {
-      if (schema === CallToolRequestSchema) protocolSetHandler.call(server, schema, handler as never);
+      if (schema === CallToolRequestSchema) Protocol.prototype.setRequestHandler.call(server, schema, handler as never);
       else server.setRequestHandler(schema, handler as never);
     });
     server.onclose = () => {

@@ -62,7 +62,7 @@ describe('tasklatch serve --stdio', () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [BIN, 'serve', '--stdio', '--principal', 'acme/alice', '--store', `sqlite:${join(dir, 'stdio.db')}`, '--exports', join(dir, 'exports')],
-      env: { ...process.env, TASKLATCH_LOG_LEVEL: 'silent' } as Record<string, string>,
+      env: { ...process.env, TASKLATCH_LOG_LEVEL: 'silent' },
       stderr: 'pipe',
     });
     const client = new Client({ name: 'test', version: '1.0.0' });
