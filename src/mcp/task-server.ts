@@ -75,7 +75,7 @@ export class TaskServer {
 
   /** Starts listening for other processes' changes (stores that notify). */
   async start(): Promise<void> {
-    await this.service.start();
+    await this.service.start((error) => this.logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));
     if (this.options.authenticate === undefined) {
       this.logger.warn('no authentication configured: every caller shares one anonymous context and tasks/list is not offered');
     }

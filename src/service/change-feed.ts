@@ -18,6 +18,11 @@ export class ChangeFeed {
     this.emitter.emit(taskId);
   }
 
+  /** Wakes every watcher: changes may have been missed (a lost notification connection). */
+  publishAll(): void {
+    for (const name of this.emitter.eventNames()) this.emitter.emit(name);
+  }
+
   subscribe(taskId: string, listener: () => void): () => void {
     this.emitter.on(taskId, listener);
     return () => this.emitter.off(taskId, listener);

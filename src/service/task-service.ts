@@ -184,9 +184,9 @@ export class TaskService {
   }
 
   /** Starts relaying the store's cross-process change notifications, where it has them. */
-  async start(): Promise<void> {
+  async start(onError?: (error: Error) => void): Promise<void> {
     if (this.stopListening !== null || this.store.listen === undefined) return;
-    this.stopListening = await this.store.listen((taskId) => this.changes.publish(taskId));
+    this.stopListening = await this.store.listen((taskId) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId)), onError);
   }
 
   async stop(): Promise<void> {

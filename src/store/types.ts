@@ -105,9 +105,10 @@ export interface TaskStore {
   seed(records: readonly TaskRecord[]): Promise<void>;
   /**
    * Calls `onChange(taskId)` whenever any process changes a task record (stores whose
-   * `supports.listenNotify` is true). Resolves once listening; the returned function stops it.
+   * `supports.listenNotify` is true), and `onChange(null)` when changes may have been missed
+   * (the connection was lost and is back). Resolves once listening; the returned function stops.
    */
-  listen?(onChange: (taskId: string) => void): Promise<() => Promise<void>>;
+  listen?(onChange: (taskId: string | null) => void, onError?: (error: Error) => void): Promise<() => Promise<void>>;
   /** A secret shared by every process on this store (cursor signing). */
   sharedSecret(): Promise<Uint8Array>;
   close(): Promise<void>;

@@ -16,6 +16,7 @@ import type {
   TransitionOutcome,
 } from '../types.js';
 import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
+import { ChangeListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditParams, taskParams, toAuditEntry, toTaskRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
@@ -63,6 +64,12 @@ export class PostgresStore implements TaskStore {
       throw error;
     }
     return new PostgresStore(pool);
+  }
+
+  /** LISTENs on a dedicated connection for changes any process writes to this schema. */
+  async listen(onChange: (taskId: string | null) => void, onError: (error: Error) => void = () => undefined): Promise<() => Promise<void>> {
+    const listener = await ChangeListener.start(this.pool.options, onChange, onError);
+    return () => listener.close();
   }
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {

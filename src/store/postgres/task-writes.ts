@@ -7,6 +7,7 @@ import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
 import { auditParams, jsonParam, taskParams, toTaskRecord, type TaskRow } from './row.js';
+import { NOTIFY_CHANGE } from './listener.js';
 import * as sql from './statements.js';
 
 /**
@@ -29,6 +30,7 @@ export async function admitIn(client: pg.PoolClient, input: AdmitInput): Promise
     if (inserted.rows[0] !== undefined) {
       await client.query(sql.INSERT_OUTBOX, [record.taskId, input.now]);
       await audit(client, 'create', input, 'ACCEPT_TASK', record.taskId, null);
+      await client.query(NOTIFY_CHANGE, [record.taskId]);
       return { decision: 'ACCEPT_TASK', record: toTaskRecord(inserted.rows[0]) };
     }
     // Only a key conflict skips the insert, so the key is not null here.
@@ -61,6 +63,7 @@ export async function transitionIn(client: pg.PoolClient, input: TransitionInput
     if (applied.rows[0] !== undefined) {
       const record = toTaskRecord(applied.rows[0]);
       await audit(client, 'transition', input, 'APPLY_TRANSITION', input.taskId, record);
+      await client.query(NOTIFY_CHANGE, [input.taskId]);
       return { decision: 'APPLY_TRANSITION', record };
     }
   }
@@ -84,6 +87,7 @@ export async function cancelIn(
   if (cancelled.rows[0] !== undefined) {
     const record = toTaskRecord(cancelled.rows[0]);
     await audit(client, 'read', input, 'CANCEL_TASK', input.taskId, record);
+    await client.query(NOTIFY_CHANGE, [input.taskId]);
     return { decision: 'CANCEL_TASK', record };
   }
   const stored = await readById(client, input.taskId);

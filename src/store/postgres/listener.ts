@@ -1,0 +1,77 @@
+import pg from 'pg';
+
+/** The channel every tasklatch writer notifies on; the payload is `schema:taskId`. */
+export const CHANGES_CHANNEL = 'tasklatch_changes';
+
+/** Sent inside a writing transaction, so it is delivered at commit and only if it commits. */
+export const NOTIFY_CHANGE = `SELECT pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || $1)`;
+
+/**
+ * One dedicated connection that LISTENs for task changes written by any process on the same
+ * database and schema. When the connection drops (a server restart) it reconnects with backoff
+ * and then reports `null`: anything may have changed while it was away, so waiters look again.
+ */
+export class ChangeListener {
+  private client: pg.Client | null = null;
+  private closed = false;
+  private retry: NodeJS.Timeout | null = null;
+
+  private constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly onChange: (taskId: string | null) => void,
+    private readonly onError: (error: Error) => void,
+  ) {}
+
+  static async start(config: pg.ClientConfig, onChange: (taskId: string | null) => void, onError: (error: Error) => void): Promise<ChangeListener> {
+    const listener = new ChangeListener(config, onChange, onError);
+    await listener.connect();
+    return listener;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry !== null) clearTimeout(this.retry);
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => undefined);
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client(this.config);
+    client.on('error', (error) => this.lost(client, error));
+    client.on('end', () => this.lost(client, new Error('listener connection ended')));
+    await client.connect();
+    const schema = (await client.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]?.s ?? 'public';
+    const prefix = `${schema}:`;
+    client.on('notification', (message) => {
+      if (message.channel === CHANGES_CHANNEL && message.payload?.startsWith(prefix) === true) {
+        this.onChange(message.payload.slice(prefix.length));
+      }
+    });
+    await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+    this.client = client;
+  }
+
+  private lost(client: pg.Client, error: Error): void {
+    if (this.closed || this.client !== client) return;
+    this.client = null;
+    client.removeAllListeners('end');
+    void client.end().catch(() => undefined);
+    this.onError(error);
+    this.reconnect(100);
+  }
+
+  private reconnect(delayMs: number): void {
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      if (this.closed) return;
+      this.connect().then(
+        () => this.onChange(null),
+        (error: unknown) => {
+          this.onError(error as Error);
+          this.reconnect(Math.min(delayMs * 2, 5000));
+        },
+      );
+    }, delayMs);
+  }
+}
