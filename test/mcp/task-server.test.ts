@@ -174,11 +174,11 @@ describe('tenancy', () => {
     const unknown = await rpcError(bob.experimental.tasks.getTask('no-such-task'));
     expect(unknown).toEqual({ code: -32602, message: 'Task not found' });
     for (const probe of [
-      bob.experimental.tasks.getTask(a1.task.taskId),
-      bob.experimental.tasks.getTaskResult(a1.task.taskId, CallToolResultSchema),
-      bob.experimental.tasks.cancelTask(a1.task.taskId),
+      () => bob.experimental.tasks.getTask(a1.task.taskId),
+      () => bob.experimental.tasks.getTaskResult(a1.task.taskId, CallToolResultSchema),
+      () => bob.experimental.tasks.cancelTask(a1.task.taskId),
     ]) {
-      expect(await rpcError(probe)).toEqual(unknown);
+      expect(await rpcError(probe())).toEqual(unknown);
     }
     expect((await bob.experimental.tasks.listTasks()).tasks).toEqual([]);
     const page = await alice.experimental.tasks.listTasks();

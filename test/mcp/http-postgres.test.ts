@@ -1,0 +1,96 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rpcError } from '../support/mcp.js';
+import { freshPostgresUrl } from '../support/postgres.js';
+import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+
+let dir: string;
+let serveA: ServeProcess;
+let serveB: ServeProcess;
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tasklatch-two-'));
+  const tokens = join(dir, 'tokens.json');
+  await writeFile(tokens, JSON.stringify({ 'token-alice': { tenant: 'acme', subject: 'alice' }, 'token-bob': { tenant: 'globex', subject: 'bob' } }));
+  const store = await freshPostgresUrl('two_servers');
+  const args = ['--store', store, '--auth-tokens', tokens, '--exports', join(dir, 'exports')];
+  [serveA, serveB] = await Promise.all([spawnServe(args), spawnServe(args)]);
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  const codes = await Promise.all([serveA.stop(), serveB.stop()]);
+  expect(codes).toEqual([0, 0]);
+});
+
+async function client(serve: ServeProcess, token: string): Promise<Client> {
+  const c = new Client({ name: 'test', version: '1.0.0' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(serve.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  clients.push(c);
+  return c;
+}
+
+function exportCall(c: Client, args: Record<string, unknown>, key?: string) {
+  return c.request(
+    { method: 'tools/call', params: { name: 'export_ledger', arguments: args, task: { ttl: 120_000 }, ...(key === undefined ? {} : { _meta: { 'io.tasklatch/idempotency-key': key } }) } },
+    CreateTaskResultSchema,
+  );
+}
+
+describe('two serve --http processes on one PostgreSQL', () => {
+  it('answer for each other’s tasks; tasks/result on one is woken by the completion written by the other', async () => {
+    const aliceA = await client(serveA, 'token-alice');
+    const aliceB = await client(serveB, 'token-alice');
+    const created = await exportCall(aliceA, { month: '2026-06', rows: 50, delayMs: 600 }, 'june');
+    expect((await aliceB.experimental.tasks.getTask(created.task.taskId)).status).toBe('working');
+    const retried = await exportCall(aliceB, { month: '2026-06', rows: 50, delayMs: 600 }, 'june');
+    expect(retried.task.taskId).toBe(created.task.taskId);
+
+    const result = await aliceB.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    const received = Date.now();
+    const task = await aliceB.experimental.tasks.getTask(created.task.taskId);
+    expect(task.status).toBe('completed');
+    const wakeMs = received - Date.parse(task.lastUpdatedAt);
+    console.log(`tasks/result on B woke ${wakeMs} ms after A's completion write`);
+    expect(wakeMs).toBeLessThan(1000);
+    expect(result.structuredContent).toMatchObject({ rows: 50 });
+    const listed = await aliceB.experimental.tasks.listTasks();
+    expect(listed.tasks.map((t) => t.taskId)).toContain(created.task.taskId);
+  });
+
+  it('a cancel through one process stops the handler running in the other', async () => {
+    const aliceA = await client(serveA, 'token-alice');
+    const aliceB = await client(serveB, 'token-alice');
+    const created = await exportCall(aliceA, { month: '2026-07', rows: 50, delayMs: 3000 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await aliceB.experimental.tasks.cancelTask(created.task.taskId)).status).toBe('cancelled');
+    const result = await aliceA.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+    expect(result.isError).toBe(true);
+    // The handler in A saw the cancellation and removed its partial file well before 3 s.
+    await new Promise((r) => setTimeout(r, 500));
+    const files = existsSync(join(dir, 'exports', 'acme')) ? await readdir(join(dir, 'exports', 'acme')) : [];
+    expect(files.filter((f) => f.includes(created.task.taskId))).toEqual([]);
+    expect(serveA.stderr()).not.toMatch(/"level":50/);
+  });
+
+  it('keeps tenants apart across processes', async () => {
+    const aliceA = await client(serveA, 'token-alice');
+    const bobB = await client(serveB, 'token-bob');
+    const created = await exportCall(aliceA, { month: '2026-08', rows: 1 });
+    for (const probe of [
+      () => bobB.experimental.tasks.getTask(created.task.taskId),
+      () => bobB.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema),
+      () => bobB.experimental.tasks.cancelTask(created.task.taskId),
+    ]) {
+      expect(await rpcError(probe())).toEqual({ code: -32602, message: 'Task not found' });
+    }
+    expect((await bobB.experimental.tasks.listTasks()).tasks).toEqual([]);
+  });
+});
