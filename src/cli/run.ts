@@ -1,5 +1,6 @@
 import { TasklatchError } from '../core/errors.js';
 import { processIo, type CliIo } from './io.js';
+import { migrateCommand } from './migrate-command.js';
 import { replayCommand } from './replay-command.js';
 import { serveCommand } from './serve-command.js';
 
@@ -9,6 +10,7 @@ Usage: tasklatch <command> [options]
 
 Commands:
   serve [--http [HOST:]PORT | --stdio]  serve MCP tools with durable tasks (demo tools on SQLite by default)
+  migrate [--store URL]                 create or upgrade the store's schema
   replay FILE [--store URL] [--json]    replay a contract fixture through a store
 
 Run 'tasklatch <command> --help' for a command's options.`;
@@ -18,6 +20,7 @@ type Command = (argv: string[], io: CliIo) => Promise<number>;
 const COMMANDS: Record<string, Command> = {
   replay: replayCommand,
   serve: serveCommand,
+  migrate: migrateCommand,
 };
 
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {

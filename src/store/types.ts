@@ -84,6 +84,8 @@ export interface AuditEntry {
 export interface TaskStore {
   readonly kind: string;
   readonly supports: StoreCapabilities;
+  /** SQL stores: the migrations their `open` applied (they migrate on first use). */
+  readonly migrationsApplied?: readonly string[];
 
   /** Idempotency lookup (scoped by auth key), task insert and outbox insert, in one transaction. */
   admit(input: AdmitInput): Promise<AdmitOutcome>;

@@ -43,6 +43,8 @@ export class PostgresStore implements TaskStore {
   private constructor(
     /** The pool; exposed for tests and for workers built on the same connections. */
     readonly pool: pg.Pool,
+    /** Migrations this `open` applied (empty when the schema was current). */
+    readonly migrationsApplied: readonly string[] = [],
   ) {}
 
   /**
@@ -53,17 +55,18 @@ export class PostgresStore implements TaskStore {
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const target = parsePostgresUrl(url);
     const pool = createPool(target, options.poolSize ?? 20);
+    let applied: string[];
     try {
       const client = await pool.connect().catch((cause: unknown) => {
         throw unavailable(target, cause);
       });
       client.release();
-      await migratePostgres(pool, target.schema);
+      applied = await migratePostgres(pool, target.schema);
     } catch (error) {
       await pool.end();
       throw error;
     }
-    return new PostgresStore(pool);
+    return new PostgresStore(pool, applied);
   }
 
   /** LISTENs on a dedicated connection for changes any process writes to this schema. */

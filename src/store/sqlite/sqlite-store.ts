@@ -46,6 +46,8 @@ export class SqliteStore implements TaskStore {
   private constructor(
     /** The better-sqlite3 connection (inspection and tests; writes should go through the store). */
     readonly db: Database.Database,
+    /** Migrations this `open` applied (empty when the schema was current). */
+    readonly migrationsApplied: readonly string[] = [],
   ) {
     this.sql = prepareStatements(db);
   }
@@ -66,8 +68,8 @@ export class SqliteStore implements TaskStore {
       db.pragma('synchronous = NORMAL');
       db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);
       db.pragma('foreign_keys = ON');
-      await migrateSqlite(db);
-      return new SqliteStore(db);
+      const applied = await migrateSqlite(db);
+      return new SqliteStore(db, applied);
     } catch (error) {
       db?.close();
       if (isTasklatchError(error)) throw error;
