@@ -25,6 +25,7 @@ Serves MCP tools with durable tasks (spec 2025-11-25).
   --default-ttl MS       ttl of a task whose request names none (default 3600000)
   --max-ttl MS           largest ttl granted (default 604800000)
   --poll-interval MS     pollInterval suggested to clients (default 1000)
+  --max-active N         non-terminal tasks one caller may hold at once (default 100)
 Without --auth-tokens or --principal every caller shares one anonymous context.`;
 
 const tokenFile = z.record(z.string().min(1), z.object({ tenant: z.string().min(1).regex(/^[^/]+$/, 'a tenant has no "/"'), subject: z.string().min(1) }));
@@ -45,6 +46,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'default-ttl': { type: 'string' },
       'max-ttl': { type: 'string' },
       'poll-interval': { type: 'string' },
+      'max-active': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -60,6 +62,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     ...(values['default-ttl'] === undefined ? {} : { defaultTtl: positiveInt('--default-ttl', values['default-ttl']) }),
     ...(values['max-ttl'] === undefined ? {} : { maxTtl: positiveInt('--max-ttl', values['max-ttl']) }),
     ...(values['poll-interval'] === undefined ? {} : { pollInterval: positiveInt('--poll-interval', values['poll-interval']) }),
+    ...(values['max-active'] === undefined ? {} : { maxActiveTasks: positiveInt('--max-active', values['max-active']) }),
   };
   const logger = createLogger();
   const store = await openStore(values.store);
@@ -134,6 +137,6 @@ function parseListen(text: string): { host: string; port: number } {
 
 function positiveInt(flag: string, text: string): number {
   const n = Number(text);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new TasklatchError('INVALID_INPUT', `${flag} takes a positive whole number of milliseconds, got ${JSON.stringify(text)}`);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new TasklatchError('INVALID_INPUT', `${flag} takes a positive whole number, got ${JSON.stringify(text)}`);
   return n;
 }

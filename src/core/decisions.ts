@@ -40,7 +40,14 @@ export type ReadDecision = (typeof READ_DECISIONS)[number];
 export const LIST_DECISIONS = ['BLOCK_CAPABILITY', 'LIST_FILTERED'] as const;
 export type ListDecision = (typeof LIST_DECISIONS)[number];
 
-export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision;
+/**
+ * tasklatch's own admission decision beyond the contract: the caller already has as many
+ * non-terminal tasks as the configured limit allows. Never produced without a limit.
+ */
+export const LIMIT_DECISION = 'BLOCK_TASK_LIMIT';
+export type LimitDecision = typeof LIMIT_DECISION;
+
+export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision;
 
 /** The three ways a record can be invisible to a caller; on the wire they look the same. */
 export type MissDecision = 'NOT_FOUND' | 'BLOCK_AUTH' | 'BLOCK_EXPIRED';

@@ -19,7 +19,7 @@ import { isTerminal, type WireRequest } from '../core/types.js';
 import type { TaskServer } from './task-server.js';
 import type { Principal, TaskTool, ToolContext, ToolResult } from './tool.js';
 import { authKeyOf } from './tool.js';
-import { invalidParams, methodNotFound, taskNotFound, wireResult, wireTask } from './wire.js';
+import { invalidParams, methodNotFound, taskNotFound, TOO_MANY_TASKS, wireResult, wireTask, WireError } from './wire.js';
 
 /** Per-session state: the session's own principal, progress tokens and status watches. */
 export interface SessionContext {
@@ -112,6 +112,8 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
       throw methodNotFound(`Tool ${tool.name} must be called as a task (params.task)`);
     case 'BLOCK_IDEMPOTENCY_COLLISION':
       throw invalidParams(`Idempotency key ${JSON.stringify(idempotencyKeyOf(request) ?? headerKey)} is already used by a different request`);
+    case 'BLOCK_TASK_LIMIT':
+      throw new WireError(TOO_MANY_TASKS, `Too many active tasks: at most ${server.service.limits.maxActiveTasks ?? 0} non-terminal tasks per caller`);
     case 'ACCEPT_NORMAL':
     case 'BLOCK_CAPABILITY':
       return runPlain(tool, params, principal, extra);

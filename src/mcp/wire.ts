@@ -23,6 +23,9 @@ export class WireError extends Error {
   }
 }
 
+/** Server-defined JSON-RPC code for an admission refused by the active-task limit. */
+export const TOO_MANY_TASKS = -32000;
+
 export function taskNotFound(): WireError {
   return new WireError(ErrorCode.InvalidParams, TASK_NOT_FOUND_MESSAGE);
 }

@@ -76,7 +76,8 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
   const auth = ns + packet.auth;
   const capabilities: TaskCapabilities =
     'capabilities' in packet ? (packet.capabilities as TaskCapabilities) : { list: {}, cancel: {}, requests: { tools: { call: {} } } };
-  const service = new TaskService({ store, capabilities, clock: () => parseTimestamp(packet.now) });
+  // The contract has no active-task limit; the replay decides by the contract alone.
+  const service = new TaskService({ store, capabilities, clock: () => parseTimestamp(packet.now), limits: { maxActiveTasks: null } });
   switch (replayCase.surface) {
     case 'create': {
       const p = replayCase.packet;

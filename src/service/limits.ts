@@ -8,6 +8,8 @@ export interface TaskLimits {
   pollInterval: number;
   /** Tasks per `tasks/list` page. */
   pageSize: number;
+  /** Non-terminal tasks one auth key may hold at once; null = no limit. */
+  maxActiveTasks: number | null;
 }
 
 export const DEFAULT_LIMITS: TaskLimits = {
@@ -15,6 +17,7 @@ export const DEFAULT_LIMITS: TaskLimits = {
   maxTtl: 7 * 24 * 60 * 60 * 1000,
   pollInterval: 1000,
   pageSize: 50,
+  maxActiveTasks: 100,
 };
 
 /** The ttl actually granted for a requested one (ms, or null/undefined for none). */

@@ -103,6 +103,7 @@ export class TaskService {
       pollInterval: this.limits.pollInterval,
       correlationId,
       now,
+      maxActive: this.limits.maxActiveTasks,
     });
     if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId);
     return outcome;

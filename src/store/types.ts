@@ -23,11 +23,17 @@ export interface AdmitInput {
   pollInterval: number | null;
   correlationId: string;
   now: Millis;
+  /**
+   * At most this many non-terminal, unexpired tasks per auth key (null or absent: no limit).
+   * Checked in the admission transaction, after idempotency: a retry of an existing task is
+   * never refused by it.
+   */
+  maxActive?: number | null;
 }
 
 export type AdmitOutcome =
   | { decision: 'ACCEPT_TASK' | 'REPLAY_TASK'; record: TaskRecord }
-  | { decision: 'BLOCK_IDEMPOTENCY_COLLISION'; record: null };
+  | { decision: 'BLOCK_IDEMPOTENCY_COLLISION' | 'BLOCK_TASK_LIMIT'; record: null };
 
 export interface TransitionInput {
   taskId: string;

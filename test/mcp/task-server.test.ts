@@ -217,3 +217,16 @@ describe('cancellation', () => {
     expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe('cancelled');
   });
 });
+
+describe('limits', () => {
+  it('refuses a task beyond the per-caller active limit with -32000, and clamps ttl to the maximum', async () => {
+    const { connect } = await setup({ limits: { maxActiveTasks: 1, maxTtl: 5000 } });
+    const client = await connect();
+    const first = await callAsTask(client, 'export_ledger', { month: '2026-06', rows: 10, delayMs: 300 }, { ttl: 60_000 });
+    expect(first.task.ttl).toBe(5000);
+    expect(await rpcError(callAsTask(client, 'export_ledger', { month: '2026-07' }))).toEqual({ code: -32000, message: expect.stringContaining('at most 1') });
+    expect((await callAsTask(await connect(BOB), 'summarize', { month: '2026-07' })).task.status).toBe('working');
+    await client.experimental.tasks.getTaskResult(first.task.taskId, CallToolResultSchema);
+    expect((await callAsTask(client, 'summarize', { month: '2026-07' })).task.status).toBe('working');
+  });
+});

@@ -237,6 +237,28 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
     });
   });
 
+  describe('active-task limit', () => {
+    it('refuses a new task at the limit, still replays an existing one, and counts only live tasks', async () => {
+      const store = await fresh('limit');
+      const a = await store.admit(admission({ maxActive: 2, idempotencyKey: 'k1' }));
+      await store.admit(admission({ maxActive: 2 }));
+      expect(await store.admit(admission({ maxActive: 2 }))).toEqual({ decision: 'BLOCK_TASK_LIMIT', record: null });
+      const replay = await store.admit(admission({ maxActive: 2, idempotencyKey: 'k1' }));
+      expect(replay.record?.taskId).toBe(a.record?.taskId);
+      expect((await store.admit(admission({ maxActive: 2, authKey: B }))).decision).toBe('ACCEPT_TASK');
+      await store.transition({ taskId: a.record!.taskId, authKey: A, write: { status: 'completed', expectedVersion: 1 }, correlationId: 'c', now: T0 });
+      expect((await store.admit(admission({ maxActive: 2 }))).decision).toBe('ACCEPT_TASK');
+      expect((await store.admit(admission({ maxActive: 2, now: T0 + HOUR }))).decision).toBe('ACCEPT_TASK');
+    });
+
+    it('holds under concurrent admissions', async () => {
+      const store = await fresh('limit-race');
+      const outs = await Promise.all(Array.from({ length: 24 }, () => store.admit(admission({ maxActive: 5 }))));
+      expect(outs.filter((o) => o.decision === 'ACCEPT_TASK')).toHaveLength(5);
+      expect(outs.filter((o) => o.decision === 'BLOCK_TASK_LIMIT')).toHaveLength(19);
+    });
+  });
+
   describe('races', () => {
     it('64 concurrent admits of one key give one task', async () => {
       const store = await fresh('race-admit');

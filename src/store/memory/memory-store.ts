@@ -49,9 +49,13 @@ export class MemoryStore implements TaskStore {
       this.keys.delete(keyIndex);
       prior = null;
     }
-    const decision = decideAdmission({ ...input, auth: input.authKey, prior });
-    this.log(input.now, 'create', decision, input.authKey, prior?.taskId ?? input.taskId, input.correlationId, prior);
-    if (decision === 'BLOCK_IDEMPOTENCY_COLLISION') return { decision, record: null };
+    let decision: AdmitOutcome['decision'] = decideAdmission({ ...input, auth: input.authKey, prior });
+    if (decision === 'ACCEPT_TASK' && input.maxActive != null && this.countActive(input.authKey, input.now) >= input.maxActive) {
+      decision = 'BLOCK_TASK_LIMIT';
+    }
+    const loggedId = decision === 'BLOCK_TASK_LIMIT' ? null : (prior?.taskId ?? input.taskId);
+    this.log(input.now, 'create', decision, input.authKey, loggedId, input.correlationId, decision === 'BLOCK_TASK_LIMIT' ? null : prior);
+    if (decision === 'BLOCK_IDEMPOTENCY_COLLISION' || decision === 'BLOCK_TASK_LIMIT') return { decision, record: null };
     if (decision === 'REPLAY_TASK' && prior !== null) return { decision, record: copy(prior) };
     const record: TaskRecord = {
       taskId: input.taskId,
@@ -80,6 +84,12 @@ export class MemoryStore implements TaskStore {
     if (keyIndex !== null) this.keys.set(keyIndex, record.taskId);
     this.outbox.push({ taskId: record.taskId, createdAt: input.now });
     return { decision: 'ACCEPT_TASK', record: copy(record) };
+  }
+
+  private countActive(authKey: string, now: Millis): number {
+    let n = 0;
+    for (const r of this.tasks.values()) if (r.authKey === authKey && !isTerminal(r.status) && !isExpired(r, now)) n++;
+    return n;
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {

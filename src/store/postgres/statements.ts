@@ -30,6 +30,13 @@ export const INSERT_TASK_UNLESS_KEY_TAKEN = `
 
 export const SELECT_BY_KEY = `SELECT * FROM tasks WHERE auth_key = $1 AND idempotency_key = $2`;
 
+/** Serializes the admissions of one auth key while an active-task limit is checked. */
+export const LOCK_AUTH_KEY = `SELECT pg_advisory_xact_lock(hashtextextended('tasklatch:admit:' || $1, 0))`;
+
+export const COUNT_ACTIVE = `
+  SELECT count(*)::int AS n FROM tasks
+   WHERE auth_key = $1 AND status IN ('working', 'input_required') AND ${unexpired(2)}`;
+
 export const SELECT_BY_ID = `SELECT * FROM tasks WHERE task_id = $1`;
 
 export const SELECT_VISIBLE = `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND ${unexpired(3)}`;

@@ -26,6 +26,10 @@ export async function admitIn(client: pg.PoolClient, input: AdmitInput): Promise
     if (input.idempotencyKey !== null) {
       await client.query(sql.RELEASE_EXPIRED_KEY, [input.authKey, input.idempotencyKey, input.now]);
     }
+    if (input.maxActive != null) {
+      const limited = await admitOverLimit(client, input, input.maxActive);
+      if (limited !== null) return limited;
+    }
     const inserted = await client.query<TaskRow>(sql.INSERT_TASK_UNLESS_KEY_TAKEN, taskParams(record));
     if (inserted.rows[0] !== undefined) {
       await client.query(sql.INSERT_OUTBOX, [record.taskId, input.now]);
@@ -42,6 +46,25 @@ export async function admitIn(client: pg.PoolClient, input: AdmitInput): Promise
     return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
   }
   throw new TasklatchError('INTERNAL', `admission of idempotency key ${JSON.stringify(input.idempotencyKey)} did not settle`);
+}
+
+/**
+ * The outcome when the caller is at its active-task limit, or null to go on admitting. The
+ * per-auth-key advisory lock (held to commit) makes count-then-insert exact across processes.
+ */
+async function admitOverLimit(client: pg.PoolClient, input: AdmitInput, maxActive: number): Promise<AdmitOutcome | null> {
+  await client.query(sql.LOCK_AUTH_KEY, [input.authKey]);
+  const counted = await client.query<{ n: number }>(sql.COUNT_ACTIVE, [input.authKey, input.now]);
+  if ((counted.rows[0]?.n ?? 0) < maxActive) return null;
+  const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
+  const prior = found?.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
+  const decision = decideAdmission({ ...input, auth: input.authKey, prior });
+  if (decision !== 'ACCEPT_TASK' && prior !== null) {
+    await audit(client, 'create', input, decision, prior.taskId, prior);
+    return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
+  }
+  await audit(client, 'create', input, 'BLOCK_TASK_LIMIT', null, null);
+  return { decision: 'BLOCK_TASK_LIMIT', record: null };
 }
 
 export async function transitionIn(client: pg.PoolClient, input: TransitionInput): Promise<TransitionOutcome> {

@@ -84,6 +84,11 @@ export class SqliteStore implements TaskStore {
     return this.write(() => {
       const key = input.idempotencyKey;
       if (key !== null) this.sql.releaseExpiredKey.run({ auth_key: input.authKey, idempotency_key: key, now: input.now });
+      if (input.maxActive != null) {
+        // The immediate transaction already serializes admissions, so count-then-insert is exact.
+        const limited = this.admitOverLimit(input, input.maxActive);
+        if (limited !== null) return limited;
+      }
       const inserted = this.sql.insertTask.get(recordToRow(newRecord(input))) as TaskRow | undefined;
       if (inserted !== undefined) {
         this.sql.insertOutbox.run({ task_id: inserted.task_id, now: input.now });
@@ -100,6 +105,21 @@ export class SqliteStore implements TaskStore {
       this.log(input.now, 'create', decision, input.authKey, prior.taskId, input.correlationId, prior);
       return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
     });
+  }
+
+  /** The outcome when the caller is at its active-task limit, or null to go on admitting. */
+  private admitOverLimit(input: AdmitInput, maxActive: number): AdmitOutcome | null {
+    const { n } = this.sql.countActive.get({ auth_key: input.authKey, now: input.now }) as { n: number };
+    if (n < maxActive) return null;
+    const priorRow = input.idempotencyKey === null ? undefined : (this.sql.selectByKey.get(input.authKey, input.idempotencyKey) as TaskRow | undefined);
+    const prior = priorRow === undefined ? null : rowToRecord(priorRow);
+    const decision = decideAdmission({ ...input, auth: input.authKey, prior });
+    if (decision !== 'ACCEPT_TASK' && prior !== null) {
+      this.log(input.now, 'create', decision, input.authKey, prior.taskId, input.correlationId, prior);
+      return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
+    }
+    this.log(input.now, 'create', 'BLOCK_TASK_LIMIT', input.authKey, null, input.correlationId, null);
+    return { decision: 'BLOCK_TASK_LIMIT', record: null };
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {

@@ -40,6 +40,7 @@ const SQL = {
   releaseExpiredKey: 'UPDATE tasks SET idempotency_key = NULL WHERE auth_key = @auth_key AND idempotency_key = @idempotency_key AND expires_at_ms <= @now',
   insertTask: `INSERT INTO tasks (${COLUMNS}) VALUES (${VALUES}) ON CONFLICT (auth_key, idempotency_key) DO NOTHING RETURNING *`,
   selectByKey: 'SELECT * FROM tasks WHERE auth_key = ? AND idempotency_key = ?',
+  countActive: `SELECT count(*) AS n FROM tasks WHERE auth_key = @auth_key AND ${NON_TERMINAL} AND ${UNEXPIRED}`,
   insertOutbox: 'INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms) VALUES (@task_id, @now, @now)',
   /**
    * The one conditional write of the transition surface. The CASE arms keep this a single
