@@ -24,7 +24,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js'],
+    files: ['eslint.config.js', '**/*.mjs'],
     extends: [tseslint.configs.disableTypeChecked],
   },
 );

@@ -72,5 +72,6 @@ export {
   type ListOutcome,
 } from './service/task-service.js';
 export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
+export { defineTool, authKeyOf, type TaskTool, type ToolContext, type ToolResult, type Principal } from './mcp/tool.js';
 export { parseFixture, type ReplayFixture, type ReplayCase } from './replay/fixture.js';
 export { runReplay, type ReplayReport, type CaseOutcome } from './replay/run-replay.js';

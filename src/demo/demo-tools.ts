@@ -54,6 +54,7 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
           }
           await write(text);
           await ctx.reportProgress(to, args.rows);
+          await ctx.reportStatus(`${to} of ${args.rows} rows written`);
           if (args.delayMs > 0) await sleep(args.delayMs / chunks, undefined, { signal: ctx.signal });
         }
         if (args.format === 'json') await write('\n]\n');
