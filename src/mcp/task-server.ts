@@ -2,6 +2,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskCapabilities } from '../core/types.js';
+import { ExpirySweeper } from '../service/expiry-sweeper.js';
 import { TaskService } from '../service/task-service.js';
 import type { TaskLimits } from '../service/limits.js';
 import type { TaskStore } from '../store/types.js';
@@ -25,6 +26,8 @@ export interface TaskServerOptions {
   limits?: Partial<TaskLimits>;
   /** Run admitted tasks in this process (default true). */
   execute?: boolean;
+  /** How often expired records are deleted (ms; default 60000; 0 turns the sweeper off). */
+  sweepIntervalMs?: number;
   name?: string;
   version?: string;
   clock?: () => number;
@@ -50,6 +53,7 @@ export class TaskServer {
   private readonly options: TaskServerOptions;
   private readonly sessions = new Map<Server, SessionContext>();
   private readonly pending = new Set<Promise<void>>();
+  private readonly sweeper: ExpirySweeper | null;
 
   constructor(options: TaskServerOptions) {
     this.options = options;
@@ -67,6 +71,14 @@ export class TaskServer {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
+    const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
+    this.sweeper =
+      sweepIntervalMs > 0
+        ? new ExpirySweeper(options.store, () => this.service.now(), {
+            intervalMs: sweepIntervalMs,
+            onError: (error) => this.logger.warn({ err: error }, 'expiry sweep failed'),
+          })
+        : null;
     this.executor = new TaskExecutor(this.service, this.tools, {
       log: (level, message, fields) => this.logger[level](fields ?? {}, message),
       progress: (record, progress, total, message) => this.sendProgress(record.taskId, progress, total, message),
@@ -76,6 +88,7 @@ export class TaskServer {
   /** Starts listening for other processes' changes (stores that notify). */
   async start(): Promise<void> {
     await this.service.start((error) => this.logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));
+    this.sweeper?.start();
     if (this.options.authenticate === undefined) {
       this.logger.warn('no authentication configured: every caller shares one anonymous context and tasks/list is not offered');
     }
@@ -130,6 +143,7 @@ export class TaskServer {
   }
 
   async close(): Promise<void> {
+    await this.sweeper?.stop();
     await this.executor.shutdown();
     await Promise.allSettled([...this.pending]);
     await Promise.allSettled([...this.sessions.keys()].map((s) => s.close()));
