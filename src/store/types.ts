@@ -67,6 +67,32 @@ export interface ListPage {
   hasMore: boolean;
 }
 
+/** What a worker asks of `claim`. */
+export interface ClaimInput {
+  /** The claiming worker's id; written to the record as its lease owner. */
+  owner: string;
+  now: Millis;
+  /** Lease length (ms): the claim holds the task until `now + leaseMs` unless renewed. */
+  leaseMs: number;
+  /** Most tasks claimed by this call. */
+  limit: number;
+  /**
+   * A task already claimed this many times is not run again: the claim ends it `failed` with
+   * `abandonedResult` instead (a crash loop must end).
+   */
+  maxAttempts: number;
+  abandonedResult: unknown;
+  correlationId: string;
+}
+
+/** The fence a worker holds on a claimed task: its lease owner id and the version it wrote. */
+export interface Fence {
+  taskId: string;
+  authKey: string;
+  owner: string;
+  version: number;
+}
+
 /** One line of the append-only audit trail. */
 export interface AuditEntry {
   at: Millis;
@@ -103,6 +129,23 @@ export interface TaskStore {
   cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome>;
   /** The caller's unexpired tasks after `after`, in (createdAt, taskId) order. */
   list(authKey: string, now: Millis, page: { after: ListPosition | null; limit: number }): Promise<ListPage>;
+  /**
+   * Claims up to `limit` dispatchable tasks from the outbox: each claim is one conditional write
+   * (working, unexpired, lease free or expired) that bumps the version (fencing off any earlier
+   * holder), counts an attempt and sets the lease. Outbox entries of tasks that are terminal,
+   * expired or gone are closed instead; tasks past `maxAttempts` are ended `failed`.
+   * Concurrent claimers never get the same task (PostgreSQL SKIP LOCKED, SQLite IMMEDIATE).
+   */
+  claim(input: ClaimInput): Promise<TaskRecord[]>;
+  /**
+   * Extends a held lease to `now + leaseMs`. False when the fence no longer holds (the task was
+   * cancelled, finished, expired, or claimed by another worker): the holder must stop.
+   */
+  heartbeat(fence: Fence, now: Millis, leaseMs: number): Promise<boolean>;
+  /** Gives a held lease back so another worker may claim the task at once (draining). */
+  release(fence: Fence, now: Millis): Promise<boolean>;
+  /** Outbox entries not yet closed (inspection, chaos checks). */
+  pendingDispatch(now: Millis): Promise<number>;
   /** Appends a decision made outside a store write (blocks, reads) to the audit trail. */
   recordDecision(entry: AuditEntry): Promise<void>;
   /** The audit trail of one task, oldest first (tests, inspection). */

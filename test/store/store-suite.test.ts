@@ -237,6 +237,89 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
     });
   });
 
+  describe('dispatch', () => {
+    const abandoned = { content: [{ type: 'text', text: 'abandoned' }], isError: true };
+    const claimIn = (store: TaskStore, owner: string, now: number, extra: { limit?: number; leaseMs?: number; maxAttempts?: number } = {}) =>
+      store.claim({ owner, now, leaseMs: extra.leaseMs ?? 1000, limit: extra.limit ?? 10, maxAttempts: extra.maxAttempts ?? 5, abandonedResult: abandoned, correlationId: `claim-${owner}` });
+    const fenceOf = (r: { taskId: string; authKey: string; leaseOwner: string | null; version: number }) => ({ taskId: r.taskId, authKey: r.authKey, owner: r.leaseOwner!, version: r.version });
+
+    it('claims an admitted task once, bumping the version and counting the attempt', async () => {
+      const store = await fresh('claim');
+      const admitted = (await store.admit(admission())).record!;
+      expect(await store.pendingDispatch(T0)).toBe(1);
+      const [claimed, ...rest] = await claimIn(store, 'w1', T0 + 5);
+      expect(rest).toEqual([]);
+      expect(claimed).toMatchObject({ taskId: admitted.taskId, status: 'working', version: 2, attempt: 1, leaseOwner: 'w1', leaseExpiresAt: T0 + 1005, lastUpdatedAt: T0 + 5 });
+      expect(await claimIn(store, 'w2', T0 + 6)).toEqual([]);
+      const trail = await store.auditTrail(admitted.taskId);
+      expect(trail.map((e) => e.decision)).toEqual(['ACCEPT_TASK', 'APPLY_TRANSITION']);
+      expect(trail[1]).toMatchObject({ surface: 'transition', status: 'working', version: 2 });
+    });
+
+    it('lets another worker take over an expired lease and fences the first one off', async () => {
+      const store = await fresh('takeover');
+      await store.admit(admission());
+      const [first] = await claimIn(store, 'w1', T0);
+      expect(await store.heartbeat(fenceOf(first!), T0 + 500, 1000)).toBe(true);
+      expect(await claimIn(store, 'w2', T0 + 1400)).toEqual([]);
+      const [second] = await claimIn(store, 'w2', T0 + 1500);
+      expect(second).toMatchObject({ version: 3, attempt: 2, leaseOwner: 'w2' });
+      expect(await store.heartbeat(fenceOf(first!), T0 + 1501, 1000)).toBe(false);
+      const stale = await store.transition({ taskId: first!.taskId, authKey: A, write: { status: 'completed', expectedVersion: first!.version, result: ok }, correlationId: 'w1', now: T0 + 1502 });
+      expect(stale.decision).toBe('BLOCK_STALE_VERSION');
+      const won = await store.transition({ taskId: first!.taskId, authKey: A, write: { status: 'completed', expectedVersion: second!.version, result: ok }, correlationId: 'w2', now: T0 + 1503 });
+      expect(won.decision).toBe('APPLY_TRANSITION');
+      expect(won.record).toMatchObject({ leaseOwner: null, leaseExpiresAt: null });
+      expect(await store.pendingDispatch(T0 + 1504)).toBe(0);
+      expect(await claimIn(store, 'w3', T0 + 99_999)).toEqual([]);
+    });
+
+    it('releases a lease for an immediate claim by another worker', async () => {
+      const store = await fresh('release');
+      await store.admit(admission());
+      const [held] = await claimIn(store, 'w1', T0, { leaseMs: 60_000 });
+      expect(await store.release({ ...fenceOf(held!), owner: 'someone-else' }, T0 + 1)).toBe(false);
+      expect(await store.release(fenceOf(held!), T0 + 1)).toBe(true);
+      expect(await claimIn(store, 'w2', T0 + 2)).toMatchObject([{ leaseOwner: 'w2', attempt: 2 }]);
+    });
+
+    it('never claims a cancelled, finished or expired task and closes its entry', async () => {
+      const store = await fresh('skip');
+      const cancelled = (await store.admit(admission())).record!;
+      const expired = (await store.admit(admission({ ttl: 10 }))).record!;
+      const [running] = await claimIn(store, 'w1', T0);
+      expect(running?.taskId).toBe(cancelled.taskId);
+      await store.cancel(A, cancelled.taskId, T0 + 1, 'c');
+      expect(await store.heartbeat(fenceOf(running!), T0 + 2, 1000)).toBe(false);
+      expect(await claimIn(store, 'w2', T0 + 5000)).toEqual([]);
+      expect(await store.pendingDispatch(T0 + 5000)).toBe(0);
+      expect((await store.get(A, expired.taskId, T0)).record?.attempt).toBe(1);
+    });
+
+    it('ends a task failed once it used up its attempts', async () => {
+      const store = await fresh('attempts');
+      const admitted = (await store.admit(admission())).record!;
+      await claimIn(store, 'w1', T0, { maxAttempts: 2 });
+      await claimIn(store, 'w2', T0 + 2000, { maxAttempts: 2 });
+      expect(await claimIn(store, 'w3', T0 + 4000, { maxAttempts: 2 })).toEqual([]);
+      const stored = (await store.get(A, admitted.taskId, T0 + 4000)).record!;
+      expect(stored).toMatchObject({ status: 'failed', attempt: 2, version: 4, result: abandoned, leaseOwner: null });
+      expect(await store.pendingDispatch(T0 + 4000)).toBe(0);
+    });
+
+    it('claims at most `limit`, oldest first, and concurrent claimers never share a task', async () => {
+      const store = await fresh('claim-many');
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) ids.push((await store.admit(admission({ now: T0 + i }))).record!.taskId);
+      const firstTwo = await claimIn(store, 'w0', T0 + 100, { limit: 2 });
+      expect(firstTwo.map((r) => r.taskId)).toEqual(ids.slice(0, 2));
+      const batches = await Promise.all(Array.from({ length: 8 }, (_, i) => claimIn(store, `w${i + 1}`, T0 + 100, { limit: 3 })));
+      const claimed = batches.flat().map((r) => r.taskId);
+      expect(new Set(claimed).size).toBe(claimed.length);
+      expect(claimed.sort()).toEqual(ids.slice(2).sort());
+    });
+  });
+
   describe('active-task limit', () => {
     it('refuses a new task at the limit, still replays an existing one, and counts only live tasks', async () => {
       const store = await fresh('limit');

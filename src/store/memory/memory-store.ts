@@ -6,6 +6,8 @@ import { isExpired } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTerminal, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
 import type {
+  ClaimInput,
+  Fence,
   AdmitInput,
   AdmitOutcome,
   AuditEntry,
@@ -19,10 +21,13 @@ import type {
   TransitionOutcome,
 } from '../types.js';
 
-/** One outbox entry: a task waiting to be dispatched. */
+/** One outbox entry: a task waiting to be dispatched, until it is done. */
 interface OutboxEntry {
   taskId: string;
   createdAt: Millis;
+  /** Not offered to claimers before this (a held lease's expiry). */
+  availableAt: Millis;
+  doneAt: Millis | null;
 }
 
 /**
@@ -37,7 +42,8 @@ export class MemoryStore implements TaskStore {
   private readonly tasks = new Map<string, TaskRecord>();
   /** `${authKey}\n${idempotencyKey}` → taskId: the unique constraint of the SQL stores. */
   private readonly keys = new Map<string, string>();
-  private readonly outbox: OutboxEntry[] = [];
+  /** Insertion order is dispatch order among entries available at the same time. */
+  private readonly outbox = new Map<string, OutboxEntry>();
   private readonly audit: AuditEntry[] = [];
   private readonly secret = randomBytes(32);
 
@@ -82,7 +88,7 @@ export class MemoryStore implements TaskStore {
     };
     this.tasks.set(record.taskId, record);
     if (keyIndex !== null) this.keys.set(keyIndex, record.taskId);
-    this.outbox.push({ taskId: record.taskId, createdAt: input.now });
+    this.outbox.set(record.taskId, { taskId: record.taskId, createdAt: input.now, availableAt: input.now, doneAt: null });
     return { decision: 'ACCEPT_TASK', record: copy(record) };
   }
 
@@ -106,6 +112,7 @@ export class MemoryStore implements TaskStore {
         stored.resultDigest = stored.result === null ? null : resultDigest(stored.result);
         stored.leaseOwner = null;
         stored.leaseExpiresAt = null;
+        this.closeDispatch(stored.taskId, input.now);
       }
     }
     const visible = stored !== null && stored.authKey === input.authKey;
@@ -137,6 +144,7 @@ export class MemoryStore implements TaskStore {
     stored.lastUpdatedAt = now;
     stored.leaseOwner = null;
     stored.leaseExpiresAt = null;
+    this.closeDispatch(taskId, now);
     this.log(now, 'read', 'CANCEL_TASK', authKey, taskId, correlationId, stored);
     return { decision: 'CANCEL_TASK', record: copy(stored) };
   }
@@ -148,6 +156,86 @@ export class MemoryStore implements TaskStore {
       .filter((r) => after === null || compareListOrder(r, after) > 0)
       .sort(compareListOrder);
     return { records: rows.slice(0, page.limit).map(copy), hasMore: rows.length > page.limit };
+  }
+
+  async claim(input: ClaimInput): Promise<TaskRecord[]> {
+    const claimed: TaskRecord[] = [];
+    const due = [...this.outbox.values()]
+      .filter((e) => e.doneAt === null && e.availableAt <= input.now)
+      .sort((a, b) => a.availableAt - b.availableAt);
+    for (const entry of due) {
+      if (claimed.length >= input.limit) break;
+      const task = this.tasks.get(entry.taskId);
+      if (task === undefined || isTerminal(task.status) || isExpired(task, input.now)) {
+        entry.doneAt = input.now;
+        continue;
+      }
+      if (task.status !== 'working') continue;
+      if (task.leaseOwner !== null && task.leaseExpiresAt !== null && task.leaseExpiresAt > input.now) {
+        entry.availableAt = task.leaseExpiresAt;
+        continue;
+      }
+      task.version += 1;
+      task.lastUpdatedAt = input.now;
+      if (task.attempt >= input.maxAttempts) {
+        task.status = 'failed';
+        task.result = input.abandonedResult;
+        task.resultDigest = resultDigest(input.abandonedResult);
+        task.leaseOwner = null;
+        task.leaseExpiresAt = null;
+        entry.doneAt = input.now;
+        this.log(input.now, 'transition', 'APPLY_TRANSITION', task.authKey, task.taskId, input.correlationId, task, 'abandoned');
+        continue;
+      }
+      task.attempt += 1;
+      task.leaseOwner = input.owner;
+      task.leaseExpiresAt = input.now + input.leaseMs;
+      entry.availableAt = task.leaseExpiresAt;
+      this.log(input.now, 'transition', 'APPLY_TRANSITION', task.authKey, task.taskId, input.correlationId, task, `claim ${input.owner}`);
+      claimed.push(copy(task));
+    }
+    return claimed;
+  }
+
+  async heartbeat(fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
+    const task = this.fenced(fence, now);
+    if (task === null) return false;
+    task.leaseExpiresAt = now + leaseMs;
+    const entry = this.outbox.get(task.taskId);
+    if (entry !== undefined) entry.availableAt = task.leaseExpiresAt;
+    return true;
+  }
+
+  async release(fence: Fence, now: Millis): Promise<boolean> {
+    const task = this.fenced(fence, now);
+    if (task === null) return false;
+    task.leaseOwner = null;
+    task.leaseExpiresAt = null;
+    const entry = this.outbox.get(task.taskId);
+    if (entry !== undefined) entry.availableAt = now;
+    return true;
+  }
+
+  async pendingDispatch(): Promise<number> {
+    return [...this.outbox.values()].filter((e) => e.doneAt === null).length;
+  }
+
+  /** The task when `fence` still holds it: same version and owner, not terminal, not expired. */
+  private fenced(fence: Fence, now: Millis): TaskRecord | null {
+    const task = this.tasks.get(fence.taskId);
+    const holds =
+      task !== undefined &&
+      task.authKey === fence.authKey &&
+      task.version === fence.version &&
+      task.leaseOwner === fence.owner &&
+      !isTerminal(task.status) &&
+      !isExpired(task, now);
+    return holds ? task : null;
+  }
+
+  private closeDispatch(taskId: string, now: Millis): void {
+    const entry = this.outbox.get(taskId);
+    if (entry !== undefined && entry.doneAt === null) entry.doneAt = now;
   }
 
   async recordDecision(entry: AuditEntry): Promise<void> {
@@ -164,6 +252,7 @@ export class MemoryStore implements TaskStore {
       if (deleted >= limit) break;
       if (!isExpired(record, now)) continue;
       this.tasks.delete(record.taskId);
+      this.outbox.delete(record.taskId);
       if (record.idempotencyKey !== null) {
         const keyIndex = `${record.authKey}\n${record.idempotencyKey}`;
         if (this.keys.get(keyIndex) === record.taskId) this.keys.delete(keyIndex);
@@ -186,10 +275,6 @@ export class MemoryStore implements TaskStore {
 
   async close(): Promise<void> {}
 
-  /** Outbox entries not yet dispatched (tests). */
-  pendingOutbox(): readonly OutboxEntry[] {
-    return this.outbox;
-  }
 
   private log(
     at: Millis,
@@ -199,6 +284,7 @@ export class MemoryStore implements TaskStore {
     taskId: string | null,
     correlationId: string,
     record: TaskRecord | null,
+    detail?: string,
   ): void {
     this.audit.push({
       at,
@@ -209,6 +295,7 @@ export class MemoryStore implements TaskStore {
       correlationId,
       status: record?.status ?? null,
       version: record?.version ?? null,
+      ...(detail === undefined ? {} : { detail }),
     });
   }
 }
