@@ -71,6 +71,7 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
 const EXPECTED_INDEXES = [
   ['task_audit_task_idx', 'task_audit', 'CREATE INDEX task_audit_task_idx ON task_audit (task_id, id)'],
   ['task_outbox_available_idx', 'task_outbox', 'CREATE INDEX task_outbox_available_idx ON task_outbox (available_at_ms) WHERE done_at_ms IS NULL'],
+  ['task_outbox_task_idx', 'task_outbox', 'CREATE INDEX task_outbox_task_idx ON task_outbox (task_id)'],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
   ['tasks_expires_idx', 'tasks', 'CREATE INDEX tasks_expires_idx ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL'],
 ];
@@ -100,7 +101,8 @@ describe('SQLite migrations', () => {
     expect((db.pragma(`index_info(${unique[0]!.name})`) as { name: string }[]).map((c) => c.name)).toEqual(['auth_key', 'idempotency_key']);
     const fks = db.pragma('foreign_key_list(task_outbox)') as { table: string; from: string; to: string; on_delete: string }[];
     expect(fks.map((f) => [f.table, f.from, f.to, f.on_delete])).toEqual([['tasks', 'task_id', 'task_id', 'CASCADE']]);
-    expect(db.prepare('SELECT name FROM tasklatch_migrations').pluck().all()).toEqual(['001_init.sql']);
+    expect(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').pluck().all()).toEqual(['001_init.sql', '002_dispatch.sql']);
+    expect(store.migrationsApplied).toEqual(['001_init.sql', '002_dispatch.sql']);
     await store.close();
   });
 
@@ -113,7 +115,7 @@ describe('SQLite migrations', () => {
     await first.close();
     const second = await SqliteStore.open(path);
     expect(Buffer.from(await second.sharedSecret()).toString('hex')).toBe(secret);
-    expect(second.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(1);
+    expect(second.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(2);
     await second.close();
   });
 
@@ -199,7 +201,7 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
     const replies = await runChildren(script, [0, 1, 2, 3].map(() => ['open', DIST_STORE_URL.href, path]), 'opened');
     expect(replies.map((r) => r.ok), JSON.stringify(replies)).toEqual([true, true, true, true]);
     const store = await SqliteStore.open(path);
-    expect(store.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(1);
+    expect(store.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(2);
     expect(store.db.prepare('SELECT count(*) FROM tasklatch_meta').pluck().get()).toBe(1);
     await store.close();
   });

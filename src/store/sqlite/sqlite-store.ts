@@ -11,6 +11,8 @@ import type {
   AdmitOutcome,
   AuditEntry,
   CancelOutcome,
+  ClaimInput,
+  Fence,
   ListPage,
   ListPosition,
   LookupOutcome,
@@ -19,6 +21,7 @@ import type {
   TransitionInput,
   TransitionOutcome,
 } from '../types.js';
+import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { migrateSqlite } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, toJson, type AuditRow, type TaskRow } from './row.js';
 import { prepareStatements, type Statements } from './statements.js';
@@ -146,6 +149,8 @@ export class SqliteStore implements TaskStore {
       }
       if (applied !== undefined) {
         const record = rowToRecord(applied);
+        // In the same transaction: a committed terminal status never leaves its task dispatchable.
+        if (isTerminal(record.status)) this.sql.closeDispatch.run({ task_id: input.taskId, now: input.now });
         this.log(input.now, 'transition', 'APPLY_TRANSITION', input.authKey, input.taskId, input.correlationId, record);
         return { decision: 'APPLY_TRANSITION', record };
       }
@@ -179,6 +184,7 @@ export class SqliteStore implements TaskStore {
       const row = this.sql.applyCancel.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
       if (row !== undefined) {
         const record = rowToRecord(row);
+        this.sql.closeDispatch.run({ task_id: taskId, now });
         this.log(now, 'read', 'CANCEL_TASK', authKey, taskId, correlationId, record);
         return { decision: 'CANCEL_TASK', record };
       }
@@ -208,6 +214,22 @@ export class SqliteStore implements TaskStore {
     return { records: rows.slice(0, page.limit).map(rowToRecord), hasMore: rows.length > page.limit };
   }
 
+  async claim(input: ClaimInput): Promise<TaskRecord[]> {
+    return this.write(() => claimIn(this.sql, input));
+  }
+
+  async heartbeat(fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
+    return this.write(() => heartbeatIn(this.sql, fence, now, leaseMs));
+  }
+
+  async release(fence: Fence, now: Millis): Promise<boolean> {
+    return this.write(() => releaseIn(this.sql, fence, now));
+  }
+
+  async pendingDispatch(): Promise<number> {
+    return (this.sql.countPending.get() as { n: number }).n;
+  }
+
   async recordDecision(entry: AuditEntry): Promise<void> {
     this.sql.insertAudit.run(auditToRow(entry));
   }
@@ -217,6 +239,7 @@ export class SqliteStore implements TaskStore {
   }
 
   async sweepExpired(now: Millis, limit: number): Promise<number> {
+    // The outbox entries go by ON DELETE CASCADE (open turns foreign_keys on for the connection).
     return this.write(() => this.sql.sweep.run(now, limit).changes);
   }
 

@@ -1,0 +1,134 @@
+import { resultDigest } from '../../core/digest.js';
+import { TasklatchError } from '../../core/errors.js';
+import { isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
+import type { ClaimInput, Fence } from '../types.js';
+import { auditToRow, rowToRecord, toJson, type TaskRow } from './row.js';
+import type { Statements } from './statements.js';
+
+/**
+ * The dispatch operations of the SQLite store. Each runs inside the caller's `BEGIN IMMEDIATE`
+ * transaction: the write lock is held from the first read, so a claimer in another process
+ * waits for this one to commit and then finds the leases it set. That is what SKIP LOCKED does
+ * on PostgreSQL, with the whole file as the lock.
+ */
+
+/** An outbox row as the claim walk reads it. */
+interface DueRow {
+  id: number;
+  task_id: string;
+  available_at_ms: number;
+}
+
+/**
+ * Rows read per page of the claim walk, per task wanted: closed, deferred and skipped entries
+ * come before the claimable ones, and a page too small means more round trips under the lock.
+ */
+const PAGE_PER_CLAIM = 4;
+
+export function claimIn(sql: Statements, input: ClaimInput): TaskRecord[] {
+  const claimed: TaskRecord[] = [];
+  const limit = Math.max(1, input.limit * PAGE_PER_CLAIM);
+  // A keyset, not OFFSET: entries this walk leaves in place (a task in input_required) must not
+  // be read again, or a page full of them would loop forever.
+  let after = { available_at_ms: Number.MIN_SAFE_INTEGER, id: 0 };
+  // An entry claimed with leaseMs 0 stays due at `now` and could reappear after the keyset;
+  // MemoryStore walks a snapshot and visits each entry once, so this walk does too.
+  const visited = new Set<number>();
+  while (claimed.length < input.limit) {
+    const page = sql.dueOutbox.all({ now: input.now, after_available_at_ms: after.available_at_ms, after_id: after.id, limit }) as DueRow[];
+    for (const row of page) {
+      if (claimed.length >= input.limit) break;
+      if (visited.has(row.id)) continue;
+      visited.add(row.id);
+      const record = visitEntry(sql, input, row);
+      if (record !== null) claimed.push(record);
+    }
+    if (page.length < limit) break;
+    const last = page[page.length - 1]!;
+    after = { available_at_ms: last.available_at_ms, id: last.id };
+  }
+  return claimed;
+}
+
+/**
+ * The rules of MemoryStore's claim loop, in its order, for one due entry: the claimed record,
+ * or null when the entry was closed, deferred, skipped or its task abandoned.
+ */
+function visitEntry(sql: Statements, input: ClaimInput, entry: DueRow): TaskRecord | null {
+  const { now } = input;
+  const task = sql.selectById.get(entry.task_id) as TaskRow | undefined;
+  if (task === undefined || isTerminal(task.status) || (task.expires_at_ms !== null && task.expires_at_ms <= now)) {
+    sql.closeOutboxEntry.run({ id: entry.id, now });
+    return null;
+  }
+  if (task.status !== 'working') return null;
+  if (task.lease_owner !== null && task.lease_expires_at_ms !== null && task.lease_expires_at_ms > now) {
+    sql.deferOutboxEntry.run({ id: entry.id, available_at_ms: task.lease_expires_at_ms });
+    return null;
+  }
+  const target = { task_id: task.task_id, version: task.version, now };
+  if (task.attempt >= input.maxAttempts) {
+    const ended = sql.applyAbandon.get({
+      ...target,
+      result: toJson(input.abandonedResult),
+      result_digest: resultDigest(input.abandonedResult),
+    }) as TaskRow | undefined;
+    const record = applied(ended, task.task_id);
+    sql.closeOutboxEntry.run({ id: entry.id, now });
+    audit(sql, input, record, 'abandoned');
+    return null;
+  }
+  const lease = { owner: input.owner, lease_expires_at_ms: now + input.leaseMs };
+  const record = applied(sql.applyClaim.get({ ...target, ...lease }) as TaskRow | undefined, task.task_id);
+  sql.markOutboxClaimed.run({ id: entry.id, ...lease, attempt: record.attempt });
+  audit(sql, input, record, `claim ${input.owner}`);
+  return record;
+}
+
+/** The row a conditional write returned; none means the row changed under the write lock. */
+function applied(row: TaskRow | undefined, taskId: string): TaskRecord {
+  if (row === undefined) {
+    throw new TasklatchError('INTERNAL', `claim of task ${taskId} changed no row, yet it was read claimable in the same transaction`);
+  }
+  return rowToRecord(row);
+}
+
+function audit(sql: Statements, input: ClaimInput, record: TaskRecord, detail: string): void {
+  sql.insertAudit.run(
+    auditToRow({
+      at: input.now,
+      surface: 'transition',
+      decision: 'APPLY_TRANSITION',
+      authKey: record.authKey,
+      taskId: record.taskId,
+      correlationId: input.correlationId,
+      status: record.status,
+      version: record.version,
+      detail,
+    }),
+  );
+}
+
+/** Named parameters of the fence predicate; null when the fence cannot match any row. */
+function fenceParams(fence: Fence, now: Millis): Record<string, unknown> | null {
+  // SQLite would coerce a text '3' to match version 3; the fence compares strictly.
+  if (!Number.isSafeInteger(fence.version)) return null;
+  return { task_id: fence.taskId, auth_key: fence.authKey, owner: fence.owner, version: fence.version, now };
+}
+
+export function heartbeatIn(sql: Statements, fence: Fence, now: Millis, leaseMs: number): boolean {
+  const params = fenceParams(fence, now);
+  if (params === null) return false;
+  const leaseExpiresAt = now + leaseMs;
+  if (sql.extendLease.run({ ...params, lease_expires_at_ms: leaseExpiresAt }).changes === 0) return false;
+  sql.moveOutboxEntry.run({ task_id: fence.taskId, available_at_ms: leaseExpiresAt, lease_expires_at_ms: leaseExpiresAt });
+  return true;
+}
+
+export function releaseIn(sql: Statements, fence: Fence, now: Millis): boolean {
+  const params = fenceParams(fence, now);
+  if (params === null) return false;
+  if (sql.releaseLease.run(params).changes === 0) return false;
+  sql.moveOutboxEntry.run({ task_id: fence.taskId, available_at_ms: now, lease_expires_at_ms: null });
+  return true;
+}
