@@ -3,6 +3,7 @@ import { processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
 import { replayCommand } from './replay-command.js';
 import { serveCommand } from './serve-command.js';
+import { workerCommand } from './worker-command.js';
 
 const USAGE = `tasklatch: durable, race-safe MCP tasks
 
@@ -10,6 +11,7 @@ Usage: tasklatch <command> [options]
 
 Commands:
   serve [--http [HOST:]PORT | --stdio]  serve MCP tools with durable tasks (demo tools on SQLite by default)
+  worker [--store URL]                  run admitted tasks beside 'serve --no-workers' processes
   migrate [--store URL]                 create or upgrade the store's schema
   replay FILE [--store URL] [--json]    replay a contract fixture through a store
 
@@ -21,6 +23,7 @@ const COMMANDS: Record<string, Command> = {
   replay: replayCommand,
   serve: serveCommand,
   migrate: migrateCommand,
+  worker: workerCommand,
 };
 
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {

@@ -1,30 +1,27 @@
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
 import { TasklatchError } from '../core/errors.js';
-import { demoTools } from '../demo/demo-tools.js';
 import { startHttpServer } from '../mcp/http-server.js';
 import { createLogger } from '../mcp/log.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
 import type { Principal } from '../mcp/tool.js';
-import { DEFAULT_STORE_URL, describeStoreUrl, openStore } from '../store/open-store.js';
+import { describeStoreUrl, openStore } from '../store/open-store.js';
 import type { CliIo } from './io.js';
+import { positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
 
 Serves MCP tools with durable tasks (spec 2025-11-25).
   --http [HOST:]PORT     Streamable HTTP at /mcp (default 127.0.0.1:3000)
   --stdio                serve one client over stdin/stdout
-  --store URL            sqlite:PATH (default ${DEFAULT_STORE_URL}), postgres://…, memory
   --auth-tokens FILE     JSON object: bearer token → { "tenant", "subject" }; other requests get 401
   --principal T/S        the caller of a --stdio session (tenant/subject)
-  --exports DIR          where export_ledger writes (default ./.tasklatch/exports)
-  --no-demo              serve no demo tools
+  --no-workers           only admit and answer; 'tasklatch worker' processes run the tasks
+${WORKER_USAGE_LINES}
   --default-ttl MS       ttl of a task whose request names none (default 3600000)
   --max-ttl MS           largest ttl granted (default 604800000)
-  --poll-interval MS     pollInterval suggested to clients (default 1000)
   --max-active N         non-terminal tasks one caller may hold at once (default 100)
 Without --auth-tokens or --principal every caller shares one anonymous context.`;
 
@@ -38,16 +35,13 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     options: {
       http: { type: 'string' },
       stdio: { type: 'boolean', default: false },
-      store: { type: 'string', default: DEFAULT_STORE_URL },
+      ...WORKER_ARG_OPTIONS,
       'auth-tokens': { type: 'string' },
       principal: { type: 'string' },
-      exports: { type: 'string', default: './.tasklatch/exports' },
-      demo: { type: 'boolean', default: true },
+      workers: { type: 'boolean', default: true },
       'default-ttl': { type: 'string' },
       'max-ttl': { type: 'string' },
-      'poll-interval': { type: 'string' },
       'max-active': { type: 'string' },
-      help: { type: 'boolean' },
     },
   });
   if (values.help === true) {
@@ -74,7 +68,9 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
         : undefined;
   const server = createTaskServer({
     store,
-    tools: values.demo ? demoTools({ exportsDir: resolve(values.exports) }) : [],
+    tools: toolsFrom(values),
+    execute: values.workers,
+    worker: workerOptionsFrom(values),
     ...(authenticate === undefined ? {} : { authenticate }),
     limits,
     logger,
@@ -82,11 +78,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   await server.start();
   logger.info({ store: describeStoreUrl(values.store), tools: server.tools.list().map((t) => t.name) }, 'tasklatch serving');
 
-  const stopped = new Promise<void>((done) => {
-    const stop = () => done();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  const stopped = untilSignal();
   let closeTransport: () => Promise<void>;
   if (values.stdio) {
     const transport = new StdioServerTransport();
@@ -135,8 +127,3 @@ function parseListen(text: string): { host: string; port: number } {
   return { host: (match[1] ?? '127.0.0.1').replace(/^\[(.*)\]$/, '$1'), port };
 }
 
-function positiveInt(flag: string, text: string): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new TasklatchError('INVALID_INPUT', `${flag} takes a positive whole number, got ${JSON.stringify(text)}`);
-  return n;
-}

@@ -66,7 +66,7 @@ export function registerTaskHandlers(session: SessionContext, register: Register
       if (out.decision === 'ALREADY_TERMINAL') throw invalidParams(`Task ${out.record.taskId} is already ${out.record.status} and cannot be cancelled`);
       // Stored before this reply; the handler's signal fires here, and through the change feed
       // in whichever process runs it.
-      server.executor.abort(out.record.taskId, 'task cancelled');
+      server.worker?.executor.abort(out.record.taskId, 'cancelled');
       return wireTask(out.record);
     });
   }
@@ -92,11 +92,10 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
   if (tool === undefined) throw invalidParams(`Unknown tool: ${String(params.name)}`);
   const request: WireRequest = { method: 'tools/call', params };
   const headerKey = headerValue(extra, 'idempotency-key');
-  let args: unknown;
+  // Arguments of a task call are checked before its record exists; the worker parses them again.
   const parseArgs = () => {
     const parsed = tool.inputSchema.safeParse(params.arguments ?? {});
     if (!parsed.success) throw invalidParams(`Invalid arguments for tool ${tool.name}: ${parsed.error.message}`);
-    args = parsed.data;
   };
   let outcome;
   try {
@@ -124,8 +123,6 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
       const token = extra._meta?.progressToken;
       if (token !== undefined) session.progressTokens.set(record.taskId, token);
       watchStatus(session, record.taskId, authKeyOf(principal));
-      if (server.executeLocally) server.track(server.executor.execute(record));
-      void args;
       return { task: wireTask(record) };
     }
   }

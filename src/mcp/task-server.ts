@@ -6,7 +6,8 @@ import { ExpirySweeper } from '../service/expiry-sweeper.js';
 import { TaskService } from '../service/task-service.js';
 import type { TaskLimits } from '../service/limits.js';
 import type { TaskStore } from '../store/types.js';
-import { TaskExecutor } from '../worker/task-executor.js';
+import type { ExecutionHooks } from '../worker/task-executor.js';
+import { Worker, type WorkerOptions } from '../worker/worker.js';
 import { createLogger, type Logger } from './log.js';
 import { registerTaskHandlers, type SessionContext } from './handlers.js';
 import { ToolRegistry } from './tool-registry.js';
@@ -24,8 +25,15 @@ export interface TaskServerOptions {
    */
   authenticate?: Authenticate;
   limits?: Partial<TaskLimits>;
-  /** Run admitted tasks in this process (default true). */
+  /**
+   * Run admitted tasks in this process with an in-process worker (default true). False: only
+   * admit and answer; `tasklatch worker` processes run the tasks.
+   */
   execute?: boolean;
+  /** Options of the in-process worker. */
+  worker?: Omit<WorkerOptions, 'hooks'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
+  /** How long `close()` lets running tasks finish before giving their leases back (ms, default 10000). */
+  drainMs?: number;
   /** How often expired records are deleted (ms; default 60000; 0 turns the sweeper off). */
   sweepIntervalMs?: number;
   name?: string;
@@ -44,20 +52,17 @@ export const ANONYMOUS: Principal = { tenant: 'anonymous', subject: 'anonymous' 
  */
 export class TaskServer {
   readonly service: TaskService;
-  readonly executor: TaskExecutor;
+  /** The in-process worker, or null when separate worker processes run the tasks. */
+  readonly worker: Worker | null;
   readonly tools: ToolRegistry;
   readonly capabilities: TaskCapabilities;
   readonly logger: Logger;
-  /** Admitted tasks run in this process (false: separate workers run them). */
-  readonly executeLocally: boolean;
   private readonly options: TaskServerOptions;
   private readonly sessions = new Map<Server, SessionContext>();
-  private readonly pending = new Set<Promise<void>>();
   private readonly sweeper: ExpirySweeper | null;
 
   constructor(options: TaskServerOptions) {
     this.options = options;
-    this.executeLocally = options.execute ?? true;
     this.tools = new ToolRegistry(options.tools);
     this.logger = options.logger ?? createLogger();
     this.capabilities = {
@@ -79,16 +84,25 @@ export class TaskServer {
             onError: (error) => this.logger.warn({ err: error }, 'expiry sweep failed'),
           })
         : null;
-    this.executor = new TaskExecutor(this.service, this.tools, {
-      log: (level, message, fields) => this.logger[level](fields ?? {}, message),
-      progress: (record, progress, total, message) => this.sendProgress(record.taskId, progress, total, message),
-    });
+    const { beforeTerminalWrite, ...workerOptions } = options.worker ?? {};
+    this.worker =
+      options.execute === false
+        ? null
+        : new Worker(this.service, this.tools, {
+            ...workerOptions,
+            hooks: {
+              log: (level, message, fields) => this.logger[level](fields ?? {}, message),
+              progress: (record, progress, total, message) => this.sendProgress(record.taskId, progress, total, message),
+              ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }),
+            },
+          });
   }
 
   /** Starts listening for other processes' changes (stores that notify). */
   async start(): Promise<void> {
     await this.service.start((error) => this.logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));
     this.sweeper?.start();
+    this.worker?.start();
     if (this.options.authenticate === undefined) {
       this.logger.warn('no authentication configured: every caller shares one anonymous context and tasks/list is not offered');
     }
@@ -136,16 +150,10 @@ export class TaskServer {
     return session.principal ?? ANONYMOUS;
   }
 
-  /** Keeps a background promise (a dispatched task) from floating; errors are logged. */
-  track(work: Promise<void>): void {
-    const tracked = work.catch((error: unknown) => this.logger.error({ err: error }, 'background task work failed')).finally(() => this.pending.delete(tracked));
-    this.pending.add(tracked);
-  }
-
+  /** Stops: no new claims, running tasks drain (then their leases go back), sessions close. */
   async close(): Promise<void> {
     await this.sweeper?.stop();
-    await this.executor.shutdown();
-    await Promise.allSettled([...this.pending]);
+    await this.worker?.stop(this.options.drainMs ?? 10_000);
     await Promise.allSettled([...this.sessions.keys()].map((s) => s.close()));
     await this.service.stop();
   }

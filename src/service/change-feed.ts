@@ -6,6 +6,9 @@ import { EventEmitter } from 'node:events';
  * (PostgreSQL LISTEN/NOTIFY). A waiter always re-reads the store: an event says "look again",
  * never what the record now is.
  */
+// A symbol cannot collide with a task id.
+const ANY = Symbol('any task');
+
 export class ChangeFeed {
   private readonly emitter = new EventEmitter();
 
@@ -16,11 +19,18 @@ export class ChangeFeed {
 
   publish(taskId: string): void {
     this.emitter.emit(taskId);
+    this.emitter.emit(ANY);
   }
 
   /** Wakes every watcher: changes may have been missed (a lost notification connection). */
   publishAll(): void {
     for (const name of this.emitter.eventNames()) this.emitter.emit(name);
+  }
+
+  /** Calls `listener` on every change of any task (idle workers). */
+  subscribeAll(listener: () => void): () => void {
+    this.emitter.on(ANY, listener);
+    return () => this.emitter.off(ANY, listener);
   }
 
   subscribe(taskId: string, listener: () => void): () => void {

@@ -1,13 +1,25 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isTerminal, type TaskRecord, type WireRequest } from '../core/types.js';
 import type { ToolRegistry } from '../mcp/tool-registry.js';
 import type { Principal, ToolContext, ToolResult } from '../mcp/tool.js';
 import type { TaskService } from '../service/task-service.js';
+import type { Fence } from '../store/types.js';
 
-/** Where an executor reports what it cannot return: progress for a requestor, and its own log. */
+/** Where an executor reports what it cannot return, and where a test may step in. */
 export interface ExecutionHooks {
-  progress?(record: TaskRecord, progress: number, total?: number, message?: string): Promise<void>;
-  log?(level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>): void;
+  progress?: (record: TaskRecord, progress: number, total?: number, message?: string) => Promise<void>;
+  log?: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+  /** Runs after the handler returned and before its terminal write (fault injection). */
+  beforeTerminalWrite?: (record: TaskRecord) => void | Promise<void>;
+}
+
+/** The lease a worker holds on a claimed task. */
+export interface Lease {
+  owner: string;
+  leaseMs: number;
+  /** How often the lease is renewed; also how soon a cancellation written elsewhere is seen. */
+  heartbeatMs: number;
 }
 
 /** `tenant/subject` back to a principal (the tenant never contains a slash). */
@@ -16,15 +28,25 @@ export function principalOf(authKey: string): Principal {
   return slash < 0 ? { tenant: authKey, subject: '' } : { tenant: authKey.slice(0, slash), subject: authKey.slice(slash + 1) };
 }
 
+type StopReason = 'cancelled' | 'expired' | 'lease lost' | 'drained';
+
+/** What one run knows: the version it wrote last (its fence) and why it stopped, if it did. */
+interface RunState {
+  version: number;
+  stopped: StopReason | null;
+  /** Serializes this run's writes so a heartbeat never races a status write for the version. */
+  chain: Promise<unknown>;
+}
+
 /**
- * Runs admitted tasks: one tool handler per task, with an AbortSignal that fires on
- * cancellation (seen through the change feed, in whichever process it was written), on expiry and
- * on shutdown. Every status write names the version this executor last wrote; a refused write is
- * classified by the store, never retried blindly, so a cancelled or expired task keeps its fact.
+ * Runs claimed tasks: one tool handler per task with an AbortSignal that fires on cancellation
+ * (seen through change events and heartbeats, in whichever process it was written), on expiry,
+ * on losing the lease and on draining. Every write names the version this run holds; a refused
+ * write is classified by the store and never retried blindly: after an error the stored fact is
+ * read first, and only a record still at our version and still working is written again.
  */
 export class TaskExecutor {
-  private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
-  private stopping = false;
+  private readonly running = new Map<string, { controller: AbortController; state: RunState; done: Promise<void> }>();
 
   constructor(
     private readonly service: TaskService,
@@ -37,98 +59,156 @@ export class TaskExecutor {
     return this.running.size;
   }
 
-  /** Starts the task's handler; resolves when its terminal write (or refusal) is done. */
-  execute(record: TaskRecord): Promise<void> {
+  /** Runs a claimed task's handler; resolves when its terminal write (or refusal) is done. */
+  execute(record: TaskRecord, lease: Lease): Promise<void> {
     const existing = this.running.get(record.taskId);
     if (existing !== undefined) return existing.done;
     const controller = new AbortController();
-    const done = this.run(record, controller).finally(() => this.running.delete(record.taskId));
-    this.running.set(record.taskId, { controller, done });
+    const state: RunState = { version: record.version, stopped: null, chain: Promise.resolve() };
+    const done = this.run(record, lease, controller, state).finally(() => this.running.delete(record.taskId));
+    this.running.set(record.taskId, { controller, state, done });
     return done;
   }
 
-  /** Aborts a running handler (cancellation seen by this process). */
-  abort(taskId: string, reason: string): void {
-    this.running.get(taskId)?.controller.abort(new Error(reason));
+  /** Aborts a running handler whose task this process saw cancelled. */
+  abort(taskId: string, reason: StopReason = 'cancelled'): void {
+    const run = this.running.get(taskId);
+    if (run === undefined) return;
+    run.state.stopped ??= reason;
+    run.controller.abort(new Error(`task ${reason}`));
   }
 
-  /** Aborts every handler and waits for them to settle. */
-  async shutdown(): Promise<void> {
-    this.stopping = true;
-    for (const { controller } of this.running.values()) controller.abort(new Error('server shutting down'));
-    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  /**
+   * Lets running handlers finish for up to `timeoutMs`, then aborts the rest and gives their
+   * leases back, so another worker picks them up at once instead of after the lease runs out.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
+    const timer = sleep(timeoutMs, 'timeout' as const);
+    if ((await Promise.race([all, timer])) === 'timeout') {
+      for (const taskId of this.running.keys()) this.abort(taskId, 'drained');
+      await all;
+    }
   }
 
-  private async run(record: TaskRecord, controller: AbortController): Promise<void> {
+  private async run(record: TaskRecord, lease: Lease, controller: AbortController, state: RunState): Promise<void> {
     const { taskId, authKey } = record;
-    let version = record.version;
-    const stopWatching = this.watchForCancellation(record, controller);
-    const expiryTimer =
-      record.expiresAt === null ? null : setTimeout(() => controller.abort(new Error('task expired')), Math.max(0, record.expiresAt - this.service.now()));
+    const fence = (): Fence => ({ taskId, authKey, owner: lease.owner, version: state.version });
+    const serial = <T>(work: () => Promise<T>): Promise<T> => {
+      const next = state.chain.then(work, work);
+      state.chain = next.catch(() => undefined);
+      return next;
+    };
+    const stop = (reason: StopReason) => {
+      state.stopped ??= reason;
+      controller.abort(new Error(`task ${reason}`));
+    };
+    const heartbeat = setInterval(() => {
+      serial(async () => {
+        if (!(await this.service.store.heartbeat(fence(), this.service.now(), lease.leaseMs))) stop('lease lost');
+      }).catch((error: unknown) => this.hooks.log?.('warn', 'heartbeat failed', { taskId, error: String(error) }));
+    }, lease.heartbeatMs);
+    const unwatch = this.service.changes.subscribe(taskId, () => {
+      this.service.store.get(authKey, taskId, this.service.now()).then(
+        (found) => {
+          if (found.record === null) stop('expired');
+          else if (isTerminal(found.record.status)) stop('cancelled');
+        },
+        () => undefined,
+      );
+    });
+    const untilExpiry = record.expiresAt === null ? null : Math.max(0, record.expiresAt - this.service.now());
+    const expiry = untilExpiry === null ? null : setTimeout(() => stop('expired'), untilExpiry);
+    let result: ToolResult;
     try {
-      const ctx: ToolContext = {
-        taskId,
-        principal: principalOf(authKey),
-        signal: controller.signal,
-        idempotencyKey: `task:${taskId}`,
-        reportStatus: async (message) => {
-          const out = await this.service.transition({ auth: authKey, taskId, write: { status: 'working', expectedVersion: version, statusMessage: message } });
-          if (out.decision === 'APPLY_TRANSITION' && out.record !== null) version = out.record.version;
-          else if (out.decision !== 'BLOCK_STALE_VERSION') controller.abort(new Error(`task is ${out.record?.status ?? 'gone'}`));
-        },
-        reportProgress: async (progress, total, message) => {
-          if (!controller.signal.aborted) await this.hooks.progress?.(record, progress, total, message);
-        },
-      };
-      const result = await this.invoke(record, ctx);
-      // A handler stopped by shutdown has not finished: its task stays open for recovery, it does
-      // not fail.
-      if (this.stopping) return;
-      const status = result.isError === true ? 'failed' : 'completed';
-      const out = await this.service.transition({ auth: authKey, taskId, write: { status, expectedVersion: version, result }, correlationId: randomUUID() });
-      if (out.decision !== 'APPLY_TRANSITION' && out.decision !== 'IDEMPOTENT_TERMINAL') {
-        this.hooks.log?.('info', 'task result not stored', { taskId, decision: out.decision, stored: out.record?.status ?? null });
-      }
+      result = await this.invoke(record, this.context(record, controller, state, serial, stop));
     } finally {
-      stopWatching();
-      if (expiryTimer !== null) clearTimeout(expiryTimer);
+      clearInterval(heartbeat);
+      unwatch();
+      if (expiry !== null) clearTimeout(expiry);
+    }
+    if (state.stopped === 'drained') {
+      await serial(() => this.service.store.release(fence(), this.service.now())).catch(() => false);
+      return;
+    }
+    if (state.stopped === 'lease lost' || state.stopped === 'expired') {
+      this.hooks.log?.('info', 'task stopped without a terminal write', { taskId, reason: state.stopped });
+      return;
+    }
+    await this.hooks.beforeTerminalWrite?.(record);
+    await serial(() => this.writeTerminal(record, lease, state, result));
+  }
+
+  private context(
+    record: TaskRecord,
+    controller: AbortController,
+    state: RunState,
+    serial: <T>(work: () => Promise<T>) => Promise<T>,
+    stop: (reason: StopReason) => void,
+  ): ToolContext {
+    const { taskId, authKey } = record;
+    return {
+      taskId,
+      principal: principalOf(authKey),
+      signal: controller.signal,
+      idempotencyKey: `task:${taskId}`,
+      reportStatus: (message) =>
+        serial(async () => {
+          if (controller.signal.aborted) return;
+          const out = await this.service.transition({ auth: authKey, taskId, write: { status: 'working', expectedVersion: state.version, statusMessage: message } });
+          if (out.decision === 'APPLY_TRANSITION' && out.record !== null) state.version = out.record.version;
+          else stop(out.decision === 'BLOCK_EXPIRED' ? 'expired' : out.decision === 'BLOCK_STALE_VERSION' ? 'lease lost' : 'cancelled');
+        }),
+      reportProgress: async (progress, total, message) => {
+        if (!controller.signal.aborted) await this.hooks.progress?.(record, progress, total, message);
+      },
+    };
+  }
+
+  /** The terminal write, with the only retry that is safe: after reading the stored fact. */
+  private async writeTerminal(record: TaskRecord, lease: Lease, state: RunState, result: ToolResult): Promise<void> {
+    const { taskId, authKey } = record;
+    const status = result.isError === true ? 'failed' : 'completed';
+    const giveUpAt = this.service.now() + lease.leaseMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const out = await this.service.transition({ auth: authKey, taskId, write: { status, expectedVersion: state.version, result }, correlationId: randomUUID() });
+        if (out.decision !== 'APPLY_TRANSITION' && out.decision !== 'IDEMPOTENT_TERMINAL') {
+          this.hooks.log?.('info', 'terminal write refused', { taskId, decision: out.decision, stored: out.record?.status ?? null });
+        }
+        return;
+      } catch (error) {
+        this.hooks.log?.('warn', 'terminal write failed; reading the stored fact', { taskId, error: String(error) });
+      }
+      // We do not know whether the write happened. Read what is stored; write again only if
+      // the record is still working at our version (the write did not land and no one else has
+      // taken the task). Past our lease another worker owns the task: stop.
+      for (;;) {
+        await sleep(Math.min(100 * 2 ** attempt, 2000));
+        if (this.service.now() > giveUpAt) return;
+        try {
+          const found = await this.service.store.get(authKey, taskId, this.service.now());
+          if (found.record === null || isTerminal(found.record.status) || found.record.version !== state.version) return;
+          break;
+        } catch {
+          attempt++;
+        }
+      }
     }
   }
 
   private async invoke(record: TaskRecord, ctx: ToolContext): Promise<ToolResult> {
     const request = record.request as WireRequest | null;
     const tool = record.toolName === null ? undefined : this.tools.get(record.toolName);
-    if (tool === undefined || request === null) {
-      return errorResult(`tool ${record.toolName ?? '(none)'} is not served here`);
-    }
+    if (tool === undefined || request === null) return errorResult(`tool ${record.toolName ?? '(none)'} is not served here`);
     const parsed = tool.inputSchema.safeParse(request.params.arguments ?? {});
     if (!parsed.success) return errorResult(`invalid arguments: ${parsed.error.message}`);
     try {
       return await tool.handler(parsed.data, ctx);
     } catch (error) {
-      this.hooks.log?.('warn', 'tool handler threw', { taskId: record.taskId, error: (error as Error).message });
-      return errorResult(ctx.signal.aborted ? `aborted: ${String((ctx.signal.reason as Error | undefined)?.message)}` : (error as Error).message);
+      if (!ctx.signal.aborted) this.hooks.log?.('warn', 'tool handler threw', { taskId: record.taskId, error: (error as Error).message });
+      return errorResult(ctx.signal.aborted ? `stopped: ${String((ctx.signal.reason as Error | undefined)?.message)}` : (error as Error).message);
     }
-  }
-
-  /** Aborts the handler once the stored record is terminal (cancelled elsewhere) or gone. */
-  private watchForCancellation(record: TaskRecord, controller: AbortController): () => void {
-    const check = async () => {
-      const found = await this.service.store.get(record.authKey, record.taskId, this.service.now());
-      if (found.record === null || isTerminal(found.record.status)) {
-        controller.abort(new Error(found.record === null ? 'task expired' : `task ${found.record.status}`));
-      }
-    };
-    const onChange = () => void check().catch(() => undefined);
-    const unsubscribe = this.service.changes.subscribe(record.taskId, onChange);
-    // Stores whose other processes cannot notify this one are checked at the poll interval.
-    const poll = this.service.store.supports.shared && this.service.store.listen === undefined
-      ? setInterval(onChange, record.pollInterval ?? this.service.limits.pollInterval)
-      : null;
-    return () => {
-      unsubscribe();
-      if (poll !== null) clearInterval(poll);
-    };
   }
 }
 

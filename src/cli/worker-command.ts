@@ -1,0 +1,45 @@
+import { parseArgs } from 'node:util';
+import { createLogger } from '../mcp/log.js';
+import { ToolRegistry } from '../mcp/tool-registry.js';
+import { TaskService } from '../service/task-service.js';
+import { describeStoreUrl, openStore } from '../store/open-store.js';
+import { Worker } from '../worker/worker.js';
+import type { CliIo } from './io.js';
+import { positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+
+export const WORKER_USAGE = `Usage: tasklatch worker [options]
+
+Runs admitted tasks from the store's outbox, beside any number of 'serve --no-workers'
+processes and other workers on the same store. SIGTERM drains: no new claims, running tasks
+finish (up to --drain-ms), the rest of the leases are given back, then it exits.
+${WORKER_USAGE_LINES}
+  --drain-ms MS          how long SIGTERM lets running tasks finish (default 10000)`;
+
+export async function workerCommand(argv: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({ args: argv, allowNegative: true, options: { ...WORKER_ARG_OPTIONS, 'drain-ms': { type: 'string' } } });
+  if (values.help === true) {
+    io.out(WORKER_USAGE);
+    return 0;
+  }
+  const drainMs = values['drain-ms'] === undefined ? 10_000 : positiveInt('--drain-ms', values['drain-ms']);
+  const { beforeTerminalWrite, ...options } = workerOptionsFrom(values);
+  const pollInterval = values['poll-interval'] === undefined ? undefined : positiveInt('--poll-interval', values['poll-interval']);
+  const logger = createLogger();
+  const store = await openStore(values.store);
+  // Workers decide nothing about requests; the service is only their path to the store.
+  const service = new TaskService({ store, capabilities: {}, ...(pollInterval === undefined ? {} : { limits: { pollInterval } }) });
+  await service.start((error) => logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));
+  const worker = new Worker(service, new ToolRegistry(toolsFrom(values)), {
+    ...options,
+    hooks: { ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }), log: (level, message, fields) => logger[level](fields ?? {}, message) },
+  });
+  worker.start();
+  logger.info({ store: describeStoreUrl(values.store), worker: worker.id }, 'tasklatch worker started');
+  io.out(`tasklatch worker ${worker.id} running`);
+  const signal = await untilSignal();
+  logger.info({ signal }, 'draining');
+  await worker.stop(drainMs);
+  await service.stop();
+  await store.close();
+  return 0;
+}

@@ -1,0 +1,74 @@
+import { resolve } from 'node:path';
+import { TasklatchError } from '../core/errors.js';
+import { demoTools } from '../demo/demo-tools.js';
+import type { TaskTool } from '../mcp/tool.js';
+import type { ExecutionHooks } from '../worker/task-executor.js';
+import type { WorkerOptions } from '../worker/worker.js';
+import { DEFAULT_STORE_URL } from '../store/open-store.js';
+
+/** parseArgs options shared by `serve` and `worker`: where tasks live, which tools, how they run. */
+export const WORKER_ARG_OPTIONS = {
+  store: { type: 'string', default: DEFAULT_STORE_URL },
+  exports: { type: 'string', default: './.tasklatch/exports' },
+  demo: { type: 'boolean', default: true },
+  concurrency: { type: 'string' },
+  'lease-ms': { type: 'string' },
+  'poll-interval': { type: 'string' },
+  help: { type: 'boolean' },
+} as const;
+
+export const WORKER_USAGE_LINES = `  --store URL            sqlite:PATH (default ${DEFAULT_STORE_URL}), postgres://…, memory
+  --exports DIR          where export_ledger writes (default ./.tasklatch/exports)
+  --no-demo              serve no demo tools
+  --concurrency N        tasks one worker runs at once (default 4)
+  --lease-ms MS          lease per claimed task (default 30000); a dead worker's tasks wait this long
+  --poll-interval MS     pollInterval suggested to clients, and the heartbeat bound (default 1000)`;
+
+export interface WorkerArgs {
+  store: string;
+  exports: string;
+  demo: boolean;
+  concurrency?: string | undefined;
+  'lease-ms'?: string | undefined;
+}
+
+export function toolsFrom(values: WorkerArgs): TaskTool[] {
+  return values.demo ? demoTools({ exportsDir: resolve(values.exports) }) : [];
+}
+
+/**
+ * Worker options from the command line, plus the fault-injection switch
+ * `TASKLATCH_CRASH_BEFORE_COMPLETE=P`: with probability P the process kills itself (SIGKILL)
+ * after a handler finished and before its terminal write — the worst moment, used by chaos runs.
+ */
+export function workerOptionsFrom(values: WorkerArgs): WorkerSettings {
+  const crash = Number(process.env.TASKLATCH_CRASH_BEFORE_COMPLETE ?? '0');
+  return {
+    ...(values.concurrency === undefined ? {} : { concurrency: positiveInt('--concurrency', values.concurrency) }),
+    ...(values['lease-ms'] === undefined ? {} : { leaseMs: positiveInt('--lease-ms', values['lease-ms']) }),
+    ...(crash > 0
+      ? {
+          beforeTerminalWrite: () => {
+            if (Math.random() < crash) process.kill(process.pid, 'SIGKILL');
+          },
+        }
+      : {}),
+  };
+}
+
+/** Worker options as the command line gives them. */
+export type WorkerSettings = Omit<WorkerOptions, 'hooks'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
+
+export function positiveInt(flag: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new TasklatchError('INVALID_INPUT', `${flag} takes a positive whole number, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((done) => {
+    process.once('SIGINT', () => done('SIGINT'));
+    process.once('SIGTERM', () => done('SIGTERM'));
+  });
+}

@@ -1,0 +1,135 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { ToolRegistry } from '../mcp/tool-registry.js';
+import type { TaskService } from '../service/task-service.js';
+import { errorResult, TaskExecutor, type ExecutionHooks } from './task-executor.js';
+
+export interface WorkerOptions {
+  /** Lease owner id; unique per worker (default host:pid:random). */
+  id?: string;
+  /** Handlers run at once (default 4). */
+  concurrency?: number;
+  /** Lease length (default 30 s): how long a dead worker's tasks wait before another takes them. */
+  leaseMs?: number;
+  /** Lease renewal, and the longest a cancellation written elsewhere takes to reach a handler (default min(leaseMs / 3, pollInterval)). */
+  heartbeatMs?: number;
+  /** Idle wait between claims when no change event wakes the worker (default 5 s; 500 ms on a shared SQLite file). */
+  pollMs?: number;
+  /** Claims of one task before it is ended `failed` (default 5). */
+  maxAttempts?: number;
+  hooks?: ExecutionHooks;
+}
+
+/**
+ * Claims admitted tasks from the store's outbox and runs them. Any number of workers, in any
+ * number of processes, may share one store: a claim is a conditional write that bumps the
+ * task's version, so a worker that lost its lease (paused, partitioned, killed and restarted) is
+ * refused on its next write. Woken by change events (this process's admissions, PostgreSQL
+ * LISTEN/NOTIFY); polling is only the fallback.
+ */
+export class Worker {
+  readonly id: string;
+  readonly executor: TaskExecutor;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly heartbeatMs: number;
+  private readonly pollMs: number;
+  private readonly maxAttempts: number;
+  private readonly log: NonNullable<ExecutionHooks['log']>;
+  private loop: Promise<void> | null = null;
+  private stopping = false;
+  private wake: (() => void) | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private readonly runs = new Set<Promise<void>>();
+
+  constructor(
+    private readonly service: TaskService,
+    tools: ToolRegistry,
+    options: WorkerOptions = {},
+  ) {
+    this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.concurrency = options.concurrency ?? 4;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.heartbeatMs = options.heartbeatMs ?? Math.max(50, Math.min(Math.floor(this.leaseMs / 3), service.limits.pollInterval));
+    const store = service.store;
+    this.pollMs = options.pollMs ?? (store.supports.shared && store.listen === undefined ? 500 : 5_000);
+    this.maxAttempts = options.maxAttempts ?? 5;
+    this.log = options.hooks?.log ?? (() => undefined);
+    this.executor = new TaskExecutor(service, tools, options.hooks);
+  }
+
+  /** Starts claiming. */
+  start(): void {
+    if (this.loop !== null) return;
+    this.stopping = false;
+    this.unsubscribe = this.service.changes.subscribeAll(() => this.wake?.());
+    this.loop = this.run();
+  }
+
+  /**
+   * Stops claiming, lets running tasks finish for up to `drainMs`, gives the rest of the leases
+   * back, and resolves when nothing of this worker runs any more.
+   */
+  async stop(drainMs = 10_000): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    await this.loop;
+    this.loop = null;
+    this.unsubscribe?.();
+    await this.executor.drain(drainMs);
+    await Promise.allSettled([...this.runs]);
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      const free = this.concurrency - this.executor.active;
+      let claimedAll = false;
+      if (free > 0) {
+        try {
+          const claimed = await this.service.store.claim({
+            owner: this.id,
+            now: this.service.now(),
+            leaseMs: this.leaseMs,
+            limit: free,
+            maxAttempts: this.maxAttempts,
+            abandonedResult: errorResult(`task abandoned after ${this.maxAttempts} attempts`),
+            correlationId: randomUUID(),
+          });
+          failures = 0;
+          for (const record of claimed) {
+            this.service.changes.publish(record.taskId);
+            const run = this.executor
+              .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
+              .catch((error: unknown) => this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) }))
+              .finally(() => {
+                this.runs.delete(run);
+                this.wake?.();
+              });
+            this.runs.add(run);
+          }
+          claimedAll = claimed.length === free;
+        } catch (error) {
+          failures++;
+          this.log('warn', 'claim failed; retrying', { error: String(error), failures });
+        }
+      }
+      if (!claimedAll) await this.idle(failures === 0 ? this.pollMs : Math.min(this.pollMs, 250 * 2 ** Math.min(failures, 4)));
+    }
+  }
+
+  /** Waits for a change event, a finished task, or the poll interval. */
+  private idle(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = () => {
+        this.wake = null;
+        done();
+      };
+    });
+  }
+}
