@@ -62,7 +62,12 @@ export class TaskExecutor {
   /** Runs a claimed task's handler; resolves when its terminal write (or refusal) is done. */
   execute(record: TaskRecord, lease: Lease): Promise<void> {
     const existing = this.running.get(record.taskId);
-    if (existing !== undefined) return existing.done;
+    if (existing !== undefined) {
+      // This worker claimed its own task again after letting the lease lapse: the claim moved
+      // the version, so the running handler carries on under the new one.
+      existing.state.version = Math.max(existing.state.version, record.version);
+      return existing.done;
+    }
     const controller = new AbortController();
     const state: RunState = { version: record.version, stopped: null, chain: Promise.resolve() };
     const done = this.run(record, lease, controller, state).finally(() => this.running.delete(record.taskId));

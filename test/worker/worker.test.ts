@@ -1,0 +1,201 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ToolRegistry } from '../../src/mcp/tool-registry.js';
+import { defineTool, type TaskTool } from '../../src/mcp/tool.js';
+import { TaskService } from '../../src/service/task-service.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import type { TaskStore } from '../../src/store/types.js';
+import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
+import { ALL_CAPS } from '../support/records.js';
+
+const AUTH = 'acme/alice';
+
+/** A tool whose runs the test steers: each run waits for `release(n)` or its abort signal. */
+function steeredTool() {
+  const runs: Array<{ taskId: string | null; signal: AbortSignal; release: () => void; attemptKey: string }> = [];
+  const tool = defineTool({
+    name: 'steered',
+    description: 'waits for the test',
+    inputSchema: z.object({ label: z.string().default('x') }),
+    execution: { taskSupport: 'required' },
+    handler: async (args, ctx) => {
+      await new Promise<void>((resolve, reject) => {
+        runs.push({ taskId: ctx.taskId, signal: ctx.signal, release: resolve, attemptKey: ctx.idempotencyKey });
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), { once: true });
+      });
+      return { content: [{ type: 'text', text: `done ${args.label} by run ${runs.length}` }] };
+    },
+  }) as unknown as TaskTool;
+  return { tool, runs };
+}
+
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop();
+});
+
+function serviceOn(store: TaskStore, clock?: () => number): TaskService {
+  return new TaskService({ store, capabilities: ALL_CAPS, ...(clock ? { clock } : {}), limits: { pollInterval: 100 } });
+}
+
+function startWorker(service: TaskService, tools: TaskTool[], options: WorkerOptions = {}): Worker {
+  const worker = new Worker(service, new ToolRegistry(tools), { pollMs: 50, ...options });
+  worker.start();
+  stops.push(() => worker.stop(100));
+  return worker;
+}
+
+async function admit(service: TaskService, ttl?: number): Promise<string> {
+  const out = await service.create({ auth: AUTH, tool: { name: 'steered', execution: { taskSupport: 'required' } }, request: { method: 'tools/call', params: { name: 'steered', arguments: {}, task: ttl === undefined ? {} : { ttl } } } });
+  return out.record!.taskId;
+}
+
+async function until<T>(probe: () => Promise<T | undefined> | T | undefined, ms = 3000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const stored = async (service: TaskService, taskId: string) => (await service.store.get(AUTH, taskId, service.now())).record;
+
+describe('Worker', () => {
+  it('claims an admitted task at once (woken by the admission, not the poll) and completes it', async () => {
+    const service = serviceOn(new MemoryStore());
+    const { tool, runs } = steeredTool();
+    startWorker(service, [tool], { pollMs: 60_000 });
+    const taskId = await admit(service);
+    const run = await until(() => runs[0], 1000);
+    expect(run.taskId).toBe(taskId);
+    expect(run.attemptKey).toBe(`task:${taskId}`);
+    run.release();
+    const done = await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
+    expect(done).toBe(true);
+    expect(await service.store.pendingDispatch(service.now())).toBe(0);
+  });
+
+  it('fences off a worker whose lease was taken over: its handler is stopped and its write refused', async () => {
+    const store = new MemoryStore();
+    const service = serviceOn(store);
+    const first = steeredTool();
+    const second = steeredTool();
+    // The first worker never renews (its heartbeat is slower than its lease): like a paused process.
+    startWorker(service, [first.tool], { id: 'slow', leaseMs: 150, heartbeatMs: 10_000, concurrency: 1 });
+    const taskId = await admit(service);
+    await until(() => first.runs[0]);
+    startWorker(service, [second.tool], { id: 'fast', leaseMs: 5000 });
+    const takeover = await until(() => second.runs[0], 3000);
+    expect(takeover.taskId).toBe(taskId);
+    const record = await stored(service, taskId);
+    expect(record).toMatchObject({ leaseOwner: 'fast', attempt: 2 });
+    // The slow worker wakes up and finishes: its write carries the old version and is refused.
+    first.runs[0]!.release();
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await stored(service, taskId))?.status).toBe('working');
+    takeover.release();
+    await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
+    const trail = await store.auditTrail(taskId);
+    const terminal = trail.filter((e) => e.surface === 'transition' && e.status === 'completed');
+    expect(terminal.map((e) => e.decision)).toEqual(['APPLY_TRANSITION']);
+    expect(trail.some((e) => e.decision === 'BLOCK_STALE_VERSION')).toBe(true);
+    expect((await stored(service, taskId))?.result).toMatchObject({ content: [{ text: 'done x by run 1' }] });
+  });
+
+  it('sees a cancellation written by another process within one heartbeat, without change events', async () => {
+    const store = new MemoryStore();
+    const workerSide = serviceOn(store);
+    const otherProcess = serviceOn(store); // its own change feed: the worker hears nothing from it
+    const { tool, runs } = steeredTool();
+    startWorker(workerSide, [tool], { heartbeatMs: 100 });
+    const taskId = await admit(otherProcess);
+    const run = await until(() => runs[0], 2000);
+    const t0 = Date.now();
+    expect((await otherProcess.read({ auth: AUTH, method: 'tasks/cancel', taskId })).decision).toBe('CANCEL_TASK');
+    await until(() => (run.signal.aborted ? true : undefined), 2000);
+    expect(Date.now() - t0).toBeLessThan(400);
+    expect((await stored(otherProcess, taskId))?.status).toBe('cancelled');
+  });
+
+  it('aborts a task when its ttl passes; the expired task cannot be written', async () => {
+    const store = new MemoryStore();
+    const service = serviceOn(store);
+    const { tool, runs } = steeredTool();
+    startWorker(service, [tool]);
+    const taskId = await admit(service, 200);
+    const run = await until(() => runs[0]);
+    await until(() => (run.signal.aborted ? true : undefined), 2000);
+    run.release();
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await service.read({ auth: AUTH, method: 'tasks/get', taskId })).decision).toBe('BLOCK_EXPIRED');
+    expect((await store.auditTrail(taskId)).filter((e) => e.surface === 'transition' && e.status === 'completed')).toEqual([]);
+  });
+
+  it('never starts a cancelled or expired task', async () => {
+    const store = new MemoryStore();
+    const service = serviceOn(store);
+    const cancelled = await admit(service);
+    await admit(service, 1);
+    await service.read({ auth: AUTH, method: 'tasks/cancel', taskId: cancelled });
+    await new Promise((r) => setTimeout(r, 5));
+    const { tool, runs } = steeredTool();
+    startWorker(service, [tool]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(runs).toEqual([]);
+    expect(await store.pendingDispatch(service.now())).toBe(0);
+  });
+
+  it('drains on stop: gives unfinished leases back so another worker takes them at once', async () => {
+    const store = new MemoryStore();
+    const service = serviceOn(store);
+    const first = steeredTool();
+    const worker = new Worker(service, new ToolRegistry([first.tool]), { pollMs: 50, leaseMs: 60_000 });
+    worker.start();
+    const taskId = await admit(service);
+    await until(() => first.runs[0]);
+    await worker.stop(50);
+    expect(first.runs[0]!.signal.aborted).toBe(true);
+    expect((await stored(service, taskId))).toMatchObject({ status: 'working', leaseOwner: null });
+    const second = steeredTool();
+    startWorker(service, [second.tool]);
+    const rerun = await until(() => second.runs[0], 1000);
+    rerun.release();
+    await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
+    expect((await stored(service, taskId))?.attempt).toBe(2);
+  });
+
+  it('after a crash between side effect and completion, the next attempt completes the task once', async () => {
+    const store = new MemoryStore();
+    const service = serviceOn(store);
+    let effects = 0;
+    const effectful = defineTool({
+      name: 'steered',
+      description: 'one side effect per run',
+      inputSchema: z.object({}),
+      execution: { taskSupport: 'required' },
+      handler: async (_args, ctx) => {
+        effects++;
+        return { content: [{ type: 'text', text: `effect under ${ctx.idempotencyKey}` }] };
+      },
+    }) as unknown as TaskTool;
+    // The first worker "dies" right before its completion write: it never writes, never renews.
+    const crashed = new Worker(service, new ToolRegistry([effectful]), {
+      id: 'crashes',
+      concurrency: 1,
+      leaseMs: 150,
+      heartbeatMs: 10_000,
+      pollMs: 50,
+      hooks: { beforeTerminalWrite: () => new Promise<void>(() => undefined) },
+    });
+    crashed.start();
+    const taskId = await admit(service);
+    await until(() => (effects === 1 ? true : undefined));
+    startWorker(service, [effectful], { id: 'survivor' });
+    await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined), 3000);
+    expect(effects).toBe(2);
+    expect((await stored(service, taskId))?.result).toMatchObject({ content: [{ text: `effect under task:${taskId}` }] });
+    expect((await store.auditTrail(taskId)).filter((e) => e.status === 'completed' && e.decision === 'APPLY_TRANSITION')).toHaveLength(1);
+  });
+});
