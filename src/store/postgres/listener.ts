@@ -3,8 +3,16 @@ import pg from 'pg';
 /** The channel every tasklatch writer notifies on; the payload is `schema:taskId`. */
 export const CHANGES_CHANNEL = 'tasklatch_changes';
 
+/**
+ * The notification of a change to the task named by the SQL expression `taskId`, for use inside
+ * a statement (a CTE's final SELECT). Like NOTIFY_CHANGE it is delivered at commit.
+ */
+export function notifyChange(taskId: string): string {
+  return `pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || ${taskId})`;
+}
+
 /** Sent inside a writing transaction, so it is delivered at commit and only if it commits. */
-export const NOTIFY_CHANGE = `SELECT pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || $1)`;
+export const NOTIFY_CHANGE = `SELECT ${notifyChange('$1')}`;
 
 /**
  * One dedicated connection that LISTENs for task changes written by any process on the same

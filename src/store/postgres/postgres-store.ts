@@ -7,6 +7,8 @@ import type {
   AdmitOutcome,
   AuditEntry,
   CancelOutcome,
+  ClaimInput,
+  Fence,
   ListPage,
   ListPosition,
   LookupOutcome,
@@ -16,6 +18,7 @@ import type {
   TransitionOutcome,
 } from '../types.js';
 import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
+import { claimIn, heartbeatOn, releaseOn } from './dispatch.js';
 import { ChangeListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditParams, taskParams, toAuditEntry, toTaskRecord, type AuditRow, type TaskRow } from './row.js';
@@ -106,6 +109,24 @@ export class PostgresStore implements TaskStore {
     const found = await this.pool.query<TaskRow>(sql.listPage(after !== null), params);
     const records = found.rows.map(toTaskRecord);
     return { records: records.slice(0, limit), hasMore: records.length > limit };
+  }
+
+  async claim(input: ClaimInput): Promise<TaskRecord[]> {
+    if (input.limit <= 0) return [];
+    return inTransaction(this.pool, (client) => claimIn(client, input));
+  }
+
+  async heartbeat(fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
+    return heartbeatOn(this.pool, fence, now, leaseMs);
+  }
+
+  async release(fence: Fence, now: Millis): Promise<boolean> {
+    return releaseOn(this.pool, fence, now);
+  }
+
+  async pendingDispatch(_now: Millis): Promise<number> {
+    const counted = await this.pool.query<{ n: number }>(sql.COUNT_PENDING);
+    return counted.rows[0]?.n ?? 0;
   }
 
   async recordDecision(entry: AuditEntry): Promise<void> {

@@ -1,3 +1,4 @@
+import { notifyChange } from './listener.js';
 import { TASK_COLUMNS } from './row.js';
 
 /**
@@ -73,6 +74,14 @@ export const CONDITIONAL_CANCEL = `
    WHERE ${OPEN_AND_VISIBLE} AND ${unexpired(3)}
    RETURNING *`;
 
+/**
+ * Closes a task's open outbox entry in the transaction that ends the task (terminal transition,
+ * cancel), so no claimer dispatches it again. $1 task id, $2 now. It runs after the task UPDATE:
+ * every waiting writer locks the task row before the outbox row, and claimers (which lock both
+ * at once) never wait, so the two orders never meet in a deadlock.
+ */
+export const CLOSE_OUTBOX = `UPDATE task_outbox SET done_at_ms = $2 WHERE task_id = $1 AND done_at_ms IS NULL`;
+
 /** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
 export function listPage(afterPosition: boolean): string {
   const after = afterPosition ? 'AND (created_at_ms, task_id) > ($4, $5)' : '';
@@ -98,3 +107,100 @@ export const UPSERT_TASK = `
     .join(', ')}`;
 
 export const SELECT_SECRET = `SELECT value FROM tasklatch_meta WHERE key = 'secret'`;
+
+// Dispatch: claim, heartbeat, release. Claimers never wait for a row lock: a page of the outbox
+// is read with FOR UPDATE SKIP LOCKED on each entry and its task together, and everything else a
+// claim writes is a row it already holds. Every other writer (transition, cancel, heartbeat,
+// release, sweep) locks the task row before the outbox row.
+
+/**
+ * One page of the claim walk: open entries due at $1, after the keyset position ($2, $3), at
+ * most $4, each with its task, in dispatch order.
+ *
+ * Locking the task as well as the entry is what keeps a claim out of deadlocks: a terminal
+ * transition holds the task row and then waits for the entry (to close it); a claimer that held
+ * the entry and then waited for the task would close the circle. An entry whose task is being
+ * written is skipped like one another claimer holds, and the writer's NOTIFY wakes the workers.
+ */
+export const DUE_OUTBOX = `
+  SELECT o.id AS outbox_id, o.available_at_ms AS outbox_available_at_ms, t.*
+    FROM task_outbox o JOIN tasks t ON t.task_id = o.task_id
+   WHERE o.done_at_ms IS NULL AND o.available_at_ms <= $1
+     AND (o.available_at_ms, o.id) > ($2::bigint, $3::bigint)
+   ORDER BY o.available_at_ms, o.id
+   LIMIT $4
+     FOR UPDATE OF o, t SKIP LOCKED`;
+
+/** Closes the entries of tasks that ended or expired: $1 outbox ids, $2 now. */
+export const CLOSE_OUTBOX_ENTRIES = `UPDATE task_outbox SET done_at_ms = $2 WHERE id = ANY($1::bigint[])`;
+
+/** Moves entries whose task is leased to the lease's expiry: $1 outbox ids, $2 expiries. */
+export const DEFER_OUTBOX_ENTRIES = `
+  UPDATE task_outbox o SET available_at_ms = d.available_at_ms
+    FROM unnest($1::bigint[], $2::bigint[]) AS d (id, available_at_ms)
+   WHERE o.id = d.id`;
+
+/**
+ * A dispatch write on one task as one statement: the conditional task UPDATE (the version read,
+ * still working, unexpired, the lease free or run out) and, only when it changed the row, the
+ * outbox entry, an audit line and the change notification (delivered at commit). It returns the
+ * record after the write, or no row when the guard failed.
+ * Parameters: $1 task id, $2 version, $3 now, $4 outbox id, $5 correlation id, $6 audit detail;
+ * `taskSets` use their own from $7.
+ */
+function dispatchWrite(taskSets: string, outboxSets: string): string {
+  return `
+  WITH applied AS (
+    UPDATE tasks SET version = version + 1, last_updated_at_ms = $3, ${taskSets}
+     WHERE task_id = $1 AND version = $2 AND status = 'working' AND ${unexpired(3)}
+       AND (lease_owner IS NULL OR lease_expires_at_ms IS NULL OR lease_expires_at_ms <= $3)
+    RETURNING *
+  ), moved AS (
+    UPDATE task_outbox o SET ${outboxSets} FROM applied a WHERE o.id = $4
+  ), audited AS (
+    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied
+  )
+  SELECT applied.*, ${notifyChange('applied.task_id')} AS notified FROM applied`;
+}
+
+/** A claim: a new attempt leased to $7 until $8; the entry comes due again at the lease's end. */
+export const CLAIM_TASK = dispatchWrite(
+  'attempt = attempt + 1, lease_owner = $7, lease_expires_at_ms = $8',
+  'available_at_ms = a.lease_expires_at_ms, claimed_by = a.lease_owner, attempt = a.attempt, lease_expires_at_ms = a.lease_expires_at_ms',
+);
+
+/** Ends a task that used up its attempts `failed` with $7 (JSON) and its digest $8. */
+export const ABANDON_TASK = dispatchWrite(
+  `status = 'failed', result = $7, result_digest = $8, lease_owner = NULL, lease_expires_at_ms = NULL`,
+  'done_at_ms = $3',
+);
+
+/** The fence: $1 task, $2 auth key, $3 version, $4 lease owner; still open and unexpired at $5. */
+const FENCED = `task_id = $1 AND auth_key = $2 AND version = $3 AND lease_owner = $4
+     AND status IN ('working', 'input_required') AND ${unexpired(5)}`;
+
+/** Extends a fenced lease to $6, and the entry with it; returns a row when the fence held. */
+export const HEARTBEAT = `
+  WITH renewed AS (
+    UPDATE tasks SET lease_expires_at_ms = $6 WHERE ${FENCED} RETURNING task_id
+  ), moved AS (
+    UPDATE task_outbox o SET available_at_ms = $6, lease_expires_at_ms = $6
+      FROM renewed r WHERE o.task_id = r.task_id AND o.done_at_ms IS NULL
+  )
+  SELECT task_id FROM renewed`;
+
+/**
+ * Gives a fenced lease back: the entry is due again at once ($5) and idle workers are woken.
+ * The version stays: the next claim bumps it.
+ */
+export const RELEASE = `
+  WITH released AS (
+    UPDATE tasks SET lease_owner = NULL, lease_expires_at_ms = NULL WHERE ${FENCED} RETURNING task_id
+  ), moved AS (
+    UPDATE task_outbox o SET available_at_ms = $5, claimed_by = NULL, lease_expires_at_ms = NULL
+      FROM released r WHERE o.task_id = r.task_id AND o.done_at_ms IS NULL
+  )
+  SELECT task_id, ${notifyChange('task_id')} AS notified FROM released`;
+
+export const COUNT_PENDING = `SELECT count(*)::int AS n FROM task_outbox WHERE done_at_ms IS NULL`;

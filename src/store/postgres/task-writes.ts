@@ -85,6 +85,7 @@ export async function transitionIn(client: pg.PoolClient, input: TransitionInput
     const applied = await client.query<TaskRow>(sql.conditionalTransition(sets), params);
     if (applied.rows[0] !== undefined) {
       const record = toTaskRecord(applied.rows[0]);
+      if (isTerminal(record.status)) await client.query(sql.CLOSE_OUTBOX, [input.taskId, input.now]);
       await audit(client, 'transition', input, 'APPLY_TRANSITION', input.taskId, record);
       await client.query(NOTIFY_CHANGE, [input.taskId]);
       return { decision: 'APPLY_TRANSITION', record };
@@ -109,6 +110,7 @@ export async function cancelIn(
   const cancelled = await client.query<TaskRow>(sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now]);
   if (cancelled.rows[0] !== undefined) {
     const record = toTaskRecord(cancelled.rows[0]);
+    await client.query(sql.CLOSE_OUTBOX, [input.taskId, input.now]);
     await audit(client, 'read', input, 'CANCEL_TASK', input.taskId, record);
     await client.query(NOTIFY_CHANGE, [input.taskId]);
     return { decision: 'CANCEL_TASK', record };
@@ -157,7 +159,8 @@ function newRecord(input: AdmitInput): TaskRecord {
   };
 }
 
-function isInt4(value: number): boolean {
+/** Whether `value` fits an integer column; anything else matches no stored version. */
+export function isInt4(value: number): boolean {
   return Number.isInteger(value) && value >= -2_147_483_648 && value <= 2_147_483_647;
 }
 

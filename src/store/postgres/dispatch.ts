@@ -1,0 +1,114 @@
+import type pg from 'pg';
+import { resultDigest } from '../../core/digest.js';
+import { TasklatchError } from '../../core/errors.js';
+import { isExpired } from '../../core/time.js';
+import { isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
+import type { ClaimInput, Fence } from '../types.js';
+import { jsonParam, toTaskRecord, type TaskRow } from './row.js';
+import * as sql from './statements.js';
+import { isInt4, readById } from './task-writes.js';
+
+/**
+ * The dispatch operations of the PostgreSQL store. `claimIn` runs inside the caller's
+ * transaction; heartbeat and release are single statements. The rules are the memory store's:
+ * each outbox entry due is looked at once, in (available_at, id) order, until `limit` claims.
+ */
+
+/** An outbox entry of the claim walk, with its task's columns. */
+interface DueRow extends TaskRow {
+  /** bigint columns arrive as strings; ids are passed back to PostgreSQL as they came. */
+  outbox_id: string;
+  outbox_available_at_ms: string;
+}
+
+/** What the walk does with one entry, besides writing the task. */
+type Step =
+  | { kind: 'claimed'; record: TaskRecord }
+  | { kind: 'close' }
+  | { kind: 'defer'; until: Millis }
+  | { kind: 'leave' };
+
+export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise<TaskRecord[]> {
+  const claimed: TaskRecord[] = [];
+  // A keyset, not OFFSET: entries the walk leaves in place (a task in input_required) must not
+  // come back in the next page, or a page full of them would loop forever.
+  let after: { availableAt: Millis | string; id: string } = { availableAt: Number.MIN_SAFE_INTEGER, id: '0' };
+  // An entry claimed with leaseMs 0 stays due at `now` and could reappear after the keyset;
+  // the memory store visits each entry once, so this walk does too.
+  const visited = new Set<string>();
+  while (claimed.length < input.limit) {
+    // A page no larger than what is still wanted: every row read is locked until commit, and a
+    // row locked here is one other claimers skip.
+    const wanted = input.limit - claimed.length;
+    const page = await client.query<DueRow>(sql.DUE_OUTBOX, [input.now, after.availableAt, after.id, wanted]);
+    const close: string[] = [];
+    const defer: { id: string; until: Millis }[] = [];
+    for (const row of page.rows) {
+      if (visited.has(row.outbox_id)) continue;
+      visited.add(row.outbox_id);
+      const step = await dispatchOne(client, input, row.outbox_id, toTaskRecord(row));
+      if (step.kind === 'claimed') claimed.push(step.record);
+      else if (step.kind === 'close') close.push(row.outbox_id);
+      else if (step.kind === 'defer') defer.push({ id: row.outbox_id, until: step.until });
+    }
+    if (close.length > 0) await client.query(sql.CLOSE_OUTBOX_ENTRIES, [close, input.now]);
+    if (defer.length > 0) await client.query(sql.DEFER_OUTBOX_ENTRIES, [defer.map((d) => d.id), defer.map((d) => d.until)]);
+    const last = page.rows.at(-1);
+    // A short page means no more entries are due that this transaction can lock.
+    if (last === undefined || page.rows.length < wanted) break;
+    after = { availableAt: last.outbox_available_at_ms, id: last.outbox_id };
+  }
+  return claimed;
+}
+
+/**
+ * Applies the memory store's rules to one entry whose task (locked by this transaction) reads
+ * `read`. The task write is conditional all the same; should it change nothing, the task is
+ * read again and judged again once, and a second miss is a bug, not a race.
+ */
+async function dispatchOne(client: pg.PoolClient, input: ClaimInput, outboxId: string, read: TaskRecord): Promise<Step> {
+  let task: TaskRecord | null = read;
+  for (let look = 0; look < 2; look++) {
+    if (task === null || isTerminal(task.status) || isExpired(task, input.now)) return { kind: 'close' };
+    if (task.status !== 'working') return { kind: 'leave' };
+    if (task.leaseOwner !== null && task.leaseExpiresAt !== null && task.leaseExpiresAt > input.now) {
+      return { kind: 'defer', until: task.leaseExpiresAt };
+    }
+    const written = await writeDispatch(client, input, outboxId, task);
+    if (written !== null) return written.status === 'working' ? { kind: 'claimed', record: written } : { kind: 'leave' };
+    task = await readById(client, task.taskId);
+  }
+  throw new TasklatchError('INTERNAL', `task ${JSON.stringify(read.taskId)} changed during its claim`);
+}
+
+/** The claim, or the end of a task that used up its attempts; null when the guard failed. */
+async function writeDispatch(client: pg.PoolClient, input: ClaimInput, outboxId: string, task: TaskRecord): Promise<TaskRecord | null> {
+  const common = [task.taskId, task.version, input.now, outboxId, input.correlationId];
+  const written =
+    task.attempt >= input.maxAttempts
+      ? await client.query<TaskRow>(sql.ABANDON_TASK, [
+          ...common,
+          'abandoned',
+          jsonParam(input.abandonedResult),
+          resultDigest(input.abandonedResult),
+        ])
+      : await client.query<TaskRow>(sql.CLAIM_TASK, [...common, `claim ${input.owner}`, input.owner, input.now + input.leaseMs]);
+  return written.rows[0] === undefined ? null : toTaskRecord(written.rows[0]);
+}
+
+export async function heartbeatOn(pool: pg.Pool, fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
+  if (!isInt4(fence.version)) return false;
+  const renewed = await pool.query(sql.HEARTBEAT, [...fenceParams(fence), now, now + leaseMs]);
+  return renewed.rows.length > 0;
+}
+
+export async function releaseOn(pool: pg.Pool, fence: Fence, now: Millis): Promise<boolean> {
+  if (!isInt4(fence.version)) return false;
+  const released = await pool.query(sql.RELEASE, [...fenceParams(fence), now]);
+  return released.rows.length > 0;
+}
+
+/** $1–$4 of the fence guard; a version no integer column holds was refused before. */
+function fenceParams(fence: Fence): unknown[] {
+  return [fence.taskId, fence.authKey, fence.version, fence.owner];
+}
