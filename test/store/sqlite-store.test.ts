@@ -1,11 +1,13 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import ts from 'typescript';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AdmitInput } from '../../src/store/types.js';
+import type { ClaimReport } from '../support/sqlite-claim-child.js';
 import { makeRacePlan, raceSeedRecord, SEED_VERSION, type RaceReport } from '../support/sqlite-race-plan.js';
 import { distBuilt, runChildren, writeChildScript, DIST_STORE_URL } from '../support/sqlite-race-run.js';
 
@@ -285,4 +287,82 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
       ),
     );
   });
+
+  it('claimers in four processes on one file: every task claimed exactly once', async () => {
+    const tasks = Number(process.env.TASKLATCH_CLAIM_TASKS ?? 200);
+    const procs = 4;
+    const limit = 5;
+    const pauseMs = 2;
+    const now = Date.parse('2026-07-23T12:00:00.000Z');
+    const path = join(dir, 'claim.db');
+    const store = await SqliteStore.open(path);
+    const ids: string[] = [];
+    for (let i = 0; i < tasks; i++) {
+      const taskId = `claim-${String(i).padStart(4, '0')}`;
+      const request = { method: 'tools/call', params: { name: 'export_ledger', arguments: { i } } };
+      await store.admit({ taskId, authKey: 'claim/tenant', toolName: 'export_ledger', request, requestDigest: `d${i}`, idempotencyKey: null, ttl: null, pollInterval: null, correlationId: `c${i}`, now: now + i });
+      ids.push(taskId);
+    }
+    const script = await writeClaimChild(dir);
+    const started = performance.now();
+    const argLists = Array.from({ length: procs }, (_, p) => [DIST_STORE_URL.href, path, `worker-${p}`, String(now + tasks), String(limit), String(pauseMs)]);
+    const reports = (await runChildren(script, argLists, 'report')).map((m) => m.report as ClaimReport);
+    const elapsedMs = Math.round(performance.now() - started);
+
+    // Across processes: each task once, at version 2 and attempt 1, leased to the one who got it.
+    const claimedBy = new Map<string, string>();
+    for (const report of reports) {
+      for (const [taskId, version, attempt, leaseOwner] of report.claimed) {
+        expect(claimedBy.has(taskId), `${taskId} claimed by ${claimedBy.get(taskId)} and ${report.owner}`).toBe(false);
+        claimedBy.set(taskId, report.owner);
+        expect([version, attempt, leaseOwner]).toEqual([2, 1, report.owner]);
+      }
+    }
+    expect([...claimedBy.keys()].sort()).toEqual(ids);
+    // A claim that no other process can see through would be a test of nothing.
+    expect(reports.filter((r) => r.claimed.length > 0).length).toBeGreaterThanOrEqual(2);
+
+    // The stored facts agree with what the processes were told.
+    const rows = store.db
+      .prepare('SELECT t.task_id, t.lease_owner, t.version, t.attempt, o.claimed_by, o.attempt AS outbox_attempt FROM tasks t JOIN task_outbox o USING (task_id)')
+      .all() as { task_id: string; lease_owner: string; version: number; attempt: number; claimed_by: string; outbox_attempt: number }[];
+    expect(rows).toHaveLength(tasks);
+    for (const row of rows) {
+      expect(row, row.task_id).toEqual({ ...row, lease_owner: claimedBy.get(row.task_id), version: 2, attempt: 1, claimed_by: claimedBy.get(row.task_id), outbox_attempt: 1 });
+    }
+    const claimLines = store.db.prepare("SELECT count(*) FROM task_audit WHERE detail LIKE 'claim %'").pluck().get();
+    expect(claimLines).toBe(tasks);
+    expect(await store.pendingDispatch(now + tasks)).toBe(tasks); // claimed, not finished: still open
+    await store.close();
+
+    console.log(
+      JSON.stringify({
+        sqliteClaim: {
+          tasks,
+          processes: procs,
+          limitPerCall: limit,
+          pauseBetweenCallsMs: pauseMs,
+          claimsPerProcess: reports.map((r) => r.claimed.length),
+          callsPerProcess: reports.map((r) => r.calls),
+          busyRetries: reports.reduce((n, r) => n + r.busyRetries, 0),
+          childElapsedMs: reports.map((r) => Math.round(r.elapsedMs)),
+          elapsedMs,
+        },
+      }),
+    );
+  });
 });
+
+/**
+ * Writes the claim child as `.mjs` into `dir`, transpiled the way sqlite-race-run.ts writes the
+ * race child (whose helper is bound to that one source file).
+ */
+async function writeClaimChild(into: string): Promise<string> {
+  const source = await readFile(new URL('../support/sqlite-claim-child.ts', import.meta.url), 'utf8');
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
+  });
+  const path = join(into, 'sqlite-claim-child.mjs');
+  await writeFile(path, outputText);
+  return path;
+}
