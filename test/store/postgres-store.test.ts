@@ -175,6 +175,9 @@ describe('PostgresStore connections', () => {
   it('refuses a schema name it cannot pass through search_path unchanged', async () => {
     const error: unknown = await PostgresStore.open('postgres://127.0.0.1:1/test?schema=Bad-Name').catch((e: unknown) => e);
     expect(isTasklatchError(error, 'INVALID_STORE_URL')).toBe(true);
+    const reserved: unknown = await PostgresStore.open('postgres://127.0.0.1:1/test?schema=pg_mine').catch((e: unknown) => e);
+    expect(isTasklatchError(reserved, 'INVALID_STORE_URL')).toBe(true);
+    expect((reserved as Error).message).toMatch(/pg_ prefix is reserved/);
   });
 });
 

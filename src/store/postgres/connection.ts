@@ -19,6 +19,10 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** Checks a schema name and returns it; throws INVALID_STORE_URL otherwise. */
 export function checkSchemaName(schema: string): string {
+  if (schema.startsWith('pg_')) {
+    // PostgreSQL reserves the prefix; CREATE SCHEMA would fail deep inside the migration.
+    throw new TasklatchError('INVALID_STORE_URL', `invalid schema name ${JSON.stringify(schema)}: the pg_ prefix is reserved by PostgreSQL`);
+  }
   if (!SCHEMA_NAME.test(schema)) {
     throw new TasklatchError(
       'INVALID_STORE_URL',
