@@ -1,0 +1,131 @@
+import type { BenchConfig } from './config.js';
+import { fmt, median, runRound, summarize, type Round } from './stats.js';
+
+/** One throughput measurement: a variant of a group at one concurrency. */
+export interface ThroughputCell {
+  group: string;
+  variant: string;
+  concurrency: number;
+  /** Operations per second of each measured round. */
+  roundRates: number[];
+  /** Median of the round rates (ops/s). */
+  median: number;
+  /** Request latency over every measured round (ms). */
+  p50: number;
+  p99: number;
+  ops: number;
+}
+
+/** One latency distribution (ms). */
+export interface LatencyRow {
+  scenario: string;
+  name: string;
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+  note?: string;
+}
+
+/** A rate and its unit, for figures that are neither throughput cells nor latencies. */
+export interface Fact {
+  scenario: string;
+  name: string;
+  value: number;
+  unit: string;
+  note?: string;
+}
+
+export interface Ratio {
+  name: string;
+  concurrency: number | null;
+  value: number;
+  numerator: string;
+  denominator: string;
+}
+
+export interface Target {
+  name: string;
+  pass: boolean;
+  figure: string;
+}
+
+/** Everything one run measured; written to bench/results.json and printed as tables. */
+export class Results {
+  readonly throughput: ThroughputCell[] = [];
+  readonly latency: LatencyRow[] = [];
+  readonly facts: Fact[] = [];
+  readonly notes: string[] = [];
+  ratios: Ratio[] = [];
+  targets: Target[] = [];
+
+  cell(group: string, variant: string, concurrency: number): ThroughputCell | undefined {
+    return this.throughput.find((c) => c.group === group && c.variant === variant && c.concurrency === concurrency);
+  }
+
+  addLatency(scenario: string, name: string, samples: readonly number[], note?: string): LatencyRow {
+    const s = summarize(samples);
+    const row: LatencyRow = { scenario, name, n: s.n, p50: s.p50, p99: s.p99, max: s.max, ...(note === undefined ? {} : { note }) };
+    this.latency.push(row);
+    console.log(`  ${scenario} | ${name}: p50 ${fmt(row.p50)} ms, p99 ${fmt(row.p99)} ms (n=${row.n})`);
+    return row;
+  }
+
+  addFact(scenario: string, name: string, value: number, unit: string, note?: string): void {
+    this.facts.push({ scenario, name, value, unit, ...(note === undefined ? {} : { note }) });
+    console.log(`  ${scenario} | ${name}: ${fmt(value)} ${unit}${note === undefined ? '' : ` (${note})`}`);
+  }
+
+  /** numerator ÷ denominator of two cells at one concurrency; skipped when either is missing. */
+  addRatio(name: string, concurrency: number, numerator: [string, string], denominator: [string, string]): Ratio | null {
+    const a = this.cell(numerator[0], numerator[1], concurrency);
+    const b = this.cell(denominator[0], denominator[1], concurrency);
+    if (a === undefined || b === undefined) return null;
+    const ratio: Ratio = { name, concurrency, value: a.median / b.median, numerator: `${a.group}: ${a.variant}`, denominator: `${b.group}: ${b.variant}` };
+    this.ratios.push(ratio);
+    return ratio;
+  }
+}
+
+/** A way of doing the group's operation; `concurrencies` limits where it runs (diagnostics). */
+export interface Variant {
+  name: string;
+  concurrencies?: readonly number[];
+  op(worker: number): Promise<void>;
+}
+
+/**
+ * Measures the variants of one group at each concurrency. Every variant is warmed up first;
+ * then the variants take turns round by round (the order rotating each round), so that a noisy
+ * neighbour slows all of them alike and ratios within the group stay meaningful.
+ */
+export async function runGroup(results: Results, group: string, variants: readonly Variant[], config: BenchConfig): Promise<void> {
+  for (const c of config.concurrency) {
+    const active = variants.filter((v) => v.concurrencies === undefined || v.concurrencies.includes(c));
+    for (const v of active) await runRound(c, config.warmupMs, (w) => v.op(w));
+    const rounds = new Map<string, Round[]>(active.map((v) => [v.name, []]));
+    for (let r = 0; r < config.rounds; r++) {
+      for (let k = 0; k < active.length; k++) {
+        const v = active[(k + r) % active.length] as Variant;
+        rounds.get(v.name)?.push(await runRound(c, config.roundMs, (w) => v.op(w)));
+      }
+    }
+    for (const v of active) {
+      const measured = rounds.get(v.name) ?? [];
+      const latencies = measured.flatMap((m) => m.latencies);
+      const s = summarize(latencies);
+      const cell: ThroughputCell = {
+        group,
+        variant: v.name,
+        concurrency: c,
+        roundRates: measured.map((m) => m.rate),
+        median: median(measured.map((m) => m.rate)),
+        p50: s.p50,
+        p99: s.p99,
+        ops: latencies.length,
+      };
+      results.throughput.push(cell);
+      console.log(`  ${group} | ${v.name} @${c}: ${fmt(cell.median)} ops/s, p50 ${fmt(cell.p50)} ms, p99 ${fmt(cell.p99)} ms`);
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, symlinkSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { benchConfig } from './lib/config.js';
+import { openBenchPostgres } from './lib/postgres.js';
+import { machine, printReport } from './lib/report.js';
+import { Results } from './lib/results.js';
+import { computeRatiosAndTargets } from './lib/targets.js';
+import { admission } from './scenarios/admission.js';
+import { contention } from './scenarios/contention.js';
+import { endToEnd } from './scenarios/end-to-end.js';
+import { readsAtScale } from './scenarios/reads.js';
+
+/**
+ * `npm run bench`: every scenario in one process, one after another, against memory, SQLite and
+ * PostgreSQL; prints the tables and writes bench/results.json. TASKLATCH_BENCH_QUICK=1 runs the
+ * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,reads,contention runs a subset.
+ */
+
+// Compiled to dist/bench/bench/run.js; the package root is three levels up.
+const ROOT = new URL('../../../', import.meta.url);
+
+/**
+ * The bench is compiled with src/ into dist/bench/src, where the stores look for their
+ * migrations three levels up: dist/bench/migrations. A link to the package's migrations/ lets
+ * them find it.
+ */
+function linkMigrations(): void {
+  const link = new URL('dist/bench/migrations', ROOT);
+  if (!existsSync(link)) symlinkSync('../../migrations', fileURLToPath(link), 'dir');
+}
+
+/** The commit measured: TASKLATCH_BENCH_COMMIT, else git's HEAD (marked when the tree has changes). */
+function commitOf(): string {
+  if (process.env.TASKLATCH_BENCH_COMMIT !== undefined) return process.env.TASKLATCH_BENCH_COMMIT;
+  try {
+    const cwd = fileURLToPath(ROOT);
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'migrations'], { cwd, encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${head} + uncommitted src changes` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const quick = process.env.TASKLATCH_BENCH_QUICK === '1';
+  const only = new Set((process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,reads,contention').split(',').map((s) => s.trim()));
+  const config = benchConfig(quick);
+  linkMigrations();
+  const pg = await openBenchPostgres();
+  const results = new Results();
+  console.log(`tasklatch bench (${quick ? 'quick' : 'full'}); PostgreSQL: ${pg.origin}, run ${pg.run}`);
+  try {
+    if (only.has('admission')) await admission(results, config, pg);
+    if (only.has('e2e')) await endToEnd(results, config, pg, fileURLToPath(ROOT));
+    if (only.has('reads')) await readsAtScale(results, config, pg);
+    if (only.has('contention')) await contention(results, config, pg);
+  } finally {
+    await pg.close();
+  }
+  computeRatiosAndTargets(results, config);
+  const wallMs = performance.now() - started;
+  const meta = { ...(await machine(pg.version)), commit: commitOf(), quick, scenarios: [...only], config, wallSeconds: Math.round(wallMs / 100) / 10, finishedAt: new Date().toISOString() };
+  printReport(results, meta);
+  const out = new URL('bench/results.json', ROOT);
+  await writeFile(out, `${JSON.stringify({ meta, ...results }, null, 2)}\n`);
+  console.log(`\nwrote ${fileURLToPath(out)} (wall ${meta.wallSeconds} s)`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
