@@ -7,7 +7,7 @@ import { openBenchPostgres } from './lib/postgres.js';
 import { machine, printReport } from './lib/report.js';
 import { Results } from './lib/results.js';
 import { computeRatiosAndTargets } from './lib/targets.js';
-import { admission } from './scenarios/admission.js';
+import { admission, httpResets } from './scenarios/admission.js';
 import { contention } from './scenarios/contention.js';
 import { endToEnd } from './scenarios/end-to-end.js';
 import { readsAtScale } from './scenarios/reads.js';
@@ -61,6 +61,7 @@ async function main(): Promise<void> {
   } finally {
     await pg.close();
   }
+  if (httpResets.count > 0) results.notes.push(`HTTP admissions retried after ECONNRESET (keep-alive race): ${httpResets.count}`);
   computeRatiosAndTargets(results, config);
   const wallMs = performance.now() - started;
   const meta = { ...(await machine(pg.version)), commit: commitOf(), quick, scenarios: [...only], config, wallSeconds: Math.round(wallMs / 100) / 10, finishedAt: new Date().toISOString() };

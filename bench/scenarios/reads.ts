@@ -245,7 +245,7 @@ export async function readsAtScale(results: Results, config: BenchConfig, pgServ
       await explain(pool, 'tasks/list first page', `SELECT * FROM tasks WHERE auth_key = $1 AND (expires_at_ms IS NULL OR expires_at_ms > $2) ORDER BY created_at_ms, task_id LIMIT $3`, [sample.auth, Date.now(), 51]),
     ];
     await measure(results, config, 'postgres', store, async () => {
-      const sweepPlan = await explain(pool, 'sweep (rolled back)', `DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED)`, [Date.now(), 1000]).catch((e: Error) => e.message);
+      const sweepPlan = await explain(pool, 'sweep batch, run after the measured sweep (nothing left to delete: shows the access path)', `DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED)`, [Date.now(), 1000]).catch((e: Error) => e.message);
       results.notes.push(...plans, sweepPlan);
       return null;
     });

@@ -7,9 +7,9 @@ import { startHttpServer } from '../mcp/http-server.js';
 import { createLogger } from '../mcp/log.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
 import type { Principal } from '../mcp/tool.js';
-import { describeStoreUrl, openStore } from '../store/open-store.js';
+import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
-import { positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
 
@@ -59,7 +59,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     ...(values['max-active'] === undefined ? {} : { maxActiveTasks: positiveInt('--max-active', values['max-active']) }),
   };
   const logger = createLogger();
-  const store = await openStore(values.store);
+  const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
+  const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
     tokens !== undefined
       ? ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null

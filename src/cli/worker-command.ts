@@ -2,10 +2,10 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../mcp/log.js';
 import { ToolRegistry } from '../mcp/tool-registry.js';
 import { TaskService } from '../service/task-service.js';
-import { describeStoreUrl, openStore } from '../store/open-store.js';
+import { describeStoreUrl } from '../store/open-store.js';
 import { Worker } from '../worker/worker.js';
 import type { CliIo } from './io.js';
-import { positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const WORKER_USAGE = `Usage: tasklatch worker [options]
 
@@ -25,7 +25,8 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   const { beforeTerminalWrite, ...options } = workerOptionsFrom(values);
   const pollInterval = values['poll-interval'] === undefined ? undefined : positiveInt('--poll-interval', values['poll-interval']);
   const logger = createLogger();
-  const store = await openStore(values.store);
+  const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
+  const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   // Workers decide nothing about requests; the service is only their path to the store.
   const service = new TaskService({ store, capabilities: {}, ...(pollInterval === undefined ? {} : { limits: { pollInterval } }) });
   await service.start((error) => logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));

@@ -1,10 +1,12 @@
 import { resolve } from 'node:path';
-import { TasklatchError } from '../core/errors.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isTasklatchError, TasklatchError } from '../core/errors.js';
 import { demoTools } from '../demo/demo-tools.js';
 import type { TaskTool } from '../mcp/tool.js';
 import type { ExecutionHooks } from '../worker/task-executor.js';
 import type { WorkerOptions } from '../worker/worker.js';
-import { DEFAULT_STORE_URL } from '../store/open-store.js';
+import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
+import type { TaskStore } from '../store/types.js';
 
 /** parseArgs options shared by `serve` and `worker`: where tasks live, which tools, how they run. */
 export const WORKER_ARG_OPTIONS = {
@@ -14,6 +16,7 @@ export const WORKER_ARG_OPTIONS = {
   concurrency: { type: 'string' },
   'lease-ms': { type: 'string' },
   'poll-interval': { type: 'string' },
+  'wait-for-store': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -22,7 +25,8 @@ export const WORKER_USAGE_LINES = `  --store URL            sqlite:PATH (default
   --no-demo              serve no demo tools
   --concurrency N        tasks one worker runs at once (default 4)
   --lease-ms MS          lease per claimed task (default 30000); a dead worker's tasks wait this long
-  --poll-interval MS     pollInterval suggested to clients, and the heartbeat bound (default 1000)`;
+  --poll-interval MS     pollInterval suggested to clients, and the heartbeat bound (default 1000)
+  --wait-for-store MS    keep retrying an unreachable store this long at start (default 30000)`;
 
 export interface WorkerArgs {
   store: string;
@@ -63,6 +67,23 @@ export function positiveInt(flag: string, text: string): number {
   const n = Number(text);
   if (!Number.isSafeInteger(n) || n <= 0) throw new TasklatchError('INVALID_INPUT', `${flag} takes a positive whole number, got ${JSON.stringify(text)}`);
   return n;
+}
+
+/**
+ * Opens the store, retrying while it is unreachable (a database restarting, a container
+ * starting in the wrong order) for up to `waitMs`; any other error, or the last one, is thrown.
+ */
+export async function openStoreWaiting(url: string, waitMs: number, onRetry: (error: Error) => void): Promise<TaskStore> {
+  const giveUpAt = Date.now() + waitMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await openStore(url);
+    } catch (error) {
+      if (!isTasklatchError(error, 'STORE_UNAVAILABLE') || Date.now() >= giveUpAt) throw error;
+      onRetry(error);
+      await sleep(Math.min(250 * 2 ** attempt, 2000, Math.max(0, giveUpAt - Date.now())));
+    }
+  }
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */

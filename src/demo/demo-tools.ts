@@ -60,7 +60,8 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
         if (args.format === 'json') await write('\n]\n');
         await handle.sync();
         await handle.close();
-        ctx.signal.throwIfAborted();
+        // The export becomes real with the rename: make sure the task is still ours first.
+        await ctx.checkpoint();
         await rename(temp, file);
       } catch (error) {
         // A stopped export leaves nothing behind; the export exists only once renamed.

@@ -139,6 +139,7 @@ async function runPlain(tool: TaskTool, params: Record<string, unknown>, princip
     signal: extra.signal,
     idempotencyKey: `call:${randomUUID()}`,
     reportStatus: async () => undefined,
+    checkpoint: async () => extra.signal.throwIfAborted(),
     reportProgress: async (progress, total, message) => {
       if (token === undefined) return;
       await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) } });

@@ -27,6 +27,12 @@ export interface ToolContext {
   reportStatus(message: string): Promise<void>;
   /** Sends a progress notification with the request's progressToken, if it had one. */
   reportProgress(progress: number, total?: number, message?: string): Promise<void>;
+  /**
+   * Asks the store, now, whether this run still holds the task (not cancelled, not expired, not
+   * taken over) and throws the abort reason if not. Call it right before an irreversible side
+   * effect: it narrows the window in which a cancellation written elsewhere is not yet seen.
+   */
+  checkpoint(): Promise<void>;
 }
 
 /** The result a tool returns: an MCP `CallToolResult`. */

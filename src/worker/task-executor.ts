@@ -33,6 +33,8 @@ type StopReason = 'cancelled' | 'expired' | 'lease lost' | 'drained';
 /** What one run knows: the version it wrote last (its fence) and why it stopped, if it did. */
 interface RunState {
   version: number;
+  /** Until when the lease is known to hold (claim or last successful heartbeat). */
+  leaseUntil: number;
   stopped: StopReason | null;
   /** Serializes this run's writes so a heartbeat never races a status write for the version. */
   chain: Promise<unknown>;
@@ -69,7 +71,7 @@ export class TaskExecutor {
       return existing.done;
     }
     const controller = new AbortController();
-    const state: RunState = { version: record.version, stopped: null, chain: Promise.resolve() };
+    const state: RunState = { version: record.version, leaseUntil: record.leaseExpiresAt ?? this.service.now() + lease.leaseMs, stopped: null, chain: Promise.resolve() };
     const done = this.run(record, lease, controller, state).finally(() => this.running.delete(record.taskId));
     this.running.set(record.taskId, { controller, state, done });
     return done;
@@ -109,9 +111,10 @@ export class TaskExecutor {
       controller.abort(new Error(`task ${reason}`));
     };
     const heartbeat = setInterval(() => {
-      serial(async () => {
-        if (!(await this.service.store.heartbeat(fence(), this.service.now(), lease.leaseMs))) stop('lease lost');
-      }).catch((error: unknown) => this.hooks.log?.('warn', 'heartbeat failed', { taskId, error: String(error) }));
+      serial(() => this.renew(fence(), lease, state)).then(
+        (holds) => holds || stop('lease lost'),
+        (error: unknown) => this.hooks.log?.('warn', 'heartbeat failed', { taskId, error: String(error) }),
+      );
     }, lease.heartbeatMs);
     const unwatch = this.service.changes.subscribe(taskId, () => {
       this.service.store.get(authKey, taskId, this.service.now()).then(
@@ -126,7 +129,7 @@ export class TaskExecutor {
     const expiry = untilExpiry === null ? null : setTimeout(() => stop('expired'), untilExpiry);
     let result: ToolResult;
     try {
-      result = await this.invoke(record, this.context(record, controller, state, serial, stop));
+      result = await this.invoke(record, this.context(record, lease, controller, state, serial, stop));
     } finally {
       clearInterval(heartbeat);
       unwatch();
@@ -146,6 +149,7 @@ export class TaskExecutor {
 
   private context(
     record: TaskRecord,
+    { owner: leaseOwner, leaseMs }: Lease,
     controller: AbortController,
     state: RunState,
     serial: <T>(work: () => Promise<T>) => Promise<T>,
@@ -157,17 +161,57 @@ export class TaskExecutor {
       principal: principalOf(authKey),
       signal: controller.signal,
       idempotencyKey: `task:${taskId}`,
+      // A status message is best effort: a store error is logged, never thrown into the handler.
+      // When the write's fate is unknown the stored fact is read, and our own write adopted.
       reportStatus: (message) =>
         serial(async () => {
           if (controller.signal.aborted) return;
-          const out = await this.service.transition({ auth: authKey, taskId, write: { status: 'working', expectedVersion: state.version, statusMessage: message } });
-          if (out.decision === 'APPLY_TRANSITION' && out.record !== null) state.version = out.record.version;
-          else stop(out.decision === 'BLOCK_EXPIRED' ? 'expired' : out.decision === 'BLOCK_STALE_VERSION' ? 'lease lost' : 'cancelled');
+          try {
+            const out = await this.service.transition({ auth: authKey, taskId, write: { status: 'working', expectedVersion: state.version, statusMessage: message } });
+            if (out.decision === 'APPLY_TRANSITION' && out.record !== null) state.version = out.record.version;
+            else stop(out.decision === 'BLOCK_EXPIRED' ? 'expired' : out.decision === 'BLOCK_STALE_VERSION' ? 'lease lost' : 'cancelled');
+          } catch (error) {
+            this.hooks.log?.('warn', 'status message not stored', { taskId, error: String(error) });
+            const found = await this.service.store.get(authKey, taskId, this.service.now()).catch(() => null);
+            const r = found?.record;
+            if (r && r.version === state.version + 1 && r.leaseOwner === leaseOwner && r.statusMessage === message) state.version = r.version;
+          }
         }),
       reportProgress: async (progress, total, message) => {
         if (!controller.signal.aborted) await this.hooks.progress?.(record, progress, total, message);
       },
+      checkpoint: async () => {
+        const fence: Fence = { taskId, authKey, owner: leaseOwner, version: state.version };
+        // Until the store answers: an unreachable store confirms nothing, and past our lease the
+        // task is someone else's, so the run stops without writing (another attempt follows).
+        let holds: boolean | null = null;
+        for (let attempt = 0; holds === null; attempt++) {
+          try {
+            holds = await serial(() => this.renew(fence, { owner: leaseOwner, leaseMs, heartbeatMs: 0 }, state));
+          } catch (error) {
+            if (this.service.now() + 100 * 2 ** attempt >= state.leaseUntil) {
+              stop('lease lost');
+              break;
+            }
+            this.hooks.log?.('warn', 'checkpoint: store unreachable; retrying', { taskId, error: String(error) });
+            await sleep(Math.min(100 * 2 ** attempt, 1000));
+          }
+        }
+        if (holds === false) {
+          const found = await this.service.store.get(authKey, taskId, this.service.now()).catch(() => null);
+          stop(found === null || found.record === null ? 'expired' : isTerminal(found.record.status) ? 'cancelled' : 'lease lost');
+        }
+        controller.signal.throwIfAborted();
+      },
     };
+  }
+
+  /** Extends the lease; true while the fence holds. */
+  private async renew(fence: Fence, lease: Lease, state: RunState): Promise<boolean> {
+    const now = this.service.now();
+    const holds = await this.service.store.heartbeat(fence, now, lease.leaseMs);
+    if (holds) state.leaseUntil = now + lease.leaseMs;
+    return holds;
   }
 
   /** The terminal write, with the only retry that is safe: after reading the stored fact. */

@@ -216,7 +216,7 @@ export class MemoryStore implements TaskStore {
     return true;
   }
 
-  async pendingDispatch(): Promise<number> {
+  async pendingDispatch(_now?: Millis): Promise<number> {
     return [...this.outbox.values()].filter((e) => e.doneAt === null).length;
   }
 

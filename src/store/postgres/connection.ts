@@ -88,7 +88,7 @@ export function unavailable(target: PostgresTarget, cause: unknown): TasklatchEr
  * error, and the client always goes back to the pool.
  */
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const client = await checkout(pool);
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
@@ -107,3 +107,20 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
     client.release(broken);
   }
 }
+
+/**
+ * A checked-out client that survives its server going away. A server shutting down sends every
+ * connection a FATAL message; on a checked-out client between two statements pg emits that as
+ * an 'error' event with no listener, which would crash the process. The statement that follows
+ * fails instead, and the caller handles that.
+ */
+export async function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  if (!checkedOut.has(client)) {
+    checkedOut.add(client);
+    client.on('error', () => undefined);
+  }
+  return client;
+}
+
+const checkedOut = new WeakSet<pg.PoolClient>();
