@@ -55,6 +55,7 @@ const EXPECTED_INDEXES = [
   'task_outbox USING btree (task_id)',
   'tasklatch_meta USING btree (key)',
   'tasklatch_migrations USING btree (name)',
+  'tasks USING btree (auth_key) WHERE (status = ANY (ARRAY[\'working\'::text, \'input_required\'::text]))',
   'tasks USING btree (auth_key, created_at_ms, task_id)',
   'tasks USING btree (auth_key, idempotency_key)',
   'tasks USING btree (expires_at_ms) WHERE (expires_at_ms IS NOT NULL)',
@@ -101,7 +102,7 @@ describe('PostgresStore schema and migrations', () => {
 
   it('records the migration and a 32-byte shared secret', async () => {
     const applied = await store.pool.query<{ name: string }>('SELECT name FROM tasklatch_migrations ORDER BY name');
-    expect(applied.rows.map((r) => r.name)).toEqual(['001_init.sql', '002_dispatch.sql']);
+    expect(applied.rows.map((r) => r.name)).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
     expect(await store.sharedSecret()).toEqual(secret);
@@ -122,7 +123,7 @@ describe('PostgresStore schema and migrations', () => {
   it('lets concurrent processes migrate one fresh schema: one applies, the rest find it done', async () => {
     const fresh = await freshPostgresUrl('pg_concurrent_migrate');
     const runs = await Promise.all(Array.from({ length: 6 }, () => migratePostgres(fresh)));
-    expect(runs.filter((r) => r.length > 0)).toEqual([['001_init.sql', '002_dispatch.sql']]);
+    expect(runs.filter((r) => r.length > 0)).toEqual([['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);
     const opened = await Promise.all([PostgresStore.open(fresh), PostgresStore.open(fresh)]);
     const secrets = await Promise.all(opened.map((s) => s.sharedSecret()));

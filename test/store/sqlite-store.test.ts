@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,10 +71,14 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
 };
 
 /** Named indexes as [name, table, partial?]; SQLite's own autoindexes are checked through index_list. */
+/** Every numbered migration the package ships: each is recorded once. */
+const MIGRATION_FILES = readdirSync(new URL('../../migrations/sqlite/', import.meta.url)).filter((f) => f.endsWith('.sql')).length;
+
 const EXPECTED_INDEXES = [
   ['task_audit_task_idx', 'task_audit', 'CREATE INDEX task_audit_task_idx ON task_audit (task_id, id)'],
   ['task_outbox_available_idx', 'task_outbox', 'CREATE INDEX task_outbox_available_idx ON task_outbox (available_at_ms) WHERE done_at_ms IS NULL'],
   ['task_outbox_task_idx', 'task_outbox', 'CREATE INDEX task_outbox_task_idx ON task_outbox (task_id)'],
+  ['tasks_active_by_auth', 'tasks', "CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')"],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
   ['tasks_expires_idx', 'tasks', 'CREATE INDEX tasks_expires_idx ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL'],
 ];
@@ -103,8 +108,8 @@ describe('SQLite migrations', () => {
     expect((db.pragma(`index_info(${unique[0]!.name})`) as { name: string }[]).map((c) => c.name)).toEqual(['auth_key', 'idempotency_key']);
     const fks = db.pragma('foreign_key_list(task_outbox)') as { table: string; from: string; to: string; on_delete: string }[];
     expect(fks.map((f) => [f.table, f.from, f.to, f.on_delete])).toEqual([['tasks', 'task_id', 'task_id', 'CASCADE']]);
-    expect(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').pluck().all()).toEqual(['001_init.sql', '002_dispatch.sql']);
-    expect(store.migrationsApplied).toEqual(['001_init.sql', '002_dispatch.sql']);
+    expect(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').pluck().all()).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']);
+    expect(store.migrationsApplied).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']);
     await store.close();
   });
 
@@ -117,7 +122,7 @@ describe('SQLite migrations', () => {
     await first.close();
     const second = await SqliteStore.open(path);
     expect(Buffer.from(await second.sharedSecret()).toString('hex')).toBe(secret);
-    expect(second.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(2);
+    expect(second.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(MIGRATION_FILES);
     await second.close();
   });
 
@@ -203,7 +208,7 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
     const replies = await runChildren(script, [0, 1, 2, 3].map(() => ['open', DIST_STORE_URL.href, path]), 'opened');
     expect(replies.map((r) => r.ok), JSON.stringify(replies)).toEqual([true, true, true, true]);
     const store = await SqliteStore.open(path);
-    expect(store.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(2);
+    expect(store.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(MIGRATION_FILES);
     expect(store.db.prepare('SELECT count(*) FROM tasklatch_meta').pluck().get()).toBe(1);
     await store.close();
   });

@@ -87,15 +87,34 @@ export class MemoryStore implements TaskStore {
       leaseExpiresAt: null,
     };
     this.tasks.set(record.taskId, record);
+    this.track(record);
     if (keyIndex !== null) this.keys.set(keyIndex, record.taskId);
     this.outbox.set(record.taskId, { taskId: record.taskId, createdAt: input.now, availableAt: input.now, doneAt: null });
     return { decision: 'ACCEPT_TASK', record: copy(record) };
   }
 
+  /** Non-terminal tasks per auth key: the active-task limit counts these, not the whole history. */
+  private readonly active = new Map<string, Set<string>>();
+
   private countActive(authKey: string, now: Millis): number {
     let n = 0;
-    for (const r of this.tasks.values()) if (r.authKey === authKey && !isTerminal(r.status) && !isExpired(r, now)) n++;
+    for (const taskId of this.active.get(authKey) ?? []) {
+      const r = this.tasks.get(taskId);
+      if (r !== undefined && !isExpired(r, now)) n++;
+    }
     return n;
+  }
+
+  /** Keeps `active` in step with a record's status; call after every change of status or existence. */
+  private track(record: TaskRecord, present = true): void {
+    let ids = this.active.get(record.authKey);
+    if (present && !isTerminal(record.status)) {
+      if (ids === undefined) this.active.set(record.authKey, (ids = new Set()));
+      ids.add(record.taskId);
+    } else if (ids !== undefined) {
+      ids.delete(record.taskId);
+      if (ids.size === 0) this.active.delete(record.authKey);
+    }
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
@@ -104,6 +123,7 @@ export class MemoryStore implements TaskStore {
     if (decision === 'APPLY_TRANSITION' && stored !== null) {
       const status = input.write.status as TaskStatus;
       stored.status = status;
+      this.track(stored);
       stored.version += 1;
       stored.lastUpdatedAt = input.now;
       if (input.write.statusMessage !== undefined) stored.statusMessage = input.write.statusMessage;
@@ -139,6 +159,7 @@ export class MemoryStore implements TaskStore {
       return { decision: 'ALREADY_TERMINAL', record: copy(stored) };
     }
     stored.status = 'cancelled';
+    this.track(stored);
     stored.cancelRequested = true;
     stored.version += 1;
     stored.lastUpdatedAt = now;
@@ -179,6 +200,7 @@ export class MemoryStore implements TaskStore {
       task.lastUpdatedAt = input.now;
       if (task.attempt >= input.maxAttempts) {
         task.status = 'failed';
+        this.track(task);
         task.result = input.abandonedResult;
         task.resultDigest = resultDigest(input.abandonedResult);
         task.leaseOwner = null;
@@ -252,6 +274,7 @@ export class MemoryStore implements TaskStore {
       if (deleted >= limit) break;
       if (!isExpired(record, now)) continue;
       this.tasks.delete(record.taskId);
+      this.track(record, false);
       this.outbox.delete(record.taskId);
       if (record.idempotencyKey !== null) {
         const keyIndex = `${record.authKey}\n${record.idempotencyKey}`;
@@ -264,7 +287,10 @@ export class MemoryStore implements TaskStore {
 
   async seed(records: readonly TaskRecord[]): Promise<void> {
     for (const record of records) {
+      const previous = this.tasks.get(record.taskId);
+      if (previous !== undefined) this.track(previous, false);
       this.tasks.set(record.taskId, copy(record));
+      this.track(record);
       if (record.idempotencyKey !== null) this.keys.set(`${record.authKey}\n${record.idempotencyKey}`, record.taskId);
     }
   }
