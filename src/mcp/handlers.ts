@@ -122,7 +122,7 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
       const record = outcome.record;
       const token = extra._meta?.progressToken;
       if (token !== undefined) session.progressTokens.set(record.taskId, token);
-      watchStatus(session, record.taskId, authKeyOf(principal));
+      watchStatus(session, record.taskId, authKeyOf(principal), record.version);
       return { task: wireTask(record) };
     }
   }
@@ -153,9 +153,10 @@ async function runPlain(tool: TaskTool, params: Record<string, unknown>, princip
 }
 
 /** Sends notifications/tasks/status to this session on every change of a task it created. */
-function watchStatus(session: SessionContext, taskId: string, authKey: string): void {
+function watchStatus(session: SessionContext, taskId: string, authKey: string, createdVersion: number): void {
   const { server } = session;
-  let lastVersion = 0;
+  // The requestor has the task as created; only later versions are news.
+  let lastVersion = createdVersion;
   const onChange = async () => {
     const found = await server.service.store.get(authKey, taskId, server.service.now());
     if (found.record === null) return stop();
@@ -164,7 +165,10 @@ function watchStatus(session: SessionContext, taskId: string, authKey: string): 
     await session.sdk.notification({ method: 'notifications/tasks/status', params: wireTask(found.record) });
     if (isTerminal(found.record.status)) stop();
   };
-  const unsubscribe = server.service.changes.subscribe(taskId, () => void onChange().catch(() => undefined));
+  const unsubscribe = server.service.changes.subscribe(taskId, (version) => {
+    if (version !== undefined && version <= lastVersion) return;
+    onChange().catch(() => undefined);
+  });
   const stop = () => {
     unsubscribe();
     session.watches.delete(taskId);

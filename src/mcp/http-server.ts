@@ -70,6 +70,10 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
       else res.end();
     });
   });
+  // Longer than the usual client idle timeouts: a server that closes a kept-alive connection
+  // first makes the client's next request on it fail with ECONNRESET.
+  http.keepAliveTimeout = 65_000;
+  http.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(options.port, options.host, () => resolve());

@@ -17,8 +17,9 @@ export class ChangeFeed {
     this.emitter.setMaxListeners(0);
   }
 
-  publish(taskId: string): void {
-    this.emitter.emit(taskId);
+  /** `version` is the record's version after the change, where the writer said. */
+  publish(taskId: string, version?: number): void {
+    this.emitter.emit(taskId, version);
     this.emitter.emit(ANY);
   }
 
@@ -33,7 +34,7 @@ export class ChangeFeed {
     return () => this.emitter.off(ANY, listener);
   }
 
-  subscribe(taskId: string, listener: () => void): () => void {
+  subscribe(taskId: string, listener: (version: number | undefined) => void): () => void {
     this.emitter.on(taskId, listener);
     return () => this.emitter.off(taskId, listener);
   }

@@ -105,7 +105,7 @@ export class TaskService {
       now,
       maxActive: this.limits.maxActiveTasks,
     });
-    if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId);
+    if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId, outcome.record.version);
     return outcome;
   }
 
@@ -118,7 +118,7 @@ export class TaskService {
       correlationId: input.correlationId ?? randomUUID(),
       now: this.clock(),
     });
-    if (outcome.decision === 'APPLY_TRANSITION') this.changes.publish(input.taskId);
+    if (outcome.decision === 'APPLY_TRANSITION') this.changes.publish(input.taskId, outcome.record?.version);
     return outcome;
   }
 
@@ -134,7 +134,7 @@ export class TaskService {
       }
       // The store classifies and writes its own audit line in the cancel transaction.
       const cancelled = await this.store.cancel(input.auth, input.taskId, now, correlationId);
-      if (cancelled.decision === 'CANCEL_TASK') this.changes.publish(input.taskId);
+      if (cancelled.decision === 'CANCEL_TASK') this.changes.publish(input.taskId, cancelled.record.version);
       return cancelled;
     }
     const found = await this.store.get(input.auth, input.taskId, now);
@@ -187,7 +187,7 @@ export class TaskService {
   /** Starts relaying the store's cross-process change notifications, where it has them. */
   async start(onError?: (error: Error) => void): Promise<void> {
     if (this.stopListening !== null || this.store.listen === undefined) return;
-    this.stopListening = await this.store.listen((taskId) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId)), onError);
+    this.stopListening = await this.store.listen((taskId, version) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version)), onError);
   }
 
   async stop(): Promise<void> {

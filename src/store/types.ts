@@ -155,11 +155,11 @@ export interface TaskStore {
   /** Imports records as they are (replay seeding, migrations between stores). */
   seed(records: readonly TaskRecord[]): Promise<void>;
   /**
-   * Calls `onChange(taskId)` whenever any process changes a task record (stores whose
+   * Calls `onChange(taskId, version)` whenever any process changes a task record (stores whose
    * `supports.listenNotify` is true), and `onChange(null)` when changes may have been missed
    * (the connection was lost and is back). Resolves once listening; the returned function stops.
    */
-  listen?(onChange: (taskId: string | null) => void, onError?: (error: Error) => void): Promise<() => Promise<void>>;
+  listen?(onChange: (taskId: string | null, version?: number) => void, onError?: (error: Error) => void): Promise<() => Promise<void>>;
   /** A secret shared by every process on this store (cursor signing). */
   sharedSecret(): Promise<Uint8Array>;
   close(): Promise<void>;

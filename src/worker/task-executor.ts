@@ -116,7 +116,9 @@ export class TaskExecutor {
         (error: unknown) => this.hooks.log?.('warn', 'heartbeat failed', { taskId, error: String(error) }),
       );
     }, lease.heartbeatMs);
-    const unwatch = this.service.changes.subscribe(taskId, () => {
+    const unwatch = this.service.changes.subscribe(taskId, (version) => {
+      // Our own writes come back as events too; a version we wrote needs no read.
+      if (version !== undefined && version <= state.version) return;
       this.service.store.get(authKey, taskId, this.service.now()).then(
         (found) => {
           if (found.record === null) stop('expired');

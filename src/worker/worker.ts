@@ -98,7 +98,7 @@ export class Worker {
           });
           failures = 0;
           for (const record of claimed) {
-            this.service.changes.publish(record.taskId);
+            this.service.changes.publish(record.taskId, record.version);
             const run = this.executor
               .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
               .catch((error: unknown) => this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) }))

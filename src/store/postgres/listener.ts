@@ -1,18 +1,21 @@
 import pg from 'pg';
 
-/** The channel every tasklatch writer notifies on; the payload is `schema:taskId`. */
+/**
+ * The channel every tasklatch writer notifies on; the payload is `schema:taskId:version`. The
+ * version lets a receiver skip what it already knows (its own writes coming back) without a read.
+ */
 export const CHANGES_CHANNEL = 'tasklatch_changes';
 
 /**
  * The notification of a change to the task named by the SQL expression `taskId`, for use inside
  * a statement (a CTE's final SELECT). Like NOTIFY_CHANGE it is delivered at commit.
  */
-export function notifyChange(taskId: string): string {
-  return `pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || ${taskId})`;
+export function notifyChange(taskId: string, version: string): string {
+  return `pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || ${taskId} || ':' || ${version})`;
 }
 
-/** Sent inside a writing transaction, so it is delivered at commit and only if it commits. */
-export const NOTIFY_CHANGE = `SELECT ${notifyChange('$1')}`;
+/** Sent inside a writing transaction, so it is delivered at commit and only if it commits: $1 task id, $2 version. */
+export const NOTIFY_CHANGE = `SELECT ${notifyChange('$1::text', '$2::int')}`;
 
 /**
  * One dedicated connection that LISTENs for task changes written by any process on the same
@@ -26,11 +29,11 @@ export class ChangeListener {
 
   private constructor(
     private readonly config: pg.ClientConfig,
-    private readonly onChange: (taskId: string | null) => void,
+    private readonly onChange: (taskId: string | null, version?: number) => void,
     private readonly onError: (error: Error) => void,
   ) {}
 
-  static async start(config: pg.ClientConfig, onChange: (taskId: string | null) => void, onError: (error: Error) => void): Promise<ChangeListener> {
+  static async start(config: pg.ClientConfig, onChange: (taskId: string | null, version?: number) => void, onError: (error: Error) => void): Promise<ChangeListener> {
     const listener = new ChangeListener(config, onChange, onError);
     await listener.connect();
     return listener;
@@ -53,7 +56,11 @@ export class ChangeListener {
     const prefix = `${schema}:`;
     client.on('notification', (message) => {
       if (message.channel === CHANGES_CHANNEL && message.payload?.startsWith(prefix) === true) {
-        this.onChange(message.payload.slice(prefix.length));
+        const rest = message.payload.slice(prefix.length);
+        const colon = rest.lastIndexOf(':');
+        const version = Number(rest.slice(colon + 1));
+        if (colon > 0 && Number.isSafeInteger(version)) this.onChange(rest.slice(0, colon), version);
+        else this.onChange(rest);
       }
     });
     await client.query(`LISTEN ${CHANGES_CHANNEL}`);

@@ -46,6 +46,13 @@ export class PostgresStore implements TaskStore {
   private constructor(
     /** The pool; exposed for tests and for workers built on the same connections. */
     readonly pool: pg.Pool,
+    /**
+     * A small pool for audit lines written outside any other write (read decisions): its
+     * sessions commit asynchronously, so a `tasks/get` waits for the INSERT but not for the WAL
+     * flush. A server crash (not a clean restart) can lose the last few hundred milliseconds of
+     * such lines; task records and every decision written with them keep synchronous commit.
+     */
+    private readonly auditPool: pg.Pool,
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
   ) {}
@@ -69,11 +76,12 @@ export class PostgresStore implements TaskStore {
       await pool.end();
       throw error;
     }
-    return new PostgresStore(pool, applied);
+    const auditPool = createPool({ ...target, options: [target.options, '-c synchronous_commit=off'].filter((o) => o !== null).join(' ') }, 4);
+    return new PostgresStore(pool, auditPool, applied);
   }
 
   /** LISTENs on a dedicated connection for changes any process writes to this schema. */
-  async listen(onChange: (taskId: string | null) => void, onError: (error: Error) => void = () => undefined): Promise<() => Promise<void>> {
+  async listen(onChange: (taskId: string | null, version?: number) => void, onError: (error: Error) => void = () => undefined): Promise<() => Promise<void>> {
     const listener = await ChangeListener.start(this.pool.options, onChange, onError);
     return () => listener.close();
   }
@@ -130,7 +138,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async recordDecision(entry: AuditEntry): Promise<void> {
-    await this.pool.query(sql.INSERT_AUDIT, auditParams(entry));
+    await this.auditPool.query(sql.INSERT_AUDIT, auditParams(entry));
   }
 
   async auditTrail(taskId: string): Promise<AuditEntry[]> {
@@ -162,7 +170,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async close(): Promise<void> {
-    this.closed ??= this.pool.end();
+    this.closed ??= Promise.all([this.pool.end(), this.auditPool.end()]).then(() => undefined);
     return this.closed;
   }
 

@@ -161,7 +161,7 @@ function dispatchWrite(taskSets: string, outboxSets: string): string {
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied
   )
-  SELECT applied.*, ${notifyChange('applied.task_id')} AS notified FROM applied`;
+  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
 }
 
 /** A claim: a new attempt leased to $7 until $8; the entry comes due again at the lease's end. */
@@ -196,11 +196,11 @@ export const HEARTBEAT = `
  */
 export const RELEASE = `
   WITH released AS (
-    UPDATE tasks SET lease_owner = NULL, lease_expires_at_ms = NULL WHERE ${FENCED} RETURNING task_id
+    UPDATE tasks SET lease_owner = NULL, lease_expires_at_ms = NULL WHERE ${FENCED} RETURNING task_id, version
   ), moved AS (
     UPDATE task_outbox o SET available_at_ms = $5, claimed_by = NULL, lease_expires_at_ms = NULL
       FROM released r WHERE o.task_id = r.task_id AND o.done_at_ms IS NULL
   )
-  SELECT task_id, ${notifyChange('task_id')} AS notified FROM released`;
+  SELECT task_id, ${notifyChange('task_id', 'version')} AS notified FROM released`;
 
 export const COUNT_PENDING = `SELECT count(*)::int AS n FROM task_outbox WHERE done_at_ms IS NULL`;

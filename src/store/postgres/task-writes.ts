@@ -34,7 +34,7 @@ export async function admitIn(client: pg.PoolClient, input: AdmitInput): Promise
     if (inserted.rows[0] !== undefined) {
       await client.query(sql.INSERT_OUTBOX, [record.taskId, input.now]);
       await audit(client, 'create', input, 'ACCEPT_TASK', record.taskId, null);
-      await client.query(NOTIFY_CHANGE, [record.taskId]);
+      await client.query(NOTIFY_CHANGE, [record.taskId, record.version]);
       return { decision: 'ACCEPT_TASK', record: toTaskRecord(inserted.rows[0]) };
     }
     // Only a key conflict skips the insert, so the key is not null here.
@@ -87,7 +87,7 @@ export async function transitionIn(client: pg.PoolClient, input: TransitionInput
       const record = toTaskRecord(applied.rows[0]);
       if (isTerminal(record.status)) await client.query(sql.CLOSE_OUTBOX, [input.taskId, input.now]);
       await audit(client, 'transition', input, 'APPLY_TRANSITION', input.taskId, record);
-      await client.query(NOTIFY_CHANGE, [input.taskId]);
+      await client.query(NOTIFY_CHANGE, [input.taskId, record.version]);
       return { decision: 'APPLY_TRANSITION', record };
     }
   }
@@ -112,7 +112,7 @@ export async function cancelIn(
     const record = toTaskRecord(cancelled.rows[0]);
     await client.query(sql.CLOSE_OUTBOX, [input.taskId, input.now]);
     await audit(client, 'read', input, 'CANCEL_TASK', input.taskId, record);
-    await client.query(NOTIFY_CHANGE, [input.taskId]);
+    await client.query(NOTIFY_CHANGE, [input.taskId, record.version]);
     return { decision: 'CANCEL_TASK', record };
   }
   const stored = await readById(client, input.taskId);
