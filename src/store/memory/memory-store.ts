@@ -5,6 +5,7 @@ import { compareListOrder } from '../../core/read-rules.js';
 import { isExpired } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTerminal, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
+import { admissionRecord } from '../admission-record.js';
 import type {
   ClaimInput,
   Fence,
@@ -63,29 +64,7 @@ export class MemoryStore implements TaskStore {
     this.log(input.now, 'create', decision, input.authKey, loggedId, input.correlationId, decision === 'BLOCK_TASK_LIMIT' ? null : prior);
     if (decision === 'BLOCK_IDEMPOTENCY_COLLISION' || decision === 'BLOCK_TASK_LIMIT') return { decision, record: null };
     if (decision === 'REPLAY_TASK' && prior !== null) return { decision, record: copy(prior) };
-    const record: TaskRecord = {
-      taskId: input.taskId,
-      authKey: input.authKey,
-      toolName: input.toolName,
-      status: 'working',
-      statusMessage: null,
-      version: 1,
-      createdAt: input.now,
-      lastUpdatedAt: input.now,
-      ttl: input.ttl,
-      expiresAt: input.ttl === null ? null : input.now + input.ttl,
-      pollInterval: input.pollInterval,
-      requestDigest: input.requestDigest,
-      idempotencyKey: input.idempotencyKey,
-      request: input.request,
-      cancelRequested: false,
-      result: null,
-      resultDigest: null,
-      correlationId: input.correlationId,
-      attempt: 0,
-      leaseOwner: null,
-      leaseExpiresAt: null,
-    };
+    const record = admissionRecord(input);
     this.tasks.set(record.taskId, record);
     this.track(record);
     if (keyIndex !== null) this.keys.set(keyIndex, record.taskId);

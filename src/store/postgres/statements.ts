@@ -8,7 +8,6 @@ import { TASK_COLUMNS } from './row.js';
  * decision is made in TypeScript by the core.
  */
 
-const placeholders = TASK_COLUMNS.map((_, i) => `$${i + 1}`).join(', ');
 
 /** `(expires_at_ms IS NULL OR expires_at_ms > now)` with `now` as parameter `$n`. */
 export function unexpired(n: number): string {
@@ -20,14 +19,41 @@ export const RELEASE_EXPIRED_KEY = `
   UPDATE tasks SET idempotency_key = NULL
    WHERE auth_key = $1 AND idempotency_key = $2 AND expires_at_ms <= $3`;
 
+
+/** Column types of `TASK_COLUMNS`, for parameters outside a VALUES list (which would default to text). */
+const TASK_COLUMN_TYPES = [
+  'text', 'text', 'text', 'text', 'text', 'int', 'bigint',
+  'bigint', 'bigint', 'bigint', 'int', 'text',
+  'text', 'jsonb', 'boolean', 'jsonb', 'text', 'text',
+  'int', 'text', 'bigint',
+] as const;
+const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+
 /**
- * Admission. A concurrent duplicate waits on the unique index until the first commits, then
- * does nothing; the transaction stays usable, unlike after a unique violation.
+ * Admission as one statement: the task row (unless its key is taken, or the caller is at its
+ * active-task limit), its outbox entry, the ACCEPT_TASK audit line and the change notification.
+ * Parameters: the task's columns ($1–$21), the limit ($22, null for none), now ($23). Under a
+ * limit the caller has taken the auth key's advisory lock in an earlier statement, so this
+ * statement's snapshot already sees every admission that committed before it.
  */
-export const INSERT_TASK_UNLESS_KEY_TAKEN = `
-  INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${placeholders})
-  ON CONFLICT (auth_key, idempotency_key) DO NOTHING
-  RETURNING *`;
+export const ADMIT_TASK = `
+  WITH inserted AS (
+    INSERT INTO tasks (${TASK_COLUMNS.join(', ')})
+    SELECT ${typedPlaceholders}
+     WHERE $22::int IS NULL
+        OR (SELECT count(*) FROM tasks
+             WHERE auth_key = $2::text AND status IN ('working', 'input_required')
+               AND (expires_at_ms IS NULL OR expires_at_ms > $23::bigint)) < $22::int
+    ON CONFLICT (auth_key, idempotency_key) DO NOTHING
+    RETURNING *
+  ), queued AS (
+    INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms)
+    SELECT task_id, created_at_ms, created_at_ms FROM inserted
+  ), audited AS (
+    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    SELECT created_at_ms, 'create', 'ACCEPT_TASK', auth_key, task_id, correlation_id, NULL, NULL, NULL FROM inserted
+  )
+  SELECT inserted.*, ${notifyChange('inserted.task_id', 'inserted.version')} AS notified FROM inserted`;
 
 export const SELECT_BY_KEY = `SELECT * FROM tasks WHERE auth_key = $1 AND idempotency_key = $2`;
 
@@ -42,8 +68,6 @@ export const SELECT_BY_ID = `SELECT * FROM tasks WHERE task_id = $1`;
 
 export const SELECT_VISIBLE = `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND ${unexpired(3)}`;
 
-export const INSERT_OUTBOX = `
-  INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms) VALUES ($1, $2, $2)`;
 
 export const INSERT_AUDIT = `
   INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
@@ -101,7 +125,7 @@ export const RELEASE_KEY_FOR_SEED = `
    WHERE auth_key = $1 AND idempotency_key = $2 AND task_id <> $3`;
 
 export const UPSERT_TASK = `
-  INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${placeholders})
+  INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${typedPlaceholders})
   ON CONFLICT (task_id) DO UPDATE SET ${TASK_COLUMNS.filter((c) => c !== 'task_id')
     .map((c) => `${c} = EXCLUDED.${c}`)
     .join(', ')}`;

@@ -8,6 +8,7 @@ import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../co
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
 import { auditParams, jsonParam, taskParams, toTaskRecord, type TaskRow } from './row.js';
 import { NOTIFY_CHANGE } from './listener.js';
+import { admissionRecord } from '../admission-record.js';
 import * as sql from './statements.js';
 
 /**
@@ -20,51 +21,42 @@ import * as sql from './statements.js';
 // gave the key up between our INSERT and our SELECT.
 const ADMIT_ATTEMPTS = 5;
 
+/**
+ * Admission: the usual path is one statement (task, outbox entry, audit line, notification).
+ * When it inserts nothing, the key's holder or the limit stopped it: the holder is read and
+ * classified by the core (a retry of an existing task is never refused by the limit), and only
+ * with no live holder is the limit the answer.
+ */
 export async function admitIn(client: pg.PoolClient, input: AdmitInput): Promise<AdmitOutcome> {
-  const record = newRecord(input);
+  const params = [...taskParams(admissionRecord(input)), input.maxActive ?? null, input.now];
+  // The limit counts under a per-auth-key lock (held to commit), taken in its own statement so
+  // that the admission's snapshot is taken after it: count-then-insert is then exact.
+  if (input.maxActive != null) await client.query(sql.LOCK_AUTH_KEY, [input.authKey]);
   for (let attempt = 0; attempt < ADMIT_ATTEMPTS; attempt++) {
     if (input.idempotencyKey !== null) {
       await client.query(sql.RELEASE_EXPIRED_KEY, [input.authKey, input.idempotencyKey, input.now]);
     }
-    if (input.maxActive != null) {
-      const limited = await admitOverLimit(client, input, input.maxActive);
-      if (limited !== null) return limited;
-    }
-    const inserted = await client.query<TaskRow>(sql.INSERT_TASK_UNLESS_KEY_TAKEN, taskParams(record));
-    if (inserted.rows[0] !== undefined) {
-      await client.query(sql.INSERT_OUTBOX, [record.taskId, input.now]);
-      await audit(client, 'create', input, 'ACCEPT_TASK', record.taskId, null);
-      await client.query(NOTIFY_CHANGE, [record.taskId, record.version]);
-      return { decision: 'ACCEPT_TASK', record: toTaskRecord(inserted.rows[0]) };
-    }
-    // Only a key conflict skips the insert, so the key is not null here.
-    const found = await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
-    const prior = found.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
+    const inserted = await client.query<TaskRow>(sql.ADMIT_TASK, params);
+    if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: toTaskRecord(inserted.rows[0]) };
+    const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
+    const prior = found?.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
     const decision = decideAdmission({ ...input, auth: input.authKey, prior });
-    if (decision === 'ACCEPT_TASK' || prior === null) continue;
-    await audit(client, 'create', input, decision, prior.taskId, prior);
-    return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
+    if (decision !== 'ACCEPT_TASK' && prior !== null) {
+      await audit(client, 'create', input, decision, prior.taskId, prior);
+      return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
+    }
+    if (input.maxActive != null && (await activeCount(client, input)) >= input.maxActive) {
+      await audit(client, 'create', input, 'BLOCK_TASK_LIMIT', null, null);
+      return { decision: 'BLOCK_TASK_LIMIT', record: null };
+    }
+    // The key's holder expired or gave the key up between the insert and the read: again.
   }
   throw new TasklatchError('INTERNAL', `admission of idempotency key ${JSON.stringify(input.idempotencyKey)} did not settle`);
 }
 
-/**
- * The outcome when the caller is at its active-task limit, or null to go on admitting. The
- * per-auth-key advisory lock (held to commit) makes count-then-insert exact across processes.
- */
-async function admitOverLimit(client: pg.PoolClient, input: AdmitInput, maxActive: number): Promise<AdmitOutcome | null> {
-  await client.query(sql.LOCK_AUTH_KEY, [input.authKey]);
+async function activeCount(client: pg.PoolClient, input: AdmitInput): Promise<number> {
   const counted = await client.query<{ n: number }>(sql.COUNT_ACTIVE, [input.authKey, input.now]);
-  if ((counted.rows[0]?.n ?? 0) < maxActive) return null;
-  const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
-  const prior = found?.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
-  const decision = decideAdmission({ ...input, auth: input.authKey, prior });
-  if (decision !== 'ACCEPT_TASK' && prior !== null) {
-    await audit(client, 'create', input, decision, prior.taskId, prior);
-    return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
-  }
-  await audit(client, 'create', input, 'BLOCK_TASK_LIMIT', null, null);
-  return { decision: 'BLOCK_TASK_LIMIT', record: null };
+  return counted.rows[0]?.n ?? 0;
 }
 
 export async function transitionIn(client: pg.PoolClient, input: TransitionInput): Promise<TransitionOutcome> {
@@ -133,31 +125,6 @@ export async function readById(client: pg.ClientBase | pg.Pool, taskId: string):
   return found.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
 }
 
-function newRecord(input: AdmitInput): TaskRecord {
-  return {
-    taskId: input.taskId,
-    authKey: input.authKey,
-    toolName: input.toolName,
-    status: 'working',
-    statusMessage: null,
-    version: 1,
-    createdAt: input.now,
-    lastUpdatedAt: input.now,
-    ttl: input.ttl,
-    expiresAt: input.ttl === null ? null : input.now + input.ttl,
-    pollInterval: input.pollInterval,
-    requestDigest: input.requestDigest,
-    idempotencyKey: input.idempotencyKey,
-    request: input.request,
-    cancelRequested: false,
-    result: null,
-    resultDigest: null,
-    correlationId: input.correlationId,
-    attempt: 0,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-  };
-}
 
 /** Whether `value` fits an integer column; anything else matches no stored version. */
 export function isInt4(value: number): boolean {

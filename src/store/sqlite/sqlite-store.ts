@@ -22,6 +22,7 @@ import type {
   TransitionOutcome,
 } from '../types.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
+import { admissionRecord } from '../admission-record.js';
 import { migrateSqlite } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, toJson, type AuditRow, type TaskRow } from './row.js';
 import { prepareStatements, type Statements } from './statements.js';
@@ -92,7 +93,7 @@ export class SqliteStore implements TaskStore {
         const limited = this.admitOverLimit(input, input.maxActive);
         if (limited !== null) return limited;
       }
-      const inserted = this.sql.insertTask.get(recordToRow(newRecord(input))) as TaskRow | undefined;
+      const inserted = this.sql.insertTask.get(recordToRow(admissionRecord(input))) as TaskRow | undefined;
       if (inserted !== undefined) {
         this.sql.insertOutbox.run({ task_id: inserted.task_id, now: input.now });
         this.log(input.now, 'create', 'ACCEPT_TASK', input.authKey, inserted.task_id, input.correlationId, null);
@@ -299,32 +300,6 @@ export class SqliteStore implements TaskStore {
   }
 }
 
-/** The record an accepted admission stores: status working, version 1, expiry from the ttl. */
-function newRecord(input: AdmitInput): TaskRecord {
-  return {
-    taskId: input.taskId,
-    authKey: input.authKey,
-    toolName: input.toolName,
-    status: 'working',
-    statusMessage: null,
-    version: 1,
-    createdAt: input.now,
-    lastUpdatedAt: input.now,
-    ttl: input.ttl,
-    expiresAt: input.ttl === null ? null : input.now + input.ttl,
-    pollInterval: input.pollInterval,
-    requestDigest: input.requestDigest,
-    idempotencyKey: input.idempotencyKey,
-    request: input.request,
-    cancelRequested: false,
-    result: null,
-    resultDigest: null,
-    correlationId: input.correlationId,
-    attempt: 0,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-  };
-}
 
 function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;

@@ -1,0 +1,29 @@
+import type { TaskRecord } from '../core/types.js';
+import type { AdmitInput } from './types.js';
+
+/** The record an accepted admission stores, in every store: working, version 1, expiry from the ttl. */
+export function admissionRecord(input: AdmitInput): TaskRecord {
+  return {
+    taskId: input.taskId,
+    authKey: input.authKey,
+    toolName: input.toolName,
+    status: 'working',
+    statusMessage: null,
+    version: 1,
+    createdAt: input.now,
+    lastUpdatedAt: input.now,
+    ttl: input.ttl,
+    expiresAt: input.ttl === null ? null : input.now + input.ttl,
+    pollInterval: input.pollInterval,
+    requestDigest: input.requestDigest,
+    idempotencyKey: input.idempotencyKey,
+    request: input.request,
+    cancelRequested: false,
+    result: null,
+    resultDigest: null,
+    correlationId: input.correlationId,
+    attempt: 0,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+  };
+}
