@@ -50,6 +50,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   }
   if (values.stdio && values.http !== undefined) throw new TasklatchError('INVALID_INPUT', '--stdio and --http exclude each other');
   if (values.principal !== undefined && !values.stdio) throw new TasklatchError('INVALID_INPUT', '--principal names the caller of a --stdio session; over HTTP use --auth-tokens');
+  // Every argument is checked before anything starts: a bad one changes nothing.
+  const listen = values.stdio ? null : parseListen(values.http ?? '127.0.0.1:3000');
   const tokens = values['auth-tokens'] === undefined ? undefined : await loadTokens(values['auth-tokens']);
   const sessionPrincipal = values.principal === undefined ? null : parsePrincipal(values.principal);
   const limits = {
@@ -60,6 +62,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   };
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
+  const workerSettings = workerOptionsFrom(values);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
     tokens !== undefined
@@ -71,7 +74,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     store,
     tools: toolsFrom(values),
     execute: values.workers,
-    worker: workerOptionsFrom(values),
+    worker: workerSettings,
     ...(authenticate === undefined ? {} : { authenticate }),
     limits,
     logger,
@@ -88,7 +91,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     closeTransport = () => transport.close();
     await Promise.race([stopped, closed]);
   } else {
-    const { host, port } = parseListen(values.http ?? '127.0.0.1:3000');
+    const { host, port } = listen ?? parseListen('127.0.0.1:3000');
     const http = await startHttpServer(server, { host, port, ...(tokens === undefined ? {} : { tokens }) });
     io.out(`tasklatch listening on ${http.url}`);
     closeTransport = () => http.close();
