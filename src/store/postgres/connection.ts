@@ -87,11 +87,16 @@ export function unavailable(target: PostgresTarget, cause: unknown): TasklatchEr
  * Runs `work` in one transaction on one checked-out client: BEGIN, COMMIT, ROLLBACK on any
  * error, and the client always goes back to the pool.
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  /** Statements without parameters to send with BEGIN in the same round trip (simple protocol). */
+  prelude?: (client: pg.PoolClient) => string[],
+): Promise<T> {
   const client = await checkout(pool);
   let broken: Error | undefined;
   try {
-    await client.query('BEGIN');
+    await client.query(['BEGIN', ...(prelude?.(client) ?? [])].join('; '));
     const value = await work(client);
     await client.query('COMMIT');
     return value;

@@ -19,11 +19,12 @@ import type {
 } from '../types.js';
 import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatOn, releaseOn } from './dispatch.js';
+import { AuditWriter } from './audit-writer.js';
 import { ChangeListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
-import { auditParams, taskParams, toAuditEntry, toTaskRecord, type AuditRow, type TaskRow } from './row.js';
+import { taskParams, toAuditEntry, toTaskRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
-import { admitIn, cancelIn, readById, transitionIn } from './task-writes.js';
+import { admit, cancelIn, readById, transitionIn } from './task-writes.js';
 
 /** Options of {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
@@ -42,20 +43,23 @@ export class PostgresStore implements TaskStore {
 
   private secret: Promise<Uint8Array> | null = null;
   private closed: Promise<void> | null = null;
+  private readonly auditWriter: AuditWriter;
 
   private constructor(
     /** The pool; exposed for tests and for workers built on the same connections. */
     readonly pool: pg.Pool,
     /**
-     * A small pool for audit lines written outside any other write (read decisions): its
-     * sessions commit asynchronously, so a `tasks/get` waits for the INSERT but not for the WAL
-     * flush. A server crash (not a clean restart) can lose the last few hundred milliseconds of
-     * such lines; task records and every decision written with them keep synchronous commit.
+     * A small pool for audit lines written outside any other write (read decisions, blocked
+     * requests), in batches off the reply path: its sessions commit asynchronously. A server
+     * crash (not a clean restart) can lose the last few hundred milliseconds of such lines; task
+     * records and every decision written with them keep synchronous commit.
      */
     private readonly auditPool: pg.Pool,
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
-  ) {}
+  ) {
+    this.auditWriter = new AuditWriter(auditPool);
+  }
 
   /**
    * Connects to `url` (`postgres://…`; `?schema=NAME` puts tasklatch's tables in a schema of
@@ -87,7 +91,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
-    return inTransaction(this.pool, (client) => admitIn(client, input));
+    return admit(this.pool, input);
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
@@ -137,11 +141,13 @@ export class PostgresStore implements TaskStore {
     return counted.rows[0]?.n ?? 0;
   }
 
+  /** Queued and written in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
-    await this.auditPool.query(sql.INSERT_AUDIT, auditParams(entry));
+    this.auditWriter.append(entry);
   }
 
   async auditTrail(taskId: string): Promise<AuditEntry[]> {
+    await this.auditWriter.drain();
     const found = await this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]);
     return found.rows.map(toAuditEntry);
   }
@@ -170,7 +176,10 @@ export class PostgresStore implements TaskStore {
   }
 
   async close(): Promise<void> {
-    this.closed ??= Promise.all([this.pool.end(), this.auditPool.end()]).then(() => undefined);
+    this.closed ??= this.auditWriter
+      .drain(5_000)
+      .then(() => Promise.all([this.pool.end(), this.auditPool.end()]))
+      .then(() => undefined);
     return this.closed;
   }
 

@@ -57,8 +57,6 @@ export const ADMIT_TASK = `
 
 export const SELECT_BY_KEY = `SELECT * FROM tasks WHERE auth_key = $1 AND idempotency_key = $2`;
 
-/** Serializes the admissions of one auth key while an active-task limit is checked. */
-export const LOCK_AUTH_KEY = `SELECT pg_advisory_xact_lock(hashtextextended('tasklatch:admit:' || $1, 0))`;
 
 export const COUNT_ACTIVE = `
   SELECT count(*)::int AS n FROM tasks

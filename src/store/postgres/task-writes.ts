@@ -6,6 +6,7 @@ import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
+import { inTransaction } from './connection.js';
 import { auditParams, jsonParam, taskParams, toTaskRecord, type TaskRow } from './row.js';
 import { NOTIFY_CHANGE } from './listener.js';
 import { admissionRecord } from '../admission-record.js';
@@ -27,13 +28,43 @@ const ADMIT_ATTEMPTS = 5;
  * classified by the core (a retry of an existing task is never refused by the limit), and only
  * with no live holder is the limit the answer.
  */
-export async function admitIn(client: pg.PoolClient, input: AdmitInput): Promise<AdmitOutcome> {
+export async function admit(pool: pg.Pool, input: AdmitInput): Promise<AdmitOutcome> {
   const params = [...taskParams(admissionRecord(input)), input.maxActive ?? null, input.now];
-  // The limit counts under a per-auth-key lock (held to commit), taken in its own statement so
-  // that the admission's snapshot is taken after it: count-then-insert is then exact.
-  if (input.maxActive != null) await client.query(sql.LOCK_AUTH_KEY, [input.authKey]);
-  for (let attempt = 0; attempt < ADMIT_ATTEMPTS; attempt++) {
+  // Neither a key nor a limit: nothing to look up first, so the one statement is the whole
+  // transaction (it cannot conflict: task ids are unique).
+  if (input.idempotencyKey === null && input.maxActive == null) {
+    const inserted = await pool.query<TaskRow>(sql.ADMIT_TASK, params);
+    if (inserted.rows[0] === undefined) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
+    return { decision: 'ACCEPT_TASK', record: toTaskRecord(inserted.rows[0]) };
+  }
+  return inTransaction(pool, (client) => admitIn(client, input, params), admissionPrelude(input));
+}
+
+/**
+ * What admission runs before its insert, as plain SQL sent with BEGIN in one round trip: the
+ * per-auth-key lock of the active-task limit (held to commit; a statement of its own, so the
+ * admission's snapshot is taken after it and count-then-insert is exact), and the release of an
+ * expired holder's key. Values are escaped literals; every one is a string or a checked number.
+ */
+function admissionPrelude(input: AdmitInput): (client: pg.PoolClient) => string[] {
+  return (client) => {
+    const statements: string[] = [];
+    if (input.maxActive != null) {
+      statements.push(`SELECT pg_advisory_xact_lock(hashtextextended(${client.escapeLiteral(`tasklatch:admit:${input.authKey}`)}, 0))`);
+    }
     if (input.idempotencyKey !== null) {
+      if (!Number.isSafeInteger(input.now)) throw new TasklatchError('INVALID_INPUT', 'admission time must be whole milliseconds');
+      statements.push(
+        `UPDATE tasks SET idempotency_key = NULL WHERE auth_key = ${client.escapeLiteral(input.authKey)} AND idempotency_key = ${client.escapeLiteral(input.idempotencyKey)} AND expires_at_ms <= ${input.now}`,
+      );
+    }
+    return statements;
+  };
+}
+
+async function admitIn(client: pg.PoolClient, input: AdmitInput, params: unknown[]): Promise<AdmitOutcome> {
+  for (let attempt = 0; attempt < ADMIT_ATTEMPTS; attempt++) {
+    if (attempt > 0 && input.idempotencyKey !== null) {
       await client.query(sql.RELEASE_EXPIRED_KEY, [input.authKey, input.idempotencyKey, input.now]);
     }
     const inserted = await client.query<TaskRow>(sql.ADMIT_TASK, params);
