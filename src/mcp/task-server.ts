@@ -1,6 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import type { TaskCapabilities } from '../core/types.js';
 import { ExpirySweeper } from '../service/expiry-sweeper.js';
 import { TaskService } from '../service/task-service.js';
@@ -11,6 +12,7 @@ import { Worker, type WorkerOptions } from '../worker/worker.js';
 import { createLogger, type Logger } from './log.js';
 import { registerTaskHandlers, type SessionContext } from './handlers.js';
 import { ToolRegistry } from './tool-registry.js';
+import { invalidParams } from './wire.js';
 import type { Principal, TaskTool } from './tool.js';
 
 /** Resolves the caller of one request; null when the request carries no auth context. */
@@ -124,13 +126,24 @@ export class TaskServer {
       progressTokens: new Map(),
       watches: new Map(),
     };
-    // The SDK's Server wraps tools/call to check result shapes by `params.task`; a call with
+    // Requests are validated here, not by the SDK: its parse failures answer -32603, where a
+    // malformed request (a missing task id, a cursor that is not a string) is invalid params.
+    // And the SDK's Server wraps tools/call to check result shapes by `params.task`; a call with
     // `params.task` that this server must run as a plain call (no task capability) would be
-    // refused by that check, so our handler is installed at the protocol level and validates
-    // itself.
+    // refused by that check, so tools/call is installed at the protocol level.
     registerTaskHandlers(session, (schema, handler) => {
-      if (schema === CallToolRequestSchema) Protocol.prototype.setRequestHandler.call(server, schema, handler as never);
-      else server.setRequestHandler(schema, handler as never);
+      const method = (schema as unknown as { shape: { method: { value: string } } }).shape.method.value;
+      const envelope = z.looseObject({ method: z.literal(method), params: z.unknown().optional() });
+      const checked = async (request: unknown, extra: Parameters<typeof handler>[1]) => {
+        const parsed = (schema as unknown as z.ZodType).safeParse(request);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0];
+          throw invalidParams(`Invalid params for ${method}: ${issue === undefined ? 'malformed' : `${issue.path.join('.')}: ${issue.message}`}`);
+        }
+        return handler(parsed.data as never, extra);
+      };
+      if (schema === CallToolRequestSchema) Protocol.prototype.setRequestHandler.call(server, envelope, checked as never);
+      else server.setRequestHandler(envelope, checked as never);
     });
     server.onclose = () => {
       for (const stop of session.watches.values()) stop();
