@@ -1,31 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskRecord } from '../../src/core/types.js';
-import type { AdmitInput, ClaimInput, Fence, TaskStore } from '../../src/store/types.js';
+import type { ClaimInput, Fence, TaskStore } from '../../src/store/types.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
+import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
 
 // PostgreSQL dispatch under real concurrency: claimers on separate pools, lease takeovers racing
 // the first holder, and the claim walk compared step by step with MemoryStore. The dispatch
 // behaviour shared with the other stores is in store-suite.test.ts.
-
-const NOW = 1_750_000_000_000;
-
-function admission(overrides: Partial<AdmitInput> = {}): AdmitInput {
-  return {
-    taskId: `t-${Math.random().toString(36).slice(2)}`,
-    authKey: 'tenant-a/alice',
-    toolName: 'slow',
-    request: { method: 'tools/call', params: { name: 'slow', arguments: { n: 1 } } },
-    requestDigest: 'digest-1',
-    idempotencyKey: null,
-    ttl: null,
-    pollInterval: 1000,
-    correlationId: 'corr',
-    now: NOW,
-    ...overrides,
-  };
-}
 
 const claimBy = (owner: string, now: number, leaseMs: number, limit = 5): ClaimInput => ({
   owner, now, leaseMs, limit, maxAttempts: 5, abandonedResult: { error: 'abandoned' }, correlationId: `claim-${owner}`,

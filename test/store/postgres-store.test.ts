@@ -1,35 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
-import type { AdmitInput } from '../../src/store/types.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
+import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
+import { prng } from '../support/sqlite-race-plan.js';
 
 // PostgreSQL-only behaviour: the schema a fresh database gets, migrations under concurrency,
 // ?schema= isolation, connection failures, and the races the unique index and the conditional
 // UPDATE exist for. The behaviour shared with the other stores is in store-suite.test.ts.
 
-const NOW = 1_750_000_000_000;
 
 function schemaOf(url: string): string {
   return new URL(url).searchParams.get('schema') ?? '';
 }
 
-function admission(overrides: Partial<AdmitInput> = {}): AdmitInput {
-  return {
-    taskId: `t-${Math.random().toString(36).slice(2)}`,
-    authKey: 'tenant-a/alice',
-    toolName: 'slow',
-    request: { method: 'tools/call', params: { name: 'slow', arguments: { n: 1 } } },
-    requestDigest: 'digest-1',
-    idempotencyKey: null,
-    ttl: null,
-    pollInterval: 1000,
-    correlationId: 'corr',
-    now: NOW,
-    ...overrides,
-  };
-}
 
 /** Every table, column, type and nullability tasklatch's migrations create. */
 const EXPECTED_COLUMNS = `
@@ -180,17 +165,6 @@ describe('PostgresStore connections', () => {
   });
 });
 
-/** Small deterministic PRNG (mulberry32), so a failing race can be rerun with its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function tally(decisions: readonly string[]): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -242,7 +216,7 @@ describe('PostgresStore under concurrency', () => {
 
   it('concurrent terminal writers (and cancels): exactly one applied write per task', { timeout: 60_000 + trials * 200 }, async () => {
     const seed = Number(process.env.TASKLATCH_RACE_SEED ?? Math.floor(Math.random() * 2 ** 31));
-    const next = random(seed);
+    const next = prng(seed);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
     const all: string[] = [];
     let writers = 0;

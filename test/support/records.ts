@@ -1,4 +1,5 @@
 import type { TaskRecord } from '../../src/core/types.js';
+import type { AdmitInput } from '../../src/store/types.js';
 
 export const T0 = Date.parse('2026-07-23T12:00:00.000Z');
 export const HOUR = 3_600_000;
@@ -32,3 +33,22 @@ export function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
 }
 
 export const ALL_CAPS = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
+
+export const PG_NOW = 1_750_000_000_000;
+
+/** An admission of a random task id for the PostgreSQL race and dispatch tests. */
+export function pgAdmission(overrides: Partial<AdmitInput> = {}): AdmitInput {
+  return {
+    taskId: `t-${Math.random().toString(36).slice(2)}`,
+    authKey: 'tenant-a/alice',
+    toolName: 'slow',
+    request: { method: 'tools/call', params: { name: 'slow', arguments: { n: 1 } } },
+    requestDigest: 'digest-1',
+    idempotencyKey: null,
+    ttl: null,
+    pollInterval: 1000,
+    correlationId: 'corr',
+    now: PG_NOW,
+    ...overrides,
+  };
+}
