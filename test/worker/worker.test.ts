@@ -198,4 +198,38 @@ describe('Worker', () => {
     expect((await stored(service, taskId))?.result).toMatchObject({ content: [{ text: `effect under task:${taskId}` }] });
     expect((await store.auditTrail(taskId)).filter((e) => e.status === 'completed' && e.decision === 'APPLY_TRANSITION')).toHaveLength(1);
   });
+
+  it('checkpoint() asks the store at once: a cancellation from another process stops the side effect', async () => {
+    const store = new MemoryStore();
+    const workerSide = serviceOn(store);
+    const otherProcess = serviceOn(store);
+    let proceed = () => {};
+    const gate = new Promise<void>((r) => (proceed = r));
+    const outcomes: string[] = [];
+    const careful = defineTool({
+      name: 'steered',
+      description: 'checks in before its side effect',
+      inputSchema: z.object({}),
+      execution: { taskSupport: 'required' },
+      handler: async (_args, ctx) => {
+        await gate;
+        try {
+          await ctx.checkpoint();
+          outcomes.push('side effect');
+        } catch {
+          outcomes.push('stopped');
+        }
+        return { content: [{ type: 'text', text: 'done' }] };
+      },
+    }) as unknown as TaskTool;
+    // Heartbeats far apart: only the checkpoint can notice the cancellation in time.
+    startWorker(workerSide, [careful], { heartbeatMs: 60_000 });
+    const taskId = await admit(otherProcess);
+    await until(async () => ((await stored(otherProcess, taskId))?.leaseOwner !== null ? true : undefined));
+    await otherProcess.read({ auth: AUTH, method: 'tasks/cancel', taskId });
+    proceed();
+    await until(() => (outcomes.length > 0 ? true : undefined));
+    expect(outcomes).toEqual(['stopped']);
+    expect((await stored(otherProcess, taskId))?.status).toBe('cancelled');
+  });
 });
