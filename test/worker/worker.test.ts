@@ -115,7 +115,7 @@ describe('Worker', () => {
     const t0 = Date.now();
     expect((await otherProcess.read({ auth: AUTH, method: 'tasks/cancel', taskId })).decision).toBe('CANCEL_TASK');
     await until(() => (run.signal.aborted ? true : undefined), 2000);
-    expect(Date.now() - t0).toBeLessThan(400);
+    expect(Date.now() - t0).toBeLessThan(1500);
     expect((await stored(otherProcess, taskId))?.status).toBe('cancelled');
   });
 
