@@ -69,6 +69,14 @@ export function createPool(target: PostgresTarget, max: number): pg.Pool {
   // An idle client that loses its server emits 'error' on the pool; unhandled, that would
   // crash the process. The pool already discards the client; the next query reconnects.
   pool.on('error', () => undefined);
+  // A server shutting down sends every connection a FATAL message, and pg emits it as an 'error'
+  // event on the client, sometimes twice (the message, then the closed socket). A client that is
+  // checked out, or that the pool has just released after the first one, has no listener for it
+  // then, and the process would crash. The statement in flight fails instead, and its caller
+  // handles that; every client gets a listener for its whole life.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 
@@ -93,7 +101,7 @@ export async function inTransaction<T>(
   /** Statements without parameters to send with BEGIN in the same round trip (simple protocol). */
   prelude?: (client: pg.PoolClient) => string[],
 ): Promise<T> {
-  const client = await checkout(pool);
+  const client = await pool.connect();
   let broken: Error | undefined;
   try {
     await client.query(['BEGIN', ...(prelude?.(client) ?? [])].join('; '));
@@ -113,19 +121,3 @@ export async function inTransaction<T>(
   }
 }
 
-/**
- * A checked-out client that survives its server going away. A server shutting down sends every
- * connection a FATAL message; on a checked-out client between two statements pg emits that as
- * an 'error' event with no listener, which would crash the process. The statement that follows
- * fails instead, and the caller handles that.
- */
-export async function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
-  const client = await pool.connect();
-  if (!checkedOut.has(client)) {
-    checkedOut.add(client);
-    client.on('error', () => undefined);
-  }
-  return client;
-}
-
-const checkedOut = new WeakSet<pg.PoolClient>();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
-import { checkout, checkSchemaName, createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
+import { checkSchemaName, createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
 
 /**
  * The package's `migrations/postgres/` folder. Three levels up is the package root both from
@@ -49,7 +49,7 @@ export async function migratePostgres(target: pg.Pool | string, schema?: string 
 }
 
 async function probe(pool: pg.Pool): Promise<void> {
-  const client = await checkout(pool);
+  const client = await pool.connect();
   client.release();
 }
 
