@@ -1,4 +1,5 @@
 import type { TaskRecord } from '../../src/core/types.js';
+import { record } from './records.js';
 
 /** One terminal writer of a race trial, run by process `proc`. */
 export interface RaceWriter {
@@ -87,27 +88,15 @@ export function makeRacePlan(trials: number, procs: number, seed: number): RaceP
 
 /** The working task each trial races on. */
 export function raceSeedRecord(plan: RacePlan, trial: RaceTrial): TaskRecord {
-  return {
+  return record({
     taskId: trial.taskId,
     authKey: plan.authKey,
     toolName: 'race',
-    status: 'working',
-    statusMessage: null,
     version: SEED_VERSION,
     createdAt: plan.now - 1000,
     lastUpdatedAt: plan.now - 1000,
     ttl: null,
     expiresAt: null,
     pollInterval: null,
-    requestDigest: null,
-    idempotencyKey: null,
-    request: null,
-    cancelRequested: false,
-    result: null,
-    resultDigest: null,
-    correlationId: null,
-    attempt: 0,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-  };
+  });
 }
