@@ -146,7 +146,7 @@ export class TaskExecutor {
       return;
     }
     await this.hooks.beforeTerminalWrite?.(record);
-    await serial(() => this.writeTerminal(record, lease, state, result));
+    await serial(() => this.writeTerminal(record, state, result));
   }
 
   private context(
@@ -217,10 +217,9 @@ export class TaskExecutor {
   }
 
   /** The terminal write, with the only retry that is safe: after reading the stored fact. */
-  private async writeTerminal(record: TaskRecord, lease: Lease, state: RunState, result: ToolResult): Promise<void> {
+  private async writeTerminal(record: TaskRecord, state: RunState, result: ToolResult): Promise<void> {
     const { taskId, authKey } = record;
     const status = result.isError === true ? 'failed' : 'completed';
-    const giveUpAt = this.service.now() + lease.leaseMs;
     for (let attempt = 0; ; attempt++) {
       try {
         const out = await this.service.transition({ auth: authKey, taskId, write: { status, expectedVersion: state.version, result }, correlationId: randomUUID() });
@@ -236,7 +235,7 @@ export class TaskExecutor {
       // taken the task). Past our lease another worker owns the task: stop.
       for (;;) {
         await sleep(Math.min(100 * 2 ** attempt, 2000));
-        if (this.service.now() > giveUpAt) return;
+        if (this.service.now() > state.leaseUntil) return;
         try {
           const found = await this.service.store.get(authKey, taskId, this.service.now());
           if (found.record === null || isTerminal(found.record.status) || found.record.version !== state.version) return;
