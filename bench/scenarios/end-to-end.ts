@@ -168,7 +168,7 @@ async function acrossProcesses(results: Results, config: BenchConfig, pg: BenchP
         // A's worker has claimed the task and may have written a status message: write
         // against the version as stored now, and again should it move in between.
         for (let attempt = 0; attempt < 5; attempt++) {
-          const found = await writer.get('bench/wake', taskId, Date.now());
+          const found = await writer.get({ authKey: 'bench/wake', taskId, now: Date.now() });
           if (found.record === null) throw new Error(`task ${taskId}: ${found.decision}`);
           const write = { status: 'completed' as const, expectedVersion: found.record.version, result: RESULT };
           const out = await writer.transition({ taskId, authKey: 'bench/wake', write, correlationId: randomUUID(), now: Date.now() });

@@ -204,7 +204,7 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const now = Date.now();
   while (performance.now() - started < config.sweepBudgetMs) {
     const t0 = performance.now();
-    const went = await store.sweepExpired(now, 1000);
+    const went = await store.sweepExpired({ now, limit: 1000 });
     batches.push(performance.now() - t0);
     deleted += went;
     if (went === 0) break;

@@ -158,7 +158,7 @@ function watchStatus(session: SessionContext, taskId: string, authKey: string, c
   // The requestor has the task as created; only later versions are news.
   let lastVersion = createdVersion;
   const onChange = async () => {
-    const found = await server.service.store.get(authKey, taskId, server.service.now());
+    const found = await server.service.store.get({ authKey, taskId, now: server.service.now() });
     if (found.record === null) return stop();
     if (found.record.version <= lastVersion) return;
     lastVersion = found.record.version;

@@ -51,7 +51,7 @@ export class ExpirySweeper {
   async sweepOnce(): Promise<number> {
     let total = 0;
     for (let i = 0; i < this.maxBatches; i++) {
-      const deleted = await this.store.sweepExpired(this.clock(), this.batchSize);
+      const deleted = await this.store.sweepExpired({ now: this.clock(), limit: this.batchSize });
       total += deleted;
       if (deleted < this.batchSize) break;
     }

@@ -133,11 +133,11 @@ export class TaskService {
         return { decision: 'BLOCK_CAPABILITY', record: null };
       }
       // The store classifies and writes its own audit line in the cancel transaction.
-      const cancelled = await this.store.cancel(input.auth, input.taskId, now, correlationId);
+      const cancelled = await this.store.cancel({ authKey: input.auth, taskId: input.taskId, now, correlationId });
       if (cancelled.decision === 'CANCEL_TASK') this.changes.publish(input.taskId, cancelled.record.version);
       return cancelled;
     }
-    const found = await this.store.get(input.auth, input.taskId, now);
+    const found = await this.store.get({ authKey: input.auth, taskId: input.taskId, now });
     if (found.decision !== 'FOUND') {
       await this.audit({ ...base, decision: found.decision }, true);
       return { decision: found.decision, record: null };
@@ -157,7 +157,7 @@ export class TaskService {
     const secret = await this.store.sharedSecret();
     const after = input.cursor === undefined ? null : decodeCursor(secret, input.auth, input.cursor);
     const limit = Math.max(1, Math.min(input.limit ?? this.limits.pageSize, this.limits.pageSize));
-    const page = await this.store.list(input.auth, now, { after, limit });
+    const page = await this.store.list({ authKey: input.auth, now, after, limit });
     const last = page.records.at(-1);
     const nextCursor = page.hasMore && last !== undefined ? encodeCursor(secret, input.auth, last) : null;
     return { decision, records: page.records, nextCursor };
@@ -186,7 +186,7 @@ export class TaskService {
 
   /** Starts relaying the store's cross-process change notifications, where it has them. */
   async start(onError?: (error: Error) => void): Promise<void> {
-    if (this.stopListening !== null || this.store.listen === undefined) return;
+    if (this.stopListening !== null || !this.store.supports.listenNotify) return;
     this.stopListening = await this.store.listen((taskId, version) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version)), onError);
   }
 

@@ -107,60 +107,78 @@ export interface AuditEntry {
   detail?: string | null;
 }
 
-/**
- * The store interface: domain operations, each atomic. The store applies the core's decision in
- * one conditional write and, when that write changes nothing, reads the stored fact and
- * classifies it with the same rules. Every operation that touches tasks carries the auth key in
- * its query, never as a filter applied afterwards.
- */
-export interface TaskStore {
-  readonly kind: string;
-  readonly supports: StoreCapabilities;
-  /** SQL stores: the migrations their `open` applied (they migrate on first use). */
-  readonly migrationsApplied?: readonly string[];
+/** One task as its own auth context names it: every lookup carries both. */
+export interface TaskRef {
+  authKey: string;
+  taskId: string;
+}
 
+/** The records role: admission, guarded writes and reads of the caller's tasks. */
+export interface TaskRecords {
   /** Idempotency lookup (scoped by auth key), task insert and outbox insert, in one transaction. */
   admit(input: AdmitInput): Promise<AdmitOutcome>;
   /** One conditional write (task, auth key, expected version, non-terminal, unexpired). */
   transition(input: TransitionInput): Promise<TransitionOutcome>;
   /** The caller's unexpired task. */
-  get(authKey: string, taskId: string, now: Millis): Promise<LookupOutcome>;
+  get(input: TaskRef & { now: Millis }): Promise<LookupOutcome>;
   /** Latches `cancelled` (and the cancellation intent) in one conditional write. */
-  cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome>;
+  cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome>;
   /** The caller's unexpired tasks after `after`, in (createdAt, taskId) order. */
-  list(authKey: string, now: Millis, page: { after: ListPosition | null; limit: number }): Promise<ListPage>;
+  list(input: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage>;
+}
+
+/** The dispatch role: workers claim, renew and give back leases on admitted tasks. */
+export interface TaskDispatch {
   /**
    * Claims up to `limit` dispatchable tasks from the outbox: each claim is one conditional write
    * (working, unexpired, lease free or expired) that bumps the version (fencing off any earlier
-   * holder), counts an attempt and sets the lease. Outbox entries of tasks that are terminal,
-   * expired or gone are closed instead; tasks past `maxAttempts` are ended `failed`.
-   * Concurrent claimers never get the same task (PostgreSQL SKIP LOCKED, SQLite IMMEDIATE).
+   * holder), counts an attempt and sets the lease. What happens to each due entry is the core's
+   * `decideDispatch`. Concurrent claimers never get the same task (PostgreSQL SKIP LOCKED,
+   * SQLite IMMEDIATE).
    */
   claim(input: ClaimInput): Promise<TaskRecord[]>;
   /**
    * Extends a held lease to `now + leaseMs`. False when the fence no longer holds (the task was
    * cancelled, finished, expired, or claimed by another worker): the holder must stop.
    */
-  heartbeat(fence: Fence, now: Millis, leaseMs: number): Promise<boolean>;
+  heartbeat(input: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean>;
   /** Gives a held lease back so another worker may claim the task at once (draining). */
-  release(fence: Fence, now: Millis): Promise<boolean>;
+  release(input: { fence: Fence; now: Millis }): Promise<boolean>;
   /** Outbox entries not yet closed (inspection, chaos checks). */
-  pendingDispatch(now: Millis): Promise<number>;
+  pendingDispatch(input: { now: Millis }): Promise<number>;
+}
+
+/** The upkeep role: audit trail, expiry, seeding, change notifications, shared secret. */
+export interface TaskUpkeep {
   /** Appends a decision made outside a store write (blocks, reads) to the audit trail. */
   recordDecision(entry: AuditEntry): Promise<void>;
   /** The audit trail of one task, oldest first (tests, inspection). */
-  auditTrail(taskId: string): Promise<AuditEntry[]>;
+  auditTrail(input: { taskId: string }): Promise<AuditEntry[]>;
   /** Deletes up to `limit` expired records; returns how many went. */
-  sweepExpired(now: Millis, limit: number): Promise<number>;
+  sweepExpired(input: { now: Millis; limit: number }): Promise<number>;
   /** Imports records as they are (replay seeding, migrations between stores). */
   seed(records: readonly TaskRecord[]): Promise<void>;
   /**
-   * Calls `onChange(taskId, version)` whenever any process changes a task record (stores whose
-   * `supports.listenNotify` is true), and `onChange(null)` when changes may have been missed
-   * (the connection was lost and is back). Resolves once listening; the returned function stops.
+   * Calls `onChange(taskId, version)` whenever another process changes a task record (stores
+   * whose `supports.listenNotify` is true; the others never call it), and `onChange(null)` when
+   * changes may have been missed (the connection was lost and is back). Resolves once
+   * listening; the returned function stops.
    */
-  listen?(onChange: (taskId: string | null, version?: number) => void, onError?: (error: Error) => void): Promise<() => Promise<void>>;
+  listen(onChange: (taskId: string | null, version?: number) => void, onError?: (error: Error) => void): Promise<() => Promise<void>>;
   /** A secret shared by every process on this store (cursor signing). */
   sharedSecret(): Promise<Uint8Array>;
   close(): Promise<void>;
+}
+
+/**
+ * The store interface: domain operations, each atomic, in three roles. The core decides; the
+ * store applies the decision in one conditional write and, when that write changes nothing,
+ * reads the stored fact and classifies it with the same rules. Every operation that touches
+ * tasks carries the auth key in its query, never as a filter applied afterwards.
+ */
+export interface TaskStore extends TaskRecords, TaskDispatch, TaskUpkeep {
+  readonly kind: string;
+  readonly supports: StoreCapabilities;
+  /** SQL stores: the migrations their `open` applied (they migrate on first use). */
+  readonly migrationsApplied?: readonly string[];
 }

@@ -119,7 +119,7 @@ export class TaskExecutor {
     const unwatch = this.service.changes.subscribe(taskId, (version) => {
       // Our own writes come back as events too; a version we wrote needs no read.
       if (version !== undefined && version <= state.version) return;
-      this.service.store.get(authKey, taskId, this.service.now()).then(
+      this.service.store.get({ authKey, taskId, now: this.service.now() }).then(
         (found) => {
           if (found.record === null) stop('expired');
           else if (isTerminal(found.record.status)) stop('cancelled');
@@ -138,7 +138,7 @@ export class TaskExecutor {
       if (expiry !== null) clearTimeout(expiry);
     }
     if (state.stopped === 'drained') {
-      await serial(() => this.service.store.release(fence(), this.service.now())).catch(() => false);
+      await serial(() => this.service.store.release({ fence: fence(), now: this.service.now() })).catch(() => false);
       return;
     }
     if (state.stopped === 'lease lost' || state.stopped === 'expired') {
@@ -174,7 +174,7 @@ export class TaskExecutor {
             else stop(out.decision === 'BLOCK_EXPIRED' ? 'expired' : out.decision === 'BLOCK_STALE_VERSION' ? 'lease lost' : 'cancelled');
           } catch (error) {
             this.hooks.log?.('warn', 'status message not stored', { taskId, error: String(error) });
-            const found = await this.service.store.get(authKey, taskId, this.service.now()).catch(() => null);
+            const found = await this.service.store.get({ authKey, taskId, now: this.service.now() }).catch(() => null);
             const r = found?.record;
             if (r && r.version === state.version + 1 && r.leaseOwner === leaseOwner && r.statusMessage === message) state.version = r.version;
           }
@@ -200,7 +200,7 @@ export class TaskExecutor {
           }
         }
         if (holds === false) {
-          const found = await this.service.store.get(authKey, taskId, this.service.now()).catch(() => null);
+          const found = await this.service.store.get({ authKey, taskId, now: this.service.now() }).catch(() => null);
           stop(found === null || found.record === null ? 'expired' : isTerminal(found.record.status) ? 'cancelled' : 'lease lost');
         }
         controller.signal.throwIfAborted();
@@ -211,7 +211,7 @@ export class TaskExecutor {
   /** Extends the lease; true while the fence holds. */
   private async renew(fence: Fence, lease: Lease, state: RunState): Promise<boolean> {
     const now = this.service.now();
-    const holds = await this.service.store.heartbeat(fence, now, lease.leaseMs);
+    const holds = await this.service.store.heartbeat({ fence, now, leaseMs: lease.leaseMs });
     if (holds) state.leaseUntil = now + lease.leaseMs;
     return holds;
   }
@@ -237,7 +237,7 @@ export class TaskExecutor {
         await sleep(Math.min(100 * 2 ** attempt, 2000));
         if (this.service.now() > state.leaseUntil) return;
         try {
-          const found = await this.service.store.get(authKey, taskId, this.service.now());
+          const found = await this.service.store.get({ authKey, taskId, now: this.service.now() });
           if (found.record === null || isTerminal(found.record.status) || found.record.version !== state.version) return;
           break;
         } catch {

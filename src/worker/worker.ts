@@ -52,7 +52,7 @@ export class Worker {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.heartbeatMs = options.heartbeatMs ?? Math.max(50, Math.min(Math.floor(this.leaseMs / 3), service.limits.pollInterval));
     const store = service.store;
-    this.pollMs = options.pollMs ?? (store.supports.shared && store.listen === undefined ? 500 : 5_000);
+    this.pollMs = options.pollMs ?? (store.supports.shared && !store.supports.listenNotify ? 500 : 5_000);
     this.maxAttempts = options.maxAttempts ?? 5;
     this.log = options.hooks?.log ?? (() => undefined);
     this.executor = new TaskExecutor(service, tools, options.hooks);

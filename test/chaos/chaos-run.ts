@@ -230,7 +230,7 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
   let auditChecked = 0;
   try {
     for (const entry of submitted) {
-      const trail = await store.auditTrail(entry.taskId);
+      const trail = await store.auditTrail({ taskId: entry.taskId });
       const terminalWrites = trail.filter((e) => (e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK') && typeof e.status === 'string' && isTerminal(e.status as TaskStatus));
       if (terminalWrites.length !== 1) violations.push(`task ${entry.taskId}: ${terminalWrites.length} applied terminal writes`);
       auditChecked++;
@@ -239,7 +239,7 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
     for (let t = 0; t < TENANTS; t++) {
       let after = null;
       for (;;) {
-        const page = await store.list(`tenant${t}/chaos`, Date.now(), { after, limit: 500 });
+        const page = await store.list({ authKey: `tenant${t}/chaos`, now: Date.now(), after, limit: 500 });
         for (const r of page.records) {
           if (tenantsSeen.has(r.taskId)) violations.push(`task ${r.taskId} listed twice`);
           tenantsSeen.add(r.taskId);

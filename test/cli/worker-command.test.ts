@@ -60,7 +60,7 @@ describe('tasklatch worker beside serve --no-workers', () => {
     expect(await first.exited).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5000);
     const inspect = await SqliteStore.open(store.slice('sqlite:'.length));
-    const record = (await inspect.get('acme/alice', slow.task.taskId, Date.now())).record;
+    const record = (await inspect.get({ authKey: 'acme/alice', taskId: slow.task.taskId, now: Date.now() })).record;
     await inspect.close();
     expect(record).toMatchObject({ status: 'working', leaseOwner: null, attempt: 1 });
 

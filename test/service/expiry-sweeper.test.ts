@@ -12,8 +12,8 @@ describe('ExpirySweeper', () => {
     ]);
     const calls: number[] = [];
     const counting = Object.assign(Object.create(store) as MemoryStore, {
-      sweepExpired: async (now: number, limit: number) => {
-        const n = await store.sweepExpired(now, limit);
+      sweepExpired: async (input: { now: number; limit: number }) => {
+        const n = await store.sweepExpired(input);
         calls.push(n);
         return n;
       },
@@ -21,7 +21,7 @@ describe('ExpirySweeper', () => {
     const sweeper = new ExpirySweeper(counting, () => T0, { batchSize: 5 });
     expect(await sweeper.sweepOnce()).toBe(23);
     expect(calls).toEqual([5, 5, 5, 5, 3]);
-    expect((await store.get('tenant-a/alice', 'live', T0)).decision).toBe('FOUND');
+    expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'live', now: T0 })).decision).toBe('FOUND');
     expect(await sweeper.sweepOnce()).toBe(0);
   });
 
@@ -33,6 +33,6 @@ describe('ExpirySweeper', () => {
     sweeper.start();
     await new Promise((r) => setTimeout(r, 150));
     await sweeper.stop();
-    expect(await store.list('tenant-a/alice', T0 - 10, { after: null, limit: 100 })).toMatchObject({ records: [] });
+    expect(await store.list({ authKey: 'tenant-a/alice', now: T0 - 10, after: null, limit: 100 })).toMatchObject({ records: [] });
   });
 });

@@ -65,7 +65,7 @@ describe('PostgresStore dispatch under concurrency', () => {
     for (const r of rows.rows) expect(r).toEqual({ task_id: r.task_id, version: 2, attempt: 1, lease_owner: owners.get(r.task_id), claimed_by: owners.get(r.task_id) });
     const audited = await a!.pool.query<{ n: string }>(`SELECT count(DISTINCT task_id) AS n FROM task_audit WHERE detail LIKE 'claim %'`);
     expect(Number(audited.rows[0]?.n)).toBe(tasks);
-    expect(await a!.pendingDispatch(NOW + 100)).toBe(tasks);
+    expect(await a!.pendingDispatch({ now: NOW + 100 })).toBe(tasks);
     console.log(
       `[postgres dispatch] ${tasks} tasks, ${claimers} claimers on ${CLAIMER_POOLS} pools, claims per claimer ${JSON.stringify(perClaimer.map((g) => g.length))}, ${elapsed} ms`,
     );
@@ -80,21 +80,21 @@ describe('PostgresStore dispatch under concurrency', () => {
       const seen: unknown[] = [];
       const claim = async (owner: string, now: number, limit: number, maxAttempts = 5) => {
         const got = await store.claim({ ...claimBy(owner, now, 1000, limit), maxAttempts });
-        seen.push(got, await store.pendingDispatch(now));
+        seen.push(got, await store.pendingDispatch({ now }));
         return got;
       };
       for (const [i, taskId] of ids.entries()) await store.admit(admission({ taskId, authKey: 'walk', now: NOW + (i % 4), ttl: i === 3 ? 50 : null }));
       const write = (taskId: string, status: string, now: number) =>
         store.transition({ taskId, authKey: 'walk', write: { status, expectedVersion: 1 }, correlationId: 'x', now });
       seen.push(await write(ids[0]!, 'input_required', NOW + 10), await write(ids[5]!, 'completed', NOW + 10));
-      seen.push(await store.cancel('walk', ids[6]!, NOW + 10, 'x'));
+      seen.push(await store.cancel({ authKey: 'walk', taskId: ids[6]!, now: NOW + 10, correlationId: 'x' }));
       const first = await claim('w0', NOW + 20, 2);
       await claim('w1', NOW + 100, 3);
-      seen.push(await store.heartbeat(fenceOf(first[0]!), NOW + 900, 1000), await store.release(fenceOf(first[1]!), NOW + 900));
+      seen.push(await store.heartbeat({ fence: fenceOf(first[0]!), now: NOW + 900, leaseMs: 1000 }), await store.release({ fence: fenceOf(first[1]!), now: NOW + 900 }));
       await claim('w2', NOW + 1200, 4, 1);
       await claim('w3', NOW + 1200, 3);
       await claim('w4', NOW + 2500, 20, 2);
-      for (const taskId of ids) seen.push(await store.get('walk', taskId, NOW + 2500), await store.auditTrail(taskId));
+      for (const taskId of ids) seen.push(await store.get({ authKey: 'walk', taskId, now: NOW + 2500 }), await store.auditTrail({ taskId }));
       return seen;
     };
     const [fromPostgres, fromMemory] = [await run(both[0]), await run(both[1])];
@@ -123,7 +123,7 @@ describe('PostgresStore dispatch under concurrency', () => {
     const w1 = (async () => {
       const outcomes = await Promise.all(
         held.map(async (task) => {
-          const beat = await w1Store!.heartbeat(fenceOf(task), late, leaseMs);
+          const beat = await w1Store!.heartbeat({ fence: fenceOf(task), now: late, leaseMs });
           const write = { status: 'completed', expectedVersion: task.version, result: { by: 'w1' } };
           const written = await w1Store!.transition({ taskId: task.taskId, authKey: task.authKey, write, correlationId: 'w1', now: late });
           return { taskId: task.taskId, beat, decision: written.decision };
@@ -139,7 +139,7 @@ describe('PostgresStore dispatch under concurrency', () => {
         // Read before claiming: an empty claim that began after w1 finished means nothing is left.
         const finished = w1Done;
         const batch = await store.claim(claimBy(`c${n}`, late, leaseMs));
-        for (const r of batch) expect(await store.heartbeat(fenceOf(r), late, leaseMs)).toBe(true);
+        for (const r of batch) expect(await store.heartbeat({ fence: fenceOf(r), now: late, leaseMs })).toBe(true);
         got.push(...batch);
         if (batch.length > 0) continue;
         if (finished) return got;
@@ -178,7 +178,7 @@ describe('PostgresStore dispatch under concurrency', () => {
         ...(takenOver.length > 0 ? [{ status: 'completed', version: 4, attempt: 2, n: String(takenOver.length) }] : []),
       ],
     );
-    expect(await a!.pendingDispatch(late + 1)).toBe(0);
+    expect(await a!.pendingDispatch({ now: late + 1 })).toBe(0);
     console.log(
       `[postgres takeover] ${tasks} tasks, ${claimers} claimers on ${CLAIMER_POOLS} pools, taken over ${takenOver.length} (w1 kept ${w1Won}, ` +
         `its heartbeats held ${w1Outcomes.filter((o) => o.beat).length}), claims per claimer ${JSON.stringify(perClaimer.map((g) => g.length))}, ${elapsed} ms`,

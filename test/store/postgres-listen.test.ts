@@ -55,7 +55,7 @@ describe('PostgreSQL change notifications', () => {
 
     // A refused write changes nothing and notifies nobody.
     await writer.transition({ taskId: 'n1', authKey: 'tenant-a/alice', write: { status: 'failed', expectedVersion: 2 }, correlationId: 'c', now: T0 });
-    await writer.cancel('tenant-a/alice', 'n1', T0, 'c');
+    await writer.cancel({ authKey: 'tenant-a/alice', taskId: 'n1', now: T0, correlationId: 'c' });
     await mine.next(300);
     expect(mine.seen).toEqual(['n1']);
     expect(theirs.seen).toEqual([]);

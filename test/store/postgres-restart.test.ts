@@ -20,7 +20,7 @@ describe('PostgresStore across a server restart', () => {
         Array.from({ length: 8 }, async (_, i) => {
           while (running) {
             await Promise.all([
-              store.get('tenant-a/alice', 'r1', T0),
+              store.get({ authKey: 'tenant-a/alice', taskId: 'r1', now: T0 }),
               store.transition({ taskId: 'r1', authKey: 'tenant-a/alice', write: { status: 'working', expectedVersion: 1 + i * 1000 }, correlationId: 'c', now: T0 }),
               store.recordDecision({ at: T0, surface: 'read', decision: 'RETURN_STATUS', authKey: 'tenant-a/alice', taskId: 'r1', correlationId: 'c' }),
             ]).catch(() => failures++);
@@ -34,7 +34,7 @@ describe('PostgresStore across a server restart', () => {
       running = false;
       await load;
       expect(failures).toBeGreaterThan(0);
-      expect((await store.get('tenant-a/alice', 'r1', T0)).decision).toBe('FOUND');
+      expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'r1', now: T0 })).decision).toBe('FOUND');
       // The listener reconnected and said so (null: anything may have changed meanwhile).
       expect(seen).toContain(null);
     } finally {

@@ -124,8 +124,8 @@ describe('PostgresStore connections', () => {
     try {
       const admitted = await a.admit(admission({ taskId: 'shared-id' }));
       expect(admitted.decision).toBe('ACCEPT_TASK');
-      expect((await b.get('tenant-a/alice', 'shared-id', NOW)).decision).toBe('NOT_FOUND');
-      expect((await b.list('tenant-a/alice', NOW, { after: null, limit: 10 })).records).toEqual([]);
+      expect((await b.get({ authKey: 'tenant-a/alice', taskId: 'shared-id', now: NOW })).decision).toBe('NOT_FOUND');
+      expect((await b.list({ authKey: 'tenant-a/alice', now: NOW, after: null, limit: 10 })).records).toEqual([]);
       expect((await b.admit(admission({ taskId: 'shared-id' }))).decision).toBe('ACCEPT_TASK');
       expect(await a.sharedSecret()).not.toEqual(await b.sharedSecret());
     } finally {
@@ -231,7 +231,7 @@ describe('PostgresStore under concurrency', () => {
         const write = { status: pick(TERMINALS), result: pick(RESULTS), expectedVersion: i > 0 && stale() ? 0 : 1 };
         return () => store.transition({ taskId, authKey: 'race/writers', write, correlationId: `w${i}`, now: NOW });
       });
-      if (next() < 0.3) ops.push(() => store.cancel('race/writers', taskId, NOW, 'cancel'));
+      if (next() < 0.3) ops.push(() => store.cancel({ authKey: 'race/writers', taskId, now: NOW, correlationId: 'cancel' }));
       // Shuffled, then all started at once: the start order decides who asks the pool first.
       for (let i = ops.length - 1; i > 0; i--) {
         const j = Math.floor(next() * (i + 1));

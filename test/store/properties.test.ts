@@ -35,7 +35,7 @@ describe('invariants over arbitrary write sequences', () => {
           const outcome = w.cancel
             ? await service.read({ auth: 'a/x', method: 'tasks/cancel', taskId })
             : await service.transition({ auth: 'a/x', taskId, write: { status: w.status, expectedVersion: version + w.versionDelta, ...(w.result ? { result: w.result } : {}) } });
-          const after = (await store.get('a/x', taskId, now)).record!;
+          const after = (await store.get({ authKey: 'a/x', taskId, now })).record!;
           expect(after.version).toBeGreaterThanOrEqual(version);
           const changed = outcome.decision === 'APPLY_TRANSITION' || outcome.decision === 'CANCEL_TASK';
           expect(after.version).toBe(changed ? version + 1 : version);
@@ -50,7 +50,7 @@ describe('invariants over arbitrary write sequences', () => {
           version = after.version;
         }
         expect(applied).toBeLessThanOrEqual(1);
-        const trail = await store.auditTrail(taskId);
+        const trail = await store.auditTrail({ taskId });
         const terminalApplies = trail.filter(
           (e) => (e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK') && e.status !== null && isTerminal(e.status as TaskStatus),
         );

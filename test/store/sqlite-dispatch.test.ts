@@ -48,17 +48,17 @@ describe('SQLite dispatch', () => {
     const [held] = await store.claim(claimIn('w1', T0 + 10));
     expect(outbox(store, 't-001')).toEqual({ available_at_ms: T0 + 1010, claimed_by: 'w1', lease_expires_at_ms: T0 + 1010, attempt: 1, done_at_ms: null });
     const fence = { taskId: 't-001', authKey: A, owner: 'w1', version: held!.version };
-    expect(await store.heartbeat({ ...fence, authKey: 'tenant-b/bob' }, T0 + 20, 5000)).toBe(false);
-    expect(await store.heartbeat({ ...fence, version: String(held!.version) as unknown as number }, T0 + 20, 5000)).toBe(false);
-    expect(await store.heartbeat(fence, T0 + 20, 5000)).toBe(true);
+    expect(await store.heartbeat({ fence: { ...fence, authKey: 'tenant-b/bob' }, now: T0 + 20, leaseMs: 5000 })).toBe(false);
+    expect(await store.heartbeat({ fence: { ...fence, version: String(held!.version) as unknown as number }, now: T0 + 20, leaseMs: 5000 })).toBe(false);
+    expect(await store.heartbeat({ fence, now: T0 + 20, leaseMs: 5000 })).toBe(true);
     expect(outbox(store, 't-001')).toMatchObject({ available_at_ms: T0 + 5020, lease_expires_at_ms: T0 + 5020 });
-    expect((await store.get(A, 't-001', T0 + 20)).record).toMatchObject({ version: 2, lastUpdatedAt: T0 + 10, leaseExpiresAt: T0 + 5020 });
-    expect(await store.release(fence, T0 + 30)).toBe(true);
+    expect((await store.get({ authKey: A, taskId: 't-001', now: T0 + 20 })).record).toMatchObject({ version: 2, lastUpdatedAt: T0 + 10, leaseExpiresAt: T0 + 5020 });
+    expect(await store.release({ fence, now: T0 + 30 })).toBe(true);
     expect(outbox(store, 't-001')).toMatchObject({ available_at_ms: T0 + 30, lease_expires_at_ms: null });
     const [again] = await store.claim(claimIn('w2', T0 + 40));
     await store.transition({ taskId: 't-001', authKey: A, write: { status: 'completed', expectedVersion: again!.version, result: { ok: 1 } }, correlationId: 'w2', now: T0 + 50 });
     expect(outbox(store, 't-001')).toMatchObject({ claimed_by: 'w2', attempt: 2, done_at_ms: T0 + 50 });
-    expect((await store.auditTrail('t-001')).map((e) => e.detail ?? e.decision)).toEqual(['ACCEPT_TASK', 'claim w1', 'claim w2', 'APPLY_TRANSITION']);
+    expect((await store.auditTrail({ taskId: 't-001' })).map((e) => e.detail ?? e.decision)).toEqual(['ACCEPT_TASK', 'claim w1', 'claim w2', 'APPLY_TRANSITION']);
   });
 
   it('ends an exhausted task failed with the digest of the abandoned result and an audit line', async () => {
@@ -66,9 +66,9 @@ describe('SQLite dispatch', () => {
     await store.admit(admission(1));
     await store.claim(claimIn('w1', T0 + 10, { maxAttempts: 1 }));
     expect(await store.claim(claimIn('w2', T0 + 2000, { maxAttempts: 1 }))).toEqual([]);
-    const stored = (await store.get(A, 't-001', T0 + 2000)).record!;
+    const stored = (await store.get({ authKey: A, taskId: 't-001', now: T0 + 2000 })).record!;
     expect(stored).toMatchObject({ status: 'failed', version: 3, attempt: 1, lastUpdatedAt: T0 + 2000, result: abandoned, resultDigest: resultDigest(abandoned) });
-    expect((await store.auditTrail('t-001')).at(-1)).toEqual({
+    expect((await store.auditTrail({ taskId: 't-001' })).at(-1)).toEqual({
       at: T0 + 2000, surface: 'transition', decision: 'APPLY_TRANSITION', authKey: A, taskId: 't-001', correlationId: 'claim-w2', status: 'failed', version: 3, detail: 'abandoned',
     });
     expect(outbox(store, 't-001').done_at_ms).toBe(T0 + 2000);
@@ -84,7 +84,7 @@ describe('SQLite dispatch', () => {
       }
       const first = await store.claim(claimIn('w1', T0 + 100, { limit: 2, leaseMs: 0 }));
       const second = await store.claim(claimIn('w2', T0 + 100, { limit: 5 }));
-      return { first: first.map((r) => [r.taskId, r.attempt]), second: second.map((r) => [r.taskId, r.attempt]), pending: await store.pendingDispatch(T0 + 100) };
+      return { first: first.map((r) => [r.taskId, r.attempt]), second: second.map((r) => [r.taskId, r.attempt]), pending: await store.pendingDispatch({ now: T0 + 100 }) };
     };
     const expected = await run(new MemoryStore());
     expect(expected).toEqual({ first: [['t-000', 1]], second: [['t-000', 2]], pending: 20 });
@@ -96,9 +96,9 @@ describe('SQLite dispatch', () => {
     for (let i = 0; i < 6; i++) await store.admit(admission(i, { ttl: i < 4 ? 100 : HOUR }));
     await store.claim(claimIn('w1', T0 + 10, { limit: 2 }));
     expect(store.db.pragma('foreign_keys', { simple: true })).toBe(1);
-    expect(await store.sweepExpired(T0 + 200, 10)).toBe(4);
+    expect(await store.sweepExpired({ now: T0 + 200, limit: 10 })).toBe(4);
     expect(store.db.prepare('SELECT task_id FROM task_outbox ORDER BY id').pluck().all()).toEqual(['t-004', 't-005']);
-    expect(await store.pendingDispatch(T0 + 200)).toBe(2);
+    expect(await store.pendingDispatch({ now: T0 + 200 })).toBe(2);
     expect((await store.claim(claimIn('w2', T0 + 200))).map((r) => r.taskId)).toEqual(['t-004', 't-005']);
   });
 });

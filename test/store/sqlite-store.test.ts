@@ -265,7 +265,7 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
     expect(rows).toHaveLength(trials);
     expect(rows.every((r) => ['completed', 'failed', 'cancelled'].includes(r.status) && r.version === SEED_VERSION + 1)).toBe(true);
     for (const trial of plan.trials) {
-      const trail = await store.auditTrail(trial.taskId);
+      const trail = await store.auditTrail({ taskId: trial.taskId });
       expect(trail).toHaveLength(trial.writers.length);
       expect(trail.filter((e) => APPLIED.has(e.decision)), trial.taskId).toHaveLength(1);
     }
@@ -337,7 +337,7 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
     }
     const claimLines = store.db.prepare("SELECT count(*) FROM task_audit WHERE detail LIKE 'claim %'").pluck().get();
     expect(claimLines).toBe(tasks);
-    expect(await store.pendingDispatch(now + tasks)).toBe(tasks); // claimed, not finished: still open
+    expect(await store.pendingDispatch({ now: now + tasks })).toBe(tasks); // claimed, not finished: still open
     await store.close();
 
     console.log(

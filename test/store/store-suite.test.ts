@@ -56,8 +56,8 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
         requestDigest: input.requestDigest, idempotencyKey: 'k1', request: input.request,
         cancelRequested: false, result: null, correlationId: input.correlationId,
       });
-      expect((await store.get(A, input.taskId, T0)).record).toEqual(out.record);
-      const trail = await store.auditTrail(input.taskId);
+      expect((await store.get({ authKey: A, taskId: input.taskId, now: T0 })).record).toEqual(out.record);
+      const trail = await store.auditTrail({ taskId: input.taskId });
       expect(trail).toMatchObject([{ surface: 'create', decision: 'ACCEPT_TASK', authKey: A, taskId: input.taskId, correlationId: input.correlationId }]);
     });
 
@@ -73,7 +73,7 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const bob = await store.admit(admission({ idempotencyKey: 'k', authKey: B }));
       expect(bob.decision).toBe('ACCEPT_TASK');
       expect(bob.record?.taskId).not.toBe(first.record?.taskId);
-      expect((await store.list(A, T0, { after: null, limit: 10 })).records).toHaveLength(1);
+      expect((await store.list({ authKey: A, now: T0, after: null, limit: 10 })).records).toHaveLength(1);
     });
 
     it('lets an expired holder release its key', async () => {
@@ -83,7 +83,7 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const other = request({ month: '1999-01' });
       const second = await store.admit(admission({ idempotencyKey: 'k', request: other, requestDigest: requestDigest(other), now: later }));
       expect(second.decision).toBe('ACCEPT_TASK');
-      expect((await store.get(A, first.record!.taskId, later)).decision).toBe('BLOCK_EXPIRED');
+      expect((await store.get({ authKey: A, taskId: first.record!.taskId, now: later })).decision).toBe('BLOCK_EXPIRED');
       const replay = await store.admit(admission({ idempotencyKey: 'k', request: other, requestDigest: requestDigest(other), now: later + 1 }));
       expect(replay.record?.taskId).toBe(second.record?.taskId);
     });
@@ -92,7 +92,7 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const store = await fresh('nottl');
       const out = await store.admit(admission({ ttl: null }));
       expect(out.record).toMatchObject({ ttl: null, expiresAt: null });
-      expect((await store.get(A, out.record!.taskId, T0 + 1e12)).decision).toBe('FOUND');
+      expect((await store.get({ authKey: A, taskId: out.record!.taskId, now: T0 + 1e12 })).decision).toBe('FOUND');
     });
   });
 
@@ -103,8 +103,8 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const out = await store.transition({ taskId: 't', authKey: A, write: { status: 'completed', expectedVersion: 3, result: ok }, correlationId: 'c1', now: T0 });
       expect(out.decision).toBe('APPLY_TRANSITION');
       expect(out.record).toMatchObject({ status: 'completed', version: 4, lastUpdatedAt: T0, result: ok, resultDigest: resultDigest(ok) });
-      expect((await store.get(A, 't', T0)).record).toEqual(out.record);
-      const trail = await store.auditTrail('t');
+      expect((await store.get({ authKey: A, taskId: 't', now: T0 })).record).toEqual(out.record);
+      const trail = await store.auditTrail({ taskId: 't' });
       expect(trail).toMatchObject([{ surface: 'transition', decision: 'APPLY_TRANSITION', status: 'completed', version: 4, correlationId: 'c1' }]);
     });
 
@@ -126,12 +126,12 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
     ])('classifies a write that changes nothing: $name', async (row) => {
       const store = await fresh('classify');
       if (row.seed !== null) await store.seed([record({ taskId: 't', ...row.seed })]);
-      const before = (await store.get(A, 't', T0 - 2 * HOUR)).record;
+      const before = (await store.get({ authKey: A, taskId: 't', now: T0 - 2 * HOUR })).record;
       const out = await store.transition({ taskId: 't', authKey: row.auth, write: row.write, correlationId: 'c', now: T0 });
       expect(out.decision).toBe(row.expect);
       expect(out.record === null).toBe(!row.visible);
-      expect((await store.get(A, 't', T0 - 2 * HOUR)).record).toEqual(before);
-      expect((await store.auditTrail('t')).map((e) => e.decision)).toEqual([row.expect]);
+      expect((await store.get({ authKey: A, taskId: 't', now: T0 - 2 * HOUR })).record).toEqual(before);
+      expect((await store.auditTrail({ taskId: 't' })).map((e) => e.decision)).toEqual([row.expect]);
     });
   });
 
@@ -139,38 +139,38 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
     it('gets only the caller’s unexpired task and classifies the rest', async () => {
       const store = await fresh('get');
       await store.seed([record({ taskId: 't', expiresAt: T0 + 1 })]);
-      expect((await store.get(A, 't', T0)).decision).toBe('FOUND');
-      expect(await store.get(B, 't', T0)).toEqual({ decision: 'BLOCK_AUTH', record: null });
-      expect(await store.get(A, 't', T0 + 1)).toEqual({ decision: 'BLOCK_EXPIRED', record: null });
-      expect(await store.get(A, 'nope', T0)).toEqual({ decision: 'NOT_FOUND', record: null });
+      expect((await store.get({ authKey: A, taskId: 't', now: T0 })).decision).toBe('FOUND');
+      expect(await store.get({ authKey: B, taskId: 't', now: T0 })).toEqual({ decision: 'BLOCK_AUTH', record: null });
+      expect(await store.get({ authKey: A, taskId: 't', now: T0 + 1 })).toEqual({ decision: 'BLOCK_EXPIRED', record: null });
+      expect(await store.get({ authKey: A, taskId: 'nope', now: T0 })).toEqual({ decision: 'NOT_FOUND', record: null });
     });
 
     it('round-trips a seeded record exactly', async () => {
       const store = await fresh('roundtrip');
       const r = record({ taskId: 'round', status: 'failed', statusMessage: 'boom', result: { content: [], isError: true, n: 1.5 }, resultDigest: 'x', requestDigest: 'd', idempotencyKey: 'ik', request: { method: 'tools/call', params: { a: [1, 'ü'] } }, correlationId: 'cid', attempt: 2, leaseOwner: 'w', leaseExpiresAt: T0 + 5, cancelRequested: true, pollInterval: 250 });
       await store.seed([r]);
-      expect((await store.get(A, 'round', T0)).record).toEqual(r);
+      expect((await store.get({ authKey: A, taskId: 'round', now: T0 })).record).toEqual(r);
     });
 
     it('cancels once, latching cancelled before it answers', async () => {
       const store = await fresh('cancel');
       await store.seed([record({ taskId: 't', version: 2, leaseOwner: 'w1', leaseExpiresAt: T0 + 1000 })]);
-      expect(await store.cancel(B, 't', T0, 'c0')).toEqual({ decision: 'BLOCK_AUTH', record: null });
-      const out = await store.cancel(A, 't', T0, 'c1');
+      expect(await store.cancel({ authKey: B, taskId: 't', now: T0, correlationId: 'c0' })).toEqual({ decision: 'BLOCK_AUTH', record: null });
+      const out = await store.cancel({ authKey: A, taskId: 't', now: T0, correlationId: 'c1' });
       expect(out.decision).toBe('CANCEL_TASK');
       expect(out.record).toMatchObject({ status: 'cancelled', cancelRequested: true, version: 3, lastUpdatedAt: T0, leaseOwner: null });
-      expect((await store.cancel(A, 't', T0, 'c2')).decision).toBe('ALREADY_TERMINAL');
+      expect((await store.cancel({ authKey: A, taskId: 't', now: T0, correlationId: 'c2' })).decision).toBe('ALREADY_TERMINAL');
       const late = await store.transition({ taskId: 't', authKey: A, write: { status: 'completed', expectedVersion: 2, result: ok }, correlationId: 'c3', now: T0 });
       expect(late.decision).toBe('BLOCK_TERMINAL_REWRITE');
-      expect((await store.get(A, 't', T0)).record?.status).toBe('cancelled');
-      expect(await store.cancel(A, 'nope', T0, 'c4')).toEqual({ decision: 'NOT_FOUND', record: null });
+      expect((await store.get({ authKey: A, taskId: 't', now: T0 })).record?.status).toBe('cancelled');
+      expect(await store.cancel({ authKey: A, taskId: 'nope', now: T0, correlationId: 'c4' })).toEqual({ decision: 'NOT_FOUND', record: null });
     });
 
     it('cancel of an expired task is BLOCK_EXPIRED and changes nothing', async () => {
       const store = await fresh('cancel-expired');
       await store.seed([record({ taskId: 't', expiresAt: T0 })]);
-      expect((await store.cancel(A, 't', T0, 'c')).decision).toBe('BLOCK_EXPIRED');
-      expect((await store.get(A, 't', T0 - 1)).record?.status).toBe('working');
+      expect((await store.cancel({ authKey: A, taskId: 't', now: T0, correlationId: 'c' })).decision).toBe('BLOCK_EXPIRED');
+      expect((await store.get({ authKey: A, taskId: 't', now: T0 - 1 })).record?.status).toBe('working');
     });
   });
 
@@ -187,14 +187,14 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const ids: string[] = [];
       let after = null;
       for (;;) {
-        const page = await store.list(A, T0, { after, limit: 3 });
+        const page = await store.list({ authKey: A, now: T0, after, limit: 3 });
         ids.push(...page.records.map((r) => r.taskId));
         const last = page.records.at(-1);
         if (!page.hasMore || last === undefined) break;
         after = { createdAt: last.createdAt, taskId: last.taskId };
       }
       expect(ids).toEqual(['b', 'e', 'g', 'a', 'd', 'c', 'f', 'forever']);
-      expect((await store.list(B, T0, { after: null, limit: 3 })).records.map((r) => r.taskId)).toEqual(['bob']);
+      expect((await store.list({ authKey: B, now: T0, after: null, limit: 3 })).records.map((r) => r.taskId)).toEqual(['bob']);
     });
 
     it('signs cursors for one auth key: a foreign or edited cursor is refused', async () => {
@@ -219,12 +219,12 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       await store.seed([...expired, record({ taskId: 'live' }), record({ taskId: 'forever', expiresAt: null })]);
       await store.recordDecision({ at: T0, surface: 'read', decision: 'RETURN_STATUS', authKey: A, taskId: 'x3', correlationId: 'c' });
       const batches = [];
-      for (let i = 0; i < 4; i++) batches.push(await store.sweepExpired(T0, 10));
+      for (let i = 0; i < 4; i++) batches.push(await store.sweepExpired({ now: T0, limit: 10 }));
       expect(batches).toEqual([10, 10, 5, 0]);
-      expect((await store.get(A, 'live', T0)).decision).toBe('FOUND');
-      expect((await store.get(A, 'forever', T0)).decision).toBe('FOUND');
-      expect((await store.get(A, 'x3', T0 - 100)).decision).toBe('NOT_FOUND');
-      expect(await store.auditTrail('x3')).toHaveLength(1);
+      expect((await store.get({ authKey: A, taskId: 'live', now: T0 })).decision).toBe('FOUND');
+      expect((await store.get({ authKey: A, taskId: 'forever', now: T0 })).decision).toBe('FOUND');
+      expect((await store.get({ authKey: A, taskId: 'x3', now: T0 - 100 })).decision).toBe('NOT_FOUND');
+      expect(await store.auditTrail({ taskId: 'x3' })).toHaveLength(1);
     });
   });
 
@@ -246,12 +246,12 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
     it('claims an admitted task once, bumping the version and counting the attempt', async () => {
       const store = await fresh('claim');
       const admitted = (await store.admit(admission())).record!;
-      expect(await store.pendingDispatch(T0)).toBe(1);
+      expect(await store.pendingDispatch({ now: T0 })).toBe(1);
       const [claimed, ...rest] = await claimIn(store, 'w1', T0 + 5);
       expect(rest).toEqual([]);
       expect(claimed).toMatchObject({ taskId: admitted.taskId, status: 'working', version: 2, attempt: 1, leaseOwner: 'w1', leaseExpiresAt: T0 + 1005, lastUpdatedAt: T0 + 5 });
       expect(await claimIn(store, 'w2', T0 + 6)).toEqual([]);
-      const trail = await store.auditTrail(admitted.taskId);
+      const trail = await store.auditTrail({ taskId: admitted.taskId });
       expect(trail.map((e) => e.decision)).toEqual(['ACCEPT_TASK', 'APPLY_TRANSITION']);
       expect(trail[1]).toMatchObject({ surface: 'transition', status: 'working', version: 2 });
     });
@@ -260,17 +260,17 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const store = await fresh('takeover');
       await store.admit(admission());
       const [first] = await claimIn(store, 'w1', T0);
-      expect(await store.heartbeat(fenceOf(first!), T0 + 500, 1000)).toBe(true);
+      expect(await store.heartbeat({ fence: fenceOf(first!), now: T0 + 500, leaseMs: 1000 })).toBe(true);
       expect(await claimIn(store, 'w2', T0 + 1400)).toEqual([]);
       const [second] = await claimIn(store, 'w2', T0 + 1500);
       expect(second).toMatchObject({ version: 3, attempt: 2, leaseOwner: 'w2' });
-      expect(await store.heartbeat(fenceOf(first!), T0 + 1501, 1000)).toBe(false);
+      expect(await store.heartbeat({ fence: fenceOf(first!), now: T0 + 1501, leaseMs: 1000 })).toBe(false);
       const stale = await store.transition({ taskId: first!.taskId, authKey: A, write: { status: 'completed', expectedVersion: first!.version, result: ok }, correlationId: 'w1', now: T0 + 1502 });
       expect(stale.decision).toBe('BLOCK_STALE_VERSION');
       const won = await store.transition({ taskId: first!.taskId, authKey: A, write: { status: 'completed', expectedVersion: second!.version, result: ok }, correlationId: 'w2', now: T0 + 1503 });
       expect(won.decision).toBe('APPLY_TRANSITION');
       expect(won.record).toMatchObject({ leaseOwner: null, leaseExpiresAt: null });
-      expect(await store.pendingDispatch(T0 + 1504)).toBe(0);
+      expect(await store.pendingDispatch({ now: T0 + 1504 })).toBe(0);
       expect(await claimIn(store, 'w3', T0 + 99_999)).toEqual([]);
     });
 
@@ -278,8 +278,8 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const store = await fresh('release');
       await store.admit(admission());
       const [held] = await claimIn(store, 'w1', T0, { leaseMs: 60_000 });
-      expect(await store.release({ ...fenceOf(held!), owner: 'someone-else' }, T0 + 1)).toBe(false);
-      expect(await store.release(fenceOf(held!), T0 + 1)).toBe(true);
+      expect(await store.release({ fence: { ...fenceOf(held!), owner: 'someone-else' }, now: T0 + 1 })).toBe(false);
+      expect(await store.release({ fence: fenceOf(held!), now: T0 + 1 })).toBe(true);
       expect(await claimIn(store, 'w2', T0 + 2)).toMatchObject([{ leaseOwner: 'w2', attempt: 2 }]);
     });
 
@@ -289,11 +289,11 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const expired = (await store.admit(admission({ ttl: 10 }))).record!;
       const [running] = await claimIn(store, 'w1', T0);
       expect(running?.taskId).toBe(cancelled.taskId);
-      await store.cancel(A, cancelled.taskId, T0 + 1, 'c');
-      expect(await store.heartbeat(fenceOf(running!), T0 + 2, 1000)).toBe(false);
+      await store.cancel({ authKey: A, taskId: cancelled.taskId, now: T0 + 1, correlationId: 'c' });
+      expect(await store.heartbeat({ fence: fenceOf(running!), now: T0 + 2, leaseMs: 1000 })).toBe(false);
       expect(await claimIn(store, 'w2', T0 + 5000)).toEqual([]);
-      expect(await store.pendingDispatch(T0 + 5000)).toBe(0);
-      expect((await store.get(A, expired.taskId, T0)).record?.attempt).toBe(1);
+      expect(await store.pendingDispatch({ now: T0 + 5000 })).toBe(0);
+      expect((await store.get({ authKey: A, taskId: expired.taskId, now: T0 })).record?.attempt).toBe(1);
     });
 
     it('ends a task failed once it used up its attempts', async () => {
@@ -302,9 +302,9 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       await claimIn(store, 'w1', T0, { maxAttempts: 2 });
       await claimIn(store, 'w2', T0 + 2000, { maxAttempts: 2 });
       expect(await claimIn(store, 'w3', T0 + 4000, { maxAttempts: 2 })).toEqual([]);
-      const stored = (await store.get(A, admitted.taskId, T0 + 4000)).record!;
+      const stored = (await store.get({ authKey: A, taskId: admitted.taskId, now: T0 + 4000 })).record!;
       expect(stored).toMatchObject({ status: 'failed', attempt: 2, version: 4, result: abandoned, leaseOwner: null });
-      expect(await store.pendingDispatch(T0 + 4000)).toBe(0);
+      expect(await store.pendingDispatch({ now: T0 + 4000 })).toBe(0);
     });
 
     it('claims at most `limit`, oldest first, and concurrent claimers never share a task', async () => {
@@ -358,7 +358,7 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       );
       expect(digests.filter((o) => o.decision === 'ACCEPT_TASK')).toHaveLength(1);
       expect(digests.filter((o) => o.decision === 'BLOCK_IDEMPOTENCY_COLLISION')).toHaveLength(63);
-      expect((await store.list(A, T0, { after: null, limit: 500 })).records).toHaveLength(2);
+      expect((await store.list({ authKey: A, now: T0, after: null, limit: 500 })).records).toHaveLength(2);
     });
 
     it('concurrent terminal writers on one task: exactly one applies', async () => {
@@ -370,17 +370,17 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
         const writers = 16 + ((i * 7) % 49);
         const outs = await Promise.all(
           Array.from({ length: writers }, (_, w) => {
-            if (w % 11 === 5) return store.cancel(A, `r${i}`, T0, `c${w}`);
+            if (w % 11 === 5) return store.cancel({ authKey: A, taskId: `r${i}`, now: T0, correlationId: `c${w}` });
             const status = (['completed', 'failed', 'cancelled'] as const)[w % 3]!;
             return store.transition({ taskId: `r${i}`, authKey: A, write: { status, expectedVersion: w % 5 === 0 ? 1 : 2, result: { w } }, correlationId: `c${w}`, now: T0 });
           }),
         );
         for (const o of outs) counts[o.decision] = (counts[o.decision] ?? 0) + 1;
         expect(outs.filter((o) => o.decision === 'APPLY_TRANSITION' || o.decision === 'CANCEL_TASK')).toHaveLength(1);
-        const stored = (await store.get(A, `r${i}`, T0)).record!;
+        const stored = (await store.get({ authKey: A, taskId: `r${i}`, now: T0 })).record!;
         expect(isTerminal(stored.status)).toBe(true);
         expect(stored.version).toBe(3);
-        const applied = (await store.auditTrail(`r${i}`)).filter((e) => e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK');
+        const applied = (await store.auditTrail({ taskId: `r${i}` })).filter((e) => e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK');
         expect(applied).toHaveLength(1);
       }
       expect(Object.keys(counts).sort()).toEqual(

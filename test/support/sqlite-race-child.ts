@@ -39,7 +39,7 @@ function nextGo(): Promise<Go> {
 }
 
 async function write(store: SqliteStoreClass, plan: RacePlan, taskId: string, writer: RaceWriter, tag: string): Promise<string> {
-  if (writer.kind === 'cancel') return (await store.cancel(plan.authKey, taskId, plan.now, tag)).decision;
+  if (writer.kind === 'cancel') return (await store.cancel({ authKey: plan.authKey, taskId, now: plan.now, correlationId: tag })).decision;
   const write = { status: writer.status, expectedVersion: writer.expectedVersion, result: writer.result };
   return (await store.transition({ taskId, authKey: plan.authKey, write, correlationId: tag, now: plan.now })).decision;
 }

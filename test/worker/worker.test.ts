@@ -60,7 +60,7 @@ async function until<T>(probe: () => Promise<T | undefined> | T | undefined, ms 
   }
 }
 
-const stored = async (service: TaskService, taskId: string) => (await service.store.get(AUTH, taskId, service.now())).record;
+const stored = async (service: TaskService, taskId: string) => (await service.store.get({ authKey: AUTH, taskId, now: service.now() })).record;
 
 describe('Worker', () => {
   it('claims an admitted task at once (woken by the admission, not the poll) and completes it', async () => {
@@ -74,7 +74,7 @@ describe('Worker', () => {
     run.release();
     const done = await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
     expect(done).toBe(true);
-    expect(await service.store.pendingDispatch(service.now())).toBe(0);
+    expect(await service.store.pendingDispatch({ now: service.now() })).toBe(0);
   });
 
   it('fences off a worker whose lease was taken over: its handler is stopped and its write refused', async () => {
@@ -97,7 +97,7 @@ describe('Worker', () => {
     expect((await stored(service, taskId))?.status).toBe('working');
     takeover.release();
     await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
-    const trail = await store.auditTrail(taskId);
+    const trail = await store.auditTrail({ taskId });
     const terminal = trail.filter((e) => e.surface === 'transition' && e.status === 'completed');
     expect(terminal.map((e) => e.decision)).toEqual(['APPLY_TRANSITION']);
     expect(trail.some((e) => e.decision === 'BLOCK_STALE_VERSION')).toBe(true);
@@ -130,7 +130,7 @@ describe('Worker', () => {
     run.release();
     await new Promise((r) => setTimeout(r, 50));
     expect((await service.read({ auth: AUTH, method: 'tasks/get', taskId })).decision).toBe('BLOCK_EXPIRED');
-    expect((await store.auditTrail(taskId)).filter((e) => e.surface === 'transition' && e.status === 'completed')).toEqual([]);
+    expect((await store.auditTrail({ taskId })).filter((e) => e.surface === 'transition' && e.status === 'completed')).toEqual([]);
   });
 
   it('never starts a cancelled or expired task', async () => {
@@ -144,7 +144,7 @@ describe('Worker', () => {
     startWorker(service, [tool]);
     await new Promise((r) => setTimeout(r, 200));
     expect(runs).toEqual([]);
-    expect(await store.pendingDispatch(service.now())).toBe(0);
+    expect(await store.pendingDispatch({ now: service.now() })).toBe(0);
   });
 
   it('drains on stop: gives unfinished leases back so another worker takes them at once', async () => {
@@ -196,7 +196,7 @@ describe('Worker', () => {
     await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined), 3000);
     expect(effects).toBe(2);
     expect((await stored(service, taskId))?.result).toMatchObject({ content: [{ text: `effect under task:${taskId}` }] });
-    expect((await store.auditTrail(taskId)).filter((e) => e.status === 'completed' && e.decision === 'APPLY_TRANSITION')).toHaveLength(1);
+    expect((await store.auditTrail({ taskId })).filter((e) => e.status === 'completed' && e.decision === 'APPLY_TRANSITION')).toHaveLength(1);
   });
 
   it('checkpoint() asks the store at once: a cancellation from another process stops the side effect', async () => {

@@ -17,6 +17,7 @@ import type {
   ListPosition,
   LookupOutcome,
   StoreCapabilities,
+  TaskRef,
   TaskStore,
   TransitionInput,
   TransitionOutcome,
@@ -119,14 +120,14 @@ export class MemoryStore implements TaskStore {
     return { decision, record: visible ? copy(stored) : null };
   }
 
-  async get(authKey: string, taskId: string, now: Millis): Promise<LookupOutcome> {
+  async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
     const stored = this.tasks.get(taskId) ?? null;
     const miss = classifyMiss(stored, authKey, now);
     if (miss !== null || stored === null) return { decision: miss ?? 'NOT_FOUND', record: null };
     return { decision: 'FOUND', record: copy(stored) };
   }
 
-  async cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome> {
+  async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     const stored = this.tasks.get(taskId) ?? null;
     const miss = classifyMiss(stored, authKey, now);
     if (miss !== null || stored === null) {
@@ -149,8 +150,8 @@ export class MemoryStore implements TaskStore {
     return { decision: 'CANCEL_TASK', record: copy(stored) };
   }
 
-  async list(authKey: string, now: Millis, page: { after: ListPosition | null; limit: number }): Promise<ListPage> {
-    const { after } = page;
+  async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
+    const { authKey, now, after } = page;
     const rows = [...this.tasks.values()]
       .filter((r) => r.authKey === authKey && !isExpired(r, now))
       .filter((r) => after === null || compareListOrder(r, after) > 0)
@@ -198,7 +199,7 @@ export class MemoryStore implements TaskStore {
     return claimed;
   }
 
-  async heartbeat(fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
+  async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
     const task = this.fenced(fence, now);
     if (task === null) return false;
     task.leaseExpiresAt = now + leaseMs;
@@ -207,7 +208,7 @@ export class MemoryStore implements TaskStore {
     return true;
   }
 
-  async release(fence: Fence, now: Millis): Promise<boolean> {
+  async release({ fence, now }: { fence: Fence; now: Millis }): Promise<boolean> {
     const task = this.fenced(fence, now);
     if (task === null) return false;
     task.leaseOwner = null;
@@ -217,7 +218,7 @@ export class MemoryStore implements TaskStore {
     return true;
   }
 
-  async pendingDispatch(_now?: Millis): Promise<number> {
+  async pendingDispatch(_input: { now: Millis }): Promise<number> {
     return [...this.outbox.values()].filter((e) => e.doneAt === null).length;
   }
 
@@ -243,11 +244,11 @@ export class MemoryStore implements TaskStore {
     this.audit.push({ ...entry });
   }
 
-  async auditTrail(taskId: string): Promise<AuditEntry[]> {
+  async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     return this.audit.filter((e) => e.taskId === taskId).map((e) => ({ ...e }));
   }
 
-  async sweepExpired(now: Millis, limit: number): Promise<number> {
+  async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
     let deleted = 0;
     for (const record of this.tasks.values()) {
       if (deleted >= limit) break;
@@ -276,6 +277,11 @@ export class MemoryStore implements TaskStore {
 
   async sharedSecret(): Promise<Uint8Array> {
     return this.secret;
+  }
+
+  /** Every change to this store is made in this process, whose service publishes it itself. */
+  async listen(): Promise<() => Promise<void>> {
+    return async () => undefined;
   }
 
   async close(): Promise<void> {}

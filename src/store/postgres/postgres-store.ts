@@ -13,6 +13,7 @@ import type {
   ListPosition,
   LookupOutcome,
   StoreCapabilities,
+  TaskRef,
   TaskStore,
   TransitionInput,
   TransitionOutcome,
@@ -98,7 +99,7 @@ export class PostgresStore implements TaskStore {
     return inTransaction(this.pool, (client) => transitionIn(client, input));
   }
 
-  async get(authKey: string, taskId: string, now: Millis): Promise<LookupOutcome> {
+  async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
     const visible = await this.pool.query<TaskRow>(sql.SELECT_VISIBLE, [taskId, authKey, now]);
     if (visible.rows[0] !== undefined) return { decision: 'FOUND', record: toTaskRecord(visible.rows[0]) };
     // The visible read came back empty; a second read by id alone only says why.
@@ -109,12 +110,12 @@ export class PostgresStore implements TaskStore {
     return { decision: 'FOUND', record: stored };
   }
 
-  async cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome> {
+  async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     return inTransaction(this.pool, (client) => cancelIn(client, { authKey, taskId, now, correlationId }));
   }
 
-  async list(authKey: string, now: Millis, page: { after: ListPosition | null; limit: number }): Promise<ListPage> {
-    const { after, limit } = page;
+  async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
+    const { authKey, now, after, limit } = page;
     // One row more than asked tells whether another page exists.
     const params: unknown[] = [authKey, now, limit + 1];
     if (after !== null) params.push(after.createdAt, after.taskId);
@@ -128,15 +129,15 @@ export class PostgresStore implements TaskStore {
     return inTransaction(this.pool, (client) => claimIn(client, input));
   }
 
-  async heartbeat(fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
+  async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
     return heartbeatOn(this.pool, fence, now, leaseMs);
   }
 
-  async release(fence: Fence, now: Millis): Promise<boolean> {
+  async release({ fence, now }: { fence: Fence; now: Millis }): Promise<boolean> {
     return releaseOn(this.pool, fence, now);
   }
 
-  async pendingDispatch(_now: Millis): Promise<number> {
+  async pendingDispatch(_input: { now: Millis }): Promise<number> {
     const counted = await this.pool.query<{ n: number }>(sql.COUNT_PENDING);
     return counted.rows[0]?.n ?? 0;
   }
@@ -146,13 +147,13 @@ export class PostgresStore implements TaskStore {
     this.auditWriter.append(entry);
   }
 
-  async auditTrail(taskId: string): Promise<AuditEntry[]> {
+  async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     await this.auditWriter.drain();
     const found = await this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]);
     return found.rows.map(toAuditEntry);
   }
 
-  async sweepExpired(now: Millis, limit: number): Promise<number> {
+  async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
     if (limit <= 0) return 0;
     const deleted = await this.pool.query(sql.SWEEP_EXPIRED, [now, limit]);
     return deleted.rowCount ?? 0;

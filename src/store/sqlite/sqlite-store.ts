@@ -17,6 +17,7 @@ import type {
   ListPosition,
   LookupOutcome,
   StoreCapabilities,
+  TaskRef,
   TaskStore,
   TransitionInput,
   TransitionOutcome,
@@ -166,7 +167,7 @@ export class SqliteStore implements TaskStore {
     });
   }
 
-  async get(authKey: string, taskId: string, now: Millis): Promise<LookupOutcome> {
+  async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
     // A read transaction: both reads see one snapshot, so a row another process inserts between
     // them cannot make the classification disagree with the query.
     return this.db
@@ -180,7 +181,7 @@ export class SqliteStore implements TaskStore {
       .deferred();
   }
 
-  async cancel(authKey: string, taskId: string, now: Millis, correlationId: string): Promise<CancelOutcome> {
+  async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     return this.write(() => {
       const row = this.sql.applyCancel.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
       if (row !== undefined) {
@@ -203,8 +204,8 @@ export class SqliteStore implements TaskStore {
     });
   }
 
-  async list(authKey: string, now: Millis, page: { after: ListPosition | null; limit: number }): Promise<ListPage> {
-    const { after } = page;
+  async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
+    const { authKey, now, after } = page;
     // One row past the page says whether another page exists, without a COUNT.
     const base = { auth_key: authKey, now, limit: page.limit + 1 };
     const rows = (
@@ -219,16 +220,16 @@ export class SqliteStore implements TaskStore {
     return this.write(() => claimIn(this.sql, input));
   }
 
-  async heartbeat(fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
+  async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
     return this.write(() => heartbeatIn(this.sql, fence, now, leaseMs));
   }
 
-  async release(fence: Fence, now: Millis): Promise<boolean> {
+  async release({ fence, now }: { fence: Fence; now: Millis }): Promise<boolean> {
     return this.write(() => releaseIn(this.sql, fence, now));
   }
 
   /** `now` is part of the interface; an open entry counts whether or not it is due yet. */
-  async pendingDispatch(_now: Millis): Promise<number> {
+  async pendingDispatch(_input: { now: Millis }): Promise<number> {
     return (this.sql.countPending.get() as { n: number }).n;
   }
 
@@ -236,11 +237,11 @@ export class SqliteStore implements TaskStore {
     this.sql.insertAudit.run(auditToRow(entry));
   }
 
-  async auditTrail(taskId: string): Promise<AuditEntry[]> {
+  async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     return (this.sql.selectAudit.all(taskId) as AuditRow[]).map(rowToAudit);
   }
 
-  async sweepExpired(now: Millis, limit: number): Promise<number> {
+  async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
     // The outbox entries go by ON DELETE CASCADE (open turns foreign_keys on for the connection).
     return this.write(() => this.sql.sweep.run(now, limit).changes);
   }
@@ -262,6 +263,11 @@ export class SqliteStore implements TaskStore {
       this.secret = Buffer.from(hex, 'hex');
     }
     return this.secret;
+  }
+
+  /** Other processes on the file do not notify this one (yet): waiters fall back to polling. */
+  async listen(): Promise<() => Promise<void>> {
+    return async () => undefined;
   }
 
   async close(): Promise<void> {
