@@ -1,6 +1,6 @@
 /**
  * tasklatch public API. Every export is listed here; SQL stores and the MCP adapter are subpath
- * exports so that importing the root loads neither `pg` nor `better-sqlite3`.
+ * exports so that importing the root loads neither `pg`, `better-sqlite3` nor the MCP SDK.
  */
 export {
   TASK_STATUSES,
@@ -51,6 +51,12 @@ export { decideTransition, classifyMiss, type GuardedRecord } from './core/trans
 export { decideRead, decideVisibleRead, decideList, visibleTasks, compareListOrder } from './core/read-rules.js';
 export type {
   TaskStore,
+  TaskRecords,
+  TaskDispatch,
+  TaskUpkeep,
+  TaskRef,
+  ClaimInput,
+  Fence,
   StoreCapabilities,
   AdmitInput,
   AdmitOutcome,
@@ -72,6 +78,15 @@ export {
   type ListOutcome,
 } from './service/task-service.js';
 export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
-export { defineTool, authKeyOf, type TaskTool, type ToolContext, type ToolResult, type Principal } from './mcp/tool.js';
+export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
+export { authKeyOf, principalOf, ANONYMOUS, type Principal } from './tools/principal.js';
+export { ToolRegistry } from './tools/tool-registry.js';
+export { invokeTool, errorResult } from './tools/invoke-tool.js';
+export { TaskRuntime, createRuntime, type RuntimeOptions, type ProgressListener } from './runtime/task-runtime.js';
+export { createLogger, type Logger } from './runtime/log.js';
+export { Worker, type WorkerOptions } from './worker/worker.js';
+export { TaskExecutor, type ExecutionHooks } from './worker/task-executor.js';
+export { ChangeFeed, type TaskWatch } from './service/change-feed.js';
+export { ExpirySweeper, type SweeperOptions } from './service/expiry-sweeper.js';
 export { parseFixture, type ReplayFixture, type ReplayCase } from './replay/fixture.js';
 export { runReplay, type ReplayReport, type CaseOutcome } from './replay/run-replay.js';

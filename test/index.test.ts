@@ -25,11 +25,13 @@ function staticGraph(entry: string): { files: Set<string>; packages: Set<string>
 }
 
 describe('the root entry', () => {
-  it('loads neither pg nor better-sqlite3', () => {
+  it('loads neither pg, better-sqlite3 nor the MCP SDK', () => {
     const { packages } = staticGraph(resolve(SRC, 'index.ts'));
     expect(packages.has('pg')).toBe(false);
     expect(packages.has('better-sqlite3')).toBe(false);
-    expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['canonicalize', 'zod']);
+    expect(packages.has('@modelcontextprotocol/sdk')).toBe(false);
+    // pino: the runtime's logger.
+    expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['canonicalize', 'pino', 'zod']);
   });
 
   it('keeps the core free of I/O: only node:crypto and its own files', () => {

@@ -6,9 +6,10 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { startHttpServer, type RunningHttp } from '../../src/mcp/http-server.js';
-import { createLogger } from '../../src/mcp/log.js';
+import { createLogger } from '../../src/runtime/log.js';
 import { createTaskServer, type TaskServer } from '../../src/mcp/task-server.js';
-import { authKeyOf, defineTool, type Principal } from '../../src/mcp/tool.js';
+import { authKeyOf, type Principal } from '../../src/tools/principal.js';
+import { defineTool } from '../../src/tools/tool.js';
 import type { TaskLimits } from '../../src/service/limits.js';
 import type { TaskStore } from '../../src/store/types.js';
 

@@ -4,9 +4,9 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { z } from 'zod';
 import { TasklatchError } from '../core/errors.js';
 import { startHttpServer } from '../mcp/http-server.js';
-import { createLogger } from '../mcp/log.js';
+import { createLogger } from '../runtime/log.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
-import type { Principal } from '../mcp/tool.js';
+import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';

@@ -1,9 +1,7 @@
 import { parseArgs } from 'node:util';
-import { createLogger } from '../mcp/log.js';
-import { ToolRegistry } from '../mcp/tool-registry.js';
-import { TaskService } from '../service/task-service.js';
+import { createLogger } from '../runtime/log.js';
+import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
-import { Worker } from '../worker/worker.js';
 import type { CliIo } from './io.js';
 import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
@@ -22,25 +20,21 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
     return 0;
   }
   const drainMs = values['drain-ms'] === undefined ? 10_000 : positiveInt('--drain-ms', values['drain-ms']);
-  const { beforeTerminalWrite, ...options } = workerOptionsFrom(values);
   const pollInterval = values['poll-interval'] === undefined ? undefined : positiveInt('--poll-interval', values['poll-interval']);
+  const worker = workerOptionsFrom(values);
+  const tools = toolsFrom(values);
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
-  // Workers decide nothing about requests; the service is only their path to the store.
-  const service = new TaskService({ store, capabilities: {}, ...(pollInterval === undefined ? {} : { limits: { pollInterval } }) });
-  await service.start((error) => logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));
-  const worker = new Worker(service, new ToolRegistry(toolsFrom(values)), {
-    ...options,
-    hooks: { ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }), log: (level, message, fields) => logger[level](fields ?? {}, message) },
-  });
-  worker.start();
-  logger.info({ store: describeStoreUrl(values.store), worker: worker.id }, 'tasklatch worker started');
-  io.out(`tasklatch worker ${worker.id} running`);
+  // The same composition as `serve`, without a wire in front of it.
+  const runtime = createRuntime({ store, tools, worker, drainMs, logger, ...(pollInterval === undefined ? {} : { limits: { pollInterval } }) });
+  await runtime.start();
+  const id = runtime.worker?.id ?? '';
+  logger.info({ store: describeStoreUrl(values.store), worker: id }, 'tasklatch worker started');
+  io.out(`tasklatch worker ${id} running`);
   const signal = await untilSignal();
   logger.info({ signal }, 'draining');
-  await worker.stop(drainMs);
-  await service.stop();
+  await runtime.close();
   await store.close();
   return 0;
 }

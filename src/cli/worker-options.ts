@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isTasklatchError, TasklatchError } from '../core/errors.js';
 import { demoTools } from '../demo/demo-tools.js';
-import type { TaskTool } from '../mcp/tool.js';
+import type { TaskTool } from '../tools/tool.js';
 import type { ExecutionHooks } from '../worker/task-executor.js';
 import type { WorkerOptions } from '../worker/worker.js';
 import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';

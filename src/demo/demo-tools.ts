@@ -3,15 +3,14 @@ import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { defineTool, type TaskTool, type ToolResult } from '../mcp/tool.js';
+import { errorResult } from '../tools/invoke-tool.js';
+import { defineTool, type TaskTool } from '../tools/tool.js';
 import { csvHeader, csvLine, ledgerLine, MONTH_PATTERN } from './ledger.js';
 
 export interface DemoToolOptions {
   /** Where `export_ledger` writes its files (one folder per tenant). */
   exportsDir: string;
 }
-
-const errorText = (text: string): ToolResult => ({ content: [{ type: 'text', text }], isError: true });
 
 /** The demo tools of `tasklatch serve`: a long export, a quick summary and an instant lookup. */
 export function demoTools(options: DemoToolOptions): TaskTool[] {
@@ -27,7 +26,7 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
     }),
     execution: { taskSupport: 'required' },
     handler: async (args, ctx) => {
-      if (!MONTH_PATTERN.test(args.month)) return errorText(`month must be YYYY-MM, got ${JSON.stringify(args.month)}`);
+      if (!MONTH_PATTERN.test(args.month)) return errorResult(`month must be YYYY-MM, got ${JSON.stringify(args.month)}`);
       const dir = join(options.exportsDir, safeName(ctx.principal.tenant));
       await mkdir(dir, { recursive: true });
       // Named after the task's stable key: a re-run after a crash rewrites the same temp file
@@ -83,7 +82,7 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
     inputSchema: z.object({ month: z.string().describe('YYYY-MM') }),
     execution: { taskSupport: 'optional' },
     handler: async (args, ctx) => {
-      if (!MONTH_PATTERN.test(args.month)) return errorText(`month must be YYYY-MM, got ${JSON.stringify(args.month)}`);
+      if (!MONTH_PATTERN.test(args.month)) return errorResult(`month must be YYYY-MM, got ${JSON.stringify(args.month)}`);
       const totals: Record<string, number> = {};
       for (let i = 0; i < 200; i++) {
         const line = ledgerLine(ctx.principal.tenant, args.month, i);

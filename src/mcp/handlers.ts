@@ -16,9 +16,10 @@ import {
 import { idempotencyKeyOf } from '../core/create-rules.js';
 import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type WireRequest } from '../core/types.js';
+import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
+import { authKeyOf, type Principal } from '../tools/principal.js';
+import type { TaskTool, ToolContext, ToolResult } from '../tools/tool.js';
 import type { TaskServer } from './task-server.js';
-import type { Principal, TaskTool, ToolContext, ToolResult } from './tool.js';
-import { authKeyOf } from './tool.js';
 import { invalidParams, methodNotFound, taskNotFound, TOO_MANY_TASKS, wireResult, wireTask, WireError } from './wire.js';
 
 /** Per-session state: the session's own principal, progress tokens and status watches. */
@@ -60,13 +61,11 @@ export function registerTaskHandlers(session: SessionContext, register: Register
 
   if (server.capabilities.cancel !== undefined) {
     register(CancelTaskRequestSchema, async (request: { params: { taskId: string } }, extra) => {
-      const out = await server.service.read({ auth: await auth(extra), method: 'tasks/cancel', taskId: request.params.taskId });
+      // Stored before this reply; the runtime stops the handler wherever it runs.
+      const out = await server.runtime.cancel({ auth: await auth(extra), taskId: request.params.taskId });
       if (out.decision === 'BLOCK_CAPABILITY') throw methodNotFound('tasks/cancel is not supported');
       if (out.record === null) throw taskNotFound();
       if (out.decision === 'ALREADY_TERMINAL') throw invalidParams(`Task ${out.record.taskId} is already ${out.record.status} and cannot be cancelled`);
-      // Stored before this reply; the handler's signal fires here, and through the change feed
-      // in whichever process runs it.
-      server.worker?.executor.abort(out.record.taskId, 'cancelled');
       return wireTask(out.record);
     });
   }
@@ -94,8 +93,8 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
   const headerKey = headerValue(extra, 'idempotency-key');
   // Arguments of a task call are checked before its record exists; the worker parses them again.
   const parseArgs = () => {
-    const parsed = tool.inputSchema.safeParse(params.arguments ?? {});
-    if (!parsed.success) throw invalidParams(`Invalid arguments for tool ${tool.name}: ${parsed.error.message}`);
+    const problem = argumentProblem(tool, params.arguments);
+    if (problem !== null) throw invalidParams(problem);
   };
   let outcome;
   try {
@@ -130,8 +129,6 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
 
 /** A plain call: the same handler, run inline, its result returned as is. */
 async function runPlain(tool: TaskTool, params: Record<string, unknown>, principal: Principal, extra: Extra): Promise<ToolResult> {
-  const parsed = tool.inputSchema.safeParse(params.arguments ?? {});
-  if (!parsed.success) return { content: [{ type: 'text', text: `Invalid arguments for tool ${tool.name}: ${parsed.error.message}` }], isError: true };
   const token = extra._meta?.progressToken;
   const ctx: ToolContext = {
     taskId: null,
@@ -145,11 +142,7 @@ async function runPlain(tool: TaskTool, params: Record<string, unknown>, princip
       await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) } });
     },
   };
-  try {
-    return await tool.handler(parsed.data, ctx);
-  } catch (error) {
-    return { content: [{ type: 'text', text: (error as Error).message }], isError: true };
-  }
+  return invokeTool(tool, params.arguments, ctx);
 }
 
 /** Sends notifications/tasks/status to this session on every change of a task it created. */
@@ -158,7 +151,7 @@ function watchStatus(session: SessionContext, taskId: string, authKey: string, c
   // The requestor has the task as created; only later versions are news.
   let lastVersion = createdVersion;
   const onChange = async () => {
-    const found = await server.service.store.get({ authKey, taskId, now: server.service.now() });
+    const found = await server.service.lookup({ auth: authKey, taskId });
     if (found.record === null) return stop();
     if (found.record.version <= lastVersion) return;
     lastVersion = found.record.version;

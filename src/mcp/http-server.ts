@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskServer } from './task-server.js';
-import { authKeyOf, type Principal } from './tool.js';
+import { authKeyOf, type Principal } from '../tools/principal.js';
 
 export interface HttpOptions {
   host: string;

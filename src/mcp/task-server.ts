@@ -2,109 +2,73 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { TaskCapabilities } from '../core/types.js';
-import { ExpirySweeper } from '../service/expiry-sweeper.js';
-import { TaskService } from '../service/task-service.js';
-import type { TaskLimits } from '../service/limits.js';
-import type { TaskStore } from '../store/types.js';
-import type { ExecutionHooks } from '../worker/task-executor.js';
-import { Worker, type WorkerOptions } from '../worker/worker.js';
-import { createLogger, type Logger } from './log.js';
+import type { Logger } from '../runtime/log.js';
+import { createRuntime, TaskRuntime, type RuntimeOptions } from '../runtime/task-runtime.js';
+import { ANONYMOUS, type Principal } from '../tools/principal.js';
 import { registerTaskHandlers, type SessionContext } from './handlers.js';
-import { ToolRegistry } from './tool-registry.js';
 import { invalidParams } from './wire.js';
-import type { Principal, TaskTool } from './tool.js';
+
+export { ANONYMOUS };
 
 /** Resolves the caller of one request; null when the request carries no auth context. */
 export type Authenticate = (request: { authInfo?: { token: string; extra?: Record<string, unknown> } | undefined }) => Principal | null | Promise<Principal | null>;
 
-export interface TaskServerOptions {
-  store: TaskStore;
-  tools: readonly TaskTool[];
+/** What the 2025-11-25 session wire itself needs, besides the runtime it serves. */
+export interface WireOptions {
   /**
    * Maps a request to its principal. Without it every caller shares one anonymous context:
    * ids stay unguessable, and `tasks/list` is not offered.
    */
   authenticate?: Authenticate;
-  limits?: Partial<TaskLimits>;
-  /**
-   * Run admitted tasks in this process with an in-process worker (default true). False: only
-   * admit and answer; `tasklatch worker` processes run the tasks.
-   */
-  execute?: boolean;
-  /** Options of the in-process worker. */
-  worker?: Omit<WorkerOptions, 'hooks'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
-  /** How long `close()` lets running tasks finish before giving their leases back (ms, default 10000). */
-  drainMs?: number;
-  /** How often expired records are deleted (ms; default 60000; 0 turns the sweeper off). */
-  sweepIntervalMs?: number;
   name?: string;
   version?: string;
-  clock?: () => number;
-  logger?: Logger;
 }
 
-/** The principal of callers without an auth context. */
-export const ANONYMOUS: Principal = { tenant: 'anonymous', subject: 'anonymous' };
+/**
+ * A task server over a runtime of its own (built from the runtime options, closed with the
+ * server) or over one the caller built and closes (`runtime`).
+ */
+export type TaskServerOptions = WireOptions & (RuntimeOptions | { runtime: TaskRuntime });
 
 /**
- * tasklatch on the MCP wire: the SDK's low-level `Server` with our own handlers for
- * `tools/list`, `tools/call` and `tasks/*`, over the task service and its store. One
- * `TaskServer` serves any number of sessions (`connect()` per transport).
+ * tasklatch on the MCP 2025-11-25 wire: the SDK's low-level `Server` with our own handlers for
+ * `tools/list`, `tools/call` and `tasks/*`, over a task runtime. One `TaskServer` serves any
+ * number of sessions (`connect()` per transport); it holds the sessions and maps decisions to
+ * messages, and the runtime does the rest.
  */
 export class TaskServer {
-  readonly service: TaskService;
-  /** The in-process worker, or null when separate worker processes run the tasks. */
-  readonly worker: Worker | null;
-  readonly tools: ToolRegistry;
-  readonly capabilities: TaskCapabilities;
-  readonly logger: Logger;
-  private readonly options: TaskServerOptions;
+  readonly runtime: TaskRuntime;
+  private readonly options: WireOptions;
+  private readonly ownsRuntime: boolean;
   private readonly sessions = new Map<Server, SessionContext>();
-  private readonly sweeper: ExpirySweeper | null;
+  private readonly stopProgress: () => void;
 
   constructor(options: TaskServerOptions) {
     this.options = options;
-    this.tools = new ToolRegistry(options.tools);
-    this.logger = options.logger ?? createLogger();
-    this.capabilities = {
-      ...(options.authenticate === undefined ? {} : { list: {} }),
-      cancel: {},
-      ...(this.tools.anyTaskSupport ? { requests: { tools: { call: {} } } } : {}),
-    };
-    this.service = new TaskService({
-      store: options.store,
-      capabilities: this.capabilities,
-      ...(options.clock === undefined ? {} : { clock: options.clock }),
-      ...(options.limits === undefined ? {} : { limits: options.limits }),
-    });
-    const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
-    this.sweeper =
-      sweepIntervalMs > 0
-        ? new ExpirySweeper(options.store, () => this.service.now(), {
-            intervalMs: sweepIntervalMs,
-            onError: (error) => this.logger.warn({ err: error }, 'expiry sweep failed'),
-          })
-        : null;
-    const { beforeTerminalWrite, ...workerOptions } = options.worker ?? {};
-    this.worker =
-      options.execute === false
-        ? null
-        : new Worker(this.service, this.tools, {
-            ...workerOptions,
-            hooks: {
-              log: (level, message, fields) => this.logger[level](fields ?? {}, message),
-              progress: (record, progress, total, message) => this.sendProgress(record.taskId, progress, total, message),
-              ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }),
-            },
-          });
+    this.ownsRuntime = !('runtime' in options);
+    this.runtime = 'runtime' in options ? options.runtime : createRuntime({ callersIdentified: options.authenticate !== undefined, ...options });
+    this.stopProgress = this.runtime.onProgress((taskId, progress, total, message) => this.sendProgress(taskId, progress, total, message));
   }
 
-  /** Starts listening for other processes' changes (stores that notify). */
+  get service() {
+    return this.runtime.service;
+  }
+
+  get tools() {
+    return this.runtime.tools;
+  }
+
+  get capabilities() {
+    return this.runtime.capabilities;
+  }
+
+  get logger(): Logger {
+    return this.runtime.logger;
+  }
+
+  /** Starts the runtime it owns (a runtime passed in is the caller's to start). */
   async start(): Promise<void> {
-    await this.service.start((error) => this.logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));
-    this.sweeper?.start();
-    this.worker?.start();
+    if (this.ownsRuntime) await this.runtime.start();
     if (this.options.authenticate === undefined) {
       this.logger.warn('no authentication configured: every caller shares one anonymous context and tasks/list is not offered');
     }
@@ -163,12 +127,11 @@ export class TaskServer {
     return session.principal ?? ANONYMOUS;
   }
 
-  /** Stops: no new claims, running tasks drain (then their leases go back), sessions close. */
+  /** Stops: the runtime it owns drains (running tasks finish, then their leases go back), sessions close. */
   async close(): Promise<void> {
-    await this.sweeper?.stop();
-    await this.worker?.stop(this.options.drainMs ?? 10_000);
+    this.stopProgress();
+    if (this.ownsRuntime) await this.runtime.close();
     await Promise.allSettled([...this.sessions.keys()].map((s) => s.close()));
-    await this.service.stop();
   }
 
   private async sendProgress(taskId: string, progress: number, total?: number, message?: string): Promise<void> {

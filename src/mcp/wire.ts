@@ -1,7 +1,7 @@
 import { ErrorCode, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
 import { formatTimestamp } from '../core/time.js';
 import type { TaskRecord } from '../core/types.js';
-import type { ToolResult } from './tool.js';
+import type { ToolResult } from '../tools/tool.js';
 
 /**
  * The decision → JSON-RPC mapping of the contract. Nothing outside src/mcp knows these codes.

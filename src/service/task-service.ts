@@ -5,7 +5,7 @@ import { requestDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
 import { decideList, decideVisibleRead } from '../core/read-rules.js';
 import type { Millis, ReadMethod, StatusWrite, TaskCapabilities, TaskRecord, ToolDescriptor, WireRequest } from '../core/types.js';
-import type { AdmitOutcome, AuditEntry, TaskStore, TransitionOutcome } from '../store/types.js';
+import type { AdmitOutcome, AuditEntry, ClaimInput, Fence, LookupOutcome, StoreCapabilities, TaskStore, TransitionOutcome } from '../store/types.js';
 import { ChangeFeed } from './change-feed.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DEFAULT_LIMITS, grantTtl, type TaskLimits } from './limits.js';
@@ -38,9 +38,11 @@ export type ListOutcome =
 /**
  * The guard in front of a store: applies the request-only rules (capabilities, taskSupport),
  * hands everything that depends on stored facts to the store's atomic operations, and writes
- * every decision to the audit trail. Protocol adapters and the replay both go through here.
+ * every decision to the audit trail. Protocol adapters, workers and the replay all go through
+ * here, and every write that changes a record is published on `changes` by this class alone.
  */
 export class TaskService {
+  /** The store behind the guard: for composition (sweeper, closing), never for task writes. */
   readonly store: TaskStore;
   readonly capabilities: TaskCapabilities;
   readonly limits: TaskLimits;
@@ -62,6 +64,11 @@ export class TaskService {
 
   now(): Millis {
     return this.clock();
+  }
+
+  /** What the store behind the guard can do (notifications, sharing between processes). */
+  get supports(): StoreCapabilities {
+    return this.store.supports;
   }
 
   /** A `tools/call`, plain or task-augmented. */
@@ -120,6 +127,38 @@ export class TaskService {
     });
     if (outcome.decision === 'APPLY_TRANSITION') this.changes.publish(input.taskId, outcome.record?.version);
     return outcome;
+  }
+
+  /**
+   * The stored fact of a task as its own auth context sees it, without a decision or an audit
+   * line: what a worker or a status watch reads after an event or a failed write.
+   */
+  async lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome> {
+    return this.store.get({ authKey: input.auth, taskId: input.taskId, now: this.clock() });
+  }
+
+  /** Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. */
+  async claim(input: Omit<ClaimInput, 'now' | 'correlationId'>): Promise<TaskRecord[]> {
+    const claimed = await this.store.claim({ ...input, now: this.clock(), correlationId: randomUUID() });
+    for (const record of claimed) this.changes.publish(record.taskId, record.version);
+    return claimed;
+  }
+
+  /** Extends a held lease; false when the fence no longer holds. The version stays: nothing to publish. */
+  async heartbeat(input: { fence: Fence; leaseMs: number }): Promise<boolean> {
+    return this.store.heartbeat({ fence: input.fence, now: this.clock(), leaseMs: input.leaseMs });
+  }
+
+  /** Gives a held lease back; published so that an idle worker of this process claims it at once. */
+  async release(input: { fence: Fence }): Promise<boolean> {
+    const released = await this.store.release({ fence: input.fence, now: this.clock() });
+    if (released) this.changes.publish(input.fence.taskId);
+    return released;
+  }
+
+  /** Outbox entries not yet closed. */
+  async pendingDispatch(): Promise<number> {
+    return this.store.pendingDispatch({ now: this.clock() });
   }
 
   /** `tasks/get`, `tasks/result` (the decision only; waiting is the adapter's) and `tasks/cancel`. */
@@ -186,7 +225,7 @@ export class TaskService {
 
   /** Starts relaying the store's cross-process change notifications, where it has them. */
   async start(onError?: (error: Error) => void): Promise<void> {
-    if (this.stopListening !== null || !this.store.supports.listenNotify) return;
+    if (this.stopListening !== null || !this.supports.listenNotify) return;
     this.stopListening = await this.store.listen((taskId, version) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version)), onError);
   }
 
@@ -201,7 +240,7 @@ export class TaskService {
    * notifying (a shared SQLite file), long where every writer notifies.
    */
   private fallbackPollMs(): number {
-    const notified = !this.store.supports.shared || this.stopListening !== null;
+    const notified = !this.supports.shared || this.stopListening !== null;
     return notified ? 30_000 : Math.min(this.limits.pollInterval, 500);
   }
 

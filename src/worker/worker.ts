@@ -1,8 +1,9 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { ToolRegistry } from '../mcp/tool-registry.js';
 import type { TaskService } from '../service/task-service.js';
-import { errorResult, TaskExecutor, type ExecutionHooks } from './task-executor.js';
+import { errorResult } from '../tools/invoke-tool.js';
+import type { ToolRegistry } from '../tools/tool-registry.js';
+import { TaskExecutor, type ExecutionHooks } from './task-executor.js';
 
 export interface WorkerOptions {
   /** Lease owner id; unique per worker (default host:pid:random). */
@@ -51,8 +52,8 @@ export class Worker {
     this.concurrency = options.concurrency ?? 4;
     this.leaseMs = options.leaseMs ?? 30_000;
     this.heartbeatMs = options.heartbeatMs ?? Math.max(50, Math.min(Math.floor(this.leaseMs / 3), service.limits.pollInterval));
-    const store = service.store;
-    this.pollMs = options.pollMs ?? (store.supports.shared && !store.supports.listenNotify ? 500 : 5_000);
+    const { supports } = service;
+    this.pollMs = options.pollMs ?? (supports.shared && !supports.listenNotify ? 500 : 5_000);
     this.maxAttempts = options.maxAttempts ?? 5;
     this.log = options.hooks?.log ?? (() => undefined);
     this.executor = new TaskExecutor(service, tools, options.hooks);
@@ -87,18 +88,15 @@ export class Worker {
       let claimedAll = false;
       if (free > 0) {
         try {
-          const claimed = await this.service.store.claim({
+          const claimed = await this.service.claim({
             owner: this.id,
-            now: this.service.now(),
             leaseMs: this.leaseMs,
             limit: free,
             maxAttempts: this.maxAttempts,
             abandonedResult: errorResult(`task abandoned after ${this.maxAttempts} attempts`),
-            correlationId: randomUUID(),
           });
           failures = 0;
           for (const record of claimed) {
-            this.service.changes.publish(record.taskId, record.version);
             const run = this.executor
               .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
               .catch((error: unknown) => this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) }))

@@ -6,9 +6,9 @@ import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontex
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { demoTools } from '../../src/demo/demo-tools.js';
-import { createLogger } from '../../src/mcp/log.js';
+import { createLogger } from '../../src/runtime/log.js';
 import { createTaskServer } from '../../src/mcp/task-server.js';
-import { defineTool, type TaskTool } from '../../src/mcp/tool.js';
+import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { ALICE, BOB, callAsTask, callPlain, memoryServer, rpcError } from '../support/mcp.js';
 

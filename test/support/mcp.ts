@@ -5,16 +5,18 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { demoTools } from '../../src/demo/demo-tools.js';
-import { createLogger } from '../../src/mcp/log.js';
-import { createTaskServer, type TaskServer, type TaskServerOptions } from '../../src/mcp/task-server.js';
-import type { Principal, TaskTool } from '../../src/mcp/tool.js';
+import { createLogger } from '../../src/runtime/log.js';
+import { createTaskServer, type TaskServer, type WireOptions } from '../../src/mcp/task-server.js';
+import type { RuntimeOptions } from '../../src/runtime/task-runtime.js';
+import type { Principal } from '../../src/tools/principal.js';
+import type { TaskTool } from '../../src/tools/tool.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 
 export const ALICE: Principal = { tenant: 'acme', subject: 'alice' };
 export const BOB: Principal = { tenant: 'globex', subject: 'bob' };
 
 /** A task server over a memory store (unless given one) with the demo tools and per-client principals. */
-export async function memoryServer(options: Partial<TaskServerOptions> & { extraTools?: TaskTool[] } = {}): Promise<{ server: TaskServer; exportsDir: string; connect(principal?: Principal | null): Promise<Client> }> {
+export async function memoryServer(options: Partial<WireOptions & RuntimeOptions> & { extraTools?: TaskTool[] } = {}): Promise<{ server: TaskServer; exportsDir: string; connect(principal?: Principal | null): Promise<Client> }> {
   const exportsDir = await mkdtemp(join(tmpdir(), 'tasklatch-exports-'));
   const server = createTaskServer({
     store: options.store ?? new MemoryStore(),

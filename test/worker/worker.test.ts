@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ToolRegistry } from '../../src/mcp/tool-registry.js';
-import { defineTool, type TaskTool } from '../../src/mcp/tool.js';
+import { ToolRegistry } from '../../src/tools/tool-registry.js';
+import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { TaskService } from '../../src/service/task-service.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { TaskStore } from '../../src/store/types.js';

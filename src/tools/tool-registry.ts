@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { ToolDescriptor } from '../core/types.js';
+import { taskSupportOf } from '../core/create-rules.js';
+import { TasklatchError } from '../core/errors.js';
 import type { TaskTool } from './tool.js';
 
 /** The tools a server offers, by name, with their `tools/list` entries prepared once. */
@@ -8,7 +10,7 @@ export class ToolRegistry {
 
   constructor(tools: readonly TaskTool[]) {
     for (const tool of tools) {
-      if (this.byName.has(tool.name)) throw new Error(`tool ${tool.name} is defined twice`);
+      if (this.byName.has(tool.name)) throw new TasklatchError('INVALID_INPUT', `tool ${tool.name} is defined twice`);
       this.byName.set(tool.name, tool);
     }
   }
@@ -19,7 +21,7 @@ export class ToolRegistry {
 
   /** True when at least one tool can run as a task. */
   get anyTaskSupport(): boolean {
-    return [...this.byName.values()].some((t) => (t.execution?.taskSupport ?? 'forbidden') !== 'forbidden');
+    return [...this.byName.values()].some((t) => taskSupportOf(t) !== 'forbidden');
   }
 
   /** The guard's view of a tool: name and execution only. */

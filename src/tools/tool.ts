@@ -1,15 +1,6 @@
 import type { z } from 'zod';
 import type { TaskSupport } from '../core/types.js';
-
-/** Who is calling: a tenant and a subject. Their join (`tenant/subject`) is the auth key. */
-export interface Principal {
-  tenant: string;
-  subject: string;
-}
-
-export function authKeyOf(principal: Principal): string {
-  return `${principal.tenant}/${principal.subject}`;
-}
+import type { Principal } from './principal.js';
 
 /** What a tool handler is given, for plain and task calls alike. */
 export interface ToolContext {

@@ -1,0 +1,139 @@
+import type { Millis, TaskCapabilities } from '../core/types.js';
+import { ExpirySweeper } from '../service/expiry-sweeper.js';
+import type { TaskLimits } from '../service/limits.js';
+import { TaskService, type ReadOutcome } from '../service/task-service.js';
+import type { TaskStore } from '../store/types.js';
+import { ToolRegistry } from '../tools/tool-registry.js';
+import type { TaskTool } from '../tools/tool.js';
+import type { ExecutionHooks } from '../worker/task-executor.js';
+import { Worker, type WorkerOptions } from '../worker/worker.js';
+import { createLogger, type Logger } from './log.js';
+
+/** Progress a task reports while it runs, for whichever wire session asked for it. */
+export type ProgressListener = (taskId: string, progress: number, total?: number, message?: string) => void | Promise<void>;
+
+export interface RuntimeOptions {
+  store: TaskStore;
+  tools: readonly TaskTool[] | ToolRegistry;
+  /**
+   * Whether the wires in front of this runtime identify their callers (an auth context). Only
+   * then may tasks be listed: without it every caller would see every task.
+   */
+  callersIdentified?: boolean;
+  limits?: Partial<TaskLimits>;
+  /**
+   * Run admitted tasks in this process with a worker (default true). False: only admit and
+   * answer; other processes' workers run the tasks.
+   */
+  execute?: boolean;
+  /** Options of the worker. */
+  worker?: Omit<WorkerOptions, 'hooks'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
+  /** How long `close()` lets running tasks finish before giving their leases back (ms, default 10000). */
+  drainMs?: number;
+  /** How often expired records are deleted (ms; default 60000; 0 turns the sweeper off). */
+  sweepIntervalMs?: number;
+  clock?: () => Millis;
+  logger?: Logger;
+}
+
+/**
+ * The one composition of tasklatch: the task service in front of the store (with its change
+ * feed), the expiry sweeper and, unless turned off, a worker. `tasklatch serve`, `tasklatch
+ * worker`, the library and every wire adapter use it; a wire holds sessions and maps decisions
+ * to messages, and never builds any of these itself.
+ */
+export class TaskRuntime {
+  readonly service: TaskService;
+  readonly tools: ToolRegistry;
+  /** The in-process worker, or null when other processes run the tasks. */
+  readonly worker: Worker | null;
+  readonly logger: Logger;
+  /** The receiver's task capabilities, in the 2025-11-25 server shape the rules read. */
+  readonly capabilities: TaskCapabilities;
+  private readonly sweeper: ExpirySweeper | null;
+  private readonly progressListeners = new Set<ProgressListener>();
+  private readonly drainMs: number;
+
+  constructor(options: RuntimeOptions) {
+    this.tools = options.tools instanceof ToolRegistry ? options.tools : new ToolRegistry(options.tools);
+    this.logger = options.logger ?? createLogger();
+    this.drainMs = options.drainMs ?? 10_000;
+    this.capabilities = {
+      ...(options.callersIdentified === true ? { list: {} } : {}),
+      cancel: {},
+      ...(this.tools.anyTaskSupport ? { requests: { tools: { call: {} } } } : {}),
+    };
+    this.service = new TaskService({
+      store: options.store,
+      capabilities: this.capabilities,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.limits === undefined ? {} : { limits: options.limits }),
+    });
+    const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
+    this.sweeper =
+      sweepIntervalMs > 0
+        ? new ExpirySweeper(options.store, () => this.service.now(), {
+            intervalMs: sweepIntervalMs,
+            onError: (error) => this.logger.warn({ err: error }, 'expiry sweep failed'),
+          })
+        : null;
+    const { beforeTerminalWrite, ...workerOptions } = options.worker ?? {};
+    this.worker =
+      options.execute === false
+        ? null
+        : new Worker(this.service, this.tools, {
+            ...workerOptions,
+            hooks: {
+              log: (level, message, fields) => this.logger[level](fields ?? {}, message),
+              progress: (record, progress, total, message) => this.emitProgress(record.taskId, progress, total, message),
+              ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }),
+            },
+          });
+  }
+
+  /** Starts relaying other processes' changes (stores that notify), the sweeper and the worker. */
+  async start(): Promise<void> {
+    await this.service.start((error) => this.logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));
+    this.sweeper?.start();
+    this.worker?.start();
+  }
+
+  /**
+   * `tasks/cancel` through the guard. The cancellation is stored before this resolves; a handler
+   * running in this process is stopped at once, one running elsewhere through the change feed
+   * or its next heartbeat.
+   */
+  async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<ReadOutcome> {
+    const out = await this.service.read({ ...input, method: 'tasks/cancel' });
+    if (out.decision === 'CANCEL_TASK') this.worker?.executor.abort(out.record.taskId, 'cancelled');
+    return out;
+  }
+
+  /** Hears the progress of every task this process runs; returns the function that stops it. */
+  onProgress(listener: ProgressListener): () => void {
+    this.progressListeners.add(listener);
+    return () => this.progressListeners.delete(listener);
+  }
+
+  /** Stops: no new claims, running tasks drain (then their leases go back), notifications stop. */
+  async close(drainMs = this.drainMs): Promise<void> {
+    await this.sweeper?.stop();
+    await this.worker?.stop(drainMs);
+    await this.service.stop();
+  }
+
+  private async emitProgress(taskId: string, progress: number, total?: number, message?: string): Promise<void> {
+    for (const listener of this.progressListeners) {
+      try {
+        await listener(taskId, progress, total, message);
+      } catch (error) {
+        this.logger.warn({ err: error, taskId }, 'progress not delivered');
+      }
+    }
+  }
+}
+
+/** Builds a runtime; see `RuntimeOptions`. */
+export function createRuntime(options: RuntimeOptions): TaskRuntime {
+  return new TaskRuntime(options);
+}

@@ -1,0 +1,34 @@
+import type { TaskTool, ToolContext, ToolResult } from './tool.js';
+
+/** A `CallToolResult` that reports a failure to the caller: `isError` with one text block. */
+export function errorResult(text: string): ToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/**
+ * One invocation of a tool, the same for plain calls and task runs: the arguments are parsed
+ * with the tool's schema, the handler runs, and anything it throws becomes an `isError` result
+ * (a tool never ends a call with an exception of ours). `onThrow` hears what a handler threw
+ * while its run was not being stopped, so the caller can log it.
+ */
+export async function invokeTool(tool: TaskTool, args: unknown, ctx: ToolContext, onThrow?: (error: unknown) => void): Promise<ToolResult> {
+  const parsed = tool.inputSchema.safeParse(args ?? {});
+  if (!parsed.success) return errorResult(`Invalid arguments for tool ${tool.name}: ${parsed.error.message}`);
+  try {
+    return await tool.handler(parsed.data, ctx);
+  } catch (error) {
+    if (ctx.signal.aborted) return errorResult(`stopped: ${String((ctx.signal.reason as Error | undefined)?.message)}`);
+    onThrow?.(error);
+    return errorResult(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/**
+ * Checks a task call's arguments before its record exists, so that a call that could never run
+ * is refused with nothing stored; the run parses them again. Returns the schema's message, or
+ * null when they are valid.
+ */
+export function argumentProblem(tool: TaskTool, args: unknown): string | null {
+  const parsed = tool.inputSchema.safeParse(args ?? {});
+  return parsed.success ? null : `Invalid arguments for tool ${tool.name}: ${parsed.error.message}`;
+}

@@ -1,0 +1,185 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isTerminal, type TaskRecord } from '../core/types.js';
+import type { TaskService } from '../service/task-service.js';
+import type { Fence } from '../store/types.js';
+import type { ToolResult } from '../tools/tool.js';
+
+/** The lease a worker holds on a claimed task. */
+export interface Lease {
+  owner: string;
+  leaseMs: number;
+  /** How often the lease is renewed; also how soon a cancellation written elsewhere is seen. */
+  heartbeatMs: number;
+}
+
+export type StopReason = 'cancelled' | 'expired' | 'lease lost' | 'drained';
+
+export type RunLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+
+/**
+ * One claimed run of a task: the fence it holds (its lease owner and the version it wrote
+ * last), why it stopped if it did, and every write it makes. Writes are serialized, so a
+ * heartbeat never races a status write for the version. A refused write is classified by the
+ * store and never retried blindly: after an error the stored fact is read first, and only a
+ * record still at our version and still working is written again.
+ */
+export class TaskRun {
+  readonly controller = new AbortController();
+  /** The version this run wrote last: its fence. */
+  version: number;
+  /** Until when the lease is known to hold (claim or last successful heartbeat). */
+  leaseUntil: number;
+  stopped: StopReason | null = null;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly record: TaskRecord,
+    readonly lease: Lease,
+    private readonly service: TaskService,
+    private readonly log: RunLog,
+  ) {
+    this.version = record.version;
+    this.leaseUntil = record.leaseExpiresAt ?? service.now() + lease.leaseMs;
+  }
+
+  get taskId(): string {
+    return this.record.taskId;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  fence(): Fence {
+    return { taskId: this.record.taskId, authKey: this.record.authKey, owner: this.lease.owner, version: this.version };
+  }
+
+  /** Stops the handler; the first reason given is the one that counts. */
+  stop(reason: StopReason): void {
+    this.stopped ??= reason;
+    this.controller.abort(new Error(`task ${reason}`));
+  }
+
+  /** Runs `work` after every write of this run queued before it. */
+  serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(work, work);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Extends the lease; true while the fence holds. */
+  async renew(): Promise<boolean> {
+    const now = this.service.now();
+    const holds = await this.service.heartbeat({ fence: this.fence(), leaseMs: this.lease.leaseMs });
+    if (holds) this.leaseUntil = now + this.lease.leaseMs;
+    return holds;
+  }
+
+  /** A heartbeat on the write chain; a lost fence stops the run, a store error is only logged. */
+  beat(): void {
+    this.serial(() => this.renew()).then(
+      (holds) => holds || this.stop('lease lost'),
+      (error: unknown) => this.log('warn', 'heartbeat failed', { taskId: this.taskId, error: String(error) }),
+    );
+  }
+
+  /** A change event for this task from any writer: a version we did not write is read and judged. */
+  observe(version: number | undefined): void {
+    // Our own writes come back as events too; a version we wrote needs no read.
+    if (version !== undefined && version <= this.version) return;
+    this.service.lookup({ auth: this.record.authKey, taskId: this.taskId }).then(
+      (found) => {
+        if (found.record === null) this.stop('expired');
+        else if (isTerminal(found.record.status)) this.stop('cancelled');
+      },
+      () => undefined,
+    );
+  }
+
+  /**
+   * Sets the status message. Best effort: a store error is logged, never thrown into the handler;
+   * when the write's fate is unknown the stored fact is read, and our own write adopted.
+   */
+  reportStatus(message: string): Promise<void> {
+    const { authKey } = this.record;
+    return this.serial(async () => {
+      if (this.signal.aborted) return;
+      try {
+        const out = await this.service.transition({ auth: authKey, taskId: this.taskId, write: { status: 'working', expectedVersion: this.version, statusMessage: message } });
+        if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.version = out.record.version;
+        else this.stop(out.decision === 'BLOCK_EXPIRED' ? 'expired' : out.decision === 'BLOCK_STALE_VERSION' ? 'lease lost' : 'cancelled');
+      } catch (error) {
+        this.log('warn', 'status message not stored', { taskId: this.taskId, error: String(error) });
+        const r = (await this.service.lookup({ auth: authKey, taskId: this.taskId }).catch(() => null))?.record;
+        if (r && r.version === this.version + 1 && r.leaseOwner === this.lease.owner && r.statusMessage === message) this.version = r.version;
+      }
+    });
+  }
+
+  /**
+   * Asks the store, now, whether this run still holds the task, and throws the abort reason if
+   * not. Until the store answers: an unreachable store confirms nothing, and past our lease the
+   * task is someone else's, so the run stops without writing (another attempt follows).
+   */
+  async checkpoint(): Promise<void> {
+    let holds: boolean | null = null;
+    for (let attempt = 0; holds === null; attempt++) {
+      try {
+        holds = await this.serial(() => this.renew());
+      } catch (error) {
+        if (this.service.now() + 100 * 2 ** attempt >= this.leaseUntil) {
+          this.stop('lease lost');
+          break;
+        }
+        this.log('warn', 'checkpoint: store unreachable; retrying', { taskId: this.taskId, error: String(error) });
+        await sleep(Math.min(100 * 2 ** attempt, 1000));
+      }
+    }
+    if (holds === false) {
+      const found = await this.service.lookup({ auth: this.record.authKey, taskId: this.taskId }).catch(() => null);
+      this.stop(found === null || found.record === null ? 'expired' : isTerminal(found.record.status) ? 'cancelled' : 'lease lost');
+    }
+    this.signal.throwIfAborted();
+  }
+
+  /** Gives the lease back (draining), so another worker claims the task at once. */
+  release(): Promise<boolean> {
+    return this.serial(() => this.service.release({ fence: this.fence() })).catch(() => false);
+  }
+
+  /** The terminal write, with the only retry that is safe: after reading the stored fact. */
+  writeTerminal(result: ToolResult): Promise<void> {
+    return this.serial(() => this.terminalWrite(result));
+  }
+
+  private async terminalWrite(result: ToolResult): Promise<void> {
+    const { taskId, authKey } = this.record;
+    const status = result.isError === true ? 'failed' : 'completed';
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const out = await this.service.transition({ auth: authKey, taskId, write: { status, expectedVersion: this.version, result }, correlationId: randomUUID() });
+        if (out.decision !== 'APPLY_TRANSITION' && out.decision !== 'IDEMPOTENT_TERMINAL') {
+          this.log('info', 'terminal write refused', { taskId, decision: out.decision, stored: out.record?.status ?? null });
+        }
+        return;
+      } catch (error) {
+        this.log('warn', 'terminal write failed; reading the stored fact', { taskId, error: String(error) });
+      }
+      // We do not know whether the write happened. Read what is stored; write again only if
+      // the record is still working at our version (the write did not land and no one else has
+      // taken the task). Past our lease another worker owns the task: stop.
+      for (;;) {
+        await sleep(Math.min(100 * 2 ** attempt, 2000));
+        if (this.service.now() > this.leaseUntil) return;
+        try {
+          const found = await this.service.lookup({ auth: authKey, taskId });
+          if (found.record === null || isTerminal(found.record.status) || found.record.version !== this.version) return;
+          break;
+        } catch {
+          attempt++;
+        }
+      }
+    }
+  }
+}
