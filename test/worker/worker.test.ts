@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { TaskService } from '../../src/service/task-service.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
+import { ALL_HARNESSES } from '../support/stores.js';
 
 const AUTH = 'acme/alice';
 
@@ -60,11 +60,19 @@ async function until<T>(probe: () => Promise<T | undefined> | T | undefined, ms 
   }
 }
 
-const stored = async (service: TaskService, taskId: string) => (await service.store.get({ authKey: AUTH, taskId, now: service.now() })).record;
+const stored = async (service: TaskService, taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record;
 
-describe('Worker', () => {
+// Fencing, takeover, cancellation and drain are the store's guarantees as much as the worker's:
+// the same cases run on every store.
+describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
+  async function fresh(label: string): Promise<TaskStore> {
+    const store = await harness.open(`worker_${label}`);
+    stops.push(() => store.close());
+    return store;
+  }
+
   it('claims an admitted task at once (woken by the admission, not the poll) and completes it', async () => {
-    const service = serviceOn(new MemoryStore());
+    const service = serviceOn(await fresh('wake'));
     const { tool, runs } = steeredTool();
     startWorker(service, [tool], { pollMs: 60_000 });
     const taskId = await admit(service);
@@ -74,11 +82,11 @@ describe('Worker', () => {
     run.release();
     const done = await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
     expect(done).toBe(true);
-    expect(await service.store.pendingDispatch({ now: service.now() })).toBe(0);
+    expect(await service.pendingDispatch()).toBe(0);
   });
 
   it('fences off a worker whose lease was taken over: its handler is stopped and its write refused', async () => {
-    const store = new MemoryStore();
+    const store = await fresh('takeover');
     const service = serviceOn(store);
     const first = steeredTool();
     const second = steeredTool();
@@ -105,7 +113,7 @@ describe('Worker', () => {
   });
 
   it('sees a cancellation written by another process within one heartbeat, without change events', async () => {
-    const store = new MemoryStore();
+    const store = await fresh('xcancel');
     const workerSide = serviceOn(store);
     const otherProcess = serviceOn(store); // its own change feed: the worker hears nothing from it
     const { tool, runs } = steeredTool();
@@ -120,7 +128,7 @@ describe('Worker', () => {
   });
 
   it('aborts a task when its ttl passes; the expired task cannot be written', async () => {
-    const store = new MemoryStore();
+    const store = await fresh('ttl');
     const service = serviceOn(store);
     const { tool, runs } = steeredTool();
     startWorker(service, [tool]);
@@ -134,7 +142,7 @@ describe('Worker', () => {
   });
 
   it('never starts a cancelled or expired task', async () => {
-    const store = new MemoryStore();
+    const store = await fresh('never');
     const service = serviceOn(store);
     const cancelled = await admit(service);
     await admit(service, 1);
@@ -144,11 +152,11 @@ describe('Worker', () => {
     startWorker(service, [tool]);
     await new Promise((r) => setTimeout(r, 200));
     expect(runs).toEqual([]);
-    expect(await store.pendingDispatch({ now: service.now() })).toBe(0);
+    expect(await service.pendingDispatch()).toBe(0);
   });
 
   it('drains on stop: gives unfinished leases back so another worker takes them at once', async () => {
-    const store = new MemoryStore();
+    const store = await fresh('drain');
     const service = serviceOn(store);
     const first = steeredTool();
     const worker = new Worker(service, new ToolRegistry([first.tool]), { pollMs: 50, leaseMs: 60_000 });
@@ -167,7 +175,7 @@ describe('Worker', () => {
   });
 
   it('after a crash between side effect and completion, the next attempt completes the task once', async () => {
-    const store = new MemoryStore();
+    const store = await fresh('crash');
     const service = serviceOn(store);
     let effects = 0;
     const effectful = defineTool({
@@ -200,7 +208,7 @@ describe('Worker', () => {
   });
 
   it('checkpoint() asks the store at once: a cancellation from another process stops the side effect', async () => {
-    const store = new MemoryStore();
+    const store = await fresh('checkpoint');
     const workerSide = serviceOn(store);
     const otherProcess = serviceOn(store);
     let proceed = () => {};
