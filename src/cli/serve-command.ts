@@ -4,8 +4,9 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { z } from 'zod';
 import { TasklatchError } from '../core/errors.js';
 import { startHttpServer } from '../mcp/http-server.js';
-import { createLogger } from '../runtime/log.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
+import { createLogger } from '../runtime/log.js';
+import { createRuntime } from '../runtime/task-runtime.js';
 import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
@@ -70,15 +71,9 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       : sessionPrincipal !== null
         ? () => sessionPrincipal
         : undefined;
-  const server = createTaskServer({
-    store,
-    tools: toolsFrom(values),
-    execute: values.workers,
-    worker: workerSettings,
-    ...(authenticate === undefined ? {} : { authenticate }),
-    limits,
-    logger,
-  });
+  const runtime = createRuntime({ store, tools: toolsFrom(values), callersIdentified: authenticate !== undefined, execute: values.workers, worker: workerSettings, limits, logger });
+  const server = createTaskServer({ runtime, ...(authenticate === undefined ? {} : { authenticate }) });
+  await runtime.start();
   await server.start();
   logger.info({ store: describeStoreUrl(values.store), tools: server.tools.list().map((t) => t.name) }, 'tasklatch serving');
 
@@ -99,6 +94,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   }
   await closeTransport();
   await server.close();
+  await runtime.close();
   await store.close();
   return 0;
 }
