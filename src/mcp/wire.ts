@@ -1,6 +1,7 @@
 import { ErrorCode, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
 import { formatTimestamp } from '../core/time.js';
 import type { TaskRecord } from '../core/types.js';
+import { isStoredError, ProtocolError } from '../tools/protocol-error.js';
 import type { ToolResult } from '../tools/tool.js';
 
 /**
@@ -10,18 +11,12 @@ import type { ToolResult } from '../tools/tool.js';
 export const TASK_NOT_FOUND_MESSAGE = 'Task not found';
 
 /**
- * A JSON-RPC error for the requestor. The SDK sends `code` and `message` as they are (its own
- * McpError would prefix the message with "MCP error …", which clients then prefix again).
+ * A JSON-RPC error for the requestor: the tools' `ProtocolError`. The SDK sends its `code`,
+ * `message` and `data` as they are (its own McpError would prefix the message with "MCP
+ * error …", which clients then prefix again).
  */
-export class WireError extends Error {
-  override readonly name = 'WireError';
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export const WireError = ProtocolError;
+export type WireError = ProtocolError;
 
 /** Server-defined JSON-RPC code for an admission refused by the active-task limit. */
 export const TOO_MANY_TASKS = -32000;
@@ -61,10 +56,15 @@ export function wireTask(record: TaskRecord): {
 
 /**
  * What `tasks/result` returns for a terminal record: the stored `CallToolResult` with the
- * related-task `_meta`. A cancelled task has no result; it answers an `isError` result that says
- * so, never a late success, even if the work finished after the cancellation.
+ * related-task `_meta`, or the stored JSON-RPC error, thrown, exactly as the call itself would
+ * have answered. A cancelled task has no result; it answers an `isError` result that says so,
+ * never a late success, even if the work finished after the cancellation.
  */
 export function wireResult(record: TaskRecord): ToolResult {
+  if (record.status !== 'cancelled' && isStoredError(record.result)) {
+    const { code, message, data } = record.result.error;
+    throw new ProtocolError(code, message, data);
+  }
   const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
   if (record.status === 'cancelled' || record.result === null || typeof record.result !== 'object') {
     const text = record.status === 'cancelled' ? `Task ${record.taskId} was cancelled` : `Task ${record.taskId} ${record.status} without a result`;

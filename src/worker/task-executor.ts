@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { TaskRecord, WireRequest } from '../core/types.js';
 import type { TaskService } from '../service/task-service.js';
 import { errorResult, invokeTool } from '../tools/invoke-tool.js';
+import { ProtocolError, type StoredError } from '../tools/protocol-error.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import type { ToolResult } from '../tools/tool.js';
 import { TaskRun, type Lease, type RunLog, type StopReason } from './task-run.js';
@@ -77,9 +78,13 @@ export class TaskExecutor {
     const unwatch = this.service.changes.subscribe(record.taskId, (version) => run.observe(version));
     const untilExpiry = record.expiresAt === null ? null : Math.max(0, record.expiresAt - this.service.now());
     const expiry = untilExpiry === null ? null : setTimeout(() => run.stop('expired'), untilExpiry);
-    let result: ToolResult;
+    let result: ToolResult | StoredError;
     try {
       result = await this.invoke(run);
+    } catch (error) {
+      // Only a ProtocolError leaves invokeTool: the tool ends its task with a JSON-RPC error.
+      if (!(error instanceof ProtocolError)) throw error;
+      result = { error: error.toJSON() };
     } finally {
       clearInterval(heartbeat);
       unwatch();

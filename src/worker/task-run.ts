@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import type { TaskService } from '../service/task-service.js';
 import type { Fence } from '../store/types.js';
+import type { StoredError } from '../tools/protocol-error.js';
 import type { ToolResult } from '../tools/tool.js';
 
 /** The lease a worker holds on a claimed task. */
@@ -148,14 +149,19 @@ export class TaskRun {
     return this.serial(() => this.service.release({ fence: this.fence() })).catch(() => false);
   }
 
-  /** The terminal write, with the only retry that is safe: after reading the stored fact. */
-  writeTerminal(result: ToolResult): Promise<void> {
-    return this.serial(() => this.terminalWrite(result));
+  /**
+   * The terminal write, with the only retry that is safe: after reading the stored fact. A tool
+   * result ends the task `completed`, or `failed` when it is an `isError` result (the stored
+   * status is the 2025-11-25 reading; the result keeps `isError` for wires that read it
+   * otherwise); a JSON-RPC error ends it `failed` with the error as its outcome.
+   */
+  writeTerminal(outcome: ToolResult | StoredError): Promise<void> {
+    return this.serial(() => this.terminalWrite(outcome));
   }
 
-  private async terminalWrite(result: ToolResult): Promise<void> {
+  private async terminalWrite(result: ToolResult | StoredError): Promise<void> {
     const { taskId, authKey } = this.record;
-    const status = result.isError === true ? 'failed' : 'completed';
+    const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
     for (let attempt = 0; ; attempt++) {
       try {
         const out = await this.service.transition({ auth: authKey, taskId, write: { status, expectedVersion: this.version, result }, correlationId: randomUUID() });

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { demoTools } from '../../src/demo/demo-tools.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { createTaskServer } from '../../src/mcp/task-server.js';
+import { ProtocolError } from '../../src/tools/protocol-error.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { ALICE, BOB, callAsTask, callPlain, memoryServer, rpcError } from '../support/mcp.js';
@@ -96,6 +97,28 @@ describe('task lifecycle', () => {
     expect(result.isError).toBe(true);
     expect(result.content[0]).toMatchObject({ type: 'text', text: expect.stringContaining('YYYY-MM') });
     expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe('failed');
+  });
+
+  it('ends a task failed with the JSON-RPC error a tool throws, and tasks/result answers that error', async () => {
+    const refusing = defineTool({
+      name: 'refusing',
+      description: 'ends its call with a JSON-RPC error',
+      inputSchema: z.object({}),
+      execution: { taskSupport: 'optional' },
+      handler: async () => {
+        throw new ProtocolError(-32042, 'upstream refused the export', { upstream: 'ledger' });
+      },
+    }) as unknown as TaskTool;
+    const { connect } = await setup({ extraTools: [refusing] });
+    const client = await connect();
+    const created = await callAsTask(client, 'refusing', {});
+    const error = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema).then(
+      () => null,
+      (e: unknown) => e as { code: number; message: string; data: unknown },
+    );
+    expect(error).toMatchObject({ code: -32042, message: expect.stringContaining('upstream refused the export'), data: { upstream: 'ledger' } });
+    expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe('failed');
+    expect(await rpcError(callPlain(client, 'refusing', {}))).toEqual({ code: -32042, message: 'upstream refused the export' });
   });
 
   it('runs an optional tool plainly or as a task, and a bare tool plainly', async () => {
