@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resultDigest } from '../../src/core/digest.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { AdmitInput, ClaimInput, TaskStore } from '../../src/store/types.js';
 import { HOUR, T0 } from '../support/records.js';
 

@@ -6,7 +6,7 @@ import ts from 'typescript';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { AdmitInput } from '../../src/store/types.js';
 import type { ClaimReport } from '../support/sqlite-claim-child.js';
 import { makeRacePlan, raceSeedRecord, SEED_VERSION, type RaceReport } from '../support/sqlite-race-plan.js';
@@ -133,7 +133,7 @@ describe('SQLite migrations', () => {
     expect(store.db.pragma('synchronous', { simple: true })).toBe(1); // NORMAL
     expect(store.db.pragma('busy_timeout', { simple: true })).toBe(1234);
     expect(store.kind).toBe('sqlite');
-    expect(store.supports).toEqual({ listenNotify: false, skipLocked: false, shared: true });
+    expect(store.supports).toEqual({ listenNotify: true, skipLocked: false, shared: true });
     await store.close();
   });
 

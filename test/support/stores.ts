@@ -21,7 +21,7 @@ export const memoryHarness: StoreHarness = {
 export const sqliteHarness: StoreHarness = {
   name: 'sqlite',
   open: async (label) => {
-    const { SqliteStore } = await import('../../src/store/sqlite/sqlite-store.js');
+    const { SqliteStore } = await import('../../src/store/sqlite/store.js');
     const dir = await mkdtemp(join(tmpdir(), 'tasklatch-test-'));
     return SqliteStore.open(join(dir, `${label.replace(/\W+/g, '-')}-${++counter}.db`));
   },
@@ -31,7 +31,7 @@ export const postgresHarness: StoreHarness = {
   name: 'postgres',
   open: async (label) => {
     const [{ PostgresStore }, { freshPostgresUrl }] = await Promise.all([
-      import('../../src/store/postgres/postgres-store.js'),
+      import('../../src/store/postgres/store.js'),
       import('./postgres.js'),
     ]);
     return PostgresStore.open(await freshPostgresUrl(`${label}_${++counter}`));
