@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
-import { migratePostgres } from '../../src/store/postgres/migrate.js';
+import { migratePostgres, readPostgresMigrations } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
@@ -23,7 +23,7 @@ task_audit: id bigint NO, at_ms bigint YES, surface text YES, decision text YES,
 task_outbox: id bigint NO, task_id text NO, created_at_ms bigint NO, available_at_ms bigint NO, claimed_by text YES,
   lease_expires_at_ms bigint YES, attempt integer NO, done_at_ms bigint YES
 tasklatch_meta: key text NO, value text NO
-tasklatch_migrations: name text NO, applied_at_ms bigint NO
+tasklatch_migrations: name text NO, applied_at_ms bigint NO, checksum text YES
 tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, status_message text YES, version integer NO,
   created_at_ms bigint NO, last_updated_at_ms bigint NO, ttl_ms bigint YES, expires_at_ms bigint YES,
   poll_interval_ms integer YES, request_digest text YES, idempotency_key text YES, request jsonb YES,
@@ -85,7 +85,7 @@ describe('PostgresStore schema and migrations', () => {
 
   it('records the migration and a 32-byte shared secret', async () => {
     const applied = await store.pool.query<{ name: string }>('SELECT name FROM tasklatch_migrations ORDER BY name');
-    expect(applied.rows.map((r) => r.name)).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']);
+    expect(applied.rows.map((r) => r.name)).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_migration_checksums.sql']);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
     expect(await store.sharedSecret()).toEqual(secret);
@@ -103,10 +103,31 @@ describe('PostgresStore schema and migrations', () => {
     }
   });
 
+  it('records each file\'s checksum, fills in those recorded before 004, and refuses a changed or unknown file', async () => {
+    const files = await readPostgresMigrations();
+    const ledger = async () => (await store.pool.query<{ name: string; checksum: string | null }>('SELECT name, checksum FROM tasklatch_migrations ORDER BY name')).rows;
+    expect(await ledger()).toEqual(files.map((f) => ({ name: f.name, checksum: f.checksum })));
+    // A ledger as 003 left it: no checksums. The next run fills them in from the known texts.
+    await store.pool.query('UPDATE tasklatch_migrations SET checksum = NULL');
+    expect(await migratePostgres(url)).toEqual([]);
+    expect(await ledger()).toEqual(files.map((f) => ({ name: f.name, checksum: f.checksum })));
+    await store.pool.query(`UPDATE tasklatch_migrations SET checksum = 'edited' WHERE name = '002_dispatch.sql'`);
+    const changed: unknown = await migratePostgres(url).catch((e: unknown) => e);
+    expect(isTasklatchError(changed, 'SCHEMA_MISMATCH')).toBe(true);
+    expect((changed as Error).message).toContain('002_dispatch.sql');
+    await store.pool.query(`UPDATE tasklatch_migrations SET checksum = $1 WHERE name = '002_dispatch.sql'`, [files[1]!.checksum]);
+    await store.pool.query(`INSERT INTO tasklatch_migrations (name, applied_at_ms, checksum) VALUES ('999_future.sql', 0, 'x')`);
+    const unknown: unknown = await migratePostgres(url).catch((e: unknown) => e);
+    expect(isTasklatchError(unknown, 'SCHEMA_MISMATCH')).toBe(true);
+    expect((unknown as Error).message).toContain('999_future.sql');
+    await store.pool.query(`DELETE FROM tasklatch_migrations WHERE name = '999_future.sql'`);
+    expect(await migratePostgres(url)).toEqual([]);
+  });
+
   it('lets concurrent processes migrate one fresh schema: one applies, the rest find it done', async () => {
     const fresh = await freshPostgresUrl('pg_concurrent_migrate');
     const runs = await Promise.all(Array.from({ length: 6 }, () => migratePostgres(fresh)));
-    expect(runs.filter((r) => r.length > 0)).toEqual([['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']]);
+    expect(runs.filter((r) => r.length > 0)).toEqual([['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_migration_checksums.sql']]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);
     const opened = await Promise.all([PostgresStore.open(fresh), PostgresStore.open(fresh)]);
     const secrets = await Promise.all(opened.map((s) => s.sharedSecret()));

@@ -126,6 +126,21 @@ describe('SQLite migrations', () => {
     await second.close();
   });
 
+  it('refuses a file whose recorded migration changed or is unknown (SCHEMA_MISMATCH)', async () => {
+    const path = join(dir, 'mismatch.db');
+    const first = await SqliteStore.open(path);
+    first.db.prepare("UPDATE tasklatch_migrations SET checksum = 'edited' WHERE name = '002_dispatch.sql'").run();
+    const changed: unknown = await SqliteStore.open(path).catch((e: unknown) => e);
+    expect(isTasklatchError(changed, 'SCHEMA_MISMATCH')).toBe(true);
+    expect((changed as Error).message).toContain('002_dispatch.sql');
+    first.db.prepare("DELETE FROM tasklatch_migrations WHERE name = '002_dispatch.sql'").run();
+    first.db.prepare("INSERT INTO tasklatch_migrations (name, checksum, applied_at_ms) VALUES ('999_future.sql', 'x', 0)").run();
+    const unknown: unknown = await SqliteStore.open(path).catch((e: unknown) => e);
+    expect(isTasklatchError(unknown, 'SCHEMA_MISMATCH')).toBe(true);
+    expect((unknown as Error).message).toContain('999_future.sql');
+    await first.close();
+  });
+
   it('opens in WAL mode with foreign keys on and the busy timeout set', async () => {
     const store = await SqliteStore.open(join(dir, 'nested', 'dirs', 'wal.db'), { busyTimeoutMs: 1234 });
     expect(store.db.pragma('journal_mode', { simple: true })).toBe('wal');
