@@ -4,11 +4,10 @@ import { migratePostgres, readPostgresMigrations } from '../../src/store/postgre
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
-import { prng } from '../support/sqlite-race-plan.js';
 
 // PostgreSQL-only behaviour: the schema a fresh database gets, migrations under concurrency,
-// ?schema= isolation, connection failures, and the races the unique index and the conditional
-// UPDATE exist for. The behaviour shared with the other stores is in store-suite.test.ts.
+// ?schema= isolation and connection failures. The behaviour shared with the other stores, the
+// admission and terminal-writer races among it, is in suite/*.test.ts.
 
 
 function schemaOf(url: string): string {
@@ -183,104 +182,5 @@ describe('PostgresStore connections', () => {
     const reserved: unknown = await PostgresStore.open('postgres://127.0.0.1:1/test?schema=pg_mine').catch((e: unknown) => e);
     expect(isTasklatchError(reserved, 'INVALID_STORE_URL')).toBe(true);
     expect((reserved as Error).message).toMatch(/pg_ prefix is reserved/);
-  });
-});
-
-
-function tally(decisions: readonly string[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const d of decisions) counts[d] = (counts[d] ?? 0) + 1;
-  return counts;
-}
-
-const TERMINALS = ['completed', 'failed', 'cancelled'] as const;
-// A few result shapes, so that equal writes (IDEMPOTENT_TERMINAL) happen as well as conflicting ones.
-const RESULTS = [undefined, { content: [{ type: 'text', text: 'a' }] }, { content: [{ type: 'text', text: 'b' }] }, { error: 'x' }];
-const LOSING = new Set(['BLOCK_TERMINAL_REWRITE', 'IDEMPOTENT_TERMINAL', 'BLOCK_STALE_VERSION', 'ALREADY_TERMINAL']);
-
-describe('PostgresStore under concurrency', () => {
-  let store: PostgresStore;
-
-  beforeAll(async () => {
-    // More connections than one trial's writers would serialise them in the pool, not the database.
-    store = await PostgresStore.open(await freshPostgresUrl('pg_race'), { poolSize: 32 });
-  });
-  afterAll(async () => store.close());
-
-  it('64 concurrent admissions with one key and digest: one ACCEPT_TASK, 63 REPLAY_TASK, one row', async () => {
-    const outcomes = await Promise.all(
-      Array.from({ length: 64 }, (_, i) => store.admit(admission({ taskId: `same-${i}`, authKey: 'race/replay', idempotencyKey: 'k1' }))),
-    );
-    expect(tally(outcomes.map((o) => o.decision))).toEqual({ ACCEPT_TASK: 1, REPLAY_TASK: 63 });
-    expect(new Set(outcomes.map((o) => o.record?.taskId)).size).toBe(1);
-    const rows = await store.pool.query<{ n: string; outbox: string }>(
-      `SELECT count(*) AS n, (SELECT count(*) FROM task_outbox o JOIN tasks t USING (task_id) WHERE t.auth_key = 'race/replay') AS outbox
-         FROM tasks WHERE auth_key = 'race/replay'`,
-    );
-    expect(rows.rows[0]).toEqual({ n: '1', outbox: '1' });
-  });
-
-  it('64 concurrent admissions with one key and different digests: one ACCEPT_TASK, 63 collisions', async () => {
-    const outcomes = await Promise.all(
-      Array.from({ length: 64 }, (_, i) =>
-        store.admit(admission({ taskId: `diff-${i}`, authKey: 'race/collide', idempotencyKey: 'k1', requestDigest: `digest-${i}` })),
-      ),
-    );
-    expect(tally(outcomes.map((o) => o.decision))).toEqual({ ACCEPT_TASK: 1, BLOCK_IDEMPOTENCY_COLLISION: 63 });
-    const rows = await store.pool.query<{ n: string }>(`SELECT count(*) AS n FROM tasks WHERE auth_key = 'race/collide'`);
-    expect(rows.rows[0]?.n).toBe('1');
-  });
-
-  // 1,000 trials take ~50 s on 2 cores by themselves (every writer is a committed transaction);
-  // the default keeps `npm test` short, TASKLATCH_RACE_TRIALS=1000 runs the full figure.
-  const trials = Number(process.env.TASKLATCH_RACE_TRIALS ?? 200);
-
-  it('concurrent terminal writers (and cancels): exactly one applied write per task', { timeout: 60_000 + trials * 200 }, async () => {
-    const seed = Number(process.env.TASKLATCH_RACE_SEED ?? Math.floor(Math.random() * 2 ** 31));
-    const next = prng(seed);
-    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
-    const all: string[] = [];
-    let writers = 0;
-    const started = Date.now();
-    for (let trial = 0; trial < trials; trial++) {
-      const taskId = `race-${trial}`;
-      await store.admit(admission({ taskId, authKey: 'race/writers' }));
-      const count = 16 + Math.floor(next() * 49);
-      const stale = (): boolean => next() < 0.2;
-      const ops: (() => Promise<{ decision: string }>)[] = Array.from({ length: count }, (_, i) => {
-        // The first writer always holds the current version, so someone can win every trial.
-        const write = { status: pick(TERMINALS), result: pick(RESULTS), expectedVersion: i > 0 && stale() ? 0 : 1 };
-        return () => store.transition({ taskId, authKey: 'race/writers', write, correlationId: `w${i}`, now: NOW });
-      });
-      if (next() < 0.3) ops.push(() => store.cancel({ authKey: 'race/writers', taskId, now: NOW, correlationId: 'cancel' }));
-      // Shuffled, then all started at once: the start order decides who asks the pool first.
-      for (let i = ops.length - 1; i > 0; i--) {
-        const j = Math.floor(next() * (i + 1));
-        [ops[i], ops[j]] = [ops[j]!, ops[i]!];
-      }
-      const decisions = (await Promise.all(ops.map((op) => op()))).map((o) => o.decision);
-      writers += decisions.length;
-      all.push(...decisions);
-      const winners = decisions.filter((d) => d === 'APPLY_TRANSITION' || d === 'CANCEL_TASK');
-      expect(winners, `trial ${trial} (seed ${seed})`).toHaveLength(1);
-      expect(decisions.filter((d) => d !== winners[0] && !LOSING.has(d)), `trial ${trial} (seed ${seed})`).toEqual([]);
-    }
-    const elapsed = Date.now() - started;
-
-    // The stored facts agree: one terminal status at version 2 per task, one applied write in its trail.
-    const rows = await store.pool.query<{ status: string; version: number; n: string }>(
-      `SELECT status, version, count(*) AS n FROM tasks WHERE auth_key = 'race/writers' GROUP BY status, version`,
-    );
-    expect(rows.rows.every((r) => TERMINALS.includes(r.status as (typeof TERMINALS)[number]) && r.version === 2)).toBe(true);
-    expect(rows.rows.reduce((sum, r) => sum + Number(r.n), 0)).toBe(trials);
-    const applied = await store.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM (
-         SELECT task_id FROM task_audit WHERE auth_key = 'race/writers' AND task_id LIKE 'race-%'
-          GROUP BY task_id HAVING count(*) FILTER (WHERE decision IN ('APPLY_TRANSITION', 'CANCEL_TASK')) = 1) AS ok`,
-    );
-    expect(Number(applied.rows[0]?.n)).toBe(trials);
-    console.log(
-      `[postgres race] seed ${seed}: ${trials} trials, ${writers} writers, ${elapsed} ms, outcomes ${JSON.stringify(tally(all))}`,
-    );
   });
 });
