@@ -2,5 +2,5 @@
  * `tasklatch/sqlite`: the SQLite store and its migrator. A subpath of its own so that importing
  * the root entry never loads `better-sqlite3`.
  */
-export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/sqlite-store.js';
+export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/store.js';
 export { migrateSqlite } from './store/sqlite/migrate.js';

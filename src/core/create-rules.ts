@@ -1,4 +1,4 @@
-import type { CreateDecision } from './decisions.js';
+import type { CreateDecision, LimitDecision } from './decisions.js';
 import { isExpired } from './time.js';
 import type { Millis, TaskCapabilities, TaskRecord, TaskSupport, ToolDescriptor, WireRequest } from './types.js';
 
@@ -72,6 +72,27 @@ export function decideAdmission(input: {
     return prior.requestDigest === input.requestDigest ? 'REPLAY_TASK' : 'BLOCK_IDEMPOTENCY_COLLISION';
   }
   return 'ACCEPT_TASK';
+}
+
+/**
+ * Admission under tasklatch's active-task limit: idempotency first, then the limit. A replay of
+ * (or a collision with) a live task is answered as such even at the limit, so a retry of an
+ * existing task is never refused by it; only what would be a new task counts against
+ * `maxActive`. `activeCount` is the caller's non-terminal, unexpired tasks; with no limit
+ * (`maxActive` null or absent) it is not read.
+ */
+export function decideLimitedAdmission(input: {
+  auth: string;
+  idempotencyKey: string | null;
+  requestDigest: string;
+  prior: PriorRecord | null;
+  now: Millis;
+  maxActive?: number | null;
+  activeCount: number;
+}): 'REPLAY_TASK' | 'BLOCK_IDEMPOTENCY_COLLISION' | 'ACCEPT_TASK' | LimitDecision {
+  const decision = decideAdmission(input);
+  if (decision !== 'ACCEPT_TASK') return decision;
+  return input.maxActive != null && input.activeCount >= input.maxActive ? 'BLOCK_TASK_LIMIT' : 'ACCEPT_TASK';
 }
 
 /** The whole create surface, in the contract's precedence. */

@@ -1,4 +1,4 @@
-import type { ListDecision, ReadDecision } from './decisions.js';
+import type { ListDecision, MissDecision, ReadDecision } from './decisions.js';
 import { classifyMiss, type GuardedRecord } from './transition-rules.js';
 import { isExpired } from './time.js';
 import { isTerminal, type Millis, type ReadMethod, type TaskCapabilities, type TaskRecord } from './types.js';
@@ -30,6 +30,18 @@ export function decideVisibleRead(method: ReadMethod, task: Pick<TaskRecord, 'st
     case 'tasks/cancel':
       return isTerminal(task.status) ? 'ALREADY_TERMINAL' : 'CANCEL_TASK';
   }
+}
+
+/**
+ * `tasks/cancel` on a stored record, once the capability is known to be there: a record the
+ * caller cannot see is a miss (missing, another auth key, expired), a terminal one is
+ * `ALREADY_TERMINAL`, anything else is cancelled. Stores classify a cancel that changed no row
+ * with it, and the memory store decides every cancel with it.
+ */
+export function decideCancel(task: GuardedRecord | null, auth: string, now: Millis): MissDecision | 'ALREADY_TERMINAL' | 'CANCEL_TASK' {
+  const miss = classifyMiss(task, auth, now);
+  if (miss !== null || task === null) return miss ?? 'NOT_FOUND';
+  return isTerminal(task.status) ? 'ALREADY_TERMINAL' : 'CANCEL_TASK';
 }
 
 /** List rule 1. */

@@ -94,3 +94,14 @@ export interface StatusWrite {
   result?: unknown;
   statusMessage?: string | null;
 }
+
+/**
+ * The fence a worker holds on a claimed task: its lease owner id and the version it wrote. A
+ * heartbeat or release counts only while the stored record still matches it (`holdsFence`).
+ */
+export interface Fence {
+  taskId: string;
+  authKey: string;
+  owner: string;
+  version: number;
+}

@@ -17,11 +17,11 @@ export async function openStore(url: string): Promise<TaskStore> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     if (path === '') throw new TasklatchError('INVALID_STORE_URL', 'sqlite: URL needs a path, e.g. sqlite:./.tasklatch/tasks.db');
-    const { SqliteStore } = await import('./sqlite/sqlite-store.js');
+    const { SqliteStore } = await import('./sqlite/store.js');
     return SqliteStore.open(path);
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
-    const { PostgresStore } = await import('./postgres/postgres-store.js');
+    const { PostgresStore } = await import('./postgres/store.js');
     return PostgresStore.open(url);
   }
   throw new TasklatchError(

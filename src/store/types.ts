@@ -1,5 +1,8 @@
 import type { Decision, MissDecision, TransitionDecision } from '../core/decisions.js';
-import type { Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
+import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
+
+/** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
+export type { Fence } from '../core/types.js';
 
 /** What a store can do; callers read the flags instead of checking classes. */
 export interface StoreCapabilities {
@@ -83,14 +86,6 @@ export interface ClaimInput {
   maxAttempts: number;
   abandonedResult: unknown;
   correlationId: string;
-}
-
-/** The fence a worker holds on a claimed task: its lease owner id and the version it wrote. */
-export interface Fence {
-  taskId: string;
-  authKey: string;
-  owner: string;
-  version: number;
 }
 
 /** One line of the append-only audit trail. */

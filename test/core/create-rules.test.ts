@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideCreate, idempotencyKeyOf, isAugmented } from '../../src/core/create-rules.js';
+import { decideCreate, decideLimitedAdmission, idempotencyKeyOf, isAugmented } from '../../src/core/create-rules.js';
 import type { CreateDecision } from '../../src/core/decisions.js';
 import { requestDigest } from '../../src/core/digest.js';
 import type { TaskCapabilities, ToolDescriptor, WireRequest } from '../../src/core/types.js';
@@ -90,5 +90,51 @@ describe('create surface', () => {
     expect(isAugmented(call({}, { task: [] }))).toBe(false);
     expect(isAugmented(call({}, { task: 'yes' }))).toBe(false);
     expect(isAugmented(call({}))).toBe(false);
+  });
+});
+
+describe('admission under the active-task limit', () => {
+  const digest = 'digest-1';
+  const live = record({ taskId: 'held', idempotencyKey: 'k', requestDigest: digest });
+  const rows: {
+    name: string;
+    key?: string | null;
+    prior?: ReturnType<typeof record> | null;
+    requestDigest?: string;
+    maxActive?: number | null;
+    activeCount: number;
+    expect: ReturnType<typeof decideLimitedAdmission>;
+  }[] = [
+    // No limit: the count is never read.
+    { name: 'no limit, far over any count', maxActive: null, activeCount: 10_000, expect: 'ACCEPT_TASK' },
+    { name: 'limit absent', maxActive: undefined, activeCount: 10_000, expect: 'ACCEPT_TASK' },
+    // A new task counts against the limit.
+    { name: 'below the limit', maxActive: 2, activeCount: 1, expect: 'ACCEPT_TASK' },
+    { name: 'at the limit', maxActive: 2, activeCount: 2, expect: 'BLOCK_TASK_LIMIT' },
+    { name: 'over the limit', maxActive: 2, activeCount: 7, expect: 'BLOCK_TASK_LIMIT' },
+    { name: 'limit 0', maxActive: 0, activeCount: 0, expect: 'BLOCK_TASK_LIMIT' },
+    { name: 'at the limit, no key', key: null, prior: null, maxActive: 1, activeCount: 1, expect: 'BLOCK_TASK_LIMIT' },
+    // Idempotency first: a replay or collision is answered even at the limit.
+    { name: 'replay at the limit', prior: live, maxActive: 1, activeCount: 1, expect: 'REPLAY_TASK' },
+    { name: 'replay over the limit', prior: live, maxActive: 0, activeCount: 5, expect: 'REPLAY_TASK' },
+    { name: 'collision at the limit', prior: live, requestDigest: 'digest-2', maxActive: 1, activeCount: 1, expect: 'BLOCK_IDEMPOTENCY_COLLISION' },
+    { name: 'replay below the limit', prior: live, maxActive: 5, activeCount: 1, expect: 'REPLAY_TASK' },
+    // A holder that does not hold the key any more is no replay: the limit decides.
+    { name: 'expired holder at the limit', prior: { ...live, expiresAt: T0 }, maxActive: 1, activeCount: 1, expect: 'BLOCK_TASK_LIMIT' },
+    { name: 'expired holder below the limit', prior: { ...live, expiresAt: T0 }, maxActive: 2, activeCount: 1, expect: 'ACCEPT_TASK' },
+    { name: 'foreign holder at the limit', prior: { ...live, authKey: 'tenant-b/bob' }, maxActive: 1, activeCount: 1, expect: 'BLOCK_TASK_LIMIT' },
+    { name: 'holder, but no key asked', key: null, prior: live, maxActive: 1, activeCount: 1, expect: 'BLOCK_TASK_LIMIT' },
+  ];
+  it.each(rows)('$name → $expect', (row) => {
+    const decision = decideLimitedAdmission({
+      auth: AUTH,
+      idempotencyKey: row.key === undefined ? 'k' : row.key,
+      requestDigest: row.requestDigest ?? digest,
+      prior: row.prior === undefined ? null : row.prior,
+      now: T0,
+      maxActive: row.maxActive,
+      activeCount: row.activeCount,
+    });
+    expect(decision).toBe(row.expect);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ReadDecision } from '../../src/core/decisions.js';
-import { compareCodePoints, decideList, decideRead, visibleTasks } from '../../src/core/read-rules.js';
+import { compareCodePoints, decideCancel, decideList, decideRead, visibleTasks } from '../../src/core/read-rules.js';
 import type { ReadMethod, TaskCapabilities, TaskRecord } from '../../src/core/types.js';
 import { ALL_CAPS, T0, record } from '../support/records.js';
 
@@ -45,6 +45,33 @@ const rows: Row[] = [
 describe('read surface', () => {
   it.each(rows)('$name → $expect', (row) => {
     expect(decideRead({ capabilities: row.caps ?? ALL_CAPS, method: row.method, auth: row.auth ?? AUTH, task: row.task, now: T0 })).toBe(row.expect);
+  });
+});
+
+describe('cancel of a stored record (decideCancel)', () => {
+  const cancelRows: { name: string; task: TaskRecord | null; auth?: string; expect: ReturnType<typeof decideCancel> }[] = [
+    { name: 'missing', task: null, expect: 'NOT_FOUND' },
+    { name: 'another tenant', task: record(), auth: 'tenant-b/bob', expect: 'BLOCK_AUTH' },
+    { name: 'another tenant, terminal', task: record({ status: 'completed' }), auth: 'tenant-b/bob', expect: 'BLOCK_AUTH' },
+    { name: 'another tenant, expired', task: record({ expiresAt: T0 - 1 }), auth: 'tenant-b/bob', expect: 'BLOCK_AUTH' },
+    { name: 'expired exactly now', task: record({ expiresAt: T0 }), expect: 'BLOCK_EXPIRED' },
+    { name: 'expired terminal', task: record({ status: 'cancelled', expiresAt: T0 - 1 }), expect: 'BLOCK_EXPIRED' },
+    { name: 'completed', task: record({ status: 'completed' }), expect: 'ALREADY_TERMINAL' },
+    { name: 'failed', task: record({ status: 'failed' }), expect: 'ALREADY_TERMINAL' },
+    { name: 'cancelled', task: record({ status: 'cancelled' }), expect: 'ALREADY_TERMINAL' },
+    { name: 'working', task: record(), expect: 'CANCEL_TASK' },
+    { name: 'input_required', task: record({ status: 'input_required' }), expect: 'CANCEL_TASK' },
+    { name: 'working, leased', task: record({ leaseOwner: 'w1', leaseExpiresAt: T0 + 1000 }), expect: 'CANCEL_TASK' },
+    { name: 'one ms before expiry', task: record({ expiresAt: T0 + 1 }), expect: 'CANCEL_TASK' },
+  ];
+  it.each(cancelRows)('$name → $expect', (row) => {
+    expect(decideCancel(row.task, row.auth ?? AUTH, T0)).toBe(row.expect);
+  });
+
+  it('agrees with the read surface whenever the cancel capability is there', () => {
+    for (const row of cancelRows) {
+      expect(decideRead({ capabilities: ALL_CAPS, method: 'tasks/cancel', auth: row.auth ?? AUTH, task: row.task, now: T0 })).toBe(row.expect);
+    }
   });
 });
 

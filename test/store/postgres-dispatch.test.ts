@@ -1,14 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskRecord } from '../../src/core/types.js';
-import type { ClaimInput, Fence, TaskStore } from '../../src/store/types.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import type { ClaimInput, Fence } from '../../src/store/types.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
 
-// PostgreSQL dispatch under real concurrency: claimers on separate pools, lease takeovers racing
-// the first holder, and the claim walk compared step by step with MemoryStore. The dispatch
-// behaviour shared with the other stores is in store-suite.test.ts.
+// PostgreSQL dispatch under real concurrency: claimers on separate pools and lease takeovers
+// racing the first holder. The dispatch behaviour shared with the other stores (the outbox walk
+// among it) is in suite/dispatch.test.ts.
 
 const claimBy = (owner: string, now: number, leaseMs: number, limit = 5): ClaimInput => ({
   owner, now, leaseMs, limit, maxAttempts: 5, abandonedResult: { error: 'abandoned' }, correlationId: `claim-${owner}`,
@@ -69,36 +68,6 @@ describe('PostgresStore dispatch under concurrency', () => {
     console.log(
       `[postgres dispatch] ${tasks} tasks, ${claimers} claimers on ${CLAIMER_POOLS} pools, claims per claimer ${JSON.stringify(perClaimer.map((g) => g.length))}, ${elapsed} ms`,
     );
-  });
-
-  it('walks the outbox exactly as the memory store does: pages, skips, deferrals, closings, abandons', async () => {
-    const [pgStore] = await openStores('pg_dispatch_walk', 1);
-    const both = [pgStore!, new MemoryStore()] as const;
-    const ids = Array.from({ length: 14 }, (_, i) => `w-${String(i).padStart(2, '0')}`);
-    // The same script on both stores; every answer is compared.
-    const run = async (store: TaskStore): Promise<unknown[]> => {
-      const seen: unknown[] = [];
-      const claim = async (owner: string, now: number, limit: number, maxAttempts = 5) => {
-        const got = await store.claim({ ...claimBy(owner, now, 1000, limit), maxAttempts });
-        seen.push(got, await store.pendingDispatch({ now }));
-        return got;
-      };
-      for (const [i, taskId] of ids.entries()) await store.admit(admission({ taskId, authKey: 'walk', now: NOW + (i % 4), ttl: i === 3 ? 50 : null }));
-      const write = (taskId: string, status: string, now: number) =>
-        store.transition({ taskId, authKey: 'walk', write: { status, expectedVersion: 1 }, correlationId: 'x', now });
-      seen.push(await write(ids[0]!, 'input_required', NOW + 10), await write(ids[5]!, 'completed', NOW + 10));
-      seen.push(await store.cancel({ authKey: 'walk', taskId: ids[6]!, now: NOW + 10, correlationId: 'x' }));
-      const first = await claim('w0', NOW + 20, 2);
-      await claim('w1', NOW + 100, 3);
-      seen.push(await store.heartbeat({ fence: fenceOf(first[0]!), now: NOW + 900, leaseMs: 1000 }), await store.release({ fence: fenceOf(first[1]!), now: NOW + 900 }));
-      await claim('w2', NOW + 1200, 4, 1);
-      await claim('w3', NOW + 1200, 3);
-      await claim('w4', NOW + 2500, 20, 2);
-      for (const taskId of ids) seen.push(await store.get({ authKey: 'walk', taskId, now: NOW + 2500 }), await store.auditTrail({ taskId }));
-      return seen;
-    };
-    const [fromPostgres, fromMemory] = [await run(both[0]), await run(both[1])];
-    expect(fromPostgres).toEqual(fromMemory);
   });
 
   // Also the deadlock guard: with only the outbox entry locked by the claim walk, w1's terminal

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
 import { startEmbeddedPostgres } from '../support/embedded-postgres.js';
 import { T0, record } from '../support/records.js';
 

@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resultDigest } from '../../src/core/digest.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { AdmitInput, ClaimInput, TaskStore } from '../../src/store/types.js';
 import { HOUR, T0 } from '../support/records.js';
 
@@ -72,23 +71,6 @@ describe('SQLite dispatch', () => {
       at: T0 + 2000, surface: 'transition', decision: 'APPLY_TRANSITION', authKey: A, taskId: 't-001', correlationId: 'claim-w2', status: 'failed', version: 3, detail: 'abandoned',
     });
     expect(outbox(store, 't-001').done_at_ms).toBe(T0 + 2000);
-  });
-
-  it('walks past pages of entries it must leave open, and visits each entry once, as MemoryStore does', async () => {
-    // limit 2 reads pages of 8: one claimable task, then nineteen waiting for input, so the walk
-    // goes on for three pages; with leaseMs 0 the claimed entry is due again after all of them.
-    const run = async (store: TaskStore) => {
-      for (let i = 0; i < 20; i++) {
-        const { record } = await store.admit(admission(i));
-        if (i !== 0) await store.transition({ taskId: record!.taskId, authKey: A, write: { status: 'input_required', expectedVersion: 1 }, correlationId: 'x', now: T0 + 30 });
-      }
-      const first = await store.claim(claimIn('w1', T0 + 100, { limit: 2, leaseMs: 0 }));
-      const second = await store.claim(claimIn('w2', T0 + 100, { limit: 5 }));
-      return { first: first.map((r) => [r.taskId, r.attempt]), second: second.map((r) => [r.taskId, r.attempt]), pending: await store.pendingDispatch({ now: T0 + 100 }) };
-    };
-    const expected = await run(new MemoryStore());
-    expect(expected).toEqual({ first: [['t-000', 1]], second: [['t-000', 2]], pending: 20 });
-    expect(await run(await sqlite())).toEqual(expected);
   });
 
   it('sweeps expired tasks with their outbox entries (foreign keys on, cascade)', async () => {

@@ -6,8 +6,7 @@ import ts from 'typescript';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { AdmitInput } from '../../src/store/types.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { ClaimReport } from '../support/sqlite-claim-child.js';
 import { makeRacePlan, raceSeedRecord, SEED_VERSION, type RaceReport } from '../support/sqlite-race-plan.js';
 import { distBuilt, runChildren, writeChildScript, DIST_STORE_URL } from '../support/sqlite-race-run.js';
@@ -126,6 +125,21 @@ describe('SQLite migrations', () => {
     await second.close();
   });
 
+  it('refuses a file whose recorded migration changed or is unknown (SCHEMA_MISMATCH)', async () => {
+    const path = join(dir, 'mismatch.db');
+    const first = await SqliteStore.open(path);
+    first.db.prepare("UPDATE tasklatch_migrations SET checksum = 'edited' WHERE name = '002_dispatch.sql'").run();
+    const changed: unknown = await SqliteStore.open(path).catch((e: unknown) => e);
+    expect(isTasklatchError(changed, 'SCHEMA_MISMATCH')).toBe(true);
+    expect((changed as Error).message).toContain('002_dispatch.sql');
+    first.db.prepare("DELETE FROM tasklatch_migrations WHERE name = '002_dispatch.sql'").run();
+    first.db.prepare("INSERT INTO tasklatch_migrations (name, checksum, applied_at_ms) VALUES ('999_future.sql', 'x', 0)").run();
+    const unknown: unknown = await SqliteStore.open(path).catch((e: unknown) => e);
+    expect(isTasklatchError(unknown, 'SCHEMA_MISMATCH')).toBe(true);
+    expect((unknown as Error).message).toContain('999_future.sql');
+    await first.close();
+  });
+
   it('opens in WAL mode with foreign keys on and the busy timeout set', async () => {
     const store = await SqliteStore.open(join(dir, 'nested', 'dirs', 'wal.db'), { busyTimeoutMs: 1234 });
     expect(store.db.pragma('journal_mode', { simple: true })).toBe('wal');
@@ -133,7 +147,7 @@ describe('SQLite migrations', () => {
     expect(store.db.pragma('synchronous', { simple: true })).toBe(1); // NORMAL
     expect(store.db.pragma('busy_timeout', { simple: true })).toBe(1234);
     expect(store.kind).toBe('sqlite');
-    expect(store.supports).toEqual({ listenNotify: false, skipLocked: false, shared: true });
+    expect(store.supports).toEqual({ listenNotify: true, skipLocked: false, shared: true });
     await store.close();
   });
 
@@ -147,52 +161,6 @@ describe('SQLite migrations', () => {
     const error: unknown = await SqliteStore.open(path).catch((e: unknown) => e);
     expect(isTasklatchError(error, 'STORE_UNAVAILABLE')).toBe(true);
     expect((error as Error).message).toContain(path);
-  });
-});
-
-describe('SQLite admissions under concurrency', () => {
-  const now = Date.parse('2026-07-23T12:00:00.000Z');
-  const admitInput = (i: number, digest: string): AdmitInput => ({
-    taskId: `admit-${i}`,
-    authKey: 'tenant-a/alice',
-    toolName: 'export_ledger',
-    request: { method: 'tools/call', params: { name: 'export_ledger', arguments: { n: digest } } },
-    requestDigest: digest,
-    idempotencyKey: 'key-1',
-    ttl: 60_000,
-    pollInterval: 1000,
-    correlationId: `c-${i}`,
-    now,
-  });
-
-  /** 64 admits of one key over four connections to one file, all in flight at once. */
-  async function admit64(digestOf: (i: number) => string): Promise<{ decisions: Record<string, number>; tasks: number; outbox: number }> {
-    const path = join(dir, 'admit.db');
-    const stores = await Promise.all([0, 1, 2, 3].map(() => SqliteStore.open(path)));
-    const outcomes = await Promise.all(Array.from({ length: 64 }, (_, i) => stores[i % 4]!.admit(admitInput(i, digestOf(i)))));
-    const decisions: Record<string, number> = {};
-    for (const o of outcomes) decisions[o.decision] = (decisions[o.decision] ?? 0) + 1;
-    const winner = outcomes.find((o) => o.decision === 'ACCEPT_TASK')!.record!;
-    for (const o of outcomes) if (o.decision === 'REPLAY_TASK') expect(o.record.taskId).toBe(winner.taskId);
-    const { db } = stores[0]!;
-    const tasks = db.prepare('SELECT count(*) FROM tasks').pluck().get() as number;
-    const outbox = db.prepare('SELECT count(*) FROM task_outbox').pluck().get() as number;
-    const audit = db.prepare("SELECT count(*) FROM task_audit WHERE surface = 'create'").pluck().get() as number;
-    expect(audit).toBe(64);
-    await Promise.all(stores.map((s) => s.close()));
-    return { decisions, tasks, outbox };
-  }
-
-  it('64 admits of one key and one request: 1 ACCEPT_TASK, 63 REPLAY_TASK, one task, one outbox row', async () => {
-    expect(await admit64(() => 'digest-same')).toEqual({ decisions: { ACCEPT_TASK: 1, REPLAY_TASK: 63 }, tasks: 1, outbox: 1 });
-  });
-
-  it('64 admits of one key and different requests: 1 ACCEPT_TASK, 63 BLOCK_IDEMPOTENCY_COLLISION', async () => {
-    expect(await admit64((i) => `digest-${i}`)).toEqual({
-      decisions: { ACCEPT_TASK: 1, BLOCK_IDEMPOTENCY_COLLISION: 63 },
-      tasks: 1,
-      outbox: 1,
-    });
   });
 });
 

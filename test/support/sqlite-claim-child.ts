@@ -12,7 +12,7 @@
  * claims everything.
  */
 import { performance } from 'node:perf_hooks';
-import type { SqliteStore as SqliteStoreClass } from '../../src/store/sqlite/sqlite-store.js';
+import type { SqliteStore as SqliteStoreClass } from '../../src/store/sqlite/store.js';
 
 type StoreModule = { SqliteStore: typeof SqliteStoreClass };
 type Go = { type: 'go'; startAt: number };

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import type { SqliteStore as SqliteStoreClass } from '../../src/store/sqlite/sqlite-store.js';
+import type { SqliteStore as SqliteStoreClass } from '../../src/store/sqlite/store.js';
 import type { RacePlan, RaceReport, RaceWriter } from './sqlite-race-plan.js';
 
 type StoreModule = { SqliteStore: typeof SqliteStoreClass };

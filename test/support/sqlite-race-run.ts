@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 /** The built store the children import; `npm test` builds before vitest runs. */
-export const DIST_STORE_URL = new URL('../../dist/store/sqlite/sqlite-store.js', import.meta.url);
+export const DIST_STORE_URL = new URL('../../dist/store/sqlite/store.js', import.meta.url);
 export const distBuilt = (): boolean => existsSync(fileURLToPath(DIST_STORE_URL));
 
 const CHILD_SOURCE = new URL('./sqlite-race-child.ts', import.meta.url);

@@ -9,6 +9,14 @@ export interface StoreHarness {
   name: 'memory' | 'sqlite' | 'postgres';
   /** A new empty store; `label` names its schema or file. */
   open(label: string): Promise<TaskStore>;
+  /**
+   * `count` handles on one new empty store, each with connections of its own where the store
+   * has connections: memory gives the same instance, SQLite connections on one file,
+   * PostgreSQL pools on one schema. Concurrency then meets in the database, not in one handle.
+   */
+  openMany(label: string, count: number): Promise<TaskStore[]>;
+  /** How much of a slow randomised test this store gets (1 for memory; less for SQL stores). */
+  readonly effort: number;
 }
 
 let counter = 0;
@@ -16,26 +24,55 @@ let counter = 0;
 export const memoryHarness: StoreHarness = {
   name: 'memory',
   open: async () => new MemoryStore(),
+  openMany: async (_label, count) => {
+    const store = new MemoryStore();
+    return Array.from({ length: count }, () => store);
+  },
+  effort: 1,
 };
 
 export const sqliteHarness: StoreHarness = {
   name: 'sqlite',
   open: async (label) => {
-    const { SqliteStore } = await import('../../src/store/sqlite/sqlite-store.js');
+    const { SqliteStore } = await import('../../src/store/sqlite/store.js');
     const dir = await mkdtemp(join(tmpdir(), 'tasklatch-test-'));
     return SqliteStore.open(join(dir, `${label.replace(/\W+/g, '-')}-${++counter}.db`));
   },
+  openMany: async (label, count) => {
+    const { SqliteStore } = await import('../../src/store/sqlite/store.js');
+    const dir = await mkdtemp(join(tmpdir(), 'tasklatch-test-'));
+    const path = join(dir, `${label.replace(/\W+/g, '-')}-${++counter}.db`);
+    // One after the other: the first migrates the fresh file, the others find it current.
+    const stores = [];
+    for (let i = 0; i < count; i++) stores.push(await SqliteStore.open(path));
+    return stores;
+  },
+  effort: 0.1,
 };
 
 export const postgresHarness: StoreHarness = {
   name: 'postgres',
   open: async (label) => {
     const [{ PostgresStore }, { freshPostgresUrl }] = await Promise.all([
-      import('../../src/store/postgres/postgres-store.js'),
+      import('../../src/store/postgres/store.js'),
       import('./postgres.js'),
     ]);
     return PostgresStore.open(await freshPostgresUrl(`${label}_${++counter}`));
   },
+  openMany: async (label, count) => {
+    const [{ PostgresStore }, { freshPostgresUrl }] = await Promise.all([
+      import('../../src/store/postgres/store.js'),
+      import('./postgres.js'),
+    ]);
+    const url = await freshPostgresUrl(`${label}_${++counter}`);
+    // 32 connections in all, however many handles: enough that a race's writers meet in the
+    // database rather than queue in a pool, few enough for test files running side by side.
+    const poolSize = Math.max(4, Math.floor(32 / count));
+    const stores = [];
+    for (let i = 0; i < count; i++) stores.push(await PostgresStore.open(url, { poolSize }));
+    return stores;
+  },
+  effort: 0.1,
 };
 
 export const ALL_HARNESSES: readonly StoreHarness[] = [memoryHarness, sqliteHarness, postgresHarness];

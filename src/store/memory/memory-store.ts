@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { decideAdmission } from '../../core/create-rules.js';
+import { decideLimitedAdmission } from '../../core/create-rules.js';
+import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
-import { compareListOrder } from '../../core/read-rules.js';
+import { decideDispatch, holdsFence } from '../../core/dispatch-rules.js';
+import { compareListOrder, decideCancel } from '../../core/read-rules.js';
 import { isExpired } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
-import { isTerminal, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
+import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
+import { auditLine } from '../audit-line.js';
 import type {
   ClaimInput,
-  Fence,
   AdmitInput,
   AdmitOutcome,
   AuditEntry,
@@ -57,10 +59,8 @@ export class MemoryStore implements TaskStore {
       this.keys.delete(keyIndex);
       prior = null;
     }
-    let decision: AdmitOutcome['decision'] = decideAdmission({ ...input, auth: input.authKey, prior });
-    if (decision === 'ACCEPT_TASK' && input.maxActive != null && this.countActive(input.authKey, input.now) >= input.maxActive) {
-      decision = 'BLOCK_TASK_LIMIT';
-    }
+    const activeCount = input.maxActive == null ? 0 : this.countActive(input.authKey, input.now);
+    const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount });
     const loggedId = decision === 'BLOCK_TASK_LIMIT' ? null : (prior?.taskId ?? input.taskId);
     this.log(input.now, 'create', decision, input.authKey, loggedId, input.correlationId, decision === 'BLOCK_TASK_LIMIT' ? null : prior);
     if (decision === 'BLOCK_IDEMPOTENCY_COLLISION' || decision === 'BLOCK_TASK_LIMIT') return { decision, record: null };
@@ -129,14 +129,16 @@ export class MemoryStore implements TaskStore {
 
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     const stored = this.tasks.get(taskId) ?? null;
-    const miss = classifyMiss(stored, authKey, now);
-    if (miss !== null || stored === null) {
-      this.log(now, 'read', miss ?? 'NOT_FOUND', authKey, taskId, correlationId, null);
-      return { decision: miss ?? 'NOT_FOUND', record: null };
+    const decision = decideCancel(stored, authKey, now);
+    if (decision === 'ALREADY_TERMINAL' && stored !== null) {
+      this.log(now, 'read', decision, authKey, taskId, correlationId, stored);
+      return { decision, record: copy(stored) };
     }
-    if (isTerminal(stored.status)) {
-      this.log(now, 'read', 'ALREADY_TERMINAL', authKey, taskId, correlationId, stored);
-      return { decision: 'ALREADY_TERMINAL', record: copy(stored) };
+    if (decision !== 'CANCEL_TASK' || stored === null) {
+      // decideCancel answers ALREADY_TERMINAL only for a stored record; the fallback is for tsc.
+      const miss = decision === 'CANCEL_TASK' || decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
+      this.log(now, 'read', miss, authKey, taskId, correlationId, null);
+      return { decision: miss, record: null };
     }
     stored.status = 'cancelled';
     this.track(stored);
@@ -166,19 +168,14 @@ export class MemoryStore implements TaskStore {
       .sort((a, b) => a.availableAt - b.availableAt);
     for (const entry of due) {
       if (claimed.length >= input.limit) break;
-      const task = this.tasks.get(entry.taskId);
-      if (task === undefined || isTerminal(task.status) || isExpired(task, input.now)) {
-        entry.doneAt = input.now;
-        continue;
-      }
-      if (task.status !== 'working') continue;
-      if (task.leaseOwner !== null && task.leaseExpiresAt !== null && task.leaseExpiresAt > input.now) {
-        entry.availableAt = task.leaseExpiresAt;
-        continue;
-      }
+      const task = this.tasks.get(entry.taskId) ?? null;
+      const step = decideDispatch(task, input.now, input.maxAttempts);
+      if (step.kind === 'close') entry.doneAt = input.now;
+      if (step.kind === 'defer') entry.availableAt = step.until;
+      if (task === null || step.kind === 'close' || step.kind === 'leave' || step.kind === 'defer') continue;
       task.version += 1;
       task.lastUpdatedAt = input.now;
-      if (task.attempt >= input.maxAttempts) {
+      if (step.kind === 'abandon') {
         task.status = 'failed';
         this.track(task);
         task.result = input.abandonedResult;
@@ -222,17 +219,10 @@ export class MemoryStore implements TaskStore {
     return [...this.outbox.values()].filter((e) => e.doneAt === null).length;
   }
 
-  /** The task when `fence` still holds it: same version and owner, not terminal, not expired. */
+  /** The task when `fence` still holds it (`holdsFence`). */
   private fenced(fence: Fence, now: Millis): TaskRecord | null {
-    const task = this.tasks.get(fence.taskId);
-    const holds =
-      task !== undefined &&
-      task.authKey === fence.authKey &&
-      task.version === fence.version &&
-      task.leaseOwner === fence.owner &&
-      !isTerminal(task.status) &&
-      !isExpired(task, now);
-    return holds ? task : null;
+    const task = this.tasks.get(fence.taskId) ?? null;
+    return holdsFence(task, fence, now) ? task : null;
   }
 
   private closeDispatch(taskId: string, now: Millis): void {
@@ -286,28 +276,17 @@ export class MemoryStore implements TaskStore {
 
   async close(): Promise<void> {}
 
-
   private log(
     at: Millis,
     surface: AuditEntry['surface'],
-    decision: AuditEntry['decision'],
+    decision: Decision,
     authKey: string,
     taskId: string | null,
     correlationId: string,
     record: TaskRecord | null,
     detail?: string,
   ): void {
-    this.audit.push({
-      at,
-      surface,
-      decision,
-      authKey,
-      taskId,
-      correlationId,
-      status: record?.status ?? null,
-      version: record?.version ?? null,
-      ...(detail === undefined ? {} : { detail }),
-    });
+    this.audit.push(auditLine({ at, surface, decision, authKey, taskId, correlationId, record, detail }));
   }
 }
 

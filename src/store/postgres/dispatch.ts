@@ -1,17 +1,18 @@
 import type pg from 'pg';
 import { resultDigest } from '../../core/digest.js';
+import { decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js';
 import { TasklatchError } from '../../core/errors.js';
-import { isExpired } from '../../core/time.js';
-import { isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
-import type { ClaimInput, Fence } from '../types.js';
-import { jsonParam, toTaskRecord, type TaskRow } from './row.js';
+import type { Fence, Millis, TaskRecord } from '../../core/types.js';
+import type { ClaimInput } from '../types.js';
+import { toJson, rowToRecord, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { isInt4, readById } from './task-writes.js';
 
 /**
  * The dispatch operations of the PostgreSQL store. `claimIn` runs inside the caller's
- * transaction; heartbeat and release are single statements. The rules are the memory store's:
- * each outbox entry due is looked at once, in (available_at, id) order, until `limit` claims.
+ * transaction; heartbeat and release are single statements. Each outbox entry due is looked at
+ * once, in (available_at, id) order, until `limit` claims, and what happens to it is the core's
+ * `decideDispatch`.
  */
 
 /** An outbox entry of the claim walk, with its task's columns. */
@@ -21,20 +22,19 @@ interface DueRow extends TaskRow {
   outbox_available_at_ms: string;
 }
 
-/** What the walk does with one entry, besides writing the task. */
-type Step =
-  | { kind: 'claimed'; record: TaskRecord }
-  | { kind: 'close' }
-  | { kind: 'defer'; until: Millis }
-  | { kind: 'leave' };
+/** What the walk did with one entry, and the record when it claimed the task. */
+interface Visit {
+  step: DispatchStep;
+  claimed: TaskRecord | null;
+}
 
 export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise<TaskRecord[]> {
   const claimed: TaskRecord[] = [];
   // A keyset, not OFFSET: entries the walk leaves in place (a task in input_required) must not
   // come back in the next page, or a page full of them would loop forever.
   let after: { availableAt: Millis | string; id: string } = { availableAt: Number.MIN_SAFE_INTEGER, id: '0' };
-  // An entry claimed with leaseMs 0 stays due at `now` and could reappear after the keyset;
-  // the memory store visits each entry once, so this walk does too.
+  // An entry claimed with leaseMs 0 stays due at `now` and could reappear after the keyset; a
+  // walk decides on each entry once, so it is skipped.
   const visited = new Set<string>();
   while (claimed.length < input.limit) {
     // A page no larger than what is still wanted: every row read is locked until commit, and a
@@ -46,8 +46,9 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise
     for (const row of page.rows) {
       if (visited.has(row.outbox_id)) continue;
       visited.add(row.outbox_id);
-      const step = await dispatchOne(client, input, row.outbox_id, toTaskRecord(row));
-      if (step.kind === 'claimed') claimed.push(step.record);
+      const { step, claimed: record } = await dispatchOne(client, input, row.outbox_id, rowToRecord(row));
+      if (record !== null) claimed.push(record);
+      // An abandon closed its entry in its own statement; a leave touches nothing.
       else if (step.kind === 'close') close.push(row.outbox_id);
       else if (step.kind === 'defer') defer.push({ id: row.outbox_id, until: step.until });
     }
@@ -62,47 +63,51 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise
 }
 
 /**
- * Applies the memory store's rules to one entry whose task (locked by this transaction) reads
- * `read`. The task write is conditional all the same; should it change nothing, the task is
- * read again and judged again once, and a second miss is a bug, not a race.
+ * Decides (`decideDispatch`) on one entry whose task (locked by this transaction) reads `read`
+ * and applies a claim or an abandon. The task write is conditional all the same; should it
+ * change nothing, the task is read again and judged again once, and a second miss is a bug, not
+ * a race.
  */
-async function dispatchOne(client: pg.PoolClient, input: ClaimInput, outboxId: string, read: TaskRecord): Promise<Step> {
+async function dispatchOne(client: pg.PoolClient, input: ClaimInput, outboxId: string, read: TaskRecord): Promise<Visit> {
   let task: TaskRecord | null = read;
   for (let look = 0; look < 2; look++) {
-    if (task === null || isTerminal(task.status) || isExpired(task, input.now)) return { kind: 'close' };
-    if (task.status !== 'working') return { kind: 'leave' };
-    if (task.leaseOwner !== null && task.leaseExpiresAt !== null && task.leaseExpiresAt > input.now) {
-      return { kind: 'defer', until: task.leaseExpiresAt };
-    }
-    const written = await writeDispatch(client, input, outboxId, task);
-    if (written !== null) return written.status === 'working' ? { kind: 'claimed', record: written } : { kind: 'leave' };
+    const step = decideDispatch(task, input.now, input.maxAttempts);
+    if (task === null || (step.kind !== 'claim' && step.kind !== 'abandon')) return { step, claimed: null };
+    const written = await writeDispatch(client, input, outboxId, task, step.kind);
+    if (written !== null) return { step, claimed: step.kind === 'claim' ? written : null };
     task = await readById(client, task.taskId);
   }
   throw new TasklatchError('INTERNAL', `task ${JSON.stringify(read.taskId)} changed during its claim`);
 }
 
 /** The claim, or the end of a task that used up its attempts; null when the guard failed. */
-async function writeDispatch(client: pg.PoolClient, input: ClaimInput, outboxId: string, task: TaskRecord): Promise<TaskRecord | null> {
+async function writeDispatch(
+  client: pg.PoolClient,
+  input: ClaimInput,
+  outboxId: string,
+  task: TaskRecord,
+  kind: 'claim' | 'abandon',
+): Promise<TaskRecord | null> {
   const common = [task.taskId, task.version, input.now, outboxId, input.correlationId];
   const written =
-    task.attempt >= input.maxAttempts
+    kind === 'abandon'
       ? await client.query<TaskRow>(sql.ABANDON_TASK, [
           ...common,
           'abandoned',
-          jsonParam(input.abandonedResult),
+          toJson(input.abandonedResult),
           resultDigest(input.abandonedResult),
         ])
       : await client.query<TaskRow>(sql.CLAIM_TASK, [...common, `claim ${input.owner}`, input.owner, input.now + input.leaseMs]);
-  return written.rows[0] === undefined ? null : toTaskRecord(written.rows[0]);
+  return written.rows[0] === undefined ? null : rowToRecord(written.rows[0]);
 }
 
-export async function heartbeatOn(pool: pg.Pool, fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
+export async function heartbeatIn(pool: pg.Pool, fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
   if (!isInt4(fence.version)) return false;
   const renewed = await pool.query(sql.HEARTBEAT, [...fenceParams(fence), now, now + leaseMs]);
   return renewed.rows.length > 0;
 }
 
-export async function releaseOn(pool: pg.Pool, fence: Fence, now: Millis): Promise<boolean> {
+export async function releaseIn(pool: pg.Pool, fence: Fence, now: Millis): Promise<boolean> {
   if (!isInt4(fence.version)) return false;
   const released = await pool.query(sql.RELEASE, [...fenceParams(fence), now]);
   return released.rows.length > 0;

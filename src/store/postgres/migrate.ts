@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
 import pg from 'pg';
-import { TasklatchError } from '../../core/errors.js';
+import { applyMigrations, readMigrationFiles, type MigrationDialect, type MigrationFile } from '../migrations.js';
 import { checkSchemaName, createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
+
+export type { MigrationFile } from '../migrations.js';
 
 /**
  * The package's `migrations/postgres/` folder. Three levels up is the package root both from
@@ -10,19 +11,9 @@ import { checkSchemaName, createPool, inTransaction, parsePostgresUrl, unavailab
  */
 export const POSTGRES_MIGRATIONS_DIR = new URL('../../../migrations/postgres/', import.meta.url);
 
-/** One numbered SQL file. */
-export interface MigrationFile {
-  /** The file name, e.g. `001_init.sql`; recorded in `tasklatch_migrations`. */
-  name: string;
-  sql: string;
-}
-
-const MIGRATION_FILE = /^\d{3}_[a-z0-9_]+\.sql$/;
-
 /** The migration files of the package, in the order they apply. */
 export async function readPostgresMigrations(dir: URL = POSTGRES_MIGRATIONS_DIR): Promise<MigrationFile[]> {
-  const names = (await readdir(dir)).filter((name) => MIGRATION_FILE.test(name)).sort();
-  return Promise.all(names.map(async (name) => ({ name, sql: await readFile(new URL(name, dir), 'utf8') })));
+  return readMigrationFiles(dir);
 }
 
 /**
@@ -54,43 +45,54 @@ async function probe(pool: pg.Pool): Promise<void> {
 }
 
 async function migratePool(pool: pg.Pool, schema: string | null): Promise<string[]> {
-  const files = await readPostgresMigrations();
-  return inTransaction(pool, async (client) => {
-    // Key (class, schema): two schemas migrate in parallel, two runs on one schema queue.
-    await client.query(`SELECT pg_advisory_xact_lock(hashtext('tasklatch.migrate'), hashtext(coalesce($1, current_schema(), '')))`, [
-      schema,
-    ]);
-    if (schema !== null) {
-      // After the lock: two concurrent CREATE SCHEMA IF NOT EXISTS can still collide on the
-      // catalogue's unique index; the lock makes them take turns.
-      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-      await client.query(`SET LOCAL search_path TO "${schema}"`);
-    }
-    await client.query(`CREATE TABLE IF NOT EXISTS tasklatch_migrations (
-      name text PRIMARY KEY,
-      applied_at_ms bigint NOT NULL
-    )`);
-    const done = new Set((await client.query<{ name: string }>('SELECT name FROM tasklatch_migrations')).rows.map((r) => r.name));
-    const known = new Set(files.map((f) => f.name));
-    const unknown = [...done].filter((name) => !known.has(name));
-    if (unknown.length > 0) {
-      throw new TasklatchError(
-        'SCHEMA_MISMATCH',
-        `the database has migrations this tasklatch does not know (${unknown.join(', ')}): it was migrated by a newer version`,
-      );
-    }
-    const applied: string[] = [];
-    for (const file of files) {
-      if (done.has(file.name)) continue;
-      await client.query(file.sql);
-      await client.query('INSERT INTO tasklatch_migrations (name, applied_at_ms) VALUES ($1, $2)', [file.name, Date.now()]);
-      applied.push(file.name);
-    }
-    // Generated here rather than by gen_random_bytes(): pgcrypto may not be installed. The first
-    // process to migrate wins; every later one keeps its value, so all processes share it.
-    await client.query(`INSERT INTO tasklatch_meta (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING`, [
-      randomBytes(32).toString('hex'),
-    ]);
-    return applied;
-  });
+  return applyMigrations(await readPostgresMigrations(), postgresDialect(pool, schema));
+}
+
+/** PostgreSQL's hooks: one transaction for the whole run, under an advisory lock per schema. */
+function postgresDialect(pool: pg.Pool, schema: string | null): MigrationDialect {
+  return {
+    scope: 'run',
+    locked: (work) =>
+      inTransaction(pool, async (client) => {
+        // Key (class, schema): two schemas migrate in parallel, two runs on one schema queue.
+        await client.query(`SELECT pg_advisory_xact_lock(hashtext('tasklatch.migrate'), hashtext(coalesce($1, current_schema(), '')))`, [
+          schema,
+        ]);
+        if (schema !== null) {
+          // After the lock: two concurrent CREATE SCHEMA IF NOT EXISTS can still collide on the
+          // catalogue's unique index; the lock makes them take turns.
+          await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+          await client.query(`SET LOCAL search_path TO "${schema}"`);
+        }
+        return work({
+          async readApplied() {
+            await client.query(`CREATE TABLE IF NOT EXISTS tasklatch_migrations (
+              name text PRIMARY KEY,
+              applied_at_ms bigint NOT NULL
+            )`);
+            // Through to_jsonb: the checksum column exists only from 004 on, and this read
+            // comes before 004 on a database that does not have it yet.
+            const rows = await client.query<{ name: string; checksum: string | null }>(
+              `SELECT name, to_jsonb(m) ->> 'checksum' AS checksum FROM tasklatch_migrations m ORDER BY name`,
+            );
+            return rows.rows;
+          },
+          async runFile(file) {
+            await client.query(file.sql);
+            // The checksum follows from recordChecksum once 004 has added its column.
+            await client.query('INSERT INTO tasklatch_migrations (name, applied_at_ms) VALUES ($1, $2)', [file.name, Date.now()]);
+          },
+          async recordChecksum(file) {
+            await client.query('UPDATE tasklatch_migrations SET checksum = $2 WHERE name = $1 AND checksum IS NULL', [file.name, file.checksum]);
+          },
+          async finish() {
+            // Generated here rather than by gen_random_bytes(): pgcrypto may not be installed. The
+            // first process to migrate wins; every later one keeps its value.
+            await client.query(`INSERT INTO tasklatch_meta (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING`, [
+              randomBytes(32).toString('hex'),
+            ]);
+          },
+        });
+      }),
+  };
 }

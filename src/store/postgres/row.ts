@@ -40,7 +40,7 @@ export interface AuditRow {
 }
 
 /**
- * The columns of `tasks` in insert order; `taskParams` yields values in the same order. pg's
+ * The columns of `tasks` in insert order; `recordToRow` yields values in the same order. pg's
  * global int8 parser is left alone (other code in the process may rely on it), so bigint columns
  * become numbers here: epoch milliseconds stay far below 2^53.
  */
@@ -63,11 +63,11 @@ function numOrNull(value: string | number | null): number | null {
  * JSON text for a jsonb parameter, or SQL NULL. Explicit because pg would send a JS array as a
  * PostgreSQL array literal, not JSON.
  */
-export function jsonParam(value: unknown): string | null {
+export function toJson(value: unknown): string | null {
   return value === null || value === undefined ? null : JSON.stringify(value);
 }
 
-export function toTaskRecord(row: TaskRow): TaskRecord {
+export function rowToRecord(row: TaskRow): TaskRecord {
   return {
     taskId: row.task_id,
     authKey: row.auth_key,
@@ -94,17 +94,17 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
   };
 }
 
-/** The values of a record in `TASK_COLUMNS` order. */
-export function taskParams(r: TaskRecord): unknown[] {
+/** The values of a record in `TASK_COLUMNS` order: the positional parameters of a row. */
+export function recordToRow(r: TaskRecord): unknown[] {
   return [
     r.taskId, r.authKey, r.toolName, r.status, r.statusMessage, r.version, r.createdAt,
     r.lastUpdatedAt, r.ttl, r.expiresAt, r.pollInterval, r.requestDigest,
-    r.idempotencyKey, jsonParam(r.request), r.cancelRequested, jsonParam(r.result), r.resultDigest, r.correlationId,
+    r.idempotencyKey, toJson(r.request), r.cancelRequested, toJson(r.result), r.resultDigest, r.correlationId,
     r.attempt, r.leaseOwner, r.leaseExpiresAt,
   ];
 }
 
-export function toAuditEntry(row: AuditRow): AuditEntry {
+export function rowToAudit(row: AuditRow): AuditEntry {
   const entry: AuditEntry = {
     at: num(row.at_ms ?? 0),
     surface: row.surface as AuditEntry['surface'],
@@ -115,13 +115,13 @@ export function toAuditEntry(row: AuditRow): AuditEntry {
     status: row.status,
     version: row.version,
   };
-  // The memory store carries `detail` only when a caller gave one; so does this mapping.
+  // The shape of auditLine: `detail` only when there is one.
   if (row.detail !== null) entry.detail = row.detail;
   return entry;
 }
 
-/** Parameters for `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)`. */
-export function auditParams(entry: AuditEntry): unknown[] {
+/** The positional parameters of an audit row: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)`. */
+export function auditToRow(entry: AuditEntry): unknown[] {
   return [
     entry.at, entry.surface, entry.decision, entry.authKey, entry.taskId, entry.correlationId,
     entry.status ?? null, entry.version ?? null, entry.detail ?? null,

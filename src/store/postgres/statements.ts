@@ -3,18 +3,18 @@ import { TASK_COLUMNS } from './row.js';
 
 /**
  * The SQL of the PostgreSQL store. Unqualified names resolve through the connection's
- * search_path, which `?schema=` sets. Each WHERE clause that guards a write is the core's rule
- * restated for one statement (task, auth key, version, non-terminal, unexpired); every other
- * decision is made in TypeScript by the core.
+ * search_path, which `?schema=` sets. Each WHERE clause that guards a write is a core rule
+ * restated for one statement, and says which; every other decision is made in TypeScript by
+ * the core.
  */
 
 
-/** `(expires_at_ms IS NULL OR expires_at_ms > now)` with `now` as parameter `$n`. */
+/** `(expires_at_ms IS NULL OR expires_at_ms > now)` with `now` as parameter `$n`: restates !isExpired. */
 export function unexpired(n: number): string {
   return `(expires_at_ms IS NULL OR expires_at_ms > $${n})`;
 }
 
-/** An expired holder gives its idempotency key up: it is gone for every operation. */
+/** An expired holder gives its idempotency key up (restates decideAdmission's expiry test). */
 export const RELEASE_EXPIRED_KEY = `
   UPDATE tasks SET idempotency_key = NULL
    WHERE auth_key = $1 AND idempotency_key = $2 AND expires_at_ms <= $3`;
@@ -36,6 +36,7 @@ const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}
  * limit the caller has taken the auth key's advisory lock in an earlier statement, so this
  * statement's snapshot already sees every admission that committed before it.
  */
+// The count guard restates decideLimitedAdmission's limit; the key's live holder is classified in TS.
 export const ADMIT_TASK = `
   WITH inserted AS (
     INSERT INTO tasks (${TASK_COLUMNS.join(', ')})
@@ -67,15 +68,22 @@ export const SELECT_BY_ID = `SELECT * FROM tasks WHERE task_id = $1`;
 export const SELECT_VISIBLE = `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND ${unexpired(3)}`;
 
 
-export const INSERT_AUDIT = `
-  INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+const AUDIT_COLUMNS = '(at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)';
+const AUDIT_PER_ROW = 9;
+
+export const INSERT_AUDIT = `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+
+/** `rows` audit lines in one INSERT; parameters are `auditToRow` of each, one after the other. */
+export function insertAuditBatch(rows: number): string {
+  const values = Array.from({ length: rows }, (_, r) => `(${Array.from({ length: AUDIT_PER_ROW }, (_, c) => `$${r * AUDIT_PER_ROW + c + 1}`).join(', ')})`);
+  return `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ${values.join(', ')}`;
+}
 
 export const SELECT_AUDIT = `
   SELECT at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail
     FROM task_audit WHERE task_id = $1 ORDER BY id`;
 
-/** The guard of every applied write: this task, this auth key, still open, not expired. */
+/** The guard of every applied write: this task, this auth key, still open (with unexpired: restates decideTransition's APPLY_TRANSITION). */
 const OPEN_AND_VISIBLE = `task_id = $1 AND auth_key = $2 AND status IN ('working', 'input_required')`;
 
 /**
@@ -89,7 +97,7 @@ export function conditionalTransition(sets: readonly string[]): string {
    RETURNING *`;
 }
 
-/** Cancellation latches `cancelled` and the intent; parameters: $1 task id, $2 auth key, $3 now. */
+/** Cancellation latches `cancelled` and the intent (restates decideCancel's CANCEL_TASK); $1 task id, $2 auth key, $3 now. */
 export const CONDITIONAL_CANCEL = `
   UPDATE tasks SET status = 'cancelled', cancel_requested = true, version = version + 1,
          last_updated_at_ms = $3, lease_owner = NULL, lease_expires_at_ms = NULL
@@ -174,6 +182,7 @@ function dispatchWrite(taskSets: string, outboxSets: string): string {
   return `
   WITH applied AS (
     UPDATE tasks SET version = version + 1, last_updated_at_ms = $3, ${taskSets}
+     -- restates decideDispatch's claim and abandon: working, unexpired, no lease held (leaseHeld)
      WHERE task_id = $1 AND version = $2 AND status = 'working' AND ${unexpired(3)}
        AND (lease_owner IS NULL OR lease_expires_at_ms IS NULL OR lease_expires_at_ms <= $3)
     RETURNING *
@@ -198,7 +207,7 @@ export const ABANDON_TASK = dispatchWrite(
   'done_at_ms = $3',
 );
 
-/** The fence: $1 task, $2 auth key, $3 version, $4 lease owner; still open and unexpired at $5. */
+/** The fence, restating holdsFence: $1 task, $2 auth key, $3 version, $4 lease owner; still open and unexpired at $5. */
 const FENCED = `task_id = $1 AND auth_key = $2 AND version = $3 AND lease_owner = $4
      AND status IN ('working', 'input_required') AND ${unexpired(5)}`;
 

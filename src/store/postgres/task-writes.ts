@@ -1,15 +1,17 @@
 import type pg from 'pg';
-import { decideAdmission } from '../../core/create-rules.js';
+import { decideLimitedAdmission } from '../../core/create-rules.js';
 import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
-import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
+import { decideCancel } from '../../core/read-rules.js';
+import { decideTransition } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
+import { admissionRecord } from '../admission-record.js';
+import { auditLine } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
 import { inTransaction } from './connection.js';
-import { auditParams, jsonParam, taskParams, toTaskRecord, type TaskRow } from './row.js';
 import { NOTIFY_CHANGE } from './listener.js';
-import { admissionRecord } from '../admission-record.js';
+import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 
 /**
@@ -24,20 +26,20 @@ const ADMIT_ATTEMPTS = 5;
 
 /**
  * Admission: the usual path is one statement (task, outbox entry, audit line, notification).
- * When it inserts nothing, the key's holder or the limit stopped it: the holder is read and
- * classified by the core (a retry of an existing task is never refused by the limit), and only
- * with no live holder is the limit the answer.
+ * When it inserts nothing, the key's holder or the limit stopped it: the holder is read, the
+ * caller's active tasks counted, and the core's `decideLimitedAdmission` classifies (a retry of
+ * an existing task is never refused by the limit).
  */
-export async function admit(pool: pg.Pool, input: AdmitInput): Promise<AdmitOutcome> {
-  const params = [...taskParams(admissionRecord(input)), input.maxActive ?? null, input.now];
+export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOutcome> {
+  const params = [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now];
   // Neither a key nor a limit: nothing to look up first, so the one statement is the whole
   // transaction (it cannot conflict: task ids are unique).
   if (input.idempotencyKey === null && input.maxActive == null) {
     const inserted = await pool.query<TaskRow>(sql.ADMIT_TASK, params);
     if (inserted.rows[0] === undefined) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
-    return { decision: 'ACCEPT_TASK', record: toTaskRecord(inserted.rows[0]) };
+    return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
   }
-  return inTransaction(pool, (client) => admitIn(client, input, params), admissionPrelude(input));
+  return inTransaction(pool, (client) => admitInTransaction(client, input, params), admissionPrelude(input));
 }
 
 /**
@@ -62,30 +64,32 @@ function admissionPrelude(input: AdmitInput): (client: pg.PoolClient) => string[
   };
 }
 
-async function admitIn(client: pg.PoolClient, input: AdmitInput, params: unknown[]): Promise<AdmitOutcome> {
+async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, params: unknown[]): Promise<AdmitOutcome> {
   for (let attempt = 0; attempt < ADMIT_ATTEMPTS; attempt++) {
     if (attempt > 0 && input.idempotencyKey !== null) {
       await client.query(sql.RELEASE_EXPIRED_KEY, [input.authKey, input.idempotencyKey, input.now]);
     }
     const inserted = await client.query<TaskRow>(sql.ADMIT_TASK, params);
-    if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: toTaskRecord(inserted.rows[0]) };
+    if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
     const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
-    const prior = found?.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
-    const decision = decideAdmission({ ...input, auth: input.authKey, prior });
+    const prior = found?.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
+    const activeCount = input.maxActive == null ? 0 : await countActive(client, input);
+    const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount });
+    if (decision === 'BLOCK_TASK_LIMIT') {
+      await audit(client, 'create', input, decision, null, null);
+      return { decision, record: null };
+    }
     if (decision !== 'ACCEPT_TASK' && prior !== null) {
       await audit(client, 'create', input, decision, prior.taskId, prior);
       return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
     }
-    if (input.maxActive != null && (await activeCount(client, input)) >= input.maxActive) {
-      await audit(client, 'create', input, 'BLOCK_TASK_LIMIT', null, null);
-      return { decision: 'BLOCK_TASK_LIMIT', record: null };
-    }
-    // The key's holder expired or gave the key up between the insert and the read: again.
+    // The key's holder expired or gave the key up between the insert and the read, or the
+    // caller's active tasks fell below the limit meanwhile: again.
   }
   throw new TasklatchError('INTERNAL', `admission of idempotency key ${JSON.stringify(input.idempotencyKey)} did not settle`);
 }
 
-async function activeCount(client: pg.PoolClient, input: AdmitInput): Promise<number> {
+async function countActive(client: pg.PoolClient, input: AdmitInput): Promise<number> {
   const counted = await client.query<{ n: number }>(sql.COUNT_ACTIVE, [input.authKey, input.now]);
   return counted.rows[0]?.n ?? 0;
 }
@@ -100,14 +104,14 @@ export async function transitionIn(client: pg.PoolClient, input: TransitionInput
     if (write.statusMessage !== undefined) sets.push(`status_message = $${params.push(write.statusMessage)}`);
     if (isTerminal(write.status)) {
       const result = write.result ?? null;
-      sets.push(`result = $${params.push(jsonParam(result))}`);
+      sets.push(`result = $${params.push(toJson(result))}`);
       sets.push(`result_digest = $${params.push(result === null ? null : resultDigest(result))}`);
       // A finished task holds no lease: a worker still running it must not renew it.
       sets.push('lease_owner = NULL', 'lease_expires_at_ms = NULL');
     }
     const applied = await client.query<TaskRow>(sql.conditionalTransition(sets), params);
     if (applied.rows[0] !== undefined) {
-      const record = toTaskRecord(applied.rows[0]);
+      const record = rowToRecord(applied.rows[0]);
       if (isTerminal(record.status)) await client.query(sql.CLOSE_OUTBOX, [input.taskId, input.now]);
       await audit(client, 'transition', input, 'APPLY_TRANSITION', input.taskId, record);
       await client.query(NOTIFY_CHANGE, [input.taskId, record.version]);
@@ -132,28 +136,29 @@ export async function cancelIn(
 ): Promise<CancelOutcome> {
   const cancelled = await client.query<TaskRow>(sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now]);
   if (cancelled.rows[0] !== undefined) {
-    const record = toTaskRecord(cancelled.rows[0]);
+    const record = rowToRecord(cancelled.rows[0]);
     await client.query(sql.CLOSE_OUTBOX, [input.taskId, input.now]);
     await audit(client, 'read', input, 'CANCEL_TASK', input.taskId, record);
     await client.query(NOTIFY_CHANGE, [input.taskId, record.version]);
     return { decision: 'CANCEL_TASK', record };
   }
   const stored = await readById(client, input.taskId);
-  const miss = classifyMiss(stored, input.authKey, input.now);
-  if (miss !== null || stored === null) {
-    await audit(client, 'read', input, miss ?? 'NOT_FOUND', input.taskId, null);
-    return { decision: miss ?? 'NOT_FOUND', record: null };
-  }
-  if (!isTerminal(stored.status)) {
+  const decision = decideCancel(stored, input.authKey, input.now);
+  if (decision === 'CANCEL_TASK') {
     throw new TasklatchError('INTERNAL', `task ${JSON.stringify(input.taskId)} changed during its cancellation`);
   }
-  await audit(client, 'read', input, 'ALREADY_TERMINAL', input.taskId, stored);
-  return { decision: 'ALREADY_TERMINAL', record: stored };
+  if (decision === 'ALREADY_TERMINAL' && stored !== null) {
+    await audit(client, 'read', input, decision, input.taskId, stored);
+    return { decision, record: stored };
+  }
+  const miss = decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
+  await audit(client, 'read', input, miss, input.taskId, null);
+  return { decision: miss, record: null };
 }
 
 export async function readById(client: pg.ClientBase | pg.Pool, taskId: string): Promise<TaskRecord | null> {
   const found = await client.query<TaskRow>(sql.SELECT_BY_ID, [taskId]);
-  return found.rows[0] === undefined ? null : toTaskRecord(found.rows[0]);
+  return found.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
 }
 
 
@@ -171,15 +176,6 @@ async function audit(
   taskId: string | null,
   record: TaskRecord | null,
 ): Promise<void> {
-  const entry: AuditEntry = {
-    at: input.now,
-    surface,
-    decision,
-    authKey: input.authKey,
-    taskId,
-    correlationId: input.correlationId,
-    status: record?.status ?? null,
-    version: record?.version ?? null,
-  };
-  await client.query(sql.INSERT_AUDIT, auditParams(entry));
+  const line = auditLine({ at: input.now, surface, decision, authKey: input.authKey, taskId, correlationId: input.correlationId, record });
+  await client.query(sql.INSERT_AUDIT, auditToRow(line));
 }

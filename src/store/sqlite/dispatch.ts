@@ -1,9 +1,12 @@
 import { resultDigest } from '../../core/digest.js';
+import { decideDispatch } from '../../core/dispatch-rules.js';
 import { TasklatchError } from '../../core/errors.js';
-import { isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
-import type { ClaimInput, Fence } from '../types.js';
+import type { Fence, Millis, TaskRecord } from '../../core/types.js';
+import { auditLine } from '../audit-line.js';
+import type { ClaimInput } from '../types.js';
 import { auditToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import type { Statements } from './statements.js';
+import { readById } from './task-writes.js';
 
 /**
  * The dispatch operations of the SQLite store. Each runs inside the caller's `BEGIN IMMEDIATE`
@@ -31,8 +34,8 @@ export function claimIn(sql: Statements, input: ClaimInput): TaskRecord[] {
   // A keyset, not OFFSET: entries this walk leaves in place (a task in input_required) must not
   // be read again, or a page full of them would loop forever.
   let after = { available_at_ms: Number.MIN_SAFE_INTEGER, id: 0 };
-  // An entry claimed with leaseMs 0 stays due at `now` and could reappear after the keyset;
-  // MemoryStore walks a snapshot and visits each entry once, so this walk does too.
+  // An entry claimed with leaseMs 0 stays due at `now` and could reappear after the keyset; a
+  // walk decides on each entry once, so it is skipped.
   const visited = new Set<number>();
   while (claimed.length < input.limit) {
     const page = sql.dueOutbox.all({ now: input.now, after_available_at_ms: after.available_at_ms, after_id: after.id, limit }) as DueRow[];
@@ -51,35 +54,30 @@ export function claimIn(sql: Statements, input: ClaimInput): TaskRecord[] {
 }
 
 /**
- * The rules of MemoryStore's claim loop, in its order, for one due entry: the claimed record,
- * or null when the entry was closed, deferred, skipped or its task abandoned.
+ * Applies the core's `decideDispatch` to one due entry: the claimed record, or null when the
+ * entry was closed, deferred, left or its task abandoned.
  */
 function visitEntry(sql: Statements, input: ClaimInput, entry: DueRow): TaskRecord | null {
   const { now } = input;
-  const task = sql.selectById.get(entry.task_id) as TaskRow | undefined;
-  if (task === undefined || isTerminal(task.status) || (task.expires_at_ms !== null && task.expires_at_ms <= now)) {
-    sql.closeOutboxEntry.run({ id: entry.id, now });
-    return null;
-  }
-  if (task.status !== 'working') return null;
-  if (task.lease_owner !== null && task.lease_expires_at_ms !== null && task.lease_expires_at_ms > now) {
-    sql.deferOutboxEntry.run({ id: entry.id, available_at_ms: task.lease_expires_at_ms });
-    return null;
-  }
-  const target = { task_id: task.task_id, version: task.version, now };
-  if (task.attempt >= input.maxAttempts) {
+  const task = readById(sql, entry.task_id);
+  const step = decideDispatch(task, now, input.maxAttempts);
+  if (step.kind === 'close') sql.closeOutboxEntry.run({ id: entry.id, now });
+  if (step.kind === 'defer') sql.deferOutboxEntry.run({ id: entry.id, available_at_ms: step.until });
+  if (task === null || step.kind === 'close' || step.kind === 'leave' || step.kind === 'defer') return null;
+  const target = { task_id: task.taskId, version: task.version, now };
+  if (step.kind === 'abandon') {
     const ended = sql.applyAbandon.get({
       ...target,
       result: toJson(input.abandonedResult),
       result_digest: resultDigest(input.abandonedResult),
     }) as TaskRow | undefined;
-    const record = applied(ended, task.task_id);
+    const record = applied(ended, task.taskId);
     sql.closeOutboxEntry.run({ id: entry.id, now });
     audit(sql, input, record, 'abandoned');
     return null;
   }
   const lease = { owner: input.owner, lease_expires_at_ms: now + input.leaseMs };
-  const record = applied(sql.applyClaim.get({ ...target, ...lease }) as TaskRow | undefined, task.task_id);
+  const record = applied(sql.applyClaim.get({ ...target, ...lease }) as TaskRow | undefined, task.taskId);
   sql.markOutboxClaimed.run({ id: entry.id, ...lease, attempt: record.attempt });
   audit(sql, input, record, `claim ${input.owner}`);
   return record;
@@ -94,22 +92,12 @@ function applied(row: TaskRow | undefined, taskId: string): TaskRecord {
 }
 
 function audit(sql: Statements, input: ClaimInput, record: TaskRecord, detail: string): void {
-  sql.insertAudit.run(
-    auditToRow({
-      at: input.now,
-      surface: 'transition',
-      decision: 'APPLY_TRANSITION',
-      authKey: record.authKey,
-      taskId: record.taskId,
-      correlationId: input.correlationId,
-      status: record.status,
-      version: record.version,
-      detail,
-    }),
-  );
+  const { authKey, taskId } = record;
+  const line = auditLine({ at: input.now, surface: 'transition', decision: 'APPLY_TRANSITION', authKey, taskId, correlationId: input.correlationId, record, detail });
+  sql.insertAudit.run(auditToRow(line));
 }
 
-/** Named parameters of the fence predicate; null when the fence cannot match any row. */
+/** Named parameters of the fence predicate (statements.ts restates holdsFence); null when the fence cannot match any row. */
 function fenceParams(fence: Fence, now: Millis): Record<string, unknown> | null {
   // SQLite would coerce a text '3' to match version 3; the fence compares strictly.
   if (!Number.isSafeInteger(fence.version)) return null;

@@ -104,7 +104,7 @@ export function recordToRow(record: TaskRecord): TaskRow {
 
 /**
  * An audit row as the trail returns it. `status` and `version` are always present (null when no
- * record was involved), `detail` only when set: the shape MemoryStore's own lines have.
+ * record was involved), `detail` only when set: the shape of auditLine.
  */
 export function rowToAudit(row: AuditRow): AuditEntry {
   const entry: AuditEntry = {

@@ -30,25 +30,26 @@ const UPSERT_SET = TASK_COLUMNS.filter((c) => c !== 'task_id')
   .map((c) => `${c} = excluded.${c}`)
   .join(', ');
 
-/** The visibility predicate every caller-facing query carries, never a filter applied afterwards. */
+/** The visibility predicate every caller-facing query carries, never a filter applied afterwards: restates !isExpired. */
 const UNEXPIRED = '(expires_at_ms IS NULL OR expires_at_ms > @now)';
 const NON_TERMINAL = "status IN ('working', 'input_required')";
-/** A lease nobody holds any more: never taken, given back, or run out (MemoryStore's test). */
+/** A lease nobody holds any more: never taken, given back, or run out (restates !leaseHeld). */
 const LEASE_FREE = '(lease_owner IS NULL OR lease_expires_at_ms IS NULL OR lease_expires_at_ms <= @now)';
-/** The fence of heartbeat and release: the holder's version and owner on a live task. */
+/** The fence of heartbeat and release: the holder's version and owner on a live task (restates holdsFence). */
 const FENCED = `task_id = @task_id AND auth_key = @auth_key AND version = @version AND lease_owner = @owner
        AND ${NON_TERMINAL} AND ${UNEXPIRED}`;
 
 /** The SQL of every statement the store runs, by name. */
 const SQL = {
-  /** An expired holder no longer owns its idempotency key (MemoryStore drops it the same way). */
+  /** An expired holder no longer owns its idempotency key (restates decideAdmission's expiry test). */
   releaseExpiredKey: 'UPDATE tasks SET idempotency_key = NULL WHERE auth_key = @auth_key AND idempotency_key = @idempotency_key AND expires_at_ms <= @now',
   insertTask: `INSERT INTO tasks (${COLUMNS}) VALUES (${VALUES}) ON CONFLICT (auth_key, idempotency_key) DO NOTHING RETURNING *`,
   selectByKey: 'SELECT * FROM tasks WHERE auth_key = ? AND idempotency_key = ?',
   countActive: `SELECT count(*) AS n FROM tasks WHERE auth_key = @auth_key AND ${NON_TERMINAL} AND ${UNEXPIRED}`,
   insertOutbox: 'INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms) VALUES (@task_id, @now, @now)',
   /**
-   * The one conditional write of the transition surface. The CASE arms keep this a single
+   * The one conditional write of the transition surface; its WHERE restates decideTransition's
+   * APPLY_TRANSITION. The CASE arms keep this a single
    * prepared statement: `set_message` and `terminal` are 0/1 flags computed by the caller.
    */
   applyTransition: `UPDATE tasks SET
@@ -63,6 +64,7 @@ const SQL = {
      WHERE task_id = @task_id AND auth_key = @auth_key AND version = @expected_version
        AND ${NON_TERMINAL} AND ${UNEXPIRED}
      RETURNING *`,
+  /** Restates decideCancel's CANCEL_TASK. */
   applyCancel: `UPDATE tasks SET
        status = 'cancelled', cancel_requested = 1, version = version + 1, last_updated_at_ms = @now,
        lease_owner = NULL, lease_expires_at_ms = NULL
@@ -81,7 +83,7 @@ const SQL = {
   selectAudit: 'SELECT * FROM task_audit WHERE task_id = ? ORDER BY id',
   sweep: `DELETE FROM tasks WHERE task_id IN (
        SELECT task_id FROM tasks WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
-  /** Seeding takes a key over from any other holder, as MemoryStore's key map does. */
+  /** Seeding imports records as they are: the seeded record takes its key over from any other holder. */
   releaseKeyForSeed: 'UPDATE tasks SET idempotency_key = NULL WHERE auth_key = @auth_key AND idempotency_key = @idempotency_key AND task_id <> @task_id',
   // An upsert, not INSERT OR REPLACE: REPLACE deletes the old row, and the cascade would take
   // its outbox entries with it.
@@ -98,7 +100,7 @@ const SQL = {
   closeOutboxEntry: 'UPDATE task_outbox SET done_at_ms = @now WHERE id = @id',
   /** A held lease: offer the entry again when it runs out (a heartbeat moves it further). */
   deferOutboxEntry: 'UPDATE task_outbox SET available_at_ms = @available_at_ms WHERE id = @id',
-  /** The claim's one conditional write: the version bump fences off every earlier holder. */
+  /** The claim's one conditional write (restates decideDispatch's claim): the version bump fences off every earlier holder. */
   applyClaim: `UPDATE tasks SET
        version = version + 1, attempt = attempt + 1, lease_owner = @owner,
        lease_expires_at_ms = @lease_expires_at_ms, last_updated_at_ms = @now
@@ -108,7 +110,7 @@ const SQL = {
        available_at_ms = @lease_expires_at_ms, lease_expires_at_ms = @lease_expires_at_ms,
        claimed_by = @owner, attempt = @attempt
      WHERE id = @id`,
-  /** A task out of attempts ends `failed` with the abandoned result, in one conditional write. */
+  /** A task out of attempts ends `failed` with the abandoned result, in one conditional write (restates decideDispatch's abandon). */
   applyAbandon: `UPDATE tasks SET
        status = 'failed', version = version + 1, last_updated_at_ms = @now,
        result = @result, result_digest = @result_digest, lease_owner = NULL, lease_expires_at_ms = NULL

@@ -1,49 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { requestDigest, resultDigest } from '../../src/core/digest.js';
-import { isTasklatchError } from '../../src/core/errors.js';
-import { isTerminal, type TaskStatus, type WireRequest } from '../../src/core/types.js';
-import { TaskService } from '../../src/service/task-service.js';
-import type { AdmitInput, TaskStore } from '../../src/store/types.js';
-import { ALL_CAPS, HOUR, T0, record } from '../support/records.js';
-import { ALL_HARNESSES } from '../support/stores.js';
+import { expect, it, describe } from 'vitest';
+import { requestDigest, resultDigest } from '../../../src/core/digest.js';
+import { isTasklatchError } from '../../../src/core/errors.js';
+import type { TaskStatus } from '../../../src/core/types.js';
+import { TaskService } from '../../../src/service/task-service.js';
+import { ALL_CAPS, HOUR, T0, record } from '../../support/records.js';
+import { A, B, admission, defineStoreSuite, ok, request } from './store-suite.js';
 
-const A = 'tenant-a/alice';
-const B = 'tenant-b/bob';
-const ok = { content: [{ type: 'text', text: 'done' }], isError: false };
+// Records: admission, guarded writes, reads, listing, expiry and the shared secret.
 
-function request(args: Record<string, unknown> = { month: '2026-06' }, key?: string): WireRequest {
-  return { method: 'tools/call', params: { name: 'export_ledger', arguments: args, task: { ttl: HOUR }, ...(key ? { _meta: { 'io.tasklatch/idempotency-key': key } } : {}) } };
-}
-
-let seq = 0;
-function admission(overrides: Partial<AdmitInput> = {}): AdmitInput {
-  const req = overrides.request ?? request();
-  return {
-    taskId: `task-${++seq}`,
-    authKey: A,
-    toolName: 'export_ledger',
-    request: req,
-    requestDigest: requestDigest(req),
-    idempotencyKey: null,
-    ttl: HOUR,
-    pollInterval: 500,
-    correlationId: `corr-${seq}`,
-    now: T0,
-    ...overrides,
-  };
-}
-
-describe.each(ALL_HARNESSES)('$name store', (harness) => {
-  const open: TaskStore[] = [];
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((s) => s.close()));
-  });
-  async function fresh(label: string): Promise<TaskStore> {
-    const store = await harness.open(label);
-    open.push(store);
-    return store;
-  }
-
+defineStoreSuite('records', ({ fresh }) => {
   describe('admit', () => {
     it('stores the admission record and audits it', async () => {
       const store = await fresh('admit');
@@ -234,158 +199,6 @@ describe.each(ALL_HARNESSES)('$name store', (harness) => {
       const a = await store.sharedSecret();
       expect(a.length).toBeGreaterThanOrEqual(32);
       expect(Buffer.from(await store.sharedSecret()).equals(Buffer.from(a))).toBe(true);
-    });
-  });
-
-  describe('dispatch', () => {
-    const abandoned = { content: [{ type: 'text', text: 'abandoned' }], isError: true };
-    const claimIn = (store: TaskStore, owner: string, now: number, extra: { limit?: number; leaseMs?: number; maxAttempts?: number } = {}) =>
-      store.claim({ owner, now, leaseMs: extra.leaseMs ?? 1000, limit: extra.limit ?? 10, maxAttempts: extra.maxAttempts ?? 5, abandonedResult: abandoned, correlationId: `claim-${owner}` });
-    const fenceOf = (r: { taskId: string; authKey: string; leaseOwner: string | null; version: number }) => ({ taskId: r.taskId, authKey: r.authKey, owner: r.leaseOwner!, version: r.version });
-
-    it('claims an admitted task once, bumping the version and counting the attempt', async () => {
-      const store = await fresh('claim');
-      const admitted = (await store.admit(admission())).record!;
-      expect(await store.pendingDispatch({ now: T0 })).toBe(1);
-      const [claimed, ...rest] = await claimIn(store, 'w1', T0 + 5);
-      expect(rest).toEqual([]);
-      expect(claimed).toMatchObject({ taskId: admitted.taskId, status: 'working', version: 2, attempt: 1, leaseOwner: 'w1', leaseExpiresAt: T0 + 1005, lastUpdatedAt: T0 + 5 });
-      expect(await claimIn(store, 'w2', T0 + 6)).toEqual([]);
-      const trail = await store.auditTrail({ taskId: admitted.taskId });
-      expect(trail.map((e) => e.decision)).toEqual(['ACCEPT_TASK', 'APPLY_TRANSITION']);
-      expect(trail[1]).toMatchObject({ surface: 'transition', status: 'working', version: 2 });
-    });
-
-    it('lets another worker take over an expired lease and fences the first one off', async () => {
-      const store = await fresh('takeover');
-      await store.admit(admission());
-      const [first] = await claimIn(store, 'w1', T0);
-      expect(await store.heartbeat({ fence: fenceOf(first!), now: T0 + 500, leaseMs: 1000 })).toBe(true);
-      expect(await claimIn(store, 'w2', T0 + 1400)).toEqual([]);
-      const [second] = await claimIn(store, 'w2', T0 + 1500);
-      expect(second).toMatchObject({ version: 3, attempt: 2, leaseOwner: 'w2' });
-      expect(await store.heartbeat({ fence: fenceOf(first!), now: T0 + 1501, leaseMs: 1000 })).toBe(false);
-      const stale = await store.transition({ taskId: first!.taskId, authKey: A, write: { status: 'completed', expectedVersion: first!.version, result: ok }, correlationId: 'w1', now: T0 + 1502 });
-      expect(stale.decision).toBe('BLOCK_STALE_VERSION');
-      const won = await store.transition({ taskId: first!.taskId, authKey: A, write: { status: 'completed', expectedVersion: second!.version, result: ok }, correlationId: 'w2', now: T0 + 1503 });
-      expect(won.decision).toBe('APPLY_TRANSITION');
-      expect(won.record).toMatchObject({ leaseOwner: null, leaseExpiresAt: null });
-      expect(await store.pendingDispatch({ now: T0 + 1504 })).toBe(0);
-      expect(await claimIn(store, 'w3', T0 + 99_999)).toEqual([]);
-    });
-
-    it('releases a lease for an immediate claim by another worker', async () => {
-      const store = await fresh('release');
-      await store.admit(admission());
-      const [held] = await claimIn(store, 'w1', T0, { leaseMs: 60_000 });
-      expect(await store.release({ fence: { ...fenceOf(held!), owner: 'someone-else' }, now: T0 + 1 })).toBe(false);
-      expect(await store.release({ fence: fenceOf(held!), now: T0 + 1 })).toBe(true);
-      expect(await claimIn(store, 'w2', T0 + 2)).toMatchObject([{ leaseOwner: 'w2', attempt: 2 }]);
-    });
-
-    it('never claims a cancelled, finished or expired task and closes its entry', async () => {
-      const store = await fresh('skip');
-      const cancelled = (await store.admit(admission())).record!;
-      const expired = (await store.admit(admission({ ttl: 10 }))).record!;
-      const [running] = await claimIn(store, 'w1', T0);
-      expect(running?.taskId).toBe(cancelled.taskId);
-      await store.cancel({ authKey: A, taskId: cancelled.taskId, now: T0 + 1, correlationId: 'c' });
-      expect(await store.heartbeat({ fence: fenceOf(running!), now: T0 + 2, leaseMs: 1000 })).toBe(false);
-      expect(await claimIn(store, 'w2', T0 + 5000)).toEqual([]);
-      expect(await store.pendingDispatch({ now: T0 + 5000 })).toBe(0);
-      expect((await store.get({ authKey: A, taskId: expired.taskId, now: T0 })).record?.attempt).toBe(1);
-    });
-
-    it('ends a task failed once it used up its attempts', async () => {
-      const store = await fresh('attempts');
-      const admitted = (await store.admit(admission())).record!;
-      await claimIn(store, 'w1', T0, { maxAttempts: 2 });
-      await claimIn(store, 'w2', T0 + 2000, { maxAttempts: 2 });
-      expect(await claimIn(store, 'w3', T0 + 4000, { maxAttempts: 2 })).toEqual([]);
-      const stored = (await store.get({ authKey: A, taskId: admitted.taskId, now: T0 + 4000 })).record!;
-      expect(stored).toMatchObject({ status: 'failed', attempt: 2, version: 4, result: abandoned, leaseOwner: null });
-      expect(await store.pendingDispatch({ now: T0 + 4000 })).toBe(0);
-    });
-
-    it('claims at most `limit`, oldest first, and concurrent claimers never share a task', async () => {
-      const store = await fresh('claim-many');
-      const ids: string[] = [];
-      for (let i = 0; i < 12; i++) ids.push((await store.admit(admission({ now: T0 + i }))).record!.taskId);
-      const firstTwo = await claimIn(store, 'w0', T0 + 100, { limit: 2 });
-      expect(firstTwo.map((r) => r.taskId)).toEqual(ids.slice(0, 2));
-      const batches = await Promise.all(Array.from({ length: 8 }, (_, i) => claimIn(store, `w${i + 1}`, T0 + 100, { limit: 3 })));
-      const claimed = batches.flat().map((r) => r.taskId);
-      expect(new Set(claimed).size).toBe(claimed.length);
-      expect(claimed.sort()).toEqual(ids.slice(2).sort());
-    });
-  });
-
-  describe('active-task limit', () => {
-    it('refuses a new task at the limit, still replays an existing one, and counts only live tasks', async () => {
-      const store = await fresh('limit');
-      const a = await store.admit(admission({ maxActive: 2, idempotencyKey: 'k1' }));
-      await store.admit(admission({ maxActive: 2 }));
-      expect(await store.admit(admission({ maxActive: 2 }))).toEqual({ decision: 'BLOCK_TASK_LIMIT', record: null });
-      const replay = await store.admit(admission({ maxActive: 2, idempotencyKey: 'k1' }));
-      expect(replay.record?.taskId).toBe(a.record?.taskId);
-      expect((await store.admit(admission({ maxActive: 2, authKey: B }))).decision).toBe('ACCEPT_TASK');
-      await store.transition({ taskId: a.record!.taskId, authKey: A, write: { status: 'completed', expectedVersion: 1 }, correlationId: 'c', now: T0 });
-      expect((await store.admit(admission({ maxActive: 2 }))).decision).toBe('ACCEPT_TASK');
-      expect((await store.admit(admission({ maxActive: 2, now: T0 + HOUR }))).decision).toBe('ACCEPT_TASK');
-    });
-
-    it('holds under concurrent admissions', async () => {
-      const store = await fresh('limit-race');
-      const outs = await Promise.all(Array.from({ length: 24 }, () => store.admit(admission({ maxActive: 5 }))));
-      expect(outs.filter((o) => o.decision === 'ACCEPT_TASK')).toHaveLength(5);
-      expect(outs.filter((o) => o.decision === 'BLOCK_TASK_LIMIT')).toHaveLength(19);
-    });
-  });
-
-  describe('races', () => {
-    it('64 concurrent admits of one key give one task', async () => {
-      const store = await fresh('race-admit');
-      const outs = await Promise.all(Array.from({ length: 64 }, () => store.admit(admission({ idempotencyKey: 'same' }))));
-      const accepted = outs.filter((o) => o.decision === 'ACCEPT_TASK');
-      expect(accepted).toHaveLength(1);
-      expect(outs.filter((o) => o.decision === 'REPLAY_TASK').every((o) => o.record?.taskId === accepted[0]!.record!.taskId)).toBe(true);
-      expect(outs.filter((o) => o.decision === 'REPLAY_TASK')).toHaveLength(63);
-      const digests = await Promise.all(
-        Array.from({ length: 64 }, (_, i) => {
-          const req = request({ month: `m${i}` });
-          return store.admit(admission({ idempotencyKey: 'other', request: req, requestDigest: requestDigest(req) }));
-        }),
-      );
-      expect(digests.filter((o) => o.decision === 'ACCEPT_TASK')).toHaveLength(1);
-      expect(digests.filter((o) => o.decision === 'BLOCK_IDEMPOTENCY_COLLISION')).toHaveLength(63);
-      expect((await store.list({ authKey: A, now: T0, after: null, limit: 500 })).records).toHaveLength(2);
-    });
-
-    it('concurrent terminal writers on one task: exactly one applies', async () => {
-      const store = await fresh('race-terminal');
-      const trials = 50;
-      await store.seed(Array.from({ length: trials }, (_, i) => record({ taskId: `r${i}`, version: 2 })));
-      const counts: Record<string, number> = {};
-      for (let i = 0; i < trials; i++) {
-        const writers = 16 + ((i * 7) % 49);
-        const outs = await Promise.all(
-          Array.from({ length: writers }, (_, w) => {
-            if (w % 11 === 5) return store.cancel({ authKey: A, taskId: `r${i}`, now: T0, correlationId: `c${w}` });
-            const status = (['completed', 'failed', 'cancelled'] as const)[w % 3]!;
-            return store.transition({ taskId: `r${i}`, authKey: A, write: { status, expectedVersion: w % 5 === 0 ? 1 : 2, result: { w } }, correlationId: `c${w}`, now: T0 });
-          }),
-        );
-        for (const o of outs) counts[o.decision] = (counts[o.decision] ?? 0) + 1;
-        expect(outs.filter((o) => o.decision === 'APPLY_TRANSITION' || o.decision === 'CANCEL_TASK')).toHaveLength(1);
-        const stored = (await store.get({ authKey: A, taskId: `r${i}`, now: T0 })).record!;
-        expect(isTerminal(stored.status)).toBe(true);
-        expect(stored.version).toBe(3);
-        const applied = (await store.auditTrail({ taskId: `r${i}` })).filter((e) => e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK');
-        expect(applied).toHaveLength(1);
-      }
-      expect(Object.keys(counts).sort()).toEqual(
-        expect.arrayContaining(['ALREADY_TERMINAL', 'BLOCK_STALE_VERSION', 'BLOCK_TERMINAL_REWRITE']),
-      );
     });
   });
 });

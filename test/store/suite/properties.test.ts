@@ -1,9 +1,13 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { isTerminal, TASK_STATUSES, type TaskStatus } from '../../src/core/types.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { TaskService } from '../../src/service/task-service.js';
-import { ALL_CAPS, T0 } from '../support/records.js';
+import { expect, it } from 'vitest';
+import { isTerminal, TASK_STATUSES, type TaskStatus } from '../../../src/core/types.js';
+import { TaskService } from '../../../src/service/task-service.js';
+import { ALL_CAPS, T0 } from '../../support/records.js';
+import { defineStoreSuite } from './store-suite.js';
+
+// Properties over arbitrary write sequences, on every store. One store per property; each run
+// works under auth keys of its own, so runs cannot see each other's tasks. The SQL stores get
+// fewer runs (harness.effort): every step there is a committed transaction.
 
 const tool = { name: 'export_ledger', execution: { taskSupport: 'required' as const } };
 const statusArb = fc.oneof(
@@ -18,14 +22,18 @@ const writeArb = fc.record({
   cancel: fc.boolean(),
 });
 
-describe('invariants over arbitrary write sequences', () => {
+defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh }) => {
+  const runs = (n: number) => Math.max(5, Math.round(n * harness.effort));
+
   it('a task gets at most one terminal fact, versions only grow, terminal never changes', async () => {
+    const store = await fresh('prop-terminal');
+    let run = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 30 }), async (writes) => {
-        const store = new MemoryStore();
+        const auth = `r${++run}/x`;
         let now = T0;
         const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => now });
-        const created = await service.create({ auth: 'a/x', tool, request: { method: 'tools/call', params: { name: 'export_ledger', arguments: {}, task: {} } } });
+        const created = await service.create({ auth, tool, request: { method: 'tools/call', params: { name: 'export_ledger', arguments: {}, task: {} } } });
         const taskId = created.record!.taskId;
         let version = created.record!.version;
         let terminal: { status: TaskStatus; result: unknown } | null = null;
@@ -33,9 +41,9 @@ describe('invariants over arbitrary write sequences', () => {
         for (const w of writes) {
           now += 1;
           const outcome = w.cancel
-            ? await service.read({ auth: 'a/x', method: 'tasks/cancel', taskId })
-            : await service.transition({ auth: 'a/x', taskId, write: { status: w.status, expectedVersion: version + w.versionDelta, ...(w.result ? { result: w.result } : {}) } });
-          const after = (await store.get({ authKey: 'a/x', taskId, now })).record!;
+            ? await service.read({ auth, method: 'tasks/cancel', taskId })
+            : await service.transition({ auth, taskId, write: { status: w.status, expectedVersion: version + w.versionDelta, ...(w.result ? { result: w.result } : {}) } });
+          const after = (await store.get({ authKey: auth, taskId, now })).record!;
           expect(after.version).toBeGreaterThanOrEqual(version);
           const changed = outcome.decision === 'APPLY_TRANSITION' || outcome.decision === 'CANCEL_TASK';
           expect(after.version).toBe(changed ? version + 1 : version);
@@ -56,18 +64,23 @@ describe('invariants over arbitrary write sequences', () => {
         );
         expect(terminalApplies.length).toBe(applied);
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
   it('no caller sees another auth context’s task through get, cancel, transition or list', async () => {
     const auths = ['t1/a', 't1/b', 't2/a'];
+    const store = await fresh('prop-isolation');
+    let run = 0;
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.record({ owner: fc.constantFrom(...auths), key: fc.option(fc.constantFrom('k1', 'k2'), { nil: undefined }) }), { minLength: 1, maxLength: 12 }),
         fc.constantFrom(...auths),
-        async (creates, caller) => {
-          const store = new MemoryStore();
+        async (plainCreates, plainCaller) => {
+          // The tenant prefixed with the run: this run's auth keys are its own.
+          const ns = `r${++run}`;
+          const creates = plainCreates.map((c) => ({ ...c, owner: `${ns}${c.owner}` }));
+          const caller = `${ns}${plainCaller}`;
           const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => T0, limits: { pageSize: 3 } });
           const owners = new Map<string, string>();
           for (const c of creates) {
@@ -93,7 +106,7 @@ describe('invariants over arbitrary write sequences', () => {
           }
         },
       ),
-      { numRuns: 200 },
+      { numRuns: runs(200) },
     );
   });
 });

@@ -1,16 +1,17 @@
-import type pg from 'pg';
-import type { AuditEntry } from '../types.js';
-import { auditParams } from './row.js';
+import type { AuditEntry } from './types.js';
 
-const COLUMNS = '(at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)';
-const PER_ROW = 9;
+/** Stores one batch of audit lines, all or none (one multi-row INSERT). */
+export type AuditBatchInsert = (batch: readonly AuditEntry[]) => Promise<void>;
+
+/** Most lines per batch: bounds one statement's parameters (PostgreSQL allows 65,535). */
 const MAX_BATCH = 500;
 
 /**
  * Appends audit lines for decisions made outside a store write (reads, blocked requests) without
  * holding up the reply: lines queue in memory and go out together, many rows to one INSERT, on
- * the next turn of the event loop. A failed batch stays queued and is retried; `drain()` (before
- * reading a trail, and on close) waits until the queue is empty. What a crash of this process
+ * the next turn of the event loop. How a batch is stored is the store's (`insertBatch`); the
+ * queueing, batching and retrying are the same for any store. A failed batch stays queued and
+ * is retried; `drain()` (before reading a trail, and on close) waits until the queue is empty. What a crash of this process
  * can lose is the lines of its last few milliseconds of reads — never a task record, and never
  * a decision written with one (those are in the write's own transaction).
  */
@@ -20,7 +21,7 @@ export class AuditWriter {
   private failures = 0;
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly insertBatch: AuditBatchInsert,
     private readonly onError: (error: unknown) => void = () => undefined,
   ) {}
 
@@ -44,8 +45,7 @@ export class AuditWriter {
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.slice(0, MAX_BATCH);
-        const values = batch.map((_, r) => `(${Array.from({ length: PER_ROW }, (_, c) => `$${r * PER_ROW + c + 1}`).join(', ')})`);
-        await this.pool.query(`INSERT INTO task_audit ${COLUMNS} VALUES ${values.join(', ')}`, batch.flatMap(auditParams));
+        await this.insertBatch(batch);
         this.queue.splice(0, batch.length);
         this.failures = 0;
       }

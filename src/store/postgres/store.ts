@@ -1,14 +1,14 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss } from '../../core/transition-rules.js';
-import type { Millis, TaskRecord } from '../../core/types.js';
+import type { Fence, Millis, TaskRecord } from '../../core/types.js';
+import { AuditWriter } from '../audit-writer.js';
 import type {
   AdmitInput,
   AdmitOutcome,
   AuditEntry,
   CancelOutcome,
   ClaimInput,
-  Fence,
   ListPage,
   ListPosition,
   LookupOutcome,
@@ -19,13 +19,12 @@ import type {
   TransitionOutcome,
 } from '../types.js';
 import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
-import { claimIn, heartbeatOn, releaseOn } from './dispatch.js';
-import { AuditWriter } from './audit-writer.js';
+import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { ChangeListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
-import { taskParams, toAuditEntry, toTaskRecord, type AuditRow, type TaskRow } from './row.js';
+import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
-import { admit, cancelIn, readById, transitionIn } from './task-writes.js';
+import { admitIn, cancelIn, readById, transitionIn } from './task-writes.js';
 
 /** Options of {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
@@ -36,7 +35,7 @@ export interface PostgresStoreOptions {
 /**
  * A store in PostgreSQL, shared by every process that opens the same database and schema.
  * Each operation is one transaction whose guarded write is a single conditional statement;
- * the decisions themselves come from the core, exactly as in the memory store.
+ * the decisions themselves come from the core's rules, which the guards restate.
  */
 export class PostgresStore implements TaskStore {
   readonly kind = 'postgres';
@@ -59,7 +58,9 @@ export class PostgresStore implements TaskStore {
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
   ) {
-    this.auditWriter = new AuditWriter(auditPool);
+    this.auditWriter = new AuditWriter(async (batch) => {
+      await auditPool.query(sql.insertAuditBatch(batch.length), batch.flatMap(auditToRow));
+    });
   }
 
   /**
@@ -92,7 +93,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
-    return admit(this.pool, input);
+    return admitIn(this.pool, input);
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
@@ -101,7 +102,7 @@ export class PostgresStore implements TaskStore {
 
   async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
     const visible = await this.pool.query<TaskRow>(sql.SELECT_VISIBLE, [taskId, authKey, now]);
-    if (visible.rows[0] !== undefined) return { decision: 'FOUND', record: toTaskRecord(visible.rows[0]) };
+    if (visible.rows[0] !== undefined) return { decision: 'FOUND', record: rowToRecord(visible.rows[0]) };
     // The visible read came back empty; a second read by id alone only says why.
     const stored = await readById(this.pool, taskId);
     const miss = classifyMiss(stored, authKey, now);
@@ -120,7 +121,7 @@ export class PostgresStore implements TaskStore {
     const params: unknown[] = [authKey, now, limit + 1];
     if (after !== null) params.push(after.createdAt, after.taskId);
     const found = await this.pool.query<TaskRow>(sql.listPage(after !== null), params);
-    const records = found.rows.map(toTaskRecord);
+    const records = found.rows.map(rowToRecord);
     return { records: records.slice(0, limit), hasMore: records.length > limit };
   }
 
@@ -130,11 +131,11 @@ export class PostgresStore implements TaskStore {
   }
 
   async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
-    return heartbeatOn(this.pool, fence, now, leaseMs);
+    return heartbeatIn(this.pool, fence, now, leaseMs);
   }
 
   async release({ fence, now }: { fence: Fence; now: Millis }): Promise<boolean> {
-    return releaseOn(this.pool, fence, now);
+    return releaseIn(this.pool, fence, now);
   }
 
   async pendingDispatch(_input: { now: Millis }): Promise<number> {
@@ -150,7 +151,7 @@ export class PostgresStore implements TaskStore {
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     await this.auditWriter.drain();
     const found = await this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]);
-    return found.rows.map(toAuditEntry);
+    return found.rows.map(rowToAudit);
   }
 
   async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
@@ -165,7 +166,7 @@ export class PostgresStore implements TaskStore {
         if (record.idempotencyKey !== null) {
           await client.query(sql.RELEASE_KEY_FOR_SEED, [record.authKey, record.idempotencyKey, record.taskId]);
         }
-        await client.query(sql.UPSERT_TASK, taskParams(record));
+        await client.query(sql.UPSERT_TASK, recordToRow(record));
       }
     });
   }

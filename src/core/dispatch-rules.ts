@@ -1,0 +1,61 @@
+import { isExpired } from './time.js';
+import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js';
+
+/**
+ * What a claim walk does with one due outbox entry, given its task as read:
+ *
+ * - `close`: the task is gone, finished or expired; the entry is done for good.
+ * - `leave`: the task waits for input; the entry stays due and untouched.
+ * - `defer`: another worker's lease still runs; offer the entry again at `until`.
+ * - `abandon`: the task used up its attempts; end it `failed` and close the entry.
+ * - `claim`: lease it to the claimer (a new attempt, version + 1).
+ */
+export type DispatchStep =
+  | { kind: 'close' }
+  | { kind: 'leave' }
+  | { kind: 'defer'; until: Millis }
+  | { kind: 'abandon' }
+  | { kind: 'claim' };
+
+export type DispatchKind = DispatchStep['kind'];
+
+/** The part of a record the dispatch rules read. */
+export type DispatchedRecord = Pick<TaskRecord, 'status' | 'expiresAt' | 'leaseOwner' | 'leaseExpiresAt' | 'attempt'>;
+
+/** A lease is held while it has an owner and an expiry after `now`; otherwise anyone may claim. */
+export function leaseHeld(task: Pick<TaskRecord, 'leaseOwner' | 'leaseExpiresAt'>, now: Millis): boolean {
+  return task.leaseOwner !== null && task.leaseExpiresAt !== null && task.leaseExpiresAt > now;
+}
+
+/**
+ * The dispatch rule for one due entry, in its precedence: a missing, terminal or expired task
+ * closes the entry before anything else looks at it; only a `working` task is dispatched; a held
+ * lease defers; the attempt count decides between abandoning and claiming.
+ */
+export function decideDispatch(task: DispatchedRecord | null, now: Millis, maxAttempts: number): DispatchStep {
+  if (task === null || isTerminal(task.status) || isExpired(task, now)) return { kind: 'close' };
+  if (task.status !== 'working') return { kind: 'leave' };
+  if (leaseHeld(task, now)) return { kind: 'defer', until: task.leaseExpiresAt! };
+  return task.attempt >= maxAttempts ? { kind: 'abandon' } : { kind: 'claim' };
+}
+
+/** The part of a record the fence is checked against. */
+export type FencedRecord = Pick<TaskRecord, 'taskId' | 'authKey' | 'version' | 'leaseOwner' | 'status' | 'expiresAt'>;
+
+/**
+ * Whether `fence` still holds `task` at `now`: the same task under the same auth key, the
+ * version the holder wrote and its lease owner, on a task neither terminal nor expired. Strict
+ * equality: a version of another type (text '3') never matches. The lease's own expiry is not
+ * part of it: a late heartbeat still holds until another claim bumps the version.
+ */
+export function holdsFence(task: FencedRecord | null, fence: Fence, now: Millis): boolean {
+  return (
+    task !== null &&
+    task.taskId === fence.taskId &&
+    task.authKey === fence.authKey &&
+    task.version === fence.version &&
+    task.leaseOwner === fence.owner &&
+    !isTerminal(task.status) &&
+    !isExpired(task, now)
+  );
+}

@@ -1,0 +1,36 @@
+import type { Decision } from '../core/decisions.js';
+import type { Millis, TaskRecord } from '../core/types.js';
+import type { AuditEntry } from './types.js';
+
+/** What a store knows when it writes one audit line. */
+export interface AuditLineInput {
+  at: Millis;
+  surface: AuditEntry['surface'];
+  decision: Decision;
+  authKey: string;
+  taskId: string | null;
+  correlationId: string;
+  /** The record after the decision, when the caller may see it: its status and version are kept. */
+  record?: Pick<TaskRecord, 'status' | 'version'> | null;
+  detail?: string | null;
+}
+
+/**
+ * The one shape of an audit line, in every store: `status` and `version` always present (null
+ * when no record was involved or the caller may not see it), `detail` only when there is one.
+ * The trails of the three stores compare equal because they are all built here.
+ */
+export function auditLine(input: AuditLineInput): AuditEntry {
+  const entry: AuditEntry = {
+    at: input.at,
+    surface: input.surface,
+    decision: input.decision,
+    authKey: input.authKey,
+    taskId: input.taskId,
+    correlationId: input.correlationId,
+    status: input.record?.status ?? null,
+    version: input.record?.version ?? null,
+  };
+  if (input.detail !== undefined && input.detail !== null) entry.detail = input.detail;
+  return entry;
+}

@@ -1,0 +1,58 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { TasklatchError, isTasklatchError } from '../../core/errors.js';
+
+/**
+ * Opens the file at `path` (creating its folder), in WAL mode with foreign keys on and the busy
+ * timeout set, and hands the connection to `setup`; a failure closes it again. A path that
+ * cannot be opened raises `STORE_UNAVAILABLE` naming the path.
+ */
+export async function openDatabase<T>(path: string, busyTimeoutMs: number, setup: (db: Database.Database) => Promise<T>): Promise<T> {
+  let db: Database.Database | null = null;
+  try {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    // The busy timeout is set by the constructor, before the first pragma: switching a fresh
+    // file to WAL takes a lock that a second process opening it at the same moment must wait on.
+    db = new Database(path, { timeout: busyTimeoutMs });
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);
+    db.pragma('foreign_keys = ON');
+    return await setup(db);
+  } catch (error) {
+    db?.close();
+    if (isTasklatchError(error)) throw error;
+    throw unavailable(path, error);
+  }
+}
+
+/** A file that cannot be opened or read as a tasklatch database. */
+export function unavailable(path: string, cause: unknown): TasklatchError {
+  return new TasklatchError('STORE_UNAVAILABLE', `cannot open SQLite store at ${path}: ${(cause as Error).message}`, {
+    data: { path },
+    cause,
+  });
+}
+
+/**
+ * Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken before the first read,
+ * so two processes can never both read one version and both write. A lock still held by another
+ * process after the busy timeout is `STORE_UNAVAILABLE`.
+ */
+export function inTransaction<T>(db: Database.Database, fn: () => T): T {
+  try {
+    return db.transaction(fn).immediate();
+  } catch (error) {
+    if (isBusy(error)) {
+      throw new TasklatchError('STORE_UNAVAILABLE', 'SQLite store is locked by another process (busy timeout)', { cause: error });
+    }
+    throw error;
+  }
+}
+
+/** better-sqlite3 reports a lock it could not get as SQLITE_BUSY (or one of its extended codes). */
+export function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}

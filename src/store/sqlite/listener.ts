@@ -1,0 +1,100 @@
+import Database from 'better-sqlite3';
+
+/**
+ * The decisions whose audit line accompanies a change of the task record (admission, applied
+ * writes including claims and abandons, cancellation): the lines a change listener reports.
+ */
+const CHANGE_DECISIONS = ['ACCEPT_TASK', 'APPLY_TRANSITION', 'CANCEL_TASK'] as const;
+
+/** How often the listener asks whether another connection committed (cheap: one pragma). */
+const POLL_MS = 30;
+
+interface ChangeLine {
+  id: number;
+  decision: (typeof CHANGE_DECISIONS)[number];
+  task_id: string;
+  version: number | null;
+}
+
+/**
+ * Cross-process change notifications for a SQLite file. SQLite has no LISTEN/NOTIFY, but every
+ * record change writes an audit line in its own transaction: a dedicated read connection polls
+ * `PRAGMA data_version` (which changes only when another connection committed) and, when it
+ * changed, reads the change lines written since the last one it saw. Writes through any other
+ * connection are reported, this process's own included, as PostgreSQL reports them too.
+ */
+export class ChangeListener {
+  private readonly db: Database.Database;
+  private readonly changesAfter: Database.Statement;
+  private readonly timer: NodeJS.Timeout;
+  private dataVersion: number;
+  private lastSeen: number;
+  private closed = false;
+
+  private constructor(
+    path: string,
+    private readonly onChange: (taskId: string | null, version?: number) => void,
+    private readonly onError: (error: Error) => void,
+    pollMs: number,
+  ) {
+    this.db = new Database(path, { fileMustExist: true });
+    const placeholders = CHANGE_DECISIONS.map((d) => `'${d}'`).join(', ');
+    this.changesAfter = this.db.prepare(
+      `SELECT id, decision, task_id, version FROM task_audit
+        WHERE id > ? AND decision IN (${placeholders}) AND task_id IS NOT NULL ORDER BY id`,
+    );
+    // From now on: what was written before the listener started is not news.
+    this.dataVersion = this.readDataVersion();
+    this.lastSeen = (this.db.prepare('SELECT coalesce(max(id), 0) AS n FROM task_audit').get() as { n: number }).n;
+    this.timer = setInterval(() => this.poll(), pollMs);
+    // A listener alone must not keep the process alive.
+    this.timer.unref();
+  }
+
+  /** Starts listening on the file at `path`; `close()` stops. */
+  static start(
+    path: string,
+    onChange: (taskId: string | null, version?: number) => void,
+    onError: (error: Error) => void,
+    pollMs = POLL_MS,
+  ): ChangeListener {
+    return new ChangeListener(path, onChange, onError, pollMs);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    this.db.close();
+  }
+
+  private readDataVersion(): number {
+    return this.db.pragma('data_version', { simple: true }) as number;
+  }
+
+  private poll(): void {
+    if (this.closed) return;
+    let lines: ChangeLine[];
+    try {
+      const version = this.readDataVersion();
+      if (version === this.dataVersion) return;
+      this.dataVersion = version;
+      lines = this.changesAfter.all(this.lastSeen) as ChangeLine[];
+    } catch (error) {
+      // A busy or vanished file: report it and try again on the next tick.
+      this.onError(error as Error);
+      return;
+    }
+    for (const line of lines) {
+      this.lastSeen = line.id;
+      // An admission's line carries no version; an admitted record is always at version 1.
+      const version = line.version ?? (line.decision === 'ACCEPT_TASK' ? 1 : undefined);
+      try {
+        this.onChange(line.task_id, version);
+      } catch (error) {
+        // A throwing callback must not end the listener (nor, from a timer, the process).
+        this.onError(error as Error);
+      }
+    }
+  }
+}

@@ -1,0 +1,179 @@
+import type Database from 'better-sqlite3';
+import { TasklatchError } from '../../core/errors.js';
+import { classifyMiss } from '../../core/transition-rules.js';
+import type { Fence, Millis, TaskRecord } from '../../core/types.js';
+import type {
+  AdmitInput,
+  AdmitOutcome,
+  AuditEntry,
+  CancelOutcome,
+  ClaimInput,
+  ListPage,
+  ListPosition,
+  LookupOutcome,
+  StoreCapabilities,
+  TaskRef,
+  TaskStore,
+  TransitionInput,
+  TransitionOutcome,
+} from '../types.js';
+import { inTransaction, openDatabase } from './connection.js';
+import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
+import { ChangeListener } from './listener.js';
+import { migrateSqlite } from './migrate.js';
+import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
+import { prepareStatements, type Statements } from './statements.js';
+import { admitIn, cancelIn, readById, transitionIn } from './task-writes.js';
+
+/** Options of {@link SqliteStore.open}. */
+export interface SqliteStoreOptions {
+  /** How long a write waits for another process's write lock before failing (default 5000). */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * A store in one SQLite file, shared safely by several processes. Every write runs in a
+ * `BEGIN IMMEDIATE` transaction: the write lock is taken before the first read, so two processes
+ * can never both read "version 3, working" and both write. Inside it, the core decides and the
+ * store applies the decision in one conditional statement; a zero-row write is classified by
+ * re-reading the row with the core's rules.
+ */
+export class SqliteStore implements TaskStore {
+  readonly kind = 'sqlite';
+  readonly supports: StoreCapabilities;
+
+  private readonly sql: Statements;
+  private secret: Uint8Array | null = null;
+  private readonly listeners = new Set<ChangeListener>();
+
+  private constructor(
+    /** The better-sqlite3 connection (inspection and tests; writes should go through the store). */
+    readonly db: Database.Database,
+    /** Migrations this `open` applied (empty when the schema was current). */
+    readonly migrationsApplied: readonly string[] = [],
+  ) {
+    this.sql = prepareStatements(db);
+    // A file's other connections are seen by polling it; an in-memory database has none.
+    this.supports = { listenNotify: !db.memory, skipLocked: false, shared: true };
+  }
+
+  /**
+   * Opens (creating if needed) the database file at `path`, sets WAL mode and applies pending
+   * migrations. A path that cannot be opened raises `STORE_UNAVAILABLE` naming the path.
+   */
+  static async open(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    return openDatabase(path, options.busyTimeoutMs ?? 5000, async (db) => new SqliteStore(db, await migrateSqlite(db)));
+  }
+
+  async admit(input: AdmitInput): Promise<AdmitOutcome> {
+    return this.write(() => admitIn(this.sql, input));
+  }
+
+  async transition(input: TransitionInput): Promise<TransitionOutcome> {
+    return this.write(() => transitionIn(this.sql, input));
+  }
+
+  async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
+    // A read transaction: both reads see one snapshot, so a row another process inserts between
+    // them cannot make the classification disagree with the query.
+    return this.db
+      .transaction((): LookupOutcome => {
+        const row = this.sql.selectVisible.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
+        if (row !== undefined) return { decision: 'FOUND', record: rowToRecord(row) };
+        const miss = classifyMiss(readById(this.sql, taskId), authKey, now);
+        if (miss === null) throw new TasklatchError('INTERNAL', `task ${taskId} is visible to the rules but not to the query`);
+        return { decision: miss, record: null };
+      })
+      .deferred();
+  }
+
+  async cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
+    return this.write(() => cancelIn(this.sql, input));
+  }
+
+  async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
+    const { authKey, now, after } = page;
+    // One row past the page says whether another page exists, without a COUNT.
+    const base = { auth_key: authKey, now, limit: page.limit + 1 };
+    const rows = (
+      after === null
+        ? this.sql.listFirst.all(base)
+        : this.sql.listAfter.all({ ...base, after_created_at_ms: after.createdAt, after_task_id: after.taskId })
+    ) as TaskRow[];
+    return { records: rows.slice(0, page.limit).map(rowToRecord), hasMore: rows.length > page.limit };
+  }
+
+  async claim(input: ClaimInput): Promise<TaskRecord[]> {
+    return this.write(() => claimIn(this.sql, input));
+  }
+
+  async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
+    return this.write(() => heartbeatIn(this.sql, fence, now, leaseMs));
+  }
+
+  async release({ fence, now }: { fence: Fence; now: Millis }): Promise<boolean> {
+    return this.write(() => releaseIn(this.sql, fence, now));
+  }
+
+  /** `now` is part of the interface; an open entry counts whether or not it is due yet. */
+  async pendingDispatch(_input: { now: Millis }): Promise<number> {
+    return (this.sql.countPending.get() as { n: number }).n;
+  }
+
+  /** Written at once, on the caller's turn: a local INSERT costs less than queueing it. */
+  async recordDecision(entry: AuditEntry): Promise<void> {
+    this.sql.insertAudit.run(auditToRow(entry));
+  }
+
+  async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
+    return (this.sql.selectAudit.all(taskId) as AuditRow[]).map(rowToAudit);
+  }
+
+  async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
+    // The outbox entries go by ON DELETE CASCADE (open turns foreign_keys on for the connection).
+    return this.write(() => this.sql.sweep.run(now, limit).changes);
+  }
+
+  async seed(records: readonly TaskRecord[]): Promise<void> {
+    this.write(() => {
+      for (const record of records) {
+        const row = recordToRow(record);
+        if (row.idempotency_key !== null) this.sql.releaseKeyForSeed.run(row);
+        this.sql.upsertTask.run(row);
+      }
+    });
+  }
+
+  async sharedSecret(): Promise<Uint8Array> {
+    if (this.secret === null) {
+      const hex = (this.sql.selectSecret.get() as { value: string } | undefined)?.value;
+      if (hex === undefined) throw new TasklatchError('SCHEMA_MISMATCH', 'tasklatch_meta has no secret; run the migrations');
+      this.secret = Buffer.from(hex, 'hex');
+    }
+    return this.secret;
+  }
+
+  /**
+   * Reports the record changes any connection commits to this file (see {@link ChangeListener}),
+   * polling a dedicated read connection; the returned function stops it, and so does `close`.
+   */
+  async listen(onChange: (taskId: string | null, version?: number) => void, onError: (error: Error) => void = () => undefined): Promise<() => Promise<void>> {
+    if (!this.supports.listenNotify) return async () => undefined;
+    const listener = ChangeListener.start(this.db.name, onChange, onError);
+    this.listeners.add(listener);
+    return async () => {
+      this.listeners.delete(listener);
+      listener.close();
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const listener of this.listeners) listener.close();
+    this.listeners.clear();
+    if (this.db.open) this.db.close();
+  }
+
+  private write<T>(fn: () => T): T {
+    return inTransaction(this.db, fn);
+  }
+}

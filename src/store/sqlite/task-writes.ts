@@ -1,0 +1,135 @@
+import { decideLimitedAdmission } from '../../core/create-rules.js';
+import type { Decision } from '../../core/decisions.js';
+import { resultDigest } from '../../core/digest.js';
+import { TasklatchError } from '../../core/errors.js';
+import { decideCancel } from '../../core/read-rules.js';
+import { decideTransition } from '../../core/transition-rules.js';
+import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
+import { admissionRecord } from '../admission-record.js';
+import { auditLine } from '../audit-line.js';
+import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TaskRef, TransitionInput, TransitionOutcome } from '../types.js';
+import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
+import type { Statements } from './statements.js';
+
+/**
+ * The writing operations of the SQLite store, each run by the caller inside one `BEGIN
+ * IMMEDIATE` transaction: the write lock is held from the first read, so what a function reads
+ * is what its conditional write finds. The write goes first; only when it changes nothing is the
+ * stored row read and classified by the core.
+ */
+
+export function admitIn(sql: Statements, input: AdmitInput): AdmitOutcome {
+  const key = input.idempotencyKey;
+  if (key !== null) sql.releaseExpiredKey.run({ auth_key: input.authKey, idempotency_key: key, now: input.now });
+  // The immediate transaction already serializes admissions, so count-then-insert is exact.
+  const activeCount = input.maxActive == null ? 0 : (sql.countActive.get({ auth_key: input.authKey, now: input.now }) as { n: number }).n;
+  if (input.maxActive != null) {
+    const outcome = classifyAdmission(sql, input, activeCount);
+    if (outcome !== null) return outcome;
+  }
+  const inserted = sql.insertTask.get(recordToRow(admissionRecord(input))) as TaskRow | undefined;
+  if (inserted !== undefined) {
+    sql.insertOutbox.run({ task_id: inserted.task_id, now: input.now });
+    audit(sql, input, 'create', 'ACCEPT_TASK', inserted.task_id, null);
+    return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted) };
+  }
+  // Only the (auth_key, idempotency_key) conflict is absorbed, so a live holder is there.
+  const outcome = classifyAdmission(sql, input, activeCount);
+  if (outcome === null) throw new TasklatchError('INTERNAL', `insert of task ${input.taskId} conflicted with no live holder of its key`);
+  return outcome;
+}
+
+/**
+ * What `decideLimitedAdmission` says of the key's holder and `activeCount` (a replay is answered
+ * before the limit is looked at), audited; null when the answer is to insert the task.
+ */
+function classifyAdmission(sql: Statements, input: AdmitInput, activeCount: number): AdmitOutcome | null {
+  const priorRow = input.idempotencyKey === null ? undefined : (sql.selectByKey.get(input.authKey, input.idempotencyKey) as TaskRow | undefined);
+  const prior = priorRow === undefined ? null : rowToRecord(priorRow);
+  const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount });
+  if (decision === 'ACCEPT_TASK') return null;
+  if (decision === 'BLOCK_TASK_LIMIT') {
+    audit(sql, input, 'create', decision, null, null);
+    return { decision, record: null };
+  }
+  if (prior === null) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} was classified ${decision} without a holder`);
+  audit(sql, input, 'create', decision, prior.taskId, prior);
+  return decision === 'REPLAY_TASK' ? { decision, record: prior } : { decision, record: null };
+}
+
+export function transitionIn(sql: Statements, input: TransitionInput): TransitionOutcome {
+  const { write } = input;
+  let applied: TaskRow | undefined;
+  // Only a well-formed write reaches SQL: SQLite would coerce a text '3' to match version 3,
+  // where the rules compare strictly. Anything else goes straight to classification.
+  if (isTaskStatus(write.status) && Number.isSafeInteger(write.expectedVersion)) {
+    const terminal = isTerminal(write.status);
+    const result = write.result ?? null;
+    applied = sql.applyTransition.get({
+      task_id: input.taskId,
+      auth_key: input.authKey,
+      expected_version: write.expectedVersion,
+      now: input.now,
+      status: write.status,
+      set_message: write.statusMessage === undefined ? 0 : 1,
+      status_message: write.statusMessage ?? null,
+      terminal: terminal ? 1 : 0,
+      result: terminal ? toJson(result) : null,
+      result_digest: terminal && result !== null ? resultDigest(result) : null,
+    }) as TaskRow | undefined;
+  }
+  if (applied !== undefined) {
+    const record = rowToRecord(applied);
+    // In the same transaction: a committed terminal status never leaves its task dispatchable.
+    if (isTerminal(record.status)) sql.closeDispatch.run({ task_id: input.taskId, now: input.now });
+    audit(sql, input, 'transition', 'APPLY_TRANSITION', input.taskId, record);
+    return { decision: 'APPLY_TRANSITION', record };
+  }
+  const stored = readById(sql, input.taskId);
+  const decision = decideTransition({ task: stored, auth: input.authKey, write, now: input.now });
+  if (decision === 'APPLY_TRANSITION') {
+    throw new TasklatchError('INTERNAL', `conditional write on task ${input.taskId} changed no row, yet the rules apply it`);
+  }
+  const visible = stored !== null && stored.authKey === input.authKey ? stored : null;
+  audit(sql, input, 'transition', decision, input.taskId, visible);
+  return { decision, record: visible };
+}
+
+export function cancelIn(sql: Statements, input: TaskRef & { now: Millis; correlationId: string }): CancelOutcome {
+  const { authKey, taskId, now } = input;
+  const row = sql.applyCancel.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
+  if (row !== undefined) {
+    const record = rowToRecord(row);
+    sql.closeDispatch.run({ task_id: taskId, now });
+    audit(sql, input, 'read', 'CANCEL_TASK', taskId, record);
+    return { decision: 'CANCEL_TASK', record };
+  }
+  const stored = readById(sql, taskId);
+  const decision = decideCancel(stored, authKey, now);
+  if (decision === 'CANCEL_TASK') throw new TasklatchError('INTERNAL', `cancel of live task ${taskId} changed no row`);
+  if (decision === 'ALREADY_TERMINAL' && stored !== null) {
+    audit(sql, input, 'read', decision, taskId, stored);
+    return { decision, record: stored };
+  }
+  const miss = decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
+  audit(sql, input, 'read', miss, taskId, null);
+  return { decision: miss, record: null };
+}
+
+/** Classification read only: its record is handed to the core rules, or to its own auth key. */
+export function readById(sql: Statements, taskId: string): TaskRecord | null {
+  const row = sql.selectById.get(taskId) as TaskRow | undefined;
+  return row === undefined ? null : rowToRecord(row);
+}
+
+/** One audit line in the write's own transaction. */
+function audit(
+  sql: Statements,
+  input: { now: Millis; authKey: string; correlationId: string },
+  surface: AuditEntry['surface'],
+  decision: Decision,
+  taskId: string | null,
+  record: TaskRecord | null,
+): void {
+  sql.insertAudit.run(auditToRow(auditLine({ at: input.now, surface, decision, authKey: input.authKey, taskId, correlationId: input.correlationId, record })));
+}
