@@ -47,7 +47,15 @@ export type ListDecision = (typeof LIST_DECISIONS)[number];
 export const LIMIT_DECISION = 'BLOCK_TASK_LIMIT';
 export type LimitDecision = typeof LIMIT_DECISION;
 
-export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision;
+/**
+ * tasklatch's own dispatch decision: a worker gave its lease back (draining) so that another may
+ * claim the task at once. The version stays (the next claim bumps it); the line is in the audit
+ * trail so that operators see the hand-over and other processes can be told of it.
+ */
+export const RELEASE_DECISION = 'RELEASE_LEASE';
+export type ReleaseDecision = typeof RELEASE_DECISION;
+
+export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision | ReleaseDecision;
 
 /** The three ways a record can be invisible to a caller; on the wire they look the same. */
 export type MissDecision = 'NOT_FOUND' | 'BLOCK_AUTH' | 'BLOCK_EXPIRED';

@@ -151,7 +151,7 @@ export class TaskService {
 
   /** Gives a held lease back; published so that an idle worker of this process claims it at once. */
   async release(input: { fence: Fence }): Promise<boolean> {
-    const released = await this.store.release({ fence: input.fence, now: this.clock() });
+    const released = await this.store.release({ fence: input.fence, now: this.clock(), correlationId: randomUUID() });
     if (released) this.changes.publish(input.fence.taskId);
     return released;
   }

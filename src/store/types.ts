@@ -138,7 +138,7 @@ export interface TaskDispatch {
    */
   heartbeat(input: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean>;
   /** Gives a held lease back so another worker may claim the task at once (draining). */
-  release(input: { fence: Fence; now: Millis }): Promise<boolean>;
+  release(input: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean>;
   /** Outbox entries not yet closed (inspection, chaos checks). */
   pendingDispatch(input: { now: Millis }): Promise<number>;
 }

@@ -52,12 +52,12 @@ describe('SQLite dispatch', () => {
     expect(await store.heartbeat({ fence, now: T0 + 20, leaseMs: 5000 })).toBe(true);
     expect(outbox(store, 't-001')).toMatchObject({ available_at_ms: T0 + 5020, lease_expires_at_ms: T0 + 5020 });
     expect((await store.get({ authKey: A, taskId: 't-001', now: T0 + 20 })).record).toMatchObject({ version: 2, lastUpdatedAt: T0 + 10, leaseExpiresAt: T0 + 5020 });
-    expect(await store.release({ fence, now: T0 + 30 })).toBe(true);
+    expect(await store.release({ fence, now: T0 + 30, correlationId: 'release' })).toBe(true);
     expect(outbox(store, 't-001')).toMatchObject({ available_at_ms: T0 + 30, lease_expires_at_ms: null });
     const [again] = await store.claim(claimIn('w2', T0 + 40));
     await store.transition({ taskId: 't-001', authKey: A, write: { status: 'completed', expectedVersion: again!.version, result: { ok: 1 } }, correlationId: 'w2', now: T0 + 50 });
     expect(outbox(store, 't-001')).toMatchObject({ claimed_by: 'w2', attempt: 2, done_at_ms: T0 + 50 });
-    expect((await store.auditTrail({ taskId: 't-001' })).map((e) => e.detail ?? e.decision)).toEqual(['ACCEPT_TASK', 'claim w1', 'claim w2', 'APPLY_TRANSITION']);
+    expect((await store.auditTrail({ taskId: 't-001' })).map((e) => e.detail ?? e.decision)).toEqual(['ACCEPT_TASK', 'claim w1', 'release w1', 'claim w2', 'APPLY_TRANSITION']);
   });
 
   it('ends an exhausted task failed with the digest of the abandoned result and an audit line', async () => {

@@ -205,13 +205,14 @@ export class MemoryStore implements TaskStore {
     return true;
   }
 
-  async release({ fence, now }: { fence: Fence; now: Millis }): Promise<boolean> {
+  async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
     const task = this.fenced(fence, now);
     if (task === null) return false;
     task.leaseOwner = null;
     task.leaseExpiresAt = null;
     const entry = this.outbox.get(task.taskId);
     if (entry !== undefined) entry.availableAt = now;
+    this.log(now, 'transition', 'RELEASE_LEASE', task.authKey, task.taskId, correlationId, task, `release ${fence.owner}`);
     return true;
   }
 

@@ -107,9 +107,9 @@ export async function heartbeatIn(pool: pg.Pool, fence: Fence, now: Millis, leas
   return renewed.rows.length > 0;
 }
 
-export async function releaseIn(pool: pg.Pool, fence: Fence, now: Millis): Promise<boolean> {
+export async function releaseIn(pool: pg.Pool, fence: Fence, now: Millis, correlationId: string): Promise<boolean> {
   if (!isInt4(fence.version)) return false;
-  const released = await pool.query(sql.RELEASE, [...fenceParams(fence), now]);
+  const released = await pool.query(sql.RELEASE, [...fenceParams(fence), now, correlationId]);
   return released.rows.length > 0;
 }
 

@@ -222,15 +222,19 @@ export const HEARTBEAT = `
   SELECT task_id FROM renewed`;
 
 /**
- * Gives a fenced lease back: the entry is due again at once ($5) and idle workers are woken.
- * The version stays: the next claim bumps it.
+ * Gives a fenced lease back: the entry is due again at once ($5), a RELEASE_LEASE line goes to
+ * the trail ($6 correlation id) and idle workers are woken. The version stays: the next claim
+ * bumps it.
  */
 export const RELEASE = `
   WITH released AS (
-    UPDATE tasks SET lease_owner = NULL, lease_expires_at_ms = NULL WHERE ${FENCED} RETURNING task_id, version
+    UPDATE tasks SET lease_owner = NULL, lease_expires_at_ms = NULL WHERE ${FENCED} RETURNING task_id, auth_key, status, version
   ), moved AS (
     UPDATE task_outbox o SET available_at_ms = $5, claimed_by = NULL, lease_expires_at_ms = NULL
       FROM released r WHERE o.task_id = r.task_id AND o.done_at_ms IS NULL
+  ), audited AS (
+    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    SELECT $5::bigint, 'transition', 'RELEASE_LEASE', auth_key, task_id, $6::text, status, version, 'release ' || $4::text FROM released
   )
   SELECT task_id, ${notifyChange('task_id', 'version')} AS notified FROM released`;
 

@@ -134,8 +134,8 @@ export class PostgresStore implements TaskStore {
     return heartbeatIn(this.pool, fence, now, leaseMs);
   }
 
-  async release({ fence, now }: { fence: Fence; now: Millis }): Promise<boolean> {
-    return releaseIn(this.pool, fence, now);
+  async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
+    return releaseIn(this.pool, fence, now, correlationId);
   }
 
   async pendingDispatch(_input: { now: Millis }): Promise<number> {

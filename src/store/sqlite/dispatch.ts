@@ -113,10 +113,14 @@ export function heartbeatIn(sql: Statements, fence: Fence, now: Millis, leaseMs:
   return true;
 }
 
-export function releaseIn(sql: Statements, fence: Fence, now: Millis): boolean {
+export function releaseIn(sql: Statements, fence: Fence, now: Millis, correlationId: string): boolean {
   const params = fenceParams(fence, now);
   if (params === null) return false;
-  if (sql.releaseLease.run(params).changes === 0) return false;
+  const released = sql.releaseLease.get(params) as { status: TaskRecord['status']; version: number } | undefined;
+  if (released === undefined) return false;
   sql.moveOutboxEntry.run({ task_id: fence.taskId, available_at_ms: now, lease_expires_at_ms: null });
+  // The line other processes' listeners read: the task is claimable again.
+  const { authKey, taskId, owner } = fence;
+  sql.insertAudit.run(auditToRow(auditLine({ at: now, surface: 'transition', decision: 'RELEASE_LEASE', authKey, taskId, correlationId, record: released, detail: `release ${owner}` })));
   return true;
 }

@@ -120,7 +120,7 @@ const SQL = {
   /** Heartbeat and release move the task's open entry along with its lease. */
   moveOutboxEntry: `UPDATE task_outbox SET available_at_ms = @available_at_ms, lease_expires_at_ms = @lease_expires_at_ms
      WHERE task_id = @task_id AND done_at_ms IS NULL`,
-  releaseLease: `UPDATE tasks SET lease_owner = NULL, lease_expires_at_ms = NULL WHERE ${FENCED}`,
+  releaseLease: `UPDATE tasks SET lease_owner = NULL, lease_expires_at_ms = NULL WHERE ${FENCED} RETURNING status, version`,
   /** Terminal transitions and cancel close the task's entry in their own transaction. */
   closeDispatch: 'UPDATE task_outbox SET done_at_ms = @now WHERE task_id = @task_id AND done_at_ms IS NULL',
   countPending: 'SELECT count(*) AS n FROM task_outbox WHERE done_at_ms IS NULL',

@@ -111,8 +111,8 @@ export class SqliteStore implements TaskStore {
     return this.write(() => heartbeatIn(this.sql, fence, now, leaseMs));
   }
 
-  async release({ fence, now }: { fence: Fence; now: Millis }): Promise<boolean> {
-    return this.write(() => releaseIn(this.sql, fence, now));
+  async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
+    return this.write(() => releaseIn(this.sql, fence, now, correlationId));
   }
 
   /** `now` is part of the interface; an open entry counts whether or not it is due yet. */

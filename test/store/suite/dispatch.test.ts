@@ -49,8 +49,8 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
       const store = await fresh('release');
       await store.admit(admission());
       const [held] = await claimIn(store, 'w1', T0, { leaseMs: 60_000 });
-      expect(await store.release({ fence: { ...fenceOf(held!), owner: 'someone-else' }, now: T0 + 1 })).toBe(false);
-      expect(await store.release({ fence: fenceOf(held!), now: T0 + 1 })).toBe(true);
+      expect(await store.release({ fence: { ...fenceOf(held!), owner: 'someone-else' }, now: T0 + 1, correlationId: 'release' })).toBe(false);
+      expect(await store.release({ fence: fenceOf(held!), now: T0 + 1, correlationId: 'release' })).toBe(true);
       expect(await claimIn(store, 'w2', T0 + 2)).toMatchObject([{ leaseOwner: 'w2', attempt: 2 }]);
     });
 
@@ -113,7 +113,7 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
       seen.push(await target.cancel({ authKey: 'walk', taskId: ids[6]!, now: PG_NOW + 10, correlationId: 'x' }));
       const first = await claim('w0', PG_NOW + 20, 2);
       await claim('w1', PG_NOW + 100, 3);
-      seen.push(await target.heartbeat({ fence: fenceOfRecord(first[0]!), now: PG_NOW + 900, leaseMs: 1000 }), await target.release({ fence: fenceOfRecord(first[1]!), now: PG_NOW + 900 }));
+      seen.push(await target.heartbeat({ fence: fenceOfRecord(first[0]!), now: PG_NOW + 900, leaseMs: 1000 }), await target.release({ fence: fenceOfRecord(first[1]!), now: PG_NOW + 900, correlationId: 'release' }));
       await claim('w2', PG_NOW + 1200, 4, 1);
       await claim('w3', PG_NOW + 1200, 3);
       await claim('w4', PG_NOW + 2500, 20, 2);
