@@ -24,6 +24,8 @@ export {
   TRANSITION_DECISIONS,
   READ_DECISIONS,
   LIST_DECISIONS,
+  LIMIT_DECISION,
+  RELEASE_DECISION,
   SURFACES,
   type CreateDecision,
   type TransitionDecision,
@@ -41,6 +43,8 @@ export {
   decideCreate,
   decideCreateEntry,
   decideAdmission,
+  decideLimitedAdmission,
+  declaresTaskCalls,
   isAugmented,
   taskSupportOf,
   idempotencyKeyOf,
@@ -48,7 +52,8 @@ export {
   type PriorRecord,
 } from './core/create-rules.js';
 export { decideTransition, classifyMiss, type GuardedRecord } from './core/transition-rules.js';
-export { decideRead, decideVisibleRead, decideList, visibleTasks, compareListOrder } from './core/read-rules.js';
+export { decideRead, decideVisibleRead, decideCancel, decideList, visibleTasks, compareListOrder, compareCodePoints } from './core/read-rules.js';
+export { decideDispatch, holdsFence, leaseHeld, type DispatchStep, type DispatchKind, type DispatchedRecord, type FencedRecord } from './core/dispatch-rules.js';
 export type {
   TaskStore,
   TaskRecords,

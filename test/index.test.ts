@@ -43,8 +43,37 @@ describe('the root entry', () => {
     expect([...packages].sort()).toEqual(['canonicalize', 'node:crypto']);
   });
 
-  it('names its exports', async () => {
-    const api = await import('../src/index.js');
-    expect(Object.keys(api)).toEqual(expect.arrayContaining(['TaskService', 'MemoryStore', 'decideCreate', 'decideTransition', 'decideRead', 'decideList', 'requestDigest', 'TasklatchError', 'openStore', 'runReplay']));
+  const ENTRY_POINTS = {
+    index: () => import('../src/index.js'),
+    mcp: () => import('../src/mcp.js'),
+    sqlite: () => import('../src/sqlite.js'),
+    postgres: () => import('../src/postgres.js'),
+  };
+
+  // The public API is a list: a change to any entry point's exports is a decision, made here.
+  it.each([
+    ['index', [
+      'ANONYMOUS', 'CREATE_DECISIONS', 'ChangeFeed', 'DEFAULT_LIMITS', 'ERROR_CODES', 'ExpirySweeper', 'IDEMPOTENCY_META_KEY', 'LIMIT_DECISION',
+      'LIST_DECISIONS', 'MemoryStore', 'ProtocolError', 'READ_DECISIONS', 'READ_METHODS', 'RELEASE_DECISION', 'SURFACES', 'TASK_STATUSES',
+      'TERMINAL_STATUSES', 'TRANSITION_DECISIONS', 'TaskExecutor', 'TaskRuntime', 'TaskService', 'TasklatchError', 'ToolRegistry', 'Worker',
+      'argumentProblem', 'authKeyOf', 'classifyMiss', 'compareCodePoints', 'compareListOrder', 'createLogger', 'createRuntime', 'decideAdmission',
+      'decideCancel', 'decideCreate', 'decideCreateEntry', 'decideDispatch', 'decideLimitedAdmission', 'decideList', 'decideRead',
+      'decideTransition', 'decideVisibleRead', 'declaresTaskCalls', 'defineTool', 'errorResult', 'formatTimestamp', 'holdsFence', 'idempotencyKeyOf',
+      'invokeTool', 'isAugmented', 'isExpired', 'isStoredError', 'isTaskStatus', 'isTasklatchError', 'isTerminal', 'jcsSha256', 'leaseHeld',
+      'openStore', 'parseFixture', 'parseTimestamp', 'principalOf', 'requestDigest', 'resultDigest', 'runReplay', 'taskSupportOf', 'visibleTasks',
+    ]],
+    ['mcp', [
+      'ANONYMOUS', 'TASK_NOT_FOUND_MESSAGE', 'TOO_MANY_TASKS', 'TaskServer', 'WireError', 'createTaskServer', 'demoTools', 'startHttpServer',
+      'wireResult', 'wireTask',
+    ]],
+    ['sqlite', [
+      'SqliteStore', 'migrateSqlite',
+    ]],
+    ['postgres', [
+      'POSTGRES_MIGRATIONS_DIR', 'PostgresStore', 'migratePostgres', 'readPostgresMigrations',
+    ]],
+  ])('pins the exports of src/%s.ts', async (entry, names) => {
+    const api = (await ENTRY_POINTS[entry as keyof typeof ENTRY_POINTS]()) as Record<string, unknown>;
+    expect(Object.keys(api).sort()).toEqual(names);
   });
 });
