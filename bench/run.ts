@@ -64,7 +64,15 @@ async function main(): Promise<void> {
   if (httpResets.count > 0) results.notes.push(`HTTP admissions retried after ECONNRESET (keep-alive race): ${httpResets.count}`);
   computeRatiosAndTargets(results, config);
   const wallMs = performance.now() - started;
-  const meta = { ...(await machine(pg.version)), commit: commitOf(), quick, scenarios: [...only], config, wallSeconds: Math.round(wallMs / 100) / 10, finishedAt: new Date().toISOString() };
+  const meta = {
+    ...(await machine(pg.version)),
+    commit: commitOf(),
+    quick,
+    scenarios: [...only],
+    config,
+    wallSeconds: Math.round(wallMs / 100) / 10,
+    finishedAt: new Date().toISOString(),
+  };
   printReport(results, meta);
   const out = new URL('bench/results.json', ROOT);
   await writeFile(out, `${JSON.stringify({ meta, ...results }, null, 2)}\n`);

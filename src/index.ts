@@ -53,7 +53,15 @@ export {
 } from './core/create-rules.js';
 export { decideTransition, classifyMiss, type GuardedRecord } from './core/transition-rules.js';
 export { decideRead, decideVisibleRead, decideCancel, decideList, visibleTasks, compareListOrder, compareCodePoints } from './core/read-rules.js';
-export { decideDispatch, holdsFence, leaseHeld, type DispatchStep, type DispatchKind, type DispatchedRecord, type FencedRecord } from './core/dispatch-rules.js';
+export {
+  decideDispatch,
+  holdsFence,
+  leaseHeld,
+  type DispatchStep,
+  type DispatchKind,
+  type DispatchedRecord,
+  type FencedRecord,
+} from './core/dispatch-rules.js';
 export type {
   TaskStore,
   TaskRecords,
@@ -75,13 +83,7 @@ export type {
 } from './store/types.js';
 export { MemoryStore } from './store/memory/memory-store.js';
 export { openStore } from './store/open-store.js';
-export {
-  TaskService,
-  type TaskServiceOptions,
-  type CreateOutcome,
-  type ReadOutcome,
-  type ListOutcome,
-} from './service/task-service.js';
+export { TaskService, type TaskServiceOptions, type CreateOutcome, type ReadOutcome, type ListOutcome } from './service/task-service.js';
 export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
 export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
 export { authKeyOf, principalOf, ANONYMOUS, type Principal } from './tools/principal.js';

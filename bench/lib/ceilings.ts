@@ -11,8 +11,19 @@ import { TOOL, toolArgs, TTL_MS } from './mcp.js';
  */
 
 const TASK_INSERT_COLUMNS = [
-  'task_id', 'auth_key', 'tool_name', 'status', 'version', 'created_at_ms', 'last_updated_at_ms', 'ttl_ms',
-  'expires_at_ms', 'poll_interval_ms', 'request_digest', 'request', 'correlation_id',
+  'task_id',
+  'auth_key',
+  'tool_name',
+  'status',
+  'version',
+  'created_at_ms',
+  'last_updated_at_ms',
+  'ttl_ms',
+  'expires_at_ms',
+  'poll_interval_ms',
+  'request_digest',
+  'request',
+  'correlation_id',
 ] as const;
 
 /** One admission's row values, shaped like tasklatch's (request JSON, digest, expiry). */

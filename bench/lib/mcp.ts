@@ -64,7 +64,10 @@ export interface TasklatchServer {
 }
 
 /** A tasklatch TaskServer over `store` with the bench tool and per-request principals. */
-export async function tasklatchServer(store: TaskStore, options: { execute: boolean; listen?: boolean; limits?: Partial<TaskLimits>; rotateAuthKeys?: boolean }): Promise<TaskServer> {
+export async function tasklatchServer(
+  store: TaskStore,
+  options: { execute: boolean; listen?: boolean; limits?: Partial<TaskLimits>; rotateAuthKeys?: boolean },
+): Promise<TaskServer> {
   const server = createTaskServer({
     store,
     tools: [noopTool],

@@ -30,7 +30,10 @@ export async function openBenchPostgres(): Promise<BenchPostgres> {
   const configured = process.env.TASKLATCH_BENCH_PG_URL;
   const wanted = configured ?? DEFAULT_BENCH_PG_URL;
   const reason = await serverAnswers(wanted);
-  const server = reason === null ? { url: wanted, origin: configured === undefined ? 'local default' : 'TASKLATCH_BENCH_PG_URL', stop: async () => undefined } : await startEmbedded(reason);
+  const server =
+    reason === null
+      ? { url: wanted, origin: configured === undefined ? 'local default' : 'TASKLATCH_BENCH_PG_URL', stop: async () => undefined }
+      : await startEmbedded(reason);
   const run = randomBytes(3).toString('hex');
   const client = new pg.Client({ connectionString: server.url });
   await client.connect();

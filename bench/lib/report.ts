@@ -49,7 +49,9 @@ function table(headers: string[], rows: string[][]): string {
 export function printReport(results: Results, meta: Machine & { commit: string; quick: boolean; wallSeconds: number }): void {
   const out: string[] = [];
   out.push(`\n## Results (${meta.quick ? 'quick' : 'full'} run)\n`);
-  out.push(`${meta.nproc} × ${meta.cpu}, ${meta.memoryGiB} GiB; Node ${meta.node}; ${meta.postgres.split(' on ')[0] ?? meta.postgres}; SQLite ${meta.sqlite}; pg-boss ${meta.pgBoss}; MCP SDK ${meta.sdk}; tasklatch ${meta.commit}; wall ${meta.wallSeconds} s\n`);
+  out.push(
+    `${meta.nproc} × ${meta.cpu}, ${meta.memoryGiB} GiB; Node ${meta.node}; ${meta.postgres.split(' on ')[0] ?? meta.postgres}; SQLite ${meta.sqlite}; pg-boss ${meta.pgBoss}; MCP SDK ${meta.sdk}; tasklatch ${meta.commit}; wall ${meta.wallSeconds} s\n`,
+  );
   const concurrencies = [...new Set(results.throughput.map((c) => c.concurrency))].sort((a, b) => a - b);
   const groups = [...new Set(results.throughput.map((c) => c.group))];
   if (groups.length > 0) {
@@ -75,24 +77,42 @@ export function printReport(results: Results, meta: Machine & { commit: string; 
     out.push(
       table(
         ['ratio', ...concurrencies.map((c) => `@${c}`)],
-        names.map((name) => [name, ...concurrencies.map((c) => {
-          const r = results.ratios.find((x) => x.name === name && x.concurrency === c);
-          return r === undefined ? '' : `${fmt(r.value)}×`;
-        })]),
+        names.map((name) => [
+          name,
+          ...concurrencies.map((c) => {
+            const r = results.ratios.find((x) => x.name === name && x.concurrency === c);
+            return r === undefined ? '' : `${fmt(r.value)}×`;
+          }),
+        ]),
       ),
     );
   }
   if (results.latency.length > 0) {
     out.push('\n### Latencies (ms)\n');
-    out.push(table(['scenario', 'measurement', 'n', 'p50', 'p99', 'max'], results.latency.map((l) => [l.scenario, l.name, String(l.n), fmt(l.p50), fmt(l.p99), fmt(l.max)])));
+    out.push(
+      table(
+        ['scenario', 'measurement', 'n', 'p50', 'p99', 'max'],
+        results.latency.map((l) => [l.scenario, l.name, String(l.n), fmt(l.p50), fmt(l.p99), fmt(l.max)]),
+      ),
+    );
   }
   if (results.facts.length > 0) {
     out.push('\n### Other figures\n');
-    out.push(table(['scenario', 'measurement', 'value', 'note'], results.facts.map((f) => [f.scenario, f.name, `${fmt(f.value)} ${f.unit}`, f.note ?? ''])));
+    out.push(
+      table(
+        ['scenario', 'measurement', 'value', 'note'],
+        results.facts.map((f) => [f.scenario, f.name, `${fmt(f.value)} ${f.unit}`, f.note ?? '']),
+      ),
+    );
   }
   if (results.targets.length > 0) {
     out.push('\n### Targets\n');
-    out.push(table(['target', 'result', 'figure'], results.targets.map((t) => [t.name, t.pass ? 'PASS' : 'MISS', t.figure])));
+    out.push(
+      table(
+        ['target', 'result', 'figure'],
+        results.targets.map((t) => [t.name, t.pass ? 'PASS' : 'MISS', t.figure]),
+      ),
+    );
   }
   console.log(out.join('\n'));
 }

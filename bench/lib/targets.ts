@@ -22,17 +22,28 @@ const AT = 16;
 /** Ratios between cells of one run, and each target with PASS/MISS and its figure. */
 export function computeRatiosAndTargets(results: Results, config: BenchConfig): void {
   for (const c of config.concurrency) {
-    for (const [group, label] of [[GROUP.postgres, 'postgres'], [GROUP.sqlite, 'sqlite']] as const) {
+    for (const [group, label] of [
+      [GROUP.postgres, 'postgres'],
+      [GROUP.sqlite, 'sqlite'],
+    ] as const) {
       for (const variant of [V.mcpMemory, V.mcpHttp, V.service]) {
         results.addRatio(`${label} ${variant} ÷ raw ceiling`, c, [group, variant], [group, V.ceiling]);
       }
     }
     results.addRatio('postgres raw ceiling + notify ÷ raw ceiling', c, [GROUP.postgres, V.ceilingNotify], [GROUP.postgres, V.ceiling]);
     results.addRatio('postgres MCP in-memory ÷ same without LISTEN', c, [GROUP.postgres, V.mcpMemory], [GROUP.postgres, V.mcpNoListen]);
-    for (const [group, label] of [[GROUP.memory, 'memory'], [GROUP.sqlite, 'sqlite'], [GROUP.postgres, 'postgres']] as const) {
+    for (const [group, label] of [
+      [GROUP.memory, 'memory'],
+      [GROUP.sqlite, 'sqlite'],
+      [GROUP.postgres, 'postgres'],
+    ] as const) {
       results.addRatio(`${label} TaskService.create ÷ same without active-task limit`, c, [group, V.service], [group, V.serviceNoLimit]);
     }
-    for (const [group, label] of [[GROUP.memory, 'memory'], [GROUP.sqlite, 'sqlite'], [GROUP.postgres, 'postgres']] as const) {
+    for (const [group, label] of [
+      [GROUP.memory, 'memory'],
+      [GROUP.sqlite, 'sqlite'],
+      [GROUP.postgres, 'postgres'],
+    ] as const) {
       results.addRatio(`${label} tasklatch MCP in-memory ÷ SDK experimental tasks (InMemoryTaskStore)`, c, [group, V.mcpMemory], [GROUP.memory, V.sdk]);
     }
     results.addRatio('postgres tasklatch MCP in-memory ÷ pg-boss send', c, [GROUP.postgres, V.mcpMemory], [GROUP.postgres, V.bossSend]);
@@ -46,10 +57,26 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
     const r = results.ratios.find((x) => x.name === ratioName && x.concurrency === AT);
     if (r !== undefined) targets.push({ name, pass: r.value >= min, figure: `${fmt(r.value)}× (${context})` });
   };
-  const service = (group: string) => results.ratios.find((x) => x.name.startsWith(group) && x.name.includes('TaskService.create') && x.name.endsWith('raw ceiling') && x.concurrency === AT);
-  ratioTarget('PostgreSQL admission ≥ 0.7× raw ceiling @16', `postgres ${V.mcpMemory} ÷ raw ceiling`, 0.7, `MCP in-memory; HTTP ${ratioFigure(results, `postgres ${V.mcpHttp} ÷ raw ceiling`)}, TaskService ${service('postgres') === undefined ? '–' : fmt(service('postgres')?.value ?? NaN)}×`);
-  ratioTarget('SQLite admission ≥ 0.7× raw ceiling @16', `sqlite ${V.mcpMemory} ÷ raw ceiling`, 0.7, `MCP in-memory; HTTP ${ratioFigure(results, `sqlite ${V.mcpHttp} ÷ raw ceiling`)}, TaskService ${service('sqlite') === undefined ? '–' : fmt(service('sqlite')?.value ?? NaN)}×`);
-  ratioTarget('PostgreSQL admission ≥ 1× pg-boss send @16', 'postgres tasklatch MCP in-memory ÷ pg-boss send', 1, `MCP in-memory; HTTP ${ratioFigure(results, 'postgres tasklatch MCP HTTP ÷ pg-boss send')}, TaskService ${ratioFigure(results, 'postgres TaskService.create ÷ pg-boss send')}`);
+  const service = (group: string) =>
+    results.ratios.find((x) => x.name.startsWith(group) && x.name.includes('TaskService.create') && x.name.endsWith('raw ceiling') && x.concurrency === AT);
+  ratioTarget(
+    'PostgreSQL admission ≥ 0.7× raw ceiling @16',
+    `postgres ${V.mcpMemory} ÷ raw ceiling`,
+    0.7,
+    `MCP in-memory; HTTP ${ratioFigure(results, `postgres ${V.mcpHttp} ÷ raw ceiling`)}, TaskService ${service('postgres') === undefined ? '–' : fmt(service('postgres')?.value ?? NaN)}×`,
+  );
+  ratioTarget(
+    'SQLite admission ≥ 0.7× raw ceiling @16',
+    `sqlite ${V.mcpMemory} ÷ raw ceiling`,
+    0.7,
+    `MCP in-memory; HTTP ${ratioFigure(results, `sqlite ${V.mcpHttp} ÷ raw ceiling`)}, TaskService ${service('sqlite') === undefined ? '–' : fmt(service('sqlite')?.value ?? NaN)}×`,
+  );
+  ratioTarget(
+    'PostgreSQL admission ≥ 1× pg-boss send @16',
+    'postgres tasklatch MCP in-memory ÷ pg-boss send',
+    1,
+    `MCP in-memory; HTTP ${ratioFigure(results, 'postgres tasklatch MCP HTTP ÷ pg-boss send')}, TaskService ${ratioFigure(results, 'postgres TaskService.create ÷ pg-boss send')}`,
+  );
 
   for (const store of ['postgres', 'sqlite']) {
     const row = (name: string) => results.latency.find((l) => l.scenario === `reads ${store}` && l.name === name);
@@ -57,7 +84,11 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
       const a = row(audited);
       const q = row(quiet);
       if (a === undefined) return;
-      targets.push({ name: `${store} ${label} p99 < ${max} ms`, pass: a.p99 < max, figure: `p99 ${fmt(a.p99)} ms (auditReads off: ${q === undefined ? '–' : fmt(q.p99)} ms)` });
+      targets.push({
+        name: `${store} ${label} p99 < ${max} ms`,
+        pass: a.p99 < max,
+        figure: `p99 ${fmt(a.p99)} ms (auditReads off: ${q === undefined ? '–' : fmt(q.p99)} ms)`,
+      });
     };
     latencyTarget('tasks/get at scale', READ.getAudited, READ.getQuiet, 2);
     latencyTarget('tasks/list first page at scale', READ.firstAudited, READ.firstQuiet, 5);

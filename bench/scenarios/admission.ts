@@ -11,7 +11,20 @@ import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { pgCeiling, sqliteCeiling } from '../lib/ceilings.js';
 import type { BenchConfig } from '../lib/config.js';
-import { callAsTask, httpClient, httpFront, memoryClient, noopTool, principalOf, rotatingAuthKey, sdkTaskStack, tasklatchServer, TOOL, toolArgs, TTL_MS } from '../lib/mcp.js';
+import {
+  callAsTask,
+  httpClient,
+  httpFront,
+  memoryClient,
+  noopTool,
+  principalOf,
+  rotatingAuthKey,
+  sdkTaskStack,
+  tasklatchServer,
+  TOOL,
+  toolArgs,
+  TTL_MS,
+} from '../lib/mcp.js';
 import { schemaPool, type BenchPostgres } from '../lib/postgres.js';
 import { runGroup, type Results, type Variant } from '../lib/results.js';
 

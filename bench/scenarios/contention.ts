@@ -32,12 +32,18 @@ function writeOf(i: number): StatusWrite {
  * status at version 1. Exactly one may apply; every other must be classified.
  */
 async function race(service: TaskService, writers: number): Promise<{ winner: number; losers: number[]; decisions: Record<string, number> }> {
-  const created = await service.create({ auth: AUTH, tool: { name: TOOL, execution: { taskSupport: 'required' } }, request: { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(0), task: { ttl: TTL_MS } } } });
+  const created = await service.create({
+    auth: AUTH,
+    tool: { name: TOOL, execution: { taskSupport: 'required' } },
+    request: { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(0), task: { ttl: TTL_MS } } },
+  });
   if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
   const taskId = created.record.taskId;
   const t0 = performance.now();
   const answers = await Promise.all(
-    Array.from({ length: writers }, (_, i) => service.transition({ auth: AUTH, taskId, write: writeOf(i) }).then((out) => ({ decision: out.decision, ms: performance.now() - t0 }))),
+    Array.from({ length: writers }, (_, i) =>
+      service.transition({ auth: AUTH, taskId, write: writeOf(i) }).then((out) => ({ decision: out.decision, ms: performance.now() - t0 })),
+    ),
   );
   const decisions: Record<string, number> = {};
   for (const a of answers) decisions[a.decision] = (decisions[a.decision] ?? 0) + 1;

@@ -85,8 +85,16 @@ export async function endToEnd(results: Results, config: BenchConfig, pg: BenchP
     for (let i = 0; i < 16; i++) clients.push(await memoryClient(running, principalOf(i)));
     const first = clients[0] as Client;
     for (let i = 0; i < 20; i++) await createToResult(first, i);
-    results.addLatency('end to end (MCP in-memory, in-process executor)', `${maker.name}, 1 requestor`, await concurrentSamples([first], samples, (c, i) => createToResult(c, i)));
-    results.addLatency('end to end (MCP in-memory, in-process executor)', `${maker.name}, 16 requestors`, await concurrentSamples(clients, samples, (c, i) => createToResult(c, i)));
+    results.addLatency(
+      'end to end (MCP in-memory, in-process executor)',
+      `${maker.name}, 1 requestor`,
+      await concurrentSamples([first], samples, (c, i) => createToResult(c, i)),
+    );
+    results.addLatency(
+      'end to end (MCP in-memory, in-process executor)',
+      `${maker.name}, 16 requestors`,
+      await concurrentSamples(clients, samples, (c, i) => createToResult(c, i)),
+    );
     await Promise.allSettled(clients.map((c) => c.close()));
     await running.close();
 
@@ -115,11 +123,15 @@ export async function endToEnd(results: Results, config: BenchConfig, pg: BenchP
 
 /** Starts `tasklatch serve --http 127.0.0.1:0` and resolves with its URL once it listens. */
 async function serve(root: string, storeUrl: string, tokensFile: string, exportsDir: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--http', '127.0.0.1:0', '--store', storeUrl, '--auth-tokens', tokensFile, '--exports', exportsDir], {
-    cwd: root,
-    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['dist/cli/main.js', 'serve', '--http', '127.0.0.1:0', '--store', storeUrl, '--auth-tokens', tokensFile, '--exports', exportsDir],
+    {
+      cwd: root,
+      env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`tasklatch serve did not start: ${out}`)), 30_000);
@@ -189,5 +201,3 @@ async function acrossProcesses(results: Results, config: BenchConfig, pg: BenchP
     await rm(dir, { recursive: true, force: true });
   }
 }
-
-

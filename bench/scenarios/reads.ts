@@ -110,9 +110,10 @@ SELECT task_id, created_at_ms, created_at_ms, 1, CASE WHEN status <> 'working' T
 function randomLiveTask(n: number, tenants: number, onlyTenants?: number): { taskId: string; auth: string } {
   for (;;) {
     // Task i belongs to tenant i % tenants; with onlyTenants, pick a tenant below it first.
-    const i = onlyTenants === undefined
-      ? 1 + Math.floor(Math.random() * n)
-      : Math.floor(Math.random() * onlyTenants) + tenants * Math.floor(Math.random() * Math.floor(n / tenants));
+    const i =
+      onlyTenants === undefined
+        ? 1 + Math.floor(Math.random() * n)
+        : Math.floor(Math.random() * onlyTenants) + tenants * Math.floor(Math.random() * Math.floor(n / tenants));
     if (i >= 1 && i <= n && !isExpired(i)) return { taskId: taskId(i), auth: authKey(i % tenants) };
   }
 }
@@ -131,7 +132,10 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const getOn: number[] = [];
   const getOff: number[] = [];
   for (const [k, target] of gets.entries()) {
-    for (const [service, out] of [[audited, getOn], [quiet, getOff]] as const) {
+    for (const [service, out] of [
+      [audited, getOn],
+      [quiet, getOff],
+    ] as const) {
       const t0 = performance.now();
       const found = await service.read({ auth: target.auth, method: 'tasks/get', taskId: target.taskId });
       const dt = performance.now() - t0;
@@ -162,7 +166,10 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const firstOff: number[] = [];
   for (let k = 0; k < samples + 50; k++) {
     const auth = randomTenant();
-    for (const [service, out] of [[audited, firstOn], [quiet, firstOff]] as const) {
+    for (const [service, out] of [
+      [audited, firstOn],
+      [quiet, firstOff],
+    ] as const) {
       const t0 = performance.now();
       const page = await service.list({ auth });
       const dt = performance.now() - t0;
@@ -186,7 +193,10 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const deepOff: number[] = [];
   for (let k = 0; k < samples + 50; k++) {
     const at = cursors[Math.floor(Math.random() * cursors.length)] as { auth: string; cursor: string };
-    for (const [service, out] of [[audited, deepOn], [quiet, deepOff]] as const) {
+    for (const [service, out] of [
+      [audited, deepOn],
+      [quiet, deepOff],
+    ] as const) {
       const t0 = performance.now();
       const page = await service.list(at);
       const dt = performance.now() - t0;
@@ -211,7 +221,13 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   }
   const seconds = (performance.now() - started) / 1000;
   const expected = Math.round(n / 10);
-  results.addFact(scenario, 'sweepExpired deletion rate (batches of 1000)', deleted / seconds, 'rows/s', `${deleted} of ~${expected} expired rows in ${seconds.toFixed(1)} s${deleted < expected * 0.95 ? ' (time budget reached)' : ''}`);
+  results.addFact(
+    scenario,
+    'sweepExpired deletion rate (batches of 1000)',
+    deleted / seconds,
+    'rows/s',
+    `${deleted} of ~${expected} expired rows in ${seconds.toFixed(1)} s${deleted < expected * 0.95 ? ' (time budget reached)' : ''}`,
+  );
   results.addLatency(scenario, 'sweepExpired batch of 1000', batches.slice(0, -1).length > 0 ? batches.slice(0, -1) : batches);
   const diagnostic = await onSweepDone();
   if (diagnostic !== null) console.log(diagnostic);
@@ -241,11 +257,25 @@ export async function readsAtScale(results: Results, config: BenchConfig, pgServ
     results.addFact('reads postgres', 'bulk load (tasks + outbox, VACUUM ANALYZE)', (performance.now() - t0) / 1000, 's', `tasks table with indexes: ${size}`);
     const sample = randomLiveTask(n, tenants);
     const plans = [
-      await explain(pool, 'tasks/get', `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND (expires_at_ms IS NULL OR expires_at_ms > $3)`, [sample.taskId, sample.auth, Date.now()]),
-      await explain(pool, 'tasks/list first page', `SELECT * FROM tasks WHERE auth_key = $1 AND (expires_at_ms IS NULL OR expires_at_ms > $2) ORDER BY created_at_ms, task_id LIMIT $3`, [sample.auth, Date.now(), 51]),
+      await explain(pool, 'tasks/get', `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND (expires_at_ms IS NULL OR expires_at_ms > $3)`, [
+        sample.taskId,
+        sample.auth,
+        Date.now(),
+      ]),
+      await explain(
+        pool,
+        'tasks/list first page',
+        `SELECT * FROM tasks WHERE auth_key = $1 AND (expires_at_ms IS NULL OR expires_at_ms > $2) ORDER BY created_at_ms, task_id LIMIT $3`,
+        [sample.auth, Date.now(), 51],
+      ),
     ];
     await measure(results, config, 'postgres', store, async () => {
-      const sweepPlan = await explain(pool, 'sweep batch, run after the measured sweep (nothing left to delete: shows the access path)', `DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED)`, [Date.now(), 1000]).catch((e: Error) => e.message);
+      const sweepPlan = await explain(
+        pool,
+        'sweep batch, run after the measured sweep (nothing left to delete: shows the access path)',
+        `DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+        [Date.now(), 1000],
+      ).catch((e: Error) => e.message);
       results.notes.push(...plans, sweepPlan);
       return null;
     });

@@ -80,14 +80,7 @@ function printHuman(report: ReplayReport, file: string, io: CliIo): void {
   io.out(`sha256   ${report.fixtureSha256}`);
   io.out(`store    ${report.store}`);
   io.out('');
-  const rows = report.cases.map((c) => [
-    c.id,
-    c.surface,
-    c.hostile ? 'yes' : 'no',
-    c.expect,
-    c.actual,
-    c.ok ? 'ok' : 'FAIL',
-  ]);
+  const rows = report.cases.map((c) => [c.id, c.surface, c.hostile ? 'yes' : 'no', c.expect, c.actual, c.ok ? 'ok' : 'FAIL']);
   io.out(renderTable(['id', 'surface', 'hostile', 'expected', 'actual', 'ok'], rows));
   for (const c of report.cases) {
     if (!c.ok && c.expectTaskIds !== undefined) {

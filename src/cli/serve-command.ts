@@ -26,7 +26,16 @@ ${WORKER_USAGE_LINES}
   --max-active N         non-terminal tasks one caller may hold at once (default 100)
 Without --auth-tokens or --principal every caller shares one anonymous context.`;
 
-const tokenFile = z.record(z.string().min(1), z.object({ tenant: z.string().min(1).regex(/^[^/]+$/, 'a tenant has no "/"'), subject: z.string().min(1) }));
+const tokenFile = z.record(
+  z.string().min(1),
+  z.object({
+    tenant: z
+      .string()
+      .min(1)
+      .regex(/^[^/]+$/, 'a tenant has no "/"'),
+    subject: z.string().min(1),
+  }),
+);
 
 export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
@@ -50,7 +59,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     return 0;
   }
   if (values.stdio && values.http !== undefined) throw new TasklatchError('INVALID_INPUT', '--stdio and --http exclude each other');
-  if (values.principal !== undefined && !values.stdio) throw new TasklatchError('INVALID_INPUT', '--principal names the caller of a --stdio session; over HTTP use --auth-tokens');
+  if (values.principal !== undefined && !values.stdio)
+    throw new TasklatchError('INVALID_INPUT', '--principal names the caller of a --stdio session; over HTTP use --auth-tokens');
   // Every argument is checked before anything starts: a bad one changes nothing.
   const listen = values.stdio ? null : parseListen(values.http ?? '127.0.0.1:3000');
   const tokens = values['auth-tokens'] === undefined ? undefined : await loadTokens(values['auth-tokens']);
@@ -71,7 +81,15 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       : sessionPrincipal !== null
         ? () => sessionPrincipal
         : undefined;
-  const runtime = createRuntime({ store, tools: toolsFrom(values), callersIdentified: authenticate !== undefined, execute: values.workers, worker: workerSettings, limits, logger });
+  const runtime = createRuntime({
+    store,
+    tools: toolsFrom(values),
+    callersIdentified: authenticate !== undefined,
+    execute: values.workers,
+    worker: workerSettings,
+    limits,
+    logger,
+  });
   const server = createTaskServer({ runtime, ...(authenticate === undefined ? {} : { authenticate }) });
   await runtime.start();
   await server.start();
@@ -126,4 +144,3 @@ function parseListen(text: string): { host: string; port: number } {
   if (match === null || port > 65535) throw new TasklatchError('INVALID_INPUT', `--http takes [HOST:]PORT, got ${JSON.stringify(text)}`);
   return { host: (match[1] ?? '127.0.0.1').replace(/^\[(.*)\]$/, '$1'), port };
 }
-

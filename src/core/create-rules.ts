@@ -32,11 +32,7 @@ export function declaresTaskCalls(capabilities: TaskCapabilities): boolean {
 export type CreateEntry = Exclude<CreateDecision, 'REPLAY_TASK' | 'BLOCK_IDEMPOTENCY_COLLISION' | 'ACCEPT_TASK'> | 'ADMIT';
 
 /** Create rules 1–4: capability and taskSupport, decided from the request alone. */
-export function decideCreateEntry(input: {
-  capabilities: TaskCapabilities;
-  tool: ToolDescriptor;
-  request: WireRequest;
-}): CreateEntry {
+export function decideCreateEntry(input: { capabilities: TaskCapabilities; tool: ToolDescriptor; request: WireRequest }): CreateEntry {
   const augmented = isAugmented(input.request);
   const support = taskSupportOf(input.tool);
   if (augmented && !declaresTaskCalls(input.capabilities)) return 'BLOCK_CAPABILITY';

@@ -10,12 +10,7 @@ import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js
  * - `abandon`: the task used up its attempts; end it `failed` and close the entry.
  * - `claim`: lease it to the claimer (a new attempt, version + 1).
  */
-export type DispatchStep =
-  | { kind: 'close' }
-  | { kind: 'leave' }
-  | { kind: 'defer'; until: Millis }
-  | { kind: 'abandon' }
-  | { kind: 'claim' };
+export type DispatchStep = { kind: 'close' } | { kind: 'leave' } | { kind: 'defer'; until: Millis } | { kind: 'abandon' } | { kind: 'claim' };
 
 export type DispatchKind = DispatchStep['kind'];
 

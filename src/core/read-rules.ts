@@ -4,13 +4,7 @@ import { isExpired } from './time.js';
 import { isTerminal, type Millis, type ReadMethod, type TaskCapabilities, type TaskRecord } from './types.js';
 
 /** The read surface (`tasks/get`, `tasks/result`, `tasks/cancel`), in the contract's precedence. */
-export function decideRead(input: {
-  capabilities: TaskCapabilities;
-  method: ReadMethod;
-  auth: string;
-  task: GuardedRecord | null;
-  now: Millis;
-}): ReadDecision {
+export function decideRead(input: { capabilities: TaskCapabilities; method: ReadMethod; auth: string; task: GuardedRecord | null; now: Millis }): ReadDecision {
   const { task, method } = input;
   if (method === 'tasks/cancel' && input.capabilities.cancel === undefined) return 'BLOCK_CAPABILITY';
   const miss = classifyMiss(task, input.auth, input.now);

@@ -3,8 +3,7 @@ import type { Millis } from './types.js';
 
 // RFC 3339 date-time: full date, 'T' (or 't'/space is not allowed here), time, optional fraction,
 // and a mandatory offset. Anything else is refused rather than guessed at.
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** Parses an RFC 3339 timestamp to epoch milliseconds (sub-millisecond digits are dropped). */
 export function parseTimestamp(text: string): Millis {

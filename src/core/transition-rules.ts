@@ -23,12 +23,7 @@ function storedResultDigest(record: GuardedRecord): string | null {
 }
 
 /** The transition surface, in the contract's precedence. */
-export function decideTransition(input: {
-  task: GuardedRecord | null;
-  auth: string;
-  write: StatusWrite;
-  now: Millis;
-}): TransitionDecision {
+export function decideTransition(input: { task: GuardedRecord | null; auth: string; write: StatusWrite; now: Millis }): TransitionDecision {
   const { task, write } = input;
   const miss = classifyMiss(task, input.auth, input.now);
   if (miss !== null || task === null) return miss ?? 'NOT_FOUND';

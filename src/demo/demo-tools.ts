@@ -103,7 +103,10 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
     handler: async (args, ctx) => {
       const digest = createHash('sha256').update(`${ctx.principal.tenant}\n${args.account}`).digest();
       const cents = digest.readUInt32BE(0) % 10_000_000;
-      return { content: [{ type: 'text', text: `${args.account}: ${(cents / 100).toFixed(2)}` }], structuredContent: { account: args.account, balanceCents: cents } };
+      return {
+        content: [{ type: 'text', text: `${args.account}: ${(cents / 100).toFixed(2)}` }],
+        structuredContent: { account: args.account, balanceCents: cents },
+      };
     },
   });
 

@@ -98,7 +98,13 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
   };
   let outcome;
   try {
-    outcome = await server.service.create({ auth: authKeyOf(principal), tool: server.tools.descriptor(tool), request, idempotencyKey: headerKey, beforeAdmit: parseArgs });
+    outcome = await server.service.create({
+      auth: authKeyOf(principal),
+      tool: server.tools.descriptor(tool),
+      request,
+      idempotencyKey: headerKey,
+      beforeAdmit: parseArgs,
+    });
   } catch (error) {
     if (isTasklatchError(error, 'INVALID_INPUT')) throw invalidParams(error.message);
     throw error;
@@ -139,7 +145,10 @@ async function runPlain(tool: TaskTool, params: Record<string, unknown>, princip
     checkpoint: async () => extra.signal.throwIfAborted(),
     reportProgress: async (progress, total, message) => {
       if (token === undefined) return;
-      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) } });
+      await extra.sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) },
+      });
     },
   };
   return invokeTool(tool, params.arguments, ctx);

@@ -49,7 +49,8 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
     let transport = sessionId === null ? undefined : transports.get(sessionId);
     if (transport === undefined) {
       if (sessionId !== null) return sendJson(res, 404, jsonRpcError(-32001, 'Session not found'));
-      if (req.method !== 'POST' || !isInitializeRequest(body)) return sendJson(res, 400, jsonRpcError(-32000, 'Bad Request: no session; send initialize first'));
+      if (req.method !== 'POST' || !isInitializeRequest(body))
+        return sendJson(res, 400, jsonRpcError(-32000, 'Bad Request: no session; send initialize first'));
       const created = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         onsessioninitialized: (id) => void transports.set(id, created),

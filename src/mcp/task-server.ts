@@ -11,7 +11,9 @@ import { invalidParams } from './wire.js';
 export { ANONYMOUS };
 
 /** Resolves the caller of one request; null when the request carries no auth context. */
-export type Authenticate = (request: { authInfo?: { token: string; extra?: Record<string, unknown> } | undefined }) => Principal | null | Promise<Principal | null>;
+export type Authenticate = (request: {
+  authInfo?: { token: string; extra?: Record<string, unknown> } | undefined;
+}) => Principal | null | Promise<Principal | null>;
 
 /** What the 2025-11-25 session wire itself needs, besides the runtime it serves. */
 export interface WireOptions {
@@ -139,7 +141,10 @@ export class TaskServer {
       const token = session.progressTokens.get(taskId);
       if (token === undefined) continue;
       await server
-        .notification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) } })
+        .notification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) },
+        })
         .catch(() => undefined);
     }
   }

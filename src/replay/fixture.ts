@@ -85,24 +85,26 @@ const readCase = z.object({
   expect: z.enum(READ_DECISIONS),
 });
 
-const listCase = z.object({
-  ...common,
-  surface: z.literal('list'),
-  packet: z.object({
-    now: timestamp,
-    auth: z.string(),
-    capabilities,
-    method: z.literal('tasks/list'),
-    params: z.object({ cursor: z.string().optional() }),
-    tasks: z.array(storedRecord),
-  }),
-  expect: z.enum(LIST_DECISIONS),
-  // Required with LIST_FILTERED; a blocked list names no tasks.
-  expectTaskIds: z.array(z.string()).optional(),
-}).refine((c) => c.expect !== 'LIST_FILTERED' || c.expectTaskIds !== undefined, {
-  message: 'required when expect is LIST_FILTERED',
-  path: ['expectTaskIds'],
-});
+const listCase = z
+  .object({
+    ...common,
+    surface: z.literal('list'),
+    packet: z.object({
+      now: timestamp,
+      auth: z.string(),
+      capabilities,
+      method: z.literal('tasks/list'),
+      params: z.object({ cursor: z.string().optional() }),
+      tasks: z.array(storedRecord),
+    }),
+    expect: z.enum(LIST_DECISIONS),
+    // Required with LIST_FILTERED; a blocked list names no tasks.
+    expectTaskIds: z.array(z.string()).optional(),
+  })
+  .refine((c) => c.expect !== 'LIST_FILTERED' || c.expectTaskIds !== undefined, {
+    message: 'required when expect is LIST_FILTERED',
+    path: ['expectTaskIds'],
+  });
 
 const SURFACE_SCHEMAS = { create: createCase, transition: transitionCase, read: readCase, list: listCase } as const;
 

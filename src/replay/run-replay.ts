@@ -119,7 +119,7 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
 export function toRecord(packet: StoredRecordPacket, ns = ''): TaskRecord {
   const createdAt = parseTimestamp(packet.createdAt);
   const expiresAt = packet.expiresAt === null ? null : parseTimestamp(packet.expiresAt);
-  const request = (packet.request ?? null);
+  const request = packet.request ?? null;
   const result = packet.result ?? null;
   const toolName = request !== null && typeof request.params.name === 'string' ? request.params.name : null;
   return {

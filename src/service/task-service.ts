@@ -23,13 +23,10 @@ export interface TaskServiceOptions {
   auditReads?: boolean;
 }
 
-export type CreateOutcome =
-  | { decision: Exclude<CreateEntry, 'ADMIT'>; record: null }
-  | AdmitOutcome;
+export type CreateOutcome = { decision: Exclude<CreateEntry, 'ADMIT'>; record: null } | AdmitOutcome;
 
 export type ReadOutcome =
-  | { decision: Exclude<ReadDecision, MissDecision | 'BLOCK_CAPABILITY'>; record: TaskRecord }
-  | { decision: MissDecision | 'BLOCK_CAPABILITY'; record: null };
+  { decision: Exclude<ReadDecision, MissDecision | 'BLOCK_CAPABILITY'>; record: TaskRecord } | { decision: MissDecision | 'BLOCK_CAPABILITY'; record: null };
 
 export type ListOutcome =
   | { decision: Extract<ListDecision, 'LIST_FILTERED'>; records: TaskRecord[]; nextCursor: string | null }
@@ -226,7 +223,10 @@ export class TaskService {
   /** Starts relaying the store's cross-process change notifications, where it has them. */
   async start(onError?: (error: Error) => void): Promise<void> {
     if (this.stopListening !== null || !this.supports.listenNotify) return;
-    this.stopListening = await this.store.listen((taskId, version) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version)), onError);
+    this.stopListening = await this.store.listen(
+      (taskId, version) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version)),
+      onError,
+    );
   }
 
   async stop(): Promise<void> {

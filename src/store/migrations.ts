@@ -48,7 +48,10 @@ export async function readMigrationFiles(dir: URL): Promise<MigrationFile[]> {
  */
 export function pendingMigrations(files: readonly MigrationFile[], applied: readonly AppliedMigration[]): MigrationFile[] {
   const byName = new Map(files.map((f) => [f.name, f]));
-  const unknown = applied.filter((a) => !byName.has(a.name)).map((a) => a.name).sort();
+  const unknown = applied
+    .filter((a) => !byName.has(a.name))
+    .map((a) => a.name)
+    .sort();
   if (unknown.length > 0) {
     throw new TasklatchError('SCHEMA_MISMATCH', `the database has migrations this tasklatch does not know: ${unknown.join(', ')}`, {
       data: { unknown },

@@ -24,10 +24,7 @@ export async function openStore(url: string): Promise<TaskStore> {
     const { PostgresStore } = await import('./postgres/store.js');
     return PostgresStore.open(url);
   }
-  throw new TasklatchError(
-    'INVALID_STORE_URL',
-    `unsupported store URL ${JSON.stringify(url)}: expected memory, sqlite:PATH or postgres://…`,
-  );
+  throw new TasklatchError('INVALID_STORE_URL', `unsupported store URL ${JSON.stringify(url)}: expected memory, sqlite:PATH or postgres://…`);
 }
 
 /** The store URL without credentials, for printing. */

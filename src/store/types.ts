@@ -35,8 +35,7 @@ export interface AdmitInput {
 }
 
 export type AdmitOutcome =
-  | { decision: 'ACCEPT_TASK' | 'REPLAY_TASK'; record: TaskRecord }
-  | { decision: 'BLOCK_IDEMPOTENCY_COLLISION' | 'BLOCK_TASK_LIMIT'; record: null };
+  { decision: 'ACCEPT_TASK' | 'REPLAY_TASK'; record: TaskRecord } | { decision: 'BLOCK_IDEMPOTENCY_COLLISION' | 'BLOCK_TASK_LIMIT'; record: null };
 
 export interface TransitionInput {
   taskId: string;
@@ -54,9 +53,7 @@ export interface TransitionOutcome {
 
 export type LookupOutcome = { decision: 'FOUND'; record: TaskRecord } | { decision: MissDecision; record: null };
 
-export type CancelOutcome =
-  | { decision: 'CANCEL_TASK' | 'ALREADY_TERMINAL'; record: TaskRecord }
-  | { decision: MissDecision; record: null };
+export type CancelOutcome = { decision: 'CANCEL_TASK' | 'ALREADY_TERMINAL'; record: TaskRecord } | { decision: MissDecision; record: null };
 
 /** Keyset position in list order (createdAt, taskId). */
 export interface ListPosition {

@@ -29,6 +29,11 @@ export interface StoredError {
 /** Whether a stored outcome is a JSON-RPC error rather than a tool result. */
 export function isStoredError(outcome: unknown): outcome is StoredError {
   if (typeof outcome !== 'object' || outcome === null || !('error' in outcome)) return false;
-  const error = (outcome).error;
-  return typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'number' && typeof (error as { message?: unknown }).message === 'string';
+  const error = outcome.error;
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { code?: unknown }).code === 'number' &&
+    typeof (error as { message?: unknown }).message === 'string'
+  );
 }

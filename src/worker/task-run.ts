@@ -107,7 +107,11 @@ export class TaskRun {
     return this.serial(async () => {
       if (this.signal.aborted) return;
       try {
-        const out = await this.service.transition({ auth: authKey, taskId: this.taskId, write: { status: 'working', expectedVersion: this.version, statusMessage: message } });
+        const out = await this.service.transition({
+          auth: authKey,
+          taskId: this.taskId,
+          write: { status: 'working', expectedVersion: this.version, statusMessage: message },
+        });
         if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.version = out.record.version;
         else this.stop(out.decision === 'BLOCK_EXPIRED' ? 'expired' : out.decision === 'BLOCK_STALE_VERSION' ? 'lease lost' : 'cancelled');
       } catch (error) {
@@ -164,7 +168,12 @@ export class TaskRun {
     const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
     for (let attempt = 0; ; attempt++) {
       try {
-        const out = await this.service.transition({ auth: authKey, taskId, write: { status, expectedVersion: this.version, result }, correlationId: randomUUID() });
+        const out = await this.service.transition({
+          auth: authKey,
+          taskId,
+          write: { status, expectedVersion: this.version, result },
+          correlationId: randomUUID(),
+        });
         if (out.decision !== 'APPLY_TRANSITION' && out.decision !== 'IDEMPOTENT_TERMINAL') {
           this.log('info', 'terminal write refused', { taskId, decision: out.decision, stored: out.record?.status ?? null });
         }

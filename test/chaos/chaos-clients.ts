@@ -20,7 +20,9 @@ export class ChaosClients {
         let client = this.clients.get(key);
         if (client === undefined) {
           client = new Client({ name: 'chaos', version: '1.0.0' });
-          await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }), { timeout: 10_000 });
+          await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }), {
+            timeout: 10_000,
+          });
           this.clients.set(key, client);
         }
         return await op(client);

@@ -67,7 +67,10 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
   const dir = await mkdtemp(join(tmpdir(), `tasklatch-chaos-${config.kind}-`));
   const exportsDir = join(dir, 'exports');
   const tokensFile = join(dir, 'tokens.json');
-  await writeFile(tokensFile, JSON.stringify(Object.fromEntries(Array.from({ length: TENANTS }, (_, t) => [token(t), { tenant: `tenant${t}`, subject: 'chaos' }]))));
+  await writeFile(
+    tokensFile,
+    JSON.stringify(Object.fromEntries(Array.from({ length: TENANTS }, (_, t) => [token(t), { tenant: `tenant${t}`, subject: 'chaos' }]))),
+  );
   let pg: EmbeddedServer | null = null;
   const storeUrl = config.kind === 'postgres' ? ((pg = await startEmbeddedPostgres()), pg.url) : `sqlite:${join(dir, 'tasks.db')}`;
   const violations: string[] = [];
@@ -81,7 +84,13 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
   for (const [i, port] of ports.entries()) {
     const workersHere = config.kind === 'sqlite';
     slots.push(
-      new Slot(`serve${i}`, ['serve', '--http', `127.0.0.1:${port}`, '--auth-tokens', tokensFile, '--max-active', '100000', ...(workersHere ? [] : ['--no-workers']), ...common], workersHere ? crashEnv : {}, /listening on/, restartLater),
+      new Slot(
+        `serve${i}`,
+        ['serve', '--http', `127.0.0.1:${port}`, '--auth-tokens', tokensFile, '--max-active', '100000', ...(workersHere ? [] : ['--no-workers']), ...common],
+        workersHere ? crashEnv : {},
+        /listening on/,
+        restartLater,
+      ),
     );
   }
   for (let i = 0; i < config.workers; i++) {
@@ -219,7 +228,7 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
     if (/abandoned after/.test(reason)) abandoned.add(entry.taskId);
   }
   for (const entry of submitted.filter((e) => e.status === 'completed')) {
-    entry.result = (await clients.run(token(entry.tenant), (c) => c.experimental.tasks.getTaskResult(entry.taskId, CallToolResultSchema), deadline));
+    entry.result = await clients.run(token(entry.tenant), (c) => c.experimental.tasks.getTaskResult(entry.taskId, CallToolResultSchema), deadline);
   }
   const exitCodes = await Promise.all(slots.map((s) => s.stop()));
   await clients.close();
@@ -231,7 +240,9 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
   try {
     for (const entry of submitted) {
       const trail = await store.auditTrail({ taskId: entry.taskId });
-      const terminalWrites = trail.filter((e) => (e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK') && typeof e.status === 'string' && isTerminal(e.status as TaskStatus));
+      const terminalWrites = trail.filter(
+        (e) => (e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK') && typeof e.status === 'string' && isTerminal(e.status as TaskStatus),
+      );
       if (terminalWrites.length !== 1) violations.push(`task ${entry.taskId}: ${terminalWrites.length} applied terminal writes`);
       auditChecked++;
     }
@@ -273,7 +284,8 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
     } else if (exists && entry.status === 'cancelled' && entry.cancelAt !== null) {
       const written = (await stat(file)).mtimeMs;
       // Renamed before the cancellation was answered: the effect came first (cooperative cancel).
-      if (written > entry.cancelAt + 50) violations.push(`cancelled task ${entry.taskId} got its export ${Math.round(written - entry.cancelAt)} ms after the cancel`);
+      if (written > entry.cancelAt + 50)
+        violations.push(`cancelled task ${entry.taskId} got its export ${Math.round(written - entry.cancelAt)} ms after the cancel`);
       else cancelledAfterEffect++;
     } else if (exists && abandoned.has(entry.taskId)) {
       // Every attempt died after its side effect and before its completion write, until the
@@ -292,7 +304,8 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
     }
   }
   const byStatus = (s: TaskStatus) => submitted.filter((e) => e.status === s).length;
-  if (files !== byStatus('completed') + cancelledAfterEffect + abandonedAfterEffect) violations.push(`${files} export files for ${byStatus('completed')} completed tasks`);
+  if (files !== byStatus('completed') + cancelledAfterEffect + abandonedAfterEffect)
+    violations.push(`${files} export files for ${byStatus('completed')} completed tasks`);
 
   const figures = {
     store: config.kind,

@@ -33,7 +33,9 @@ const lastLine = (text: string) => text.trimEnd().split('\n').at(-1);
 describe('tasklatch replay', () => {
   it('replays the project fixture: every case, the SHA-256 of the bytes, the closing line', async () => {
     const run = await runCli(['replay', OWN]);
-    const sha = createHash('sha256').update(await readFile(OWN)).digest('hex');
+    const sha = createHash('sha256')
+      .update(await readFile(OWN))
+      .digest('hex');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(sha);
     expect(run.stdout).toMatch(/^X-T06 +transition +yes +BLOCK_TERMINAL_REWRITE +BLOCK_TERMINAL_REWRITE +ok$/m);
@@ -43,14 +45,24 @@ describe('tasklatch replay', () => {
   it.skipIf(!existsSync(PUBLIC))('replays the public contract fixture as a user would', async () => {
     const run = await runCli(['replay', '../shared/contract/replay-32.json']);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(createHash('sha256').update(await readFile(PUBLIC)).digest('hex'));
+    expect(run.stdout).toContain(
+      createHash('sha256')
+        .update(await readFile(PUBLIC))
+        .digest('hex'),
+    );
     expect(lastLine(run.stdout)).toBe('32 passed, 0 failed');
   });
 
   it('prints only JSON with --json', async () => {
     const run = await runCli(['replay', OWN, '--json']);
     expect(run.code).toBe(0);
-    const report = JSON.parse(run.stdout) as { fixtureSha256: string; store: string; cases: Array<{ id: string; ok: boolean; taskIds?: string[] }>; passed: number; failed: number };
+    const report = JSON.parse(run.stdout) as {
+      fixtureSha256: string;
+      store: string;
+      cases: Array<{ id: string; ok: boolean; taskIds?: string[] }>;
+      passed: number;
+      failed: number;
+    };
     expect(report).toMatchObject({ store: 'memory', passed: own.cases.length, failed: 0 });
     expect(report.fixtureSha256).toMatch(/^[0-9a-f]{64}$/);
     expect(report.cases.find((c) => c.id === 'X-L01')?.taskIds).toEqual(['t-forever', 't-a', 't-b', 't-c', 't-0']);
@@ -58,10 +70,13 @@ describe('tasklatch replay', () => {
   });
 
   it('exits 1 and marks the case when a decision does not match', async () => {
-    const file = await fixtureFile('wrong.json', mutated((f) => {
-      f.cases[0]!.expect = 'ACCEPT_TASK';
-      f.cases.find((c) => c.id === 'X-L01')!.expectTaskIds = ['t-a', 't-b'];
-    }));
+    const file = await fixtureFile(
+      'wrong.json',
+      mutated((f) => {
+        f.cases[0]!.expect = 'ACCEPT_TASK';
+        f.cases.find((c) => c.id === 'X-L01')!.expectTaskIds = ['t-a', 't-b'];
+      }),
+    );
     const run = await runCli(['replay', file]);
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^X-C01 .* FAIL$/m);
@@ -77,12 +92,28 @@ describe('tasklatch replay', () => {
     { name: 'cases not an array', content: () => JSON.stringify({ fixture: 'tasklatch-contract-replay', version: 1, cases: {} }), message: /field "cases"/ },
     { name: 'no cases', content: () => JSON.stringify({ fixture: 'tasklatch-contract-replay', version: 1, cases: [] }), message: /no cases/ },
     { name: 'missing now', content: () => mutated((f) => delete f.cases[3]!.packet.now), message: /case X-C04 \(cases\[3\]\): field "packet\.now"/ },
-    { name: 'expectedVersion as a string', content: () => mutated((f) => ((f.cases[12]!.packet.write as Record<string, unknown>).expectedVersion = '1')), message: /case X-T02 \(cases\[12\]\): field "packet\.write\.expectedVersion": .*number/ },
+    {
+      name: 'expectedVersion as a string',
+      content: () => mutated((f) => ((f.cases[12]!.packet.write as Record<string, unknown>).expectedVersion = '1')),
+      message: /case X-T02 \(cases\[12\]\): field "packet\.write\.expectedVersion": .*number/,
+    },
     { name: 'unknown surface', content: () => mutated((f) => (f.cases[1]!.surface = 'delete')), message: /case X-C02 \(cases\[1\]\): field "surface"/ },
     { name: 'unknown decision', content: () => mutated((f) => (f.cases[2]!.expect = 'MAYBE')), message: /case X-C03 .*field "expect"/ },
-    { name: 'stored status outside the five', content: () => mutated((f) => ((f.cases[3]!.packet.prior as Record<string, unknown>).status = 'paused')), message: /field "packet\.prior\.status"/ },
-    { name: 'bad timestamp', content: () => mutated((f) => (f.cases[0]!.packet.now = '23/07/2026')), message: /field "packet\.now": expected an RFC 3339 timestamp/ },
-    { name: 'list without expectTaskIds', content: () => mutated((f) => delete f.cases.find((c) => c.id === 'X-L01')!.expectTaskIds), message: /case X-L01 .*field "expectTaskIds"/ },
+    {
+      name: 'stored status outside the five',
+      content: () => mutated((f) => ((f.cases[3]!.packet.prior as Record<string, unknown>).status = 'paused')),
+      message: /field "packet\.prior\.status"/,
+    },
+    {
+      name: 'bad timestamp',
+      content: () => mutated((f) => (f.cases[0]!.packet.now = '23/07/2026')),
+      message: /field "packet\.now": expected an RFC 3339 timestamp/,
+    },
+    {
+      name: 'list without expectTaskIds',
+      content: () => mutated((f) => delete f.cases.find((c) => c.id === 'X-L01')!.expectTaskIds),
+      message: /case X-L01 .*field "expectTaskIds"/,
+    },
     { name: 'duplicate ids', content: () => mutated((f) => (f.cases[1]!.id = f.cases[0]!.id)), message: /duplicate case id/ },
     { name: 'case not an object', content: () => mutated((f) => ((f.cases as unknown[])[4] = 'C05')), message: /cases\[4\]: expected an object/ },
   ])('exits 2 on a malformed fixture: $name', async (row) => {

@@ -37,7 +37,12 @@ describe('tasklatch serve --http (SQLite, bearer tokens)', () => {
       const res = await fetch(serve.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(auth ? { authorization: auth } : {}) },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
       });
       expect(res.status).toBe(401);
     }
@@ -45,7 +50,8 @@ describe('tasklatch serve --http (SQLite, bearer tokens)', () => {
 
   it('runs the export lifecycle and honours the Idempotency-Key header', async () => {
     const client = await httpClient(serve.url, 'token-alice', { 'Idempotency-Key': 'june-export' });
-    const call = () => client.request({ method: 'tools/call', params: { name: 'export_ledger', arguments: { month: '2026-06', rows: 10 }, task: {} } }, CreateTaskResultSchema);
+    const call = () =>
+      client.request({ method: 'tools/call', params: { name: 'export_ledger', arguments: { month: '2026-06', rows: 10 }, task: {} } }, CreateTaskResultSchema);
     const first = await call();
     const second = await call();
     expect(second.task.taskId).toBe(first.task.taskId);
@@ -68,7 +74,10 @@ describe('tasklatch serve --stdio', () => {
     const client = new Client({ name: 'test', version: '1.0.0' });
     await client.connect(transport);
     expect(client.getServerCapabilities()?.tasks).toMatchObject({ list: {}, cancel: {} });
-    const created = await client.request({ method: 'tools/call', params: { name: 'summarize', arguments: { month: '2026-06' }, task: {} } }, CreateTaskResultSchema);
+    const created = await client.request(
+      { method: 'tools/call', params: { name: 'summarize', arguments: { month: '2026-06' }, task: {} } },
+      CreateTaskResultSchema,
+    );
     const listed = await client.experimental.tasks.listTasks();
     expect(listed.tasks.map((t) => t.taskId)).toEqual([created.task.taskId]);
     await client.close();
@@ -82,7 +91,8 @@ describe('serve argument errors', () => {
     [['--principal', 'x'], /--stdio/],
     [['--stdio', '--principal', 'nosubject'], /TENANT\/SUBJECT/],
     [['--auth-tokens', '/nonexistent.json'], /--auth-tokens/],
-    [['--max-ttl=-1'], /positive whole number/], [['--max-ttl', 'soon'], /positive whole number/],
+    [['--max-ttl=-1'], /positive whole number/],
+    [['--max-ttl', 'soon'], /positive whole number/],
     [['--store', 'redis://x'], /unsupported store URL/],
   ])('%j', async (args, message) => {
     const run = await runCli(['serve', ...args], { env: { TASKLATCH_LOG_LEVEL: 'silent' }, cwd: dir });

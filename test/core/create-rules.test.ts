@@ -15,8 +15,7 @@ const emptyExecution: ToolDescriptor = { name: 'lookup', execution: {} };
 function call(args: Record<string, unknown>, extra: Record<string, unknown> = {}): WireRequest {
   return { method: 'tools/call', params: { name: 'export_ledger', arguments: args, ...extra } };
 }
-const keyed = (key: string, args = { month: '2026-06' }) =>
-  call(args, { task: { ttl: 1000 }, _meta: { 'io.tasklatch/idempotency-key': key } });
+const keyed = (key: string, args = { month: '2026-06' }) => call(args, { task: { ttl: 1000 }, _meta: { 'io.tasklatch/idempotency-key': key } });
 
 interface Row {
   name: string;
@@ -28,14 +27,26 @@ interface Row {
   expect: CreateDecision;
 }
 
-const priorFor = (req: WireRequest, overrides = {}) =>
-  record({ idempotencyKey: idempotencyKeyOf(req), requestDigest: requestDigest(req), ...overrides });
+const priorFor = (req: WireRequest, overrides = {}) => record({ idempotencyKey: idempotencyKeyOf(req), requestDigest: requestDigest(req), ...overrides });
 
 const rows: Row[] = [
   // Rule 1: capability, only for augmented requests, before taskSupport.
-  { name: 'augmented without requests.tools.call', caps: { list: {}, cancel: {} }, tool: optional, request: call({}, { task: {} }), expect: 'BLOCK_CAPABILITY' },
+  {
+    name: 'augmented without requests.tools.call',
+    caps: { list: {}, cancel: {} },
+    tool: optional,
+    request: call({}, { task: {} }),
+    expect: 'BLOCK_CAPABILITY',
+  },
   { name: 'capability beats forbidden', caps: {}, tool: forbidden, request: call({}, { task: {} }), expect: 'BLOCK_CAPABILITY' },
-  { name: 'capability beats a replayable prior', caps: { requests: { tools: {} } }, tool: required, request: keyed('k'), prior: priorFor(keyed('k')), expect: 'BLOCK_CAPABILITY' },
+  {
+    name: 'capability beats a replayable prior',
+    caps: { requests: { tools: {} } },
+    tool: required,
+    request: keyed('k'),
+    prior: priorFor(keyed('k')),
+    expect: 'BLOCK_CAPABILITY',
+  },
   { name: 'plain call without capability is not blocked by it', caps: {}, tool: optional, request: call({}), expect: 'ACCEPT_NORMAL' },
   { name: 'plain call of a required tool without capability', caps: {}, tool: required, request: call({}), expect: 'BLOCK_TASK_REQUIRED' },
   // Rule 2: forbidden (explicit, absent execution, absent taskSupport).
@@ -45,26 +56,98 @@ const rows: Row[] = [
   { name: 'forbidden beats a prior', tool: forbidden, request: keyed('k'), prior: priorFor(keyed('k')), expect: 'BLOCK_TASK_FORBIDDEN' },
   // Rule 3 and 4.
   { name: 'plain call of a required tool', tool: required, request: call({}), expect: 'BLOCK_TASK_REQUIRED' },
-  { name: 'plain call of a required tool with a key', tool: required, request: call({}, { _meta: { 'io.tasklatch/idempotency-key': 'k' } }), expect: 'BLOCK_TASK_REQUIRED' },
+  {
+    name: 'plain call of a required tool with a key',
+    tool: required,
+    request: call({}, { _meta: { 'io.tasklatch/idempotency-key': 'k' } }),
+    expect: 'BLOCK_TASK_REQUIRED',
+  },
   { name: 'plain call of an optional tool', tool: optional, request: call({}), expect: 'ACCEPT_NORMAL' },
   { name: 'plain call of a forbidden tool', tool: forbidden, request: call({}), expect: 'ACCEPT_NORMAL' },
-  { name: 'plain call ignores the key and a colliding prior', tool: optional, request: call({ month: 'x' }, { _meta: { 'io.tasklatch/idempotency-key': 'k' } }), prior: priorFor(keyed('k')), expect: 'ACCEPT_NORMAL' },
+  {
+    name: 'plain call ignores the key and a colliding prior',
+    tool: optional,
+    request: call({ month: 'x' }, { _meta: { 'io.tasklatch/idempotency-key': 'k' } }),
+    prior: priorFor(keyed('k')),
+    expect: 'ACCEPT_NORMAL',
+  },
   { name: 'task: null is not augmentation', tool: required, request: call({}, { task: null }), expect: 'BLOCK_TASK_REQUIRED' },
   // Rule 5: idempotency.
   { name: 'same key, same request', tool: required, request: keyed('k'), prior: priorFor(keyed('k')), expect: 'REPLAY_TASK' },
-  { name: 'same key, different _meta and ttl still the same request', tool: required, request: call({ month: '2026-06' }, { task: { ttl: 99 }, _meta: { 'io.tasklatch/idempotency-key': 'k', other: 1 } }), prior: priorFor(keyed('k')), expect: 'REPLAY_TASK' },
-  { name: 'same key, different argument', tool: required, request: keyed('k', { month: '2026-05' }), prior: priorFor(keyed('k')), expect: 'BLOCK_IDEMPOTENCY_COLLISION' },
-  { name: 'same key, prior without a stored request', tool: required, request: keyed('k'), prior: record({ idempotencyKey: 'k', requestDigest: null }), expect: 'BLOCK_IDEMPOTENCY_COLLISION' },
-  { name: 'same key, prior in another auth context', tool: required, request: keyed('k'), prior: priorFor(keyed('k'), { authKey: 'tenant-b/bob' }), expect: 'ACCEPT_TASK' },
-  { name: 'same key, prior of another subject in the same tenant', tool: required, request: keyed('k'), prior: priorFor(keyed('k'), { authKey: 'tenant-a/alicia' }), expect: 'ACCEPT_TASK' },
+  {
+    name: 'same key, different _meta and ttl still the same request',
+    tool: required,
+    request: call({ month: '2026-06' }, { task: { ttl: 99 }, _meta: { 'io.tasklatch/idempotency-key': 'k', other: 1 } }),
+    prior: priorFor(keyed('k')),
+    expect: 'REPLAY_TASK',
+  },
+  {
+    name: 'same key, different argument',
+    tool: required,
+    request: keyed('k', { month: '2026-05' }),
+    prior: priorFor(keyed('k')),
+    expect: 'BLOCK_IDEMPOTENCY_COLLISION',
+  },
+  {
+    name: 'same key, prior without a stored request',
+    tool: required,
+    request: keyed('k'),
+    prior: record({ idempotencyKey: 'k', requestDigest: null }),
+    expect: 'BLOCK_IDEMPOTENCY_COLLISION',
+  },
+  {
+    name: 'same key, prior in another auth context',
+    tool: required,
+    request: keyed('k'),
+    prior: priorFor(keyed('k'), { authKey: 'tenant-b/bob' }),
+    expect: 'ACCEPT_TASK',
+  },
+  {
+    name: 'same key, prior of another subject in the same tenant',
+    tool: required,
+    request: keyed('k'),
+    prior: priorFor(keyed('k'), { authKey: 'tenant-a/alicia' }),
+    expect: 'ACCEPT_TASK',
+  },
   { name: 'different key', tool: required, request: keyed('k2'), prior: priorFor(keyed('k')), expect: 'ACCEPT_TASK' },
-  { name: 'expired prior releases its key', tool: required, request: keyed('k', { month: '1999-01' }), prior: priorFor(keyed('k'), { expiresAt: T0 }), expect: 'ACCEPT_TASK' },
-  { name: 'prior one ms before expiry still holds it', tool: required, request: keyed('k', { month: '1999-01' }), prior: priorFor(keyed('k'), { expiresAt: T0 + 1 }), expect: 'BLOCK_IDEMPOTENCY_COLLISION' },
+  {
+    name: 'expired prior releases its key',
+    tool: required,
+    request: keyed('k', { month: '1999-01' }),
+    prior: priorFor(keyed('k'), { expiresAt: T0 }),
+    expect: 'ACCEPT_TASK',
+  },
+  {
+    name: 'prior one ms before expiry still holds it',
+    tool: required,
+    request: keyed('k', { month: '1999-01' }),
+    prior: priorFor(keyed('k'), { expiresAt: T0 + 1 }),
+    expect: 'BLOCK_IDEMPOTENCY_COLLISION',
+  },
   { name: 'prior that never expires', tool: required, request: keyed('k'), prior: priorFor(keyed('k'), { expiresAt: null, ttl: null }), expect: 'REPLAY_TASK' },
   { name: 'terminal prior still replays', tool: required, request: keyed('k'), prior: priorFor(keyed('k'), { status: 'failed' }), expect: 'REPLAY_TASK' },
-  { name: 'no key: a prior is irrelevant', tool: required, request: call({ month: '2026-06' }, { task: {} }), prior: priorFor(keyed('k')), expect: 'ACCEPT_TASK' },
-  { name: 'key from the header', tool: required, request: call({ month: '2026-06' }, { task: {} }), headerKey: 'k', prior: priorFor(keyed('k')), expect: 'REPLAY_TASK' },
-  { name: 'non-string key is no key', tool: required, request: call({ month: '2026-06' }, { task: {}, _meta: { 'io.tasklatch/idempotency-key': 7 } }), prior: record({ idempotencyKey: '7', requestDigest: requestDigest(keyed('7')) }), expect: 'ACCEPT_TASK' },
+  {
+    name: 'no key: a prior is irrelevant',
+    tool: required,
+    request: call({ month: '2026-06' }, { task: {} }),
+    prior: priorFor(keyed('k')),
+    expect: 'ACCEPT_TASK',
+  },
+  {
+    name: 'key from the header',
+    tool: required,
+    request: call({ month: '2026-06' }, { task: {} }),
+    headerKey: 'k',
+    prior: priorFor(keyed('k')),
+    expect: 'REPLAY_TASK',
+  },
+  {
+    name: 'non-string key is no key',
+    tool: required,
+    request: call({ month: '2026-06' }, { task: {}, _meta: { 'io.tasklatch/idempotency-key': 7 } }),
+    prior: record({ idempotencyKey: '7', requestDigest: requestDigest(keyed('7')) }),
+    expect: 'ACCEPT_TASK',
+  },
   // Rule 6.
   { name: 'optional tool as a task', tool: optional, request: call({}, { task: {} }), expect: 'ACCEPT_TASK' },
   { name: 'required tool as a task', tool: required, request: call({}, { task: { ttl: HOUR } }), expect: 'ACCEPT_TASK' },

@@ -50,7 +50,10 @@ describe('decideDispatch', () => {
 
   it('leaseHeld: an owner and an expiry after now', () => {
     expect([leased(), leased({ leaseExpiresAt: T0 }), leased({ leaseOwner: null }), leased({ leaseExpiresAt: null })].map((t) => leaseHeld(t, T0))).toEqual([
-      true, false, false, false,
+      true,
+      false,
+      false,
+      false,
     ]);
   });
 });

@@ -39,7 +39,15 @@ async function client(serve: ServeProcess, token: string): Promise<Client> {
 
 function exportCall(c: Client, args: Record<string, unknown>, key?: string) {
   return c.request(
-    { method: 'tools/call', params: { name: 'export_ledger', arguments: args, task: { ttl: 120_000 }, ...(key === undefined ? {} : { _meta: { 'io.tasklatch/idempotency-key': key } }) } },
+    {
+      method: 'tools/call',
+      params: {
+        name: 'export_ledger',
+        arguments: args,
+        task: { ttl: 120_000 },
+        ...(key === undefined ? {} : { _meta: { 'io.tasklatch/idempotency-key': key } }),
+      },
+    },
     CreateTaskResultSchema,
   );
 }

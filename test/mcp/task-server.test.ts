@@ -259,12 +259,18 @@ describe('malformed requests', () => {
     const { connect } = await setup();
     const client = await connect();
     const { GetTaskResultSchema, ListTasksResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
-    expect(await rpcError(client.request({ method: 'tasks/get', params: {} }, GetTaskResultSchema))).toMatchObject({ code: -32602, message: expect.stringContaining('taskId') });
+    expect(await rpcError(client.request({ method: 'tasks/get', params: {} }, GetTaskResultSchema))).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('taskId'),
+    });
     expect(await rpcError(client.request({ method: 'tasks/list', params: { cursor: 5 } }, ListTasksResultSchema))).toMatchObject({ code: -32602 });
     expect(await rpcError(client.request({ method: 'tools/call', params: { arguments: {} } }, CallToolResultSchema))).toMatchObject({ code: -32602 });
     const created = await callAsTask(client, 'summarize', { month: '2026-06' });
     const got = await client.request(
-      { method: 'tasks/get', params: { taskId: created.task.taskId, task: { ttl: 1 }, _meta: { 'io.modelcontextprotocol/related-task': { taskId: 'someone-else' } } } },
+      {
+        method: 'tasks/get',
+        params: { taskId: created.task.taskId, task: { ttl: 1 }, _meta: { 'io.modelcontextprotocol/related-task': { taskId: 'someone-else' } } },
+      },
       GetTaskResultSchema,
     );
     expect(got.taskId).toBe(created.task.taskId);

@@ -23,7 +23,12 @@ const waiting = defineTool({
     return { content: [] };
   },
 }) as unknown as TaskTool;
-const plain = defineTool({ name: 'plain', description: 'never a task', inputSchema: z.object({}), handler: async () => ({ content: [] }) }) as unknown as TaskTool;
+const plain = defineTool({
+  name: 'plain',
+  description: 'never a task',
+  inputSchema: z.object({}),
+  handler: async () => ({ content: [] }),
+}) as unknown as TaskTool;
 
 function runtime(tools: TaskTool[], options: { callersIdentified?: boolean; execute?: boolean } = {}): TaskRuntime {
   const r = createRuntime({ store: new MemoryStore(), tools, logger: createLogger('silent'), sweepIntervalMs: 0, ...options });
@@ -32,7 +37,11 @@ function runtime(tools: TaskTool[], options: { callersIdentified?: boolean; exec
 }
 
 async function admit(r: TaskRuntime): Promise<string> {
-  const out = await r.service.create({ auth: AUTH, tool: { name: 'waiting', execution: { taskSupport: 'required' } }, request: { method: 'tools/call', params: { name: 'waiting', arguments: {}, task: {} } } });
+  const out = await r.service.create({
+    auth: AUTH,
+    tool: { name: 'waiting', execution: { taskSupport: 'required' } },
+    request: { method: 'tools/call', params: { name: 'waiting', arguments: {}, task: {} } },
+  });
   return out.record!.taskId;
 }
 

@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
-import { applyMigrations, pendingMigrations, readMigrationFiles, type AppliedMigration, type MigrationDialect, type MigrationFile } from '../../src/store/migrations.js';
+import {
+  applyMigrations,
+  pendingMigrations,
+  readMigrationFiles,
+  type AppliedMigration,
+  type MigrationDialect,
+  type MigrationFile,
+} from '../../src/store/migrations.js';
 
 // The planner both SQL stores share, without a database: file order, checksums, refusals.
 

@@ -10,7 +10,13 @@ import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
 // among it) is in suite/dispatch.test.ts.
 
 const claimBy = (owner: string, now: number, leaseMs: number, limit = 5): ClaimInput => ({
-  owner, now, leaseMs, limit, maxAttempts: 5, abandonedResult: { error: 'abandoned' }, correlationId: `claim-${owner}`,
+  owner,
+  now,
+  leaseMs,
+  limit,
+  maxAttempts: 5,
+  abandonedResult: { error: 'abandoned' },
+  correlationId: `claim-${owner}`,
 });
 const fenceOf = (r: TaskRecord): Fence => ({ taskId: r.taskId, authKey: r.authKey, owner: r.leaseOwner ?? '', version: r.version });
 
@@ -36,7 +42,9 @@ describe('PostgresStore dispatch under concurrency', () => {
     const tasks = 300;
     const claimers = 8;
     for (let i = 0; i < tasks; i += 50) {
-      await Promise.all(Array.from({ length: 50 }, (_, j) => a!.admit(admission({ taskId: `m-${i + j}`, authKey: 'dispatch/many', now: NOW + ((i + j) % 7) }))));
+      await Promise.all(
+        Array.from({ length: 50 }, (_, j) => a!.admit(admission({ taskId: `m-${i + j}`, authKey: 'dispatch/many', now: NOW + ((i + j) % 7) }))),
+      );
     }
     const started = Date.now();
     const perClaimer = await Promise.all(
@@ -61,7 +69,8 @@ describe('PostgresStore dispatch under concurrency', () => {
       `SELECT t.task_id, t.version, t.attempt, t.lease_owner, o.claimed_by FROM tasks t JOIN task_outbox o USING (task_id)`,
     );
     expect(rows.rows).toHaveLength(tasks);
-    for (const r of rows.rows) expect(r).toEqual({ task_id: r.task_id, version: 2, attempt: 1, lease_owner: owners.get(r.task_id), claimed_by: owners.get(r.task_id) });
+    for (const r of rows.rows)
+      expect(r).toEqual({ task_id: r.task_id, version: 2, attempt: 1, lease_owner: owners.get(r.task_id), claimed_by: owners.get(r.task_id) });
     const audited = await a!.pool.query<{ n: string }>(`SELECT count(DISTINCT task_id) AS n FROM task_audit WHERE detail LIKE 'claim %'`);
     expect(Number(audited.rows[0]?.n)).toBe(tasks);
     expect(await a!.pendingDispatch({ now: NOW + 100 })).toBe(tasks);
@@ -121,7 +130,13 @@ describe('PostgresStore dispatch under concurrency', () => {
     // The new holders finish what they took over; their fence still holds.
     const takenOver = perClaimer.flat();
     for (const r of takenOver) {
-      const done = await a!.transition({ taskId: r.taskId, authKey: r.authKey, write: { status: 'completed', expectedVersion: r.version, result: { by: r.leaseOwner } }, correlationId: r.leaseOwner!, now: late + 1 });
+      const done = await a!.transition({
+        taskId: r.taskId,
+        authKey: r.authKey,
+        write: { status: 'completed', expectedVersion: r.version, result: { by: r.leaseOwner } },
+        correlationId: r.leaseOwner!,
+        now: late + 1,
+      });
       expect(done.decision).toBe('APPLY_TRANSITION');
     }
     const takenIds = new Set(takenOver.map((r) => r.taskId));
@@ -141,12 +156,10 @@ describe('PostgresStore dispatch under concurrency', () => {
       `SELECT status, version, attempt, count(*) AS n FROM tasks GROUP BY 1, 2, 3 ORDER BY 2`,
     );
     const w1Won = tasks - takenOver.length;
-    expect(facts.rows).toEqual(
-      [
-        ...(w1Won > 0 ? [{ status: 'completed', version: 3, attempt: 1, n: String(w1Won) }] : []),
-        ...(takenOver.length > 0 ? [{ status: 'completed', version: 4, attempt: 2, n: String(takenOver.length) }] : []),
-      ],
-    );
+    expect(facts.rows).toEqual([
+      ...(w1Won > 0 ? [{ status: 'completed', version: 3, attempt: 1, n: String(w1Won) }] : []),
+      ...(takenOver.length > 0 ? [{ status: 'completed', version: 4, attempt: 2, n: String(takenOver.length) }] : []),
+    ]);
     expect(await a!.pendingDispatch({ now: late + 1 })).toBe(0);
     console.log(
       `[postgres takeover] ${tasks} tasks, ${claimers} claimers on ${CLAIMER_POOLS} pools, taken over ${takenOver.length} (w1 kept ${w1Won}, ` +

@@ -25,13 +25,14 @@ function collector() {
       seen.push(taskId);
       wake();
     },
-    next: (ms: number) => new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    }),
+    next: (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }),
   };
 }
 
@@ -48,7 +49,13 @@ describe('PostgreSQL change notifications', () => {
 
     const t0 = performance.now();
     const waiting = mine.next(5000);
-    await writer.transition({ taskId: 'n1', authKey: 'tenant-a/alice', write: { status: 'completed', expectedVersion: 1, result: { ok: 1 } }, correlationId: 'c', now: T0 });
+    await writer.transition({
+      taskId: 'n1',
+      authKey: 'tenant-a/alice',
+      write: { status: 'completed', expectedVersion: 1, result: { ok: 1 } },
+      correlationId: 'c',
+      now: T0,
+    });
     await waiting;
     expect(mine.seen).toEqual(['n1']);
     expect(performance.now() - t0).toBeLessThan(1000);

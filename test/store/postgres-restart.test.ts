@@ -21,7 +21,13 @@ describe('PostgresStore across a server restart', () => {
           while (running) {
             await Promise.all([
               store.get({ authKey: 'tenant-a/alice', taskId: 'r1', now: T0 }),
-              store.transition({ taskId: 'r1', authKey: 'tenant-a/alice', write: { status: 'working', expectedVersion: 1 + i * 1000 }, correlationId: 'c', now: T0 }),
+              store.transition({
+                taskId: 'r1',
+                authKey: 'tenant-a/alice',
+                write: { status: 'working', expectedVersion: 1 + i * 1000 },
+                correlationId: 'c',
+                now: T0,
+              }),
               store.recordDecision({ at: T0, surface: 'read', decision: 'RETURN_STATUS', authKey: 'tenant-a/alice', taskId: 'r1', correlationId: 'c' }),
             ]).catch(() => failures++);
             await new Promise((r) => setTimeout(r, 5));

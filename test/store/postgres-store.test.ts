@@ -9,11 +9,9 @@ import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
 // ?schema= isolation and connection failures. The behaviour shared with the other stores, the
 // admission and terminal-writer races among it, is in suite/*.test.ts.
 
-
 function schemaOf(url: string): string {
   return new URL(url).searchParams.get('schema') ?? '';
 }
-
 
 /** Every table, column, type and nullability tasklatch's migrations create. */
 const EXPECTED_COLUMNS = `
@@ -37,7 +35,7 @@ const EXPECTED_INDEXES = [
   'task_outbox USING btree (task_id)',
   'tasklatch_meta USING btree (key)',
   'tasklatch_migrations USING btree (name)',
-  'tasks USING btree (auth_key) WHERE (status = ANY (ARRAY[\'working\'::text, \'input_required\'::text]))',
+  "tasks USING btree (auth_key) WHERE (status = ANY (ARRAY['working'::text, 'input_required'::text]))",
   'tasks USING btree (auth_key, created_at_ms, task_id)',
   'tasks USING btree (auth_key, idempotency_key)',
   'tasks USING btree (expires_at_ms) WHERE (expires_at_ms IS NOT NULL)',
@@ -102,9 +100,10 @@ describe('PostgresStore schema and migrations', () => {
     }
   });
 
-  it('records each file\'s checksum, fills in those recorded before 004, and refuses a changed or unknown file', async () => {
+  it("records each file's checksum, fills in those recorded before 004, and refuses a changed or unknown file", async () => {
     const files = await readPostgresMigrations();
-    const ledger = async () => (await store.pool.query<{ name: string; checksum: string | null }>('SELECT name, checksum FROM tasklatch_migrations ORDER BY name')).rows;
+    const ledger = async () =>
+      (await store.pool.query<{ name: string; checksum: string | null }>('SELECT name, checksum FROM tasklatch_migrations ORDER BY name')).rows;
     expect(await ledger()).toEqual(files.map((f) => ({ name: f.name, checksum: f.checksum })));
     // A ledger as 003 left it: no checksums. The next run fills them in from the known texts.
     await store.pool.query('UPDATE tasklatch_migrations SET checksum = NULL');
@@ -137,10 +136,7 @@ describe('PostgresStore schema and migrations', () => {
 
 describe('PostgresStore connections', () => {
   it('keeps ?schema= stores apart', async () => {
-    const [a, b] = await Promise.all([
-      PostgresStore.open(await freshPostgresUrl('pg_iso_a')),
-      PostgresStore.open(await freshPostgresUrl('pg_iso_b')),
-    ]);
+    const [a, b] = await Promise.all([PostgresStore.open(await freshPostgresUrl('pg_iso_a')), PostgresStore.open(await freshPostgresUrl('pg_iso_b'))]);
     try {
       const admitted = await a.admit(admission({ taskId: 'shared-id' }));
       expect(admitted.decision).toBe('ACCEPT_TASK');
@@ -159,9 +155,9 @@ describe('PostgresStore connections', () => {
     const store = await PostgresStore.open(url.toString(), { poolSize: 3 });
     try {
       const shown = await Promise.all(
-        [1, 2, 3].map(() => store.pool.query<{ path: string; timeout: string }>(
-          `SELECT current_setting('search_path') AS path, current_setting('statement_timeout') AS timeout`,
-        )),
+        [1, 2, 3].map(() =>
+          store.pool.query<{ path: string; timeout: string }>(`SELECT current_setting('search_path') AS path, current_setting('statement_timeout') AS timeout`),
+        ),
       );
       expect(shown.map((r) => r.rows[0])).toEqual(Array(3).fill({ path: schemaOf(url.toString()), timeout: '4321ms' }));
     } finally {

@@ -28,11 +28,30 @@ async function sqlite(): Promise<SqliteStore> {
 
 function admission(i: number, overrides: Partial<AdmitInput> = {}): AdmitInput {
   const request = { method: 'tools/call', params: { name: 'export_ledger', arguments: { i } } };
-  return { taskId: `t-${String(i).padStart(3, '0')}`, authKey: A, toolName: 'export_ledger', request, requestDigest: `d${i}`, idempotencyKey: null, ttl: HOUR, pollInterval: null, correlationId: `c${i}`, now: T0 + i, ...overrides };
+  return {
+    taskId: `t-${String(i).padStart(3, '0')}`,
+    authKey: A,
+    toolName: 'export_ledger',
+    request,
+    requestDigest: `d${i}`,
+    idempotencyKey: null,
+    ttl: HOUR,
+    pollInterval: null,
+    correlationId: `c${i}`,
+    now: T0 + i,
+    ...overrides,
+  };
 }
 
 const claimIn = (owner: string, now: number, extra: Partial<ClaimInput> = {}): ClaimInput => ({
-  owner, now, leaseMs: 1000, limit: 10, maxAttempts: 5, abandonedResult: abandoned, correlationId: `claim-${owner}`, ...extra,
+  owner,
+  now,
+  leaseMs: 1000,
+  limit: 10,
+  maxAttempts: 5,
+  abandonedResult: abandoned,
+  correlationId: `claim-${owner}`,
+  ...extra,
 });
 
 type OutboxRow = { available_at_ms: number; claimed_by: string | null; lease_expires_at_ms: number | null; attempt: number; done_at_ms: number | null };
@@ -51,13 +70,29 @@ describe('SQLite dispatch', () => {
     expect(await store.heartbeat({ fence: { ...fence, version: String(held!.version) as unknown as number }, now: T0 + 20, leaseMs: 5000 })).toBe(false);
     expect(await store.heartbeat({ fence, now: T0 + 20, leaseMs: 5000 })).toBe(true);
     expect(outbox(store, 't-001')).toMatchObject({ available_at_ms: T0 + 5020, lease_expires_at_ms: T0 + 5020 });
-    expect((await store.get({ authKey: A, taskId: 't-001', now: T0 + 20 })).record).toMatchObject({ version: 2, lastUpdatedAt: T0 + 10, leaseExpiresAt: T0 + 5020 });
+    expect((await store.get({ authKey: A, taskId: 't-001', now: T0 + 20 })).record).toMatchObject({
+      version: 2,
+      lastUpdatedAt: T0 + 10,
+      leaseExpiresAt: T0 + 5020,
+    });
     expect(await store.release({ fence, now: T0 + 30, correlationId: 'release' })).toBe(true);
     expect(outbox(store, 't-001')).toMatchObject({ available_at_ms: T0 + 30, lease_expires_at_ms: null });
     const [again] = await store.claim(claimIn('w2', T0 + 40));
-    await store.transition({ taskId: 't-001', authKey: A, write: { status: 'completed', expectedVersion: again!.version, result: { ok: 1 } }, correlationId: 'w2', now: T0 + 50 });
+    await store.transition({
+      taskId: 't-001',
+      authKey: A,
+      write: { status: 'completed', expectedVersion: again!.version, result: { ok: 1 } },
+      correlationId: 'w2',
+      now: T0 + 50,
+    });
     expect(outbox(store, 't-001')).toMatchObject({ claimed_by: 'w2', attempt: 2, done_at_ms: T0 + 50 });
-    expect((await store.auditTrail({ taskId: 't-001' })).map((e) => e.detail ?? e.decision)).toEqual(['ACCEPT_TASK', 'claim w1', 'release w1', 'claim w2', 'APPLY_TRANSITION']);
+    expect((await store.auditTrail({ taskId: 't-001' })).map((e) => e.detail ?? e.decision)).toEqual([
+      'ACCEPT_TASK',
+      'claim w1',
+      'release w1',
+      'claim w2',
+      'APPLY_TRANSITION',
+    ]);
   });
 
   it('ends an exhausted task failed with the digest of the abandoned result and an audit line', async () => {
@@ -66,9 +101,24 @@ describe('SQLite dispatch', () => {
     await store.claim(claimIn('w1', T0 + 10, { maxAttempts: 1 }));
     expect(await store.claim(claimIn('w2', T0 + 2000, { maxAttempts: 1 }))).toEqual([]);
     const stored = (await store.get({ authKey: A, taskId: 't-001', now: T0 + 2000 })).record!;
-    expect(stored).toMatchObject({ status: 'failed', version: 3, attempt: 1, lastUpdatedAt: T0 + 2000, result: abandoned, resultDigest: resultDigest(abandoned) });
+    expect(stored).toMatchObject({
+      status: 'failed',
+      version: 3,
+      attempt: 1,
+      lastUpdatedAt: T0 + 2000,
+      result: abandoned,
+      resultDigest: resultDigest(abandoned),
+    });
     expect((await store.auditTrail({ taskId: 't-001' })).at(-1)).toEqual({
-      at: T0 + 2000, surface: 'transition', decision: 'APPLY_TRANSITION', authKey: A, taskId: 't-001', correlationId: 'claim-w2', status: 'failed', version: 3, detail: 'abandoned',
+      at: T0 + 2000,
+      surface: 'transition',
+      decision: 'APPLY_TRANSITION',
+      authKey: A,
+      taskId: 't-001',
+      correlationId: 'claim-w2',
+      status: 'failed',
+      version: 3,
+      detail: 'abandoned',
     });
     expect(outbox(store, 't-001').done_at_ms).toBe(T0 + 2000);
   });

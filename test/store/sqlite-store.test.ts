@@ -98,7 +98,10 @@ describe('SQLite migrations', () => {
     expect(tables).toEqual(Object.keys(EXPECTED_COLUMNS).sort());
     for (const [table, columns] of Object.entries(EXPECTED_COLUMNS)) {
       const info = db.pragma(`table_info(${table})`) as { name: string; type: string; notnull: number; pk: number }[];
-      expect(info.map((c) => [c.name, c.type, c.notnull, c.pk]), table).toEqual(columns);
+      expect(
+        info.map((c) => [c.name, c.type, c.notnull, c.pk]),
+        table,
+      ).toEqual(columns);
     }
     const indexes = db.prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name").raw().all();
     expect(indexes.map((row) => (row as string[]).map((v) => v.replace(/\s+/g, ' ')))).toEqual(EXPECTED_INDEXES);
@@ -107,7 +110,11 @@ describe('SQLite migrations', () => {
     expect((db.pragma(`index_info(${unique[0]!.name})`) as { name: string }[]).map((c) => c.name)).toEqual(['auth_key', 'idempotency_key']);
     const fks = db.pragma('foreign_key_list(task_outbox)') as { table: string; from: string; to: string; on_delete: string }[];
     expect(fks.map((f) => [f.table, f.from, f.to, f.on_delete])).toEqual([['tasks', 'task_id', 'task_id', 'CASCADE']]);
-    expect(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').pluck().all()).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']);
+    expect(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').pluck().all()).toEqual([
+      '001_init.sql',
+      '002_dispatch.sql',
+      '003_active_tasks.sql',
+    ]);
     expect(store.migrationsApplied).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']);
     await store.close();
   });
@@ -173,8 +180,15 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
   it('four processes opening one fresh file at once migrate it exactly once', async () => {
     const script = await writeChildScript(dir);
     const path = join(dir, 'fresh-shared.db');
-    const replies = await runChildren(script, [0, 1, 2, 3].map(() => ['open', DIST_STORE_URL.href, path]), 'opened');
-    expect(replies.map((r) => r.ok), JSON.stringify(replies)).toEqual([true, true, true, true]);
+    const replies = await runChildren(
+      script,
+      [0, 1, 2, 3].map(() => ['open', DIST_STORE_URL.href, path]),
+      'opened',
+    );
+    expect(
+      replies.map((r) => r.ok),
+      JSON.stringify(replies),
+    ).toEqual([true, true, true, true]);
     const store = await SqliteStore.open(path);
     expect(store.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(MIGRATION_FILES);
     expect(store.db.prepare('SELECT count(*) FROM tasklatch_meta').pluck().get()).toBe(1);
@@ -210,7 +224,10 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
     const wins = new Array<number>(procs).fill(0);
     for (const [t, trial] of plan.trials.entries()) {
       const decisions = decisionOf[t]!;
-      expect(decisions.every((d) => d !== undefined), `trial ${t}: every writer answered`).toBe(true);
+      expect(
+        decisions.every((d) => d !== undefined),
+        `trial ${t}: every writer answered`,
+      ).toBe(true);
       const applied = decisions.flatMap((d, w) => (APPLIED.has(d!) ? [w] : []));
       expect(applied, `trial ${t}: applied writers`).toHaveLength(1);
       const winner = trial.writers[applied[0]!]!;
@@ -235,7 +252,10 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
     for (const trial of plan.trials) {
       const trail = await store.auditTrail({ taskId: trial.taskId });
       expect(trail).toHaveLength(trial.writers.length);
-      expect(trail.filter((e) => APPLIED.has(e.decision)), trial.taskId).toHaveLength(1);
+      expect(
+        trail.filter((e) => APPLIED.has(e.decision)),
+        trial.taskId,
+      ).toHaveLength(1);
     }
     await store.close();
 
@@ -273,7 +293,18 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
     for (let i = 0; i < tasks; i++) {
       const taskId = `claim-${String(i).padStart(4, '0')}`;
       const request = { method: 'tools/call', params: { name: 'export_ledger', arguments: { i } } };
-      await store.admit({ taskId, authKey: 'claim/tenant', toolName: 'export_ledger', request, requestDigest: `d${i}`, idempotencyKey: null, ttl: null, pollInterval: null, correlationId: `c${i}`, now: now + i });
+      await store.admit({
+        taskId,
+        authKey: 'claim/tenant',
+        toolName: 'export_ledger',
+        request,
+        requestDigest: `d${i}`,
+        idempotencyKey: null,
+        ttl: null,
+        pollInterval: null,
+        correlationId: `c${i}`,
+        now: now + i,
+      });
       ids.push(taskId);
     }
     const script = await writeClaimChild(dir);
@@ -297,11 +328,20 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
 
     // The stored facts agree with what the processes were told.
     const rows = store.db
-      .prepare('SELECT t.task_id, t.lease_owner, t.version, t.attempt, o.claimed_by, o.attempt AS outbox_attempt FROM tasks t JOIN task_outbox o USING (task_id)')
+      .prepare(
+        'SELECT t.task_id, t.lease_owner, t.version, t.attempt, o.claimed_by, o.attempt AS outbox_attempt FROM tasks t JOIN task_outbox o USING (task_id)',
+      )
       .all() as { task_id: string; lease_owner: string; version: number; attempt: number; claimed_by: string; outbox_attempt: number }[];
     expect(rows).toHaveLength(tasks);
     for (const row of rows) {
-      expect(row, row.task_id).toEqual({ ...row, lease_owner: claimedBy.get(row.task_id), version: 2, attempt: 1, claimed_by: claimedBy.get(row.task_id), outbox_attempt: 1 });
+      expect(row, row.task_id).toEqual({
+        ...row,
+        lease_owner: claimedBy.get(row.task_id),
+        version: 2,
+        attempt: 1,
+        claimed_by: claimedBy.get(row.task_id),
+        outbox_attempt: 1,
+      });
     }
     const claimLines = store.db.prepare("SELECT count(*) FROM task_audit WHERE detail LIKE 'claim %'").pluck().get();
     expect(claimLines).toBe(tasks);

@@ -16,7 +16,9 @@ export const ALICE: Principal = { tenant: 'acme', subject: 'alice' };
 export const BOB: Principal = { tenant: 'globex', subject: 'bob' };
 
 /** A task server over a memory store (unless given one) with the demo tools and per-client principals. */
-export async function memoryServer(options: Partial<WireOptions & RuntimeOptions> & { extraTools?: TaskTool[] } = {}): Promise<{ server: TaskServer; exportsDir: string; connect(principal?: Principal | null): Promise<Client> }> {
+export async function memoryServer(
+  options: Partial<WireOptions & RuntimeOptions> & { extraTools?: TaskTool[] } = {},
+): Promise<{ server: TaskServer; exportsDir: string; connect(principal?: Principal | null): Promise<Client> }> {
   const exportsDir = await mkdtemp(join(tmpdir(), 'tasklatch-exports-'));
   const server = createTaskServer({
     store: options.store ?? new MemoryStore(),
@@ -44,7 +46,12 @@ export function callAsTask(client: Client, name: string, args: Record<string, un
   return client.request(
     {
       method: 'tools/call',
-      params: { name, arguments: args, task: extra.ttl === undefined ? {} : { ttl: extra.ttl }, ...(extra.key === undefined ? {} : { _meta: { 'io.tasklatch/idempotency-key': extra.key } }) },
+      params: {
+        name,
+        arguments: args,
+        task: extra.ttl === undefined ? {} : { ttl: extra.ttl },
+        ...(extra.key === undefined ? {} : { _meta: { 'io.tasklatch/idempotency-key': extra.key } }),
+      },
     },
     CreateTaskResultSchema,
   );

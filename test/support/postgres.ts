@@ -20,6 +20,9 @@ export function testServerUrl(): string {
 /** `tl_<run>_<label>_<random>`: lowercase, at most 63 bytes, the prefix teardown looks for. */
 function schemaFor(label: string): string {
   const run = inject('pgRun') ?? 'norun0';
-  const clean = label.toLowerCase().replace(/[^a-z0-9_]+/g, '_').slice(0, 32);
+  const clean = label
+    .toLowerCase()
+    .replace(/[^a-z0-9_]+/g, '_')
+    .slice(0, 32);
   return `tl_${run}_${clean}_${randomBytes(4).toString('hex')}`;
 }

@@ -77,9 +77,7 @@ class ChildLink {
  * of type `done`, in argument order.
  */
 export async function runChildren(script: string, argLists: readonly string[][], done: string, slotMs = 0): Promise<Message[]> {
-  const links = argLists.map(
-    (args) => new ChildLink(spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })),
-  );
+  const links = argLists.map((args) => new ChildLink(spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })));
   await Promise.all(links.map((link) => link.next('ready')));
   // Far enough ahead that every child has the message before the instant arrives.
   const startAt = performance.timeOrigin + performance.now() + 100;

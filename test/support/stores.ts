@@ -53,17 +53,11 @@ export const sqliteHarness: StoreHarness = {
 export const postgresHarness: StoreHarness = {
   name: 'postgres',
   open: async (label) => {
-    const [{ PostgresStore }, { freshPostgresUrl }] = await Promise.all([
-      import('../../src/store/postgres/store.js'),
-      import('./postgres.js'),
-    ]);
+    const [{ PostgresStore }, { freshPostgresUrl }] = await Promise.all([import('../../src/store/postgres/store.js'), import('./postgres.js')]);
     return PostgresStore.open(await freshPostgresUrl(`${label}_${++counter}`));
   },
   openMany: async (label, count) => {
-    const [{ PostgresStore }, { freshPostgresUrl }] = await Promise.all([
-      import('../../src/store/postgres/store.js'),
-      import('./postgres.js'),
-    ]);
+    const [{ PostgresStore }, { freshPostgresUrl }] = await Promise.all([import('../../src/store/postgres/store.js'), import('./postgres.js')]);
     const url = await freshPostgresUrl(`${label}_${++counter}`);
     // 32 connections in all, however many handles: enough that a race's writers meet in the
     // database rather than queue in a pool, few enough for test files running side by side.

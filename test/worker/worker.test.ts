@@ -46,7 +46,11 @@ function startWorker(service: TaskService, tools: TaskTool[], options: WorkerOpt
 }
 
 async function admit(service: TaskService, ttl?: number): Promise<string> {
-  const out = await service.create({ auth: AUTH, tool: { name: 'steered', execution: { taskSupport: 'required' } }, request: { method: 'tools/call', params: { name: 'steered', arguments: {}, task: ttl === undefined ? {} : { ttl } } } });
+  const out = await service.create({
+    auth: AUTH,
+    tool: { name: 'steered', execution: { taskSupport: 'required' } },
+    request: { method: 'tools/call', params: { name: 'steered', arguments: {}, task: ttl === undefined ? {} : { ttl } } },
+  });
   return out.record!.taskId;
 }
 
@@ -85,30 +89,36 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     expect(await service.pendingDispatch()).toBe(0);
   });
 
-  it.skipIf(harness.name === 'memory')('wakes on another process’s admission and given-back lease through the store’s notifications, not the poll', async () => {
-    const [mine, theirs] = await harness.openMany('worker_xwake', 2);
-    stops.push(() => mine!.close(), () => theirs!.close());
-    const service = serviceOn(mine!);
-    await service.start();
-    stops.push(() => service.stop());
-    const otherProcess = serviceOn(theirs!);
-    const { tool, runs } = steeredTool();
-    startWorker(service, [tool], { pollMs: 60_000, concurrency: 1 });
-    const first = await admit(otherProcess);
-    await until(() => runs[0], 2000);
-    // A second task, held by a worker of the other process, is given back on its drain.
-    const second = await admit(otherProcess);
-    const [held] = await otherProcess.claim({ owner: 'theirs', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null });
-    expect(held?.taskId).toBe(second);
-    runs[0]!.release();
-    await until(async () => ((await stored(service, first))?.status === 'completed' ? true : undefined), 2000);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(runs).toHaveLength(1);
-    expect(await otherProcess.release({ fence: { taskId: second, authKey: AUTH, owner: 'theirs', version: held!.version } })).toBe(true);
-    const rerun = await until(() => runs[1], 2000);
-    expect(rerun.taskId).toBe(second);
-    rerun.release();
-  });
+  it.skipIf(harness.name === 'memory')(
+    'wakes on another process’s admission and given-back lease through the store’s notifications, not the poll',
+    async () => {
+      const [mine, theirs] = await harness.openMany('worker_xwake', 2);
+      stops.push(
+        () => mine!.close(),
+        () => theirs!.close(),
+      );
+      const service = serviceOn(mine!);
+      await service.start();
+      stops.push(() => service.stop());
+      const otherProcess = serviceOn(theirs!);
+      const { tool, runs } = steeredTool();
+      startWorker(service, [tool], { pollMs: 60_000, concurrency: 1 });
+      const first = await admit(otherProcess);
+      await until(() => runs[0], 2000);
+      // A second task, held by a worker of the other process, is given back on its drain.
+      const second = await admit(otherProcess);
+      const [held] = await otherProcess.claim({ owner: 'theirs', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null });
+      expect(held?.taskId).toBe(second);
+      runs[0]!.release();
+      await until(async () => ((await stored(service, first))?.status === 'completed' ? true : undefined), 2000);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(runs).toHaveLength(1);
+      expect(await otherProcess.release({ fence: { taskId: second, authKey: AUTH, owner: 'theirs', version: held!.version } })).toBe(true);
+      const rerun = await until(() => runs[1], 2000);
+      expect(rerun.taskId).toBe(second);
+      rerun.release();
+    },
+  );
 
   it('fences off a worker whose lease was taken over: its handler is stopped and its write refused', async () => {
     const store = await fresh('takeover');
@@ -190,7 +200,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     await until(() => first.runs[0]);
     await worker.stop(50);
     expect(first.runs[0]!.signal.aborted).toBe(true);
-    expect((await stored(service, taskId))).toMatchObject({ status: 'working', leaseOwner: null });
+    expect(await stored(service, taskId)).toMatchObject({ status: 'working', leaseOwner: null });
     const second = steeredTool();
     startWorker(service, [second.tool]);
     const rerun = await until(() => second.runs[0], 1000);

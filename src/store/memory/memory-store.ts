@@ -163,9 +163,7 @@ export class MemoryStore implements TaskStore {
 
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
     const claimed: TaskRecord[] = [];
-    const due = [...this.outbox.values()]
-      .filter((e) => e.doneAt === null && e.availableAt <= input.now)
-      .sort((a, b) => a.availableAt - b.availableAt);
+    const due = [...this.outbox.values()].filter((e) => e.doneAt === null && e.availableAt <= input.now).sort((a, b) => a.availableAt - b.availableAt);
     for (const entry of due) {
       if (claimed.length >= input.limit) break;
       const task = this.tasks.get(entry.taskId) ?? null;

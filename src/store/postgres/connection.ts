@@ -24,10 +24,7 @@ export function checkSchemaName(schema: string): string {
     throw new TasklatchError('INVALID_STORE_URL', `invalid schema name ${JSON.stringify(schema)}: the pg_ prefix is reserved by PostgreSQL`);
   }
   if (!SCHEMA_NAME.test(schema)) {
-    throw new TasklatchError(
-      'INVALID_STORE_URL',
-      `invalid schema name ${JSON.stringify(schema)}: use lowercase letters, digits and _ (at most 63)`,
-    );
+    throw new TasklatchError('INVALID_STORE_URL', `invalid schema name ${JSON.stringify(schema)}: use lowercase letters, digits and _ (at most 63)`);
   }
   return schema;
 }
@@ -120,4 +117,3 @@ export async function inTransaction<T>(
     client.release(broken);
   }
 }
-

@@ -91,12 +91,7 @@ async function writeDispatch(
   const common = [task.taskId, task.version, input.now, outboxId, input.correlationId];
   const written =
     kind === 'abandon'
-      ? await client.query<TaskRow>(sql.ABANDON_TASK, [
-          ...common,
-          'abandoned',
-          toJson(input.abandonedResult),
-          resultDigest(input.abandonedResult),
-        ])
+      ? await client.query<TaskRow>(sql.ABANDON_TASK, [...common, 'abandoned', toJson(input.abandonedResult), resultDigest(input.abandonedResult)])
       : await client.query<TaskRow>(sql.CLAIM_TASK, [...common, `claim ${input.owner}`, input.owner, input.now + input.leaseMs]);
   return written.rows[0] === undefined ? null : rowToRecord(written.rows[0]);
 }

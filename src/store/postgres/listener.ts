@@ -33,7 +33,11 @@ export class ChangeListener {
     private readonly onError: (error: Error) => void,
   ) {}
 
-  static async start(config: pg.ClientConfig, onChange: (taskId: string | null, version?: number) => void, onError: (error: Error) => void): Promise<ChangeListener> {
+  static async start(
+    config: pg.ClientConfig,
+    onChange: (taskId: string | null, version?: number) => void,
+    onError: (error: Error) => void,
+  ): Promise<ChangeListener> {
     const listener = new ChangeListener(config, onChange, onError);
     await listener.connect();
     return listener;

@@ -55,9 +55,7 @@ function postgresDialect(pool: pg.Pool, schema: string | null): MigrationDialect
     locked: (work) =>
       inTransaction(pool, async (client) => {
         // Key (class, schema): two schemas migrate in parallel, two runs on one schema queue.
-        await client.query(`SELECT pg_advisory_xact_lock(hashtext('tasklatch.migrate'), hashtext(coalesce($1, current_schema(), '')))`, [
-          schema,
-        ]);
+        await client.query(`SELECT pg_advisory_xact_lock(hashtext('tasklatch.migrate'), hashtext(coalesce($1, current_schema(), '')))`, [schema]);
         if (schema !== null) {
           // After the lock: two concurrent CREATE SCHEMA IF NOT EXISTS can still collide on the
           // catalogue's unique index; the lock makes them take turns.
@@ -88,9 +86,7 @@ function postgresDialect(pool: pg.Pool, schema: string | null): MigrationDialect
           async finish() {
             // Generated here rather than by gen_random_bytes(): pgcrypto may not be installed. The
             // first process to migrate wins; every later one keeps its value.
-            await client.query(`INSERT INTO tasklatch_meta (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING`, [
-              randomBytes(32).toString('hex'),
-            ]);
+            await client.query(`INSERT INTO tasklatch_meta (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING`, [randomBytes(32).toString('hex')]);
           },
         });
       }),

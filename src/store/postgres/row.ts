@@ -45,10 +45,27 @@ export interface AuditRow {
  * become numbers here: epoch milliseconds stay far below 2^53.
  */
 export const TASK_COLUMNS = [
-  'task_id', 'auth_key', 'tool_name', 'status', 'status_message', 'version', 'created_at_ms',
-  'last_updated_at_ms', 'ttl_ms', 'expires_at_ms', 'poll_interval_ms', 'request_digest',
-  'idempotency_key', 'request', 'cancel_requested', 'result', 'result_digest', 'correlation_id',
-  'attempt', 'lease_owner', 'lease_expires_at_ms',
+  'task_id',
+  'auth_key',
+  'tool_name',
+  'status',
+  'status_message',
+  'version',
+  'created_at_ms',
+  'last_updated_at_ms',
+  'ttl_ms',
+  'expires_at_ms',
+  'poll_interval_ms',
+  'request_digest',
+  'idempotency_key',
+  'request',
+  'cancel_requested',
+  'result',
+  'result_digest',
+  'correlation_id',
+  'attempt',
+  'lease_owner',
+  'lease_expires_at_ms',
 ] as const;
 
 function num(value: string | number): number {
@@ -97,10 +114,27 @@ export function rowToRecord(row: TaskRow): TaskRecord {
 /** The values of a record in `TASK_COLUMNS` order: the positional parameters of a row. */
 export function recordToRow(r: TaskRecord): unknown[] {
   return [
-    r.taskId, r.authKey, r.toolName, r.status, r.statusMessage, r.version, r.createdAt,
-    r.lastUpdatedAt, r.ttl, r.expiresAt, r.pollInterval, r.requestDigest,
-    r.idempotencyKey, toJson(r.request), r.cancelRequested, toJson(r.result), r.resultDigest, r.correlationId,
-    r.attempt, r.leaseOwner, r.leaseExpiresAt,
+    r.taskId,
+    r.authKey,
+    r.toolName,
+    r.status,
+    r.statusMessage,
+    r.version,
+    r.createdAt,
+    r.lastUpdatedAt,
+    r.ttl,
+    r.expiresAt,
+    r.pollInterval,
+    r.requestDigest,
+    r.idempotencyKey,
+    toJson(r.request),
+    r.cancelRequested,
+    toJson(r.result),
+    r.resultDigest,
+    r.correlationId,
+    r.attempt,
+    r.leaseOwner,
+    r.leaseExpiresAt,
   ];
 }
 
@@ -123,7 +157,14 @@ export function rowToAudit(row: AuditRow): AuditEntry {
 /** The positional parameters of an audit row: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)`. */
 export function auditToRow(entry: AuditEntry): unknown[] {
   return [
-    entry.at, entry.surface, entry.decision, entry.authKey, entry.taskId, entry.correlationId,
-    entry.status ?? null, entry.version ?? null, entry.detail ?? null,
+    entry.at,
+    entry.surface,
+    entry.decision,
+    entry.authKey,
+    entry.taskId,
+    entry.correlationId,
+    entry.status ?? null,
+    entry.version ?? null,
+    entry.detail ?? null,
   ];
 }

@@ -8,7 +8,6 @@ import { TASK_COLUMNS } from './row.js';
  * the core.
  */
 
-
 /** `(expires_at_ms IS NULL OR expires_at_ms > now)` with `now` as parameter `$n`: restates !isExpired. */
 export function unexpired(n: number): string {
   return `(expires_at_ms IS NULL OR expires_at_ms > $${n})`;
@@ -19,13 +18,29 @@ export const RELEASE_EXPIRED_KEY = `
   UPDATE tasks SET idempotency_key = NULL
    WHERE auth_key = $1 AND idempotency_key = $2 AND expires_at_ms <= $3`;
 
-
 /** Column types of `TASK_COLUMNS`, for parameters outside a VALUES list (which would default to text). */
 const TASK_COLUMN_TYPES = [
-  'text', 'text', 'text', 'text', 'text', 'int', 'bigint',
-  'bigint', 'bigint', 'bigint', 'int', 'text',
-  'text', 'jsonb', 'boolean', 'jsonb', 'text', 'text',
-  'int', 'text', 'bigint',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'int',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'int',
+  'text',
+  'text',
+  'jsonb',
+  'boolean',
+  'jsonb',
+  'text',
+  'text',
+  'int',
+  'text',
+  'bigint',
 ] as const;
 const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
 
@@ -58,7 +73,6 @@ export const ADMIT_TASK = `
 
 export const SELECT_BY_KEY = `SELECT * FROM tasks WHERE auth_key = $1 AND idempotency_key = $2`;
 
-
 export const COUNT_ACTIVE = `
   SELECT count(*)::int AS n FROM tasks
    WHERE auth_key = $1 AND status IN ('working', 'input_required') AND ${unexpired(2)}`;
@@ -66,7 +80,6 @@ export const COUNT_ACTIVE = `
 export const SELECT_BY_ID = `SELECT * FROM tasks WHERE task_id = $1`;
 
 export const SELECT_VISIBLE = `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND ${unexpired(3)}`;
-
 
 const AUDIT_COLUMNS = '(at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)';
 const AUDIT_PER_ROW = 9;

@@ -130,10 +130,7 @@ export async function transitionIn(client: pg.PoolClient, input: TransitionInput
   return { decision, record: visible };
 }
 
-export async function cancelIn(
-  client: pg.PoolClient,
-  input: { authKey: string; taskId: string; now: Millis; correlationId: string },
-): Promise<CancelOutcome> {
+export async function cancelIn(client: pg.PoolClient, input: { authKey: string; taskId: string; now: Millis; correlationId: string }): Promise<CancelOutcome> {
   const cancelled = await client.query<TaskRow>(sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now]);
   if (cancelled.rows[0] !== undefined) {
     const record = rowToRecord(cancelled.rows[0]);
@@ -160,7 +157,6 @@ export async function readById(client: pg.ClientBase | pg.Pool, taskId: string):
   const found = await client.query<TaskRow>(sql.SELECT_BY_ID, [taskId]);
   return found.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
 }
-
 
 /** Whether `value` fits an integer column; anything else matches no stored version. */
 export function isInt4(value: number): boolean {

@@ -93,7 +93,16 @@ function applied(row: TaskRow | undefined, taskId: string): TaskRecord {
 
 function audit(sql: Statements, input: ClaimInput, record: TaskRecord, detail: string): void {
   const { authKey, taskId } = record;
-  const line = auditLine({ at: input.now, surface: 'transition', decision: 'APPLY_TRANSITION', authKey, taskId, correlationId: input.correlationId, record, detail });
+  const line = auditLine({
+    at: input.now,
+    surface: 'transition',
+    decision: 'APPLY_TRANSITION',
+    authKey,
+    taskId,
+    correlationId: input.correlationId,
+    record,
+    detail,
+  });
   sql.insertAudit.run(auditToRow(line));
 }
 
@@ -121,6 +130,10 @@ export function releaseIn(sql: Statements, fence: Fence, now: Millis, correlatio
   sql.moveOutboxEntry.run({ task_id: fence.taskId, available_at_ms: now, lease_expires_at_ms: null });
   // The line other processes' listeners read: the task is claimable again.
   const { authKey, taskId, owner } = fence;
-  sql.insertAudit.run(auditToRow(auditLine({ at: now, surface: 'transition', decision: 'RELEASE_LEASE', authKey, taskId, correlationId, record: released, detail: `release ${owner}` })));
+  sql.insertAudit.run(
+    auditToRow(
+      auditLine({ at: now, surface: 'transition', decision: 'RELEASE_LEASE', authKey, taskId, correlationId, record: released, detail: `release ${owner}` }),
+    ),
+  );
   return true;
 }

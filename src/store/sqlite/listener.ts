@@ -53,12 +53,7 @@ export class ChangeListener {
   }
 
   /** Starts listening on the file at `path`; `close()` stops. */
-  static start(
-    path: string,
-    onChange: (taskId: string | null, version?: number) => void,
-    onError: (error: Error) => void,
-    pollMs = POLL_MS,
-  ): ChangeListener {
+  static start(path: string, onChange: (taskId: string | null, version?: number) => void, onError: (error: Error) => void, pollMs = POLL_MS): ChangeListener {
     return new ChangeListener(path, onChange, onError, pollMs);
   }
 

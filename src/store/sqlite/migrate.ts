@@ -25,9 +25,7 @@ export async function migrateSqlite(db: Database.Database): Promise<string[]> {
 function sqliteDialect(db: Database.Database): MigrationDialect {
   const session: MigrationSession = {
     async readApplied() {
-      db.exec(
-        'CREATE TABLE IF NOT EXISTS tasklatch_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)',
-      );
+      db.exec('CREATE TABLE IF NOT EXISTS tasklatch_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)');
       return db.prepare('SELECT name, checksum FROM tasklatch_migrations ORDER BY name').all() as AppliedMigration[];
     },
     async runFile(file) {

@@ -42,7 +42,11 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
           now += 1;
           const outcome = w.cancel
             ? await service.read({ auth, method: 'tasks/cancel', taskId })
-            : await service.transition({ auth, taskId, write: { status: w.status, expectedVersion: version + w.versionDelta, ...(w.result ? { result: w.result } : {}) } });
+            : await service.transition({
+                auth,
+                taskId,
+                write: { status: w.status, expectedVersion: version + w.versionDelta, ...(w.result ? { result: w.result } : {}) },
+              });
           const after = (await store.get({ authKey: auth, taskId, now })).record!;
           expect(after.version).toBeGreaterThanOrEqual(version);
           const changed = outcome.decision === 'APPLY_TRANSITION' || outcome.decision === 'CANCEL_TASK';
@@ -74,7 +78,10 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
     let run = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ owner: fc.constantFrom(...auths), key: fc.option(fc.constantFrom('k1', 'k2'), { nil: undefined }) }), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.record({ owner: fc.constantFrom(...auths), key: fc.option(fc.constantFrom('k1', 'k2'), { nil: undefined }) }), {
+          minLength: 1,
+          maxLength: 12,
+        }),
         fc.constantFrom(...auths),
         async (plainCreates, plainCaller) => {
           // The tenant prefixed with the run: this run's auth keys are its own.

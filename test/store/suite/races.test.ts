@@ -77,7 +77,13 @@ defineStoreSuite('races', ({ harness, fresh, freshMany }) => {
           Array.from({ length: writers }, (_, w) => {
             if (w % 11 === 5) return store.cancel({ authKey: A, taskId: `r${i}`, now: T0, correlationId: `c${w}` });
             const status = (['completed', 'failed', 'cancelled'] as const)[w % 3]!;
-            return store.transition({ taskId: `r${i}`, authKey: A, write: { status, expectedVersion: w % 5 === 0 ? 1 : 2, result: { w } }, correlationId: `c${w}`, now: T0 });
+            return store.transition({
+              taskId: `r${i}`,
+              authKey: A,
+              write: { status, expectedVersion: w % 5 === 0 ? 1 : 2, result: { w } },
+              correlationId: `c${w}`,
+              now: T0,
+            });
           }),
         );
         for (const o of outs) counts[o.decision] = (counts[o.decision] ?? 0) + 1;
@@ -88,9 +94,7 @@ defineStoreSuite('races', ({ harness, fresh, freshMany }) => {
         const applied = (await store.auditTrail({ taskId: `r${i}` })).filter((e) => e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK');
         expect(applied).toHaveLength(1);
       }
-      expect(Object.keys(counts).sort()).toEqual(
-        expect.arrayContaining(['ALREADY_TERMINAL', 'BLOCK_STALE_VERSION', 'BLOCK_TERMINAL_REWRITE']),
-      );
+      expect(Object.keys(counts).sort()).toEqual(expect.arrayContaining(['ALREADY_TERMINAL', 'BLOCK_STALE_VERSION', 'BLOCK_TERMINAL_REWRITE']));
     });
 
     // 1,000 trials take ~50 s on PostgreSQL on 2 cores by themselves (every writer is a committed
@@ -124,7 +128,10 @@ defineStoreSuite('races', ({ harness, fresh, freshMany }) => {
         all.push(...decisions);
         const winners = decisions.filter((d) => d === 'APPLY_TRANSITION' || d === 'CANCEL_TASK');
         expect(winners, `trial ${trial} (seed ${seed})`).toHaveLength(1);
-        expect(decisions.filter((d) => d !== winners[0] && !LOSING.has(d)), `trial ${trial} (seed ${seed})`).toEqual([]);
+        expect(
+          decisions.filter((d) => d !== winners[0] && !LOSING.has(d)),
+          `trial ${trial} (seed ${seed})`,
+        ).toEqual([]);
       }
       const elapsed = Date.now() - started;
       // The stored facts agree: one terminal status at version 2 per task, one applied write in its trail.
@@ -132,7 +139,10 @@ defineStoreSuite('races', ({ harness, fresh, freshMany }) => {
         const stored = (await handles[1]!.get({ authKey: 'race/writers', taskId: `race-${trial}`, now: PG_NOW })).record!;
         expect(TERMINALS.includes(stored.status as (typeof TERMINALS)[number]) && stored.version === 2, `race-${trial}`).toBe(true);
         const trail = await handles[1]!.auditTrail({ taskId: `race-${trial}` });
-        expect(trail.filter((e) => e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK'), `race-${trial}`).toHaveLength(1);
+        expect(
+          trail.filter((e) => e.decision === 'APPLY_TRANSITION' || e.decision === 'CANCEL_TASK'),
+          `race-${trial}`,
+        ).toHaveLength(1);
       }
       console.log(`[${harness.name} race] seed ${seed}: ${trials} trials, ${all.length} writers, ${elapsed} ms, outcomes ${JSON.stringify(tally(all))}`);
     });

@@ -16,10 +16,22 @@ defineStoreSuite('records', ({ fresh }) => {
       const out = await store.admit(input);
       expect(out.decision).toBe('ACCEPT_TASK');
       expect(out.record).toMatchObject({
-        taskId: input.taskId, authKey: A, toolName: 'export_ledger', status: 'working', version: 1,
-        createdAt: T0, lastUpdatedAt: T0, ttl: HOUR, expiresAt: T0 + HOUR, pollInterval: 500,
-        requestDigest: input.requestDigest, idempotencyKey: 'k1', request: input.request,
-        cancelRequested: false, result: null, correlationId: input.correlationId,
+        taskId: input.taskId,
+        authKey: A,
+        toolName: 'export_ledger',
+        status: 'working',
+        version: 1,
+        createdAt: T0,
+        lastUpdatedAt: T0,
+        ttl: HOUR,
+        expiresAt: T0 + HOUR,
+        pollInterval: 500,
+        requestDigest: input.requestDigest,
+        idempotencyKey: 'k1',
+        request: input.request,
+        cancelRequested: false,
+        result: null,
+        correlationId: input.correlationId,
       });
       expect((await store.get({ authKey: A, taskId: input.taskId, now: T0 })).record).toEqual(out.record);
       const trail = await store.auditTrail({ taskId: input.taskId });
@@ -65,7 +77,13 @@ defineStoreSuite('records', ({ fresh }) => {
     it('applies one conditional write: version + 1, lastUpdatedAt, result and digest', async () => {
       const store = await fresh('apply');
       await store.seed([record({ taskId: 't', version: 3 })]);
-      const out = await store.transition({ taskId: 't', authKey: A, write: { status: 'completed', expectedVersion: 3, result: ok }, correlationId: 'c1', now: T0 });
+      const out = await store.transition({
+        taskId: 't',
+        authKey: A,
+        write: { status: 'completed', expectedVersion: 3, result: ok },
+        correlationId: 'c1',
+        now: T0,
+      });
       expect(out.decision).toBe('APPLY_TRANSITION');
       expect(out.record).toMatchObject({ status: 'completed', version: 4, lastUpdatedAt: T0, result: ok, resultDigest: resultDigest(ok) });
       expect((await store.get({ authKey: A, taskId: 't', now: T0 })).record).toEqual(out.record);
@@ -76,7 +94,13 @@ defineStoreSuite('records', ({ fresh }) => {
     it('updates a status message without leaving the status', async () => {
       const store = await fresh('message');
       await store.seed([record({ taskId: 't' })]);
-      const out = await store.transition({ taskId: 't', authKey: A, write: { status: 'working', expectedVersion: 1, statusMessage: '40%' }, correlationId: 'c', now: T0 });
+      const out = await store.transition({
+        taskId: 't',
+        authKey: A,
+        write: { status: 'working', expectedVersion: 1, statusMessage: '40%' },
+        correlationId: 'c',
+        now: T0,
+      });
       expect(out.record).toMatchObject({ status: 'working', version: 2, statusMessage: '40%' });
     });
 
@@ -86,8 +110,22 @@ defineStoreSuite('records', ({ fresh }) => {
       { name: 'expired', seed: { expiresAt: T0 }, auth: A, write: { status: 'completed', expectedVersion: 1 }, expect: 'BLOCK_EXPIRED', visible: true },
       { name: 'illegal status', seed: {}, auth: A, write: { status: 'done', expectedVersion: 1 }, expect: 'BLOCK_ILLEGAL_TRANSITION', visible: true },
       { name: 'stale', seed: { version: 2 }, auth: A, write: { status: 'completed', expectedVersion: 1 }, expect: 'BLOCK_STALE_VERSION', visible: true },
-      { name: 'terminal rewrite', seed: { status: 'cancelled' as TaskStatus }, auth: A, write: { status: 'completed', expectedVersion: 1 }, expect: 'BLOCK_TERMINAL_REWRITE', visible: true },
-      { name: 'idempotent terminal', seed: { status: 'completed' as TaskStatus, result: ok, resultDigest: resultDigest(ok), version: 5 }, auth: A, write: { status: 'completed', expectedVersion: 2, result: ok }, expect: 'IDEMPOTENT_TERMINAL', visible: true },
+      {
+        name: 'terminal rewrite',
+        seed: { status: 'cancelled' as TaskStatus },
+        auth: A,
+        write: { status: 'completed', expectedVersion: 1 },
+        expect: 'BLOCK_TERMINAL_REWRITE',
+        visible: true,
+      },
+      {
+        name: 'idempotent terminal',
+        seed: { status: 'completed' as TaskStatus, result: ok, resultDigest: resultDigest(ok), version: 5 },
+        auth: A,
+        write: { status: 'completed', expectedVersion: 2, result: ok },
+        expect: 'IDEMPOTENT_TERMINAL',
+        visible: true,
+      },
     ])('classifies a write that changes nothing: $name', async (row) => {
       const store = await fresh('classify');
       if (row.seed !== null) await store.seed([record({ taskId: 't', ...row.seed })]);
@@ -112,7 +150,22 @@ defineStoreSuite('records', ({ fresh }) => {
 
     it('round-trips a seeded record exactly', async () => {
       const store = await fresh('roundtrip');
-      const r = record({ taskId: 'round', status: 'failed', statusMessage: 'boom', result: { content: [], isError: true, n: 1.5 }, resultDigest: 'x', requestDigest: 'd', idempotencyKey: 'ik', request: { method: 'tools/call', params: { a: [1, 'ü'] } }, correlationId: 'cid', attempt: 2, leaseOwner: 'w', leaseExpiresAt: T0 + 5, cancelRequested: true, pollInterval: 250 });
+      const r = record({
+        taskId: 'round',
+        status: 'failed',
+        statusMessage: 'boom',
+        result: { content: [], isError: true, n: 1.5 },
+        resultDigest: 'x',
+        requestDigest: 'd',
+        idempotencyKey: 'ik',
+        request: { method: 'tools/call', params: { a: [1, 'ü'] } },
+        correlationId: 'cid',
+        attempt: 2,
+        leaseOwner: 'w',
+        leaseExpiresAt: T0 + 5,
+        cancelRequested: true,
+        pollInterval: 250,
+      });
       await store.seed([r]);
       expect((await store.get({ authKey: A, taskId: 'round', now: T0 })).record).toEqual(r);
     });
@@ -125,7 +178,13 @@ defineStoreSuite('records', ({ fresh }) => {
       expect(out.decision).toBe('CANCEL_TASK');
       expect(out.record).toMatchObject({ status: 'cancelled', cancelRequested: true, version: 3, lastUpdatedAt: T0, leaseOwner: null });
       expect((await store.cancel({ authKey: A, taskId: 't', now: T0, correlationId: 'c2' })).decision).toBe('ALREADY_TERMINAL');
-      const late = await store.transition({ taskId: 't', authKey: A, write: { status: 'completed', expectedVersion: 2, result: ok }, correlationId: 'c3', now: T0 });
+      const late = await store.transition({
+        taskId: 't',
+        authKey: A,
+        write: { status: 'completed', expectedVersion: 2, result: ok },
+        correlationId: 'c3',
+        now: T0,
+      });
       expect(late.decision).toBe('BLOCK_TERMINAL_REWRITE');
       expect((await store.get({ authKey: A, taskId: 't', now: T0 })).record?.status).toBe('cancelled');
       expect(await store.cancel({ authKey: A, taskId: 'nope', now: T0, correlationId: 'c4' })).toEqual({ decision: 'NOT_FOUND', record: null });

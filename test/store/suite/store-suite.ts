@@ -46,7 +46,10 @@ export const B = 'tenant-b/bob';
 export const ok = { content: [{ type: 'text', text: 'done' }], isError: false };
 
 export function request(args: Record<string, unknown> = { month: '2026-06' }, key?: string): WireRequest {
-  return { method: 'tools/call', params: { name: 'export_ledger', arguments: args, task: { ttl: HOUR }, ...(key ? { _meta: { 'io.tasklatch/idempotency-key': key } } : {}) } };
+  return {
+    method: 'tools/call',
+    params: { name: 'export_ledger', arguments: args, task: { ttl: HOUR }, ...(key ? { _meta: { 'io.tasklatch/idempotency-key': key } } : {}) },
+  };
 }
 
 let seq = 0;
