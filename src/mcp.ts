@@ -3,6 +3,6 @@
  * and its Streamable HTTP transport, plus the demo tools.
  */
 export { createTaskServer, TaskServer, ANONYMOUS, type TaskServerOptions, type WireOptions, type Authenticate } from './mcp/task-server.js';
-export { startHttpServer, type HttpOptions, type RunningHttp } from './mcp/http-server.js';
+export { startHttpServer, type HttpOptions, type RunningHttp } from './http/http-server.js';
 export { wireTask, wireResult, TASK_NOT_FOUND_MESSAGE, TOO_MANY_TASKS, WireError } from './mcp/wire.js';
 export { demoTools, type DemoToolOptions } from './demo/demo-tools.js';

@@ -5,7 +5,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { startHttpServer, type RunningHttp } from '../../src/mcp/http-server.js';
+import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { createTaskServer, type TaskServer } from '../../src/mcp/task-server.js';
 import { authKeyOf, type Principal } from '../../src/tools/principal.js';

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
 import { TasklatchError } from '../core/errors.js';
-import { startHttpServer } from '../mcp/http-server.js';
+import { startHttpServer } from '../http/http-server.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
 import { createLogger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
@@ -14,7 +14,7 @@ import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIO
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
 
-Serves MCP tools with durable tasks (spec 2025-11-25).
+Serves MCP tools with durable tasks, to 2025-11-25 and 2026-07-28 clients on one endpoint.
   --http [HOST:]PORT     Streamable HTTP at /mcp (default 127.0.0.1:3000)
   --stdio                serve one client over stdin/stdout
   --auth-tokens FILE     JSON object: bearer token → { "tenant", "subject" }; other requests get 401
@@ -74,6 +74,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
+  const tools = toolsFrom(values);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
     tokens !== undefined
@@ -83,7 +84,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
         : undefined;
   const runtime = createRuntime({
     store,
-    tools: toolsFrom(values),
+    tools,
     callersIdentified: authenticate !== undefined,
     execute: values.workers,
     worker: workerSettings,

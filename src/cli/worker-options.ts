@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isTasklatchError, TasklatchError } from '../core/errors.js';
+import { conformanceTools } from '../demo/conformance-tools.js';
 import { demoTools } from '../demo/demo-tools.js';
 import type { TaskTool } from '../tools/tool.js';
 import type { ExecutionHooks } from '../worker/task-executor.js';
@@ -13,6 +14,7 @@ export const WORKER_ARG_OPTIONS = {
   store: { type: 'string', default: DEFAULT_STORE_URL },
   exports: { type: 'string', default: './.tasklatch/exports' },
   demo: { type: 'boolean', default: true },
+  tools: { type: 'string', default: 'demo' },
   concurrency: { type: 'string' },
   'lease-ms': { type: 'string' },
   'poll-interval': { type: 'string' },
@@ -22,7 +24,8 @@ export const WORKER_ARG_OPTIONS = {
 
 export const WORKER_USAGE_LINES = `  --store URL            sqlite:PATH (default ${DEFAULT_STORE_URL}), postgres://…, memory
   --exports DIR          where export_ledger writes (default ./.tasklatch/exports)
-  --no-demo              serve no demo tools
+  --tools SET            the tools to serve: demo (default) or conformance (what the MCP conformance suite calls)
+  --no-demo              serve no tools at all
   --concurrency N        tasks one worker runs at once (default 4)
   --lease-ms MS          lease per claimed task (default 30000); a dead worker's tasks wait this long
   --poll-interval MS     pollInterval suggested to clients, and the heartbeat bound (default 1000)
@@ -32,12 +35,22 @@ export interface WorkerArgs {
   store: string;
   exports: string;
   demo: boolean;
+  tools: string;
   concurrency?: string | undefined;
   'lease-ms'?: string | undefined;
 }
 
+/** The named tool sets of `--tools`. */
+const TOOL_SETS: Record<string, (values: WorkerArgs) => TaskTool[]> = {
+  demo: (values) => demoTools({ exportsDir: resolve(values.exports) }),
+  conformance: () => conformanceTools(),
+};
+
 export function toolsFrom(values: WorkerArgs): TaskTool[] {
-  return values.demo ? demoTools({ exportsDir: resolve(values.exports) }) : [];
+  if (!values.demo) return [];
+  const set = TOOL_SETS[values.tools];
+  if (set === undefined) throw new TasklatchError('INVALID_INPUT', `--tools takes ${Object.keys(TOOL_SETS).join(' or ')}, got ${JSON.stringify(values.tools)}`);
+  return set(values);
 }
 
 /**

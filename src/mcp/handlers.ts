@@ -120,7 +120,7 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
       throw new WireError(TOO_MANY_TASKS, `Too many active tasks: at most ${server.service.limits.maxActiveTasks ?? 0} non-terminal tasks per caller`);
     case 'ACCEPT_NORMAL':
     case 'BLOCK_CAPABILITY':
-      return runPlain(tool, params, principal, extra);
+      return runPlain(session, tool, params, principal, extra);
     case 'REPLAY_TASK':
       return { task: wireTask(outcome.record) };
     case 'ACCEPT_TASK': {
@@ -134,13 +134,14 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
 }
 
 /** A plain call: the same handler, run inline, its result returned as is. */
-async function runPlain(tool: TaskTool, params: Record<string, unknown>, principal: Principal, extra: Extra): Promise<ToolResult> {
+async function runPlain(session: SessionContext, tool: TaskTool, params: Record<string, unknown>, principal: Principal, extra: Extra): Promise<ToolResult> {
   const token = extra._meta?.progressToken;
   const ctx: ToolContext = {
     taskId: null,
     principal,
     signal: extra.signal,
     idempotencyKey: `call:${randomUUID()}`,
+    clientCapabilities: (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null,
     reportStatus: async () => undefined,
     checkpoint: async () => extra.signal.throwIfAborted(),
     reportProgress: async (progress, total, message) => {

@@ -68,6 +68,11 @@ export class TaskServer {
     return this.runtime.logger;
   }
 
+  /** The server's name and version, as every wire announces them. */
+  get identity(): { name: string; version: string } {
+    return { name: this.options.name ?? 'tasklatch', version: this.options.version ?? '0.1.0' };
+  }
+
   /** Starts the runtime it owns (a runtime passed in is the caller's to start). */
   async start(): Promise<void> {
     if (this.ownsRuntime) await this.runtime.start();
@@ -81,10 +86,7 @@ export class TaskServer {
    * itself identifies it (stdio with --principal); per-request auth info wins over it.
    */
   createSession(principal: Principal | null = null): Server {
-    const server = new Server(
-      { name: this.options.name ?? 'tasklatch', version: this.options.version ?? '0.1.0' },
-      { capabilities: { tools: {}, tasks: { ...this.capabilities } } },
-    );
+    const server = new Server(this.identity, { capabilities: { tools: {}, tasks: { ...this.capabilities } } });
     const session: SessionContext = {
       server: this,
       sdk: server,

@@ -14,6 +14,11 @@ export interface ToolContext {
    * own side effects after it (a file path, an upstream request id) to make them idempotent.
    */
   idempotencyKey: string;
+  /**
+   * What the requesting client declared it can do (`elicitation`, `sampling`, `roots`,
+   * `extensions`…), from the request that created the call; null where the wire does not say.
+   */
+  clientCapabilities: Record<string, unknown> | null;
   /** Sets the task's status message (a status write, versioned like any other). */
   reportStatus(message: string): Promise<void>;
   /** Sends a progress notification with the request's progressToken, if it had one. */
@@ -45,6 +50,11 @@ export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
   inputSchema: Schema;
   /** Omit for a tool that never runs as a task (taskSupport `forbidden`). */
   execution?: { taskSupport: TaskSupport };
+  /**
+   * For an `optional` tool on a wire where the server decides (2026-07-28): whether these
+   * arguments are worth a task. Absent: always a task when the client can take one.
+   */
+  runsAsTask?(args: z.infer<Schema>): boolean;
   handler(args: z.infer<Schema>, ctx: ToolContext): Promise<ToolResult>;
 }
 

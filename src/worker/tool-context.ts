@@ -6,6 +6,16 @@ import type { TaskRun } from './task-run.js';
 /** Where a task's progress goes: the wire sessions that asked for it, wherever they are. */
 export type ProgressSink = (record: TaskRecord, progress: number, total?: number, message?: string) => Promise<void>;
 
+/**
+ * The client capabilities the creating request carried in its `_meta` (2026-07-28 requests
+ * do); null when it carried none (2025-11-25 declares them once per session).
+ */
+export function requestCapabilities(request: unknown): Record<string, unknown> | null {
+  const meta = (request as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
+  const capabilities = meta?.['io.modelcontextprotocol/clientCapabilities'];
+  return typeof capabilities === 'object' && capabilities !== null && !Array.isArray(capabilities) ? (capabilities as Record<string, unknown>) : null;
+}
+
 /** What a handler running as a task is given: its run's signal, fenced writes and checkpoint. */
 export function taskToolContext(run: TaskRun, progress?: ProgressSink): ToolContext {
   const { record } = run;
@@ -15,6 +25,7 @@ export function taskToolContext(run: TaskRun, progress?: ProgressSink): ToolCont
     signal: run.signal,
     // The same for every attempt of the task: side effects named after it are idempotent.
     idempotencyKey: `task:${record.taskId}`,
+    clientCapabilities: requestCapabilities(record.request),
     reportStatus: (message) => run.reportStatus(message),
     reportProgress: async (value, total, message) => {
       if (!run.signal.aborted) await progress?.(record, value, total, message);

@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { TaskServer } from './task-server.js';
-import { authKeyOf, type Principal } from '../tools/principal.js';
+import { SessionTransports } from '../mcp/session-transports.js';
+import type { TaskServer } from '../mcp/task-server.js';
+import { StatelessServer, type StatelessReply } from '../stateless/stateless-server.js';
+import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
+import { checkHostAndOrigin, loopbackHosts } from './host-check.js';
+import { isModernRequest } from './route.js';
 
 export interface HttpOptions {
   host: string;
@@ -13,6 +14,12 @@ export interface HttpOptions {
   tokens?: ReadonlyMap<string, Principal>;
   /** Largest request body accepted (bytes). */
   maxBodyBytes?: number;
+  /**
+   * Host names (`localhost`, `127.0.0.1`, `[::1]`, `mcp.example.com`) accepted in the `Host`
+   * and `Origin` headers; anything else is refused with 403 (DNS rebinding). Default: the
+   * loopback names when the server listens on a loopback address, no check otherwise.
+   */
+  allowedHosts?: readonly string[];
 }
 
 export interface RunningHttp {
@@ -24,17 +31,24 @@ export interface RunningHttp {
 const MCP_PATH = '/mcp';
 
 /**
- * Serves a TaskServer over Streamable HTTP at `/mcp`: one SDK session per `initialize`, bearer
- * tokens checked before the transport sees the request. Every instance on one shared store
- * answers for every task, so a client may talk to any of them.
+ * One MCP endpoint at `/mcp` for both protocol generations, chosen per request: `initialize`
+ * and `Mcp-Session-Id` traffic goes to the 2025-11-25 sessions of the SDK transport; a request
+ * that carries the 2026-07-28 per-request `_meta` (or names a newer version in its
+ * `MCP-Protocol-Version` header) is served statelessly. Bearer tokens and the Host/Origin check
+ * come first for both. Every instance on one shared store answers for every task.
  */
 export async function startHttpServer(taskServer: TaskServer, options: HttpOptions): Promise<RunningHttp> {
-  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const sessions = new SessionTransports(taskServer);
+  const stateless = new StatelessServer(taskServer.runtime, taskServer.identity);
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
+  const allowedHosts = options.allowedHosts ?? loopbackHosts(options.host);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== MCP_PATH) return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
+    if (allowedHosts !== null && !checkHostAndOrigin(req.headers, allowedHosts)) {
+      return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32600, message: 'Forbidden: Host or Origin not allowed' } });
+    }
     const principal = authenticate(req, options.tokens);
     if (principal === 'denied') {
       res.setHeader('WWW-Authenticate', 'Bearer');
@@ -44,30 +58,27 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
       (req as IncomingMessage & { auth?: unknown }).auth = { token: bearer(req) ?? '', clientId: authKeyOf(principal), scopes: [], extra: { principal } };
     }
     const body = req.method === 'POST' ? await readJson(req, maxBody) : undefined;
-    if (body instanceof Error) return sendJson(res, body.message === 'too large' ? 413 : 400, jsonRpcError(-32700, `Parse error: ${body.message}`));
     const sessionId = header(req, 'mcp-session-id');
-    let transport = sessionId === null ? undefined : transports.get(sessionId);
-    if (transport === undefined) {
-      if (sessionId !== null) return sendJson(res, 404, jsonRpcError(-32001, 'Session not found'));
-      if (req.method !== 'POST' || !isInitializeRequest(body))
-        return sendJson(res, 400, jsonRpcError(-32000, 'Bad Request: no session; send initialize first'));
-      const created = new StreamableHTTPServerTransport({
-        sessionIdGenerator: randomUUID,
-        onsessioninitialized: (id) => void transports.set(id, created),
-      });
-      created.onclose = () => {
-        if (created.sessionId !== undefined) transports.delete(created.sessionId);
-      };
-      await taskServer.createSession().connect(created);
-      transport = created;
+    const modern = sessionId === null && isModernRequest(req.headers, body);
+    if (body instanceof Error) {
+      const error = { jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${body.message}` } };
+      return sendJson(res, body.message === 'too large' ? 413 : 400, modern ? error : { ...error, id: null });
     }
-    await transport.handleRequest(req, res, body);
+    if (!modern) return sessions.handle(req, res, body, sessionId);
+    if (req.method !== 'POST') {
+      res.setHeader('Allow', 'POST');
+      return sendJson(res, 405, { jsonrpc: '2.0', error: { code: -32600, message: 'Method not allowed: 2026-07-28 requests are POSTs' } });
+    }
+    const closed = new AbortController();
+    res.once('close', () => closed.abort());
+    const reply = await stateless.handle({ body, headers: req.headers, principal: principal ?? ANONYMOUS, signal: closed.signal });
+    await send(res, reply, closed.signal);
   };
 
   const http: HttpServer = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       taskServer.logger.error({ err: error }, 'HTTP request failed');
-      if (!res.headersSent) sendJson(res, 500, jsonRpcError(-32603, 'Internal error'));
+      if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' } });
       else res.end();
     });
   });
@@ -84,11 +95,29 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
   return {
     url: `http://${host}:${address.port}${MCP_PATH}`,
     close: async () => {
-      await Promise.allSettled([...transports.values()].map((t) => t.close()));
+      await sessions.close();
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+async function send(res: ServerResponse, reply: StatelessReply, closed: AbortSignal): Promise<void> {
+  if (reply.kind === 'accepted') {
+    res.writeHead(202).end();
+    return;
+  }
+  if (reply.kind === 'json') return sendJson(res, reply.status, reply.body);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+  await reply.open(
+    {
+      send: (message) => void res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`),
+      comment: (text = '') => void res.write(`: ${text}\n\n`),
+    },
+    closed,
+  );
+  res.end();
 }
 
 function authenticate(req: IncomingMessage, tokens: ReadonlyMap<string, Principal> | undefined): Principal | null | 'denied' {
@@ -121,10 +150,6 @@ async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
   } catch (error) {
     return new Error((error as Error).message);
   }
-}
-
-function jsonRpcError(code: number, message: string): unknown {
-  return { jsonrpc: '2.0', error: { code, message }, id: null };
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

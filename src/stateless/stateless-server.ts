@@ -1,0 +1,292 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { taskSupportOf } from '../core/create-rules.js';
+import { isTasklatchError } from '../core/errors.js';
+import type { WireRequest } from '../core/types.js';
+import type { TaskRuntime } from '../runtime/task-runtime.js';
+import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
+import { authKeyOf, type Principal } from '../tools/principal.js';
+import { ProtocolError } from '../tools/protocol-error.js';
+import type { TaskTool, ToolContext } from '../tools/tool.js';
+import { checkRoutingHeaders } from './headers.js';
+import { CallToolParams, describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
+import {
+  CODES,
+  declaresTasks,
+  httpStatusOf,
+  invalidParams,
+  META,
+  methodNotFound,
+  missingTasksExtension,
+  SUPPORTED_VERSIONS,
+  TASKS_EXTENSION,
+} from './protocol.js';
+import { openTaskSubscription, type EventSink } from './subscriptions.js';
+import { createTaskResult, detailedTask } from './task-view.js';
+
+/** One POSTed message, with what the HTTP layer knows about it. */
+export interface StatelessRequest {
+  body: unknown;
+  headers: IncomingHttpHeaders;
+  /** The caller, as the HTTP layer authenticated it (the anonymous principal without auth). */
+  principal: Principal;
+  /** Fires when the client goes away. */
+  signal: AbortSignal;
+}
+
+/** What the HTTP layer sends back. */
+export type StatelessReply =
+  { kind: 'json'; status: number; body: unknown } | { kind: 'accepted' } | { kind: 'stream'; open(sink: EventSink, closed: AbortSignal): Promise<void> };
+
+export interface StatelessOptions {
+  name?: string;
+  version?: string;
+  /** How long clients may cache `server/discover` and the list results (ms). */
+  listTtlMs?: number;
+}
+
+/** What a method handler is given: the request's own parts, already checked. */
+interface Call {
+  id: string | number;
+  params: Record<string, unknown>;
+  capabilities: Record<string, unknown>;
+  principal: Principal;
+  headers: IncomingHttpHeaders;
+  signal: AbortSignal;
+}
+
+/** A reply that is not a JSON result: the SSE stream of a subscription. */
+class StreamReply {
+  readonly kind = 'stream';
+  constructor(readonly open: (sink: EventSink, closed: AbortSignal) => Promise<void>) {}
+}
+
+type Handler = (call: Call) => Promise<Record<string, unknown> | StreamReply>;
+
+const TASK_NOT_FOUND = 'Task not found';
+
+/**
+ * tasklatch on the MCP 2026-07-28 wire with the tasks extension: every request stands alone,
+ * carrying its protocol version and client capabilities in `_meta`; there are no sessions.
+ * Like the 2025-11-25 wire, it only maps the runtime's decisions to messages: the same service,
+ * store, tools and workers answer both, so a task created on either is readable on both.
+ */
+export class StatelessServer {
+  private readonly methods: Record<string, Handler>;
+  private readonly listTtlMs: number;
+
+  constructor(
+    private readonly runtime: TaskRuntime,
+    private readonly options: StatelessOptions = {},
+  ) {
+    this.listTtlMs = options.listTtlMs ?? 60_000;
+    const cache = () => ({ ttlMs: this.listTtlMs, cacheScope: 'public' });
+    this.methods = {
+      'server/discover': async () => this.discover(),
+      'tools/list': async () => ({ resultType: 'complete', tools: this.runtime.tools.list().map(withoutExecution), ...cache() }),
+      // A tools-only server: the lists exist, empty, so that clients and caches need no special case.
+      'prompts/list': async () => ({ resultType: 'complete', prompts: [], ...cache() }),
+      'resources/list': async () => ({ resultType: 'complete', resources: [], ...cache() }),
+      'resources/templates/list': async () => ({ resultType: 'complete', resourceTemplates: [], ...cache() }),
+      'resources/read': async () => Promise.reject(invalidParams('Resource not found')),
+      'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
+      'tools/call': (call) => this.callTool(call),
+      'tasks/get': (call) => this.getTask(call),
+      'tasks/update': (call) => this.updateTask(call),
+      'tasks/cancel': (call) => this.cancelTask(call),
+      'subscriptions/listen': (call) => this.listen(call),
+    };
+  }
+
+  /** Answers one POSTed message. Never throws: every failure is a JSON-RPC error reply. */
+  async handle(request: StatelessRequest): Promise<StatelessReply> {
+    if (Array.isArray(request.body))
+      return errorReply(undefined, new ProtocolError(CODES.invalidRequest, 'a POST carries one JSON-RPC message; batches are not part of 2026-07-28'));
+    const envelope = Envelope.safeParse(request.body);
+    if (!envelope.success)
+      return errorReply(readableId(request.body), new ProtocolError(CODES.invalidRequest, `Invalid request: ${describeIssue(envelope.error)}`));
+    const { id, method, params = {} } = envelope.data;
+    // Notifications need no answer; the one a client sends here (cancelling a listen) is also
+    // told by the stream it closes.
+    if (id === undefined) return { kind: 'accepted' };
+    try {
+      const meta = RequestMeta.safeParse(params._meta);
+      if (!meta.success) throw invalidParams(`Invalid _meta: ${describeIssue(meta.error)}`);
+      const version = meta.data[META.protocolVersion];
+      checkRoutingHeaders(request.headers, method, params, version);
+      if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
+        throw new ProtocolError(CODES.unsupportedVersion, `Unsupported protocol version ${version}`, {
+          supported: [...SUPPORTED_VERSIONS],
+          requested: version,
+        });
+      }
+      const handler = this.methods[method];
+      if (handler === undefined) throw methodNotFound(method);
+      const call: Call = {
+        id,
+        params,
+        capabilities: meta.data[META.clientCapabilities],
+        principal: request.principal,
+        headers: request.headers,
+        signal: request.signal,
+      };
+      const result = await handler(call);
+      if (result instanceof StreamReply) return result;
+      return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id, result } };
+    } catch (error) {
+      if (error instanceof ProtocolError) return errorReply(id, error);
+      if (isTasklatchError(error, 'INVALID_INPUT')) return errorReply(id, invalidParams(error.message));
+      this.runtime.logger.error({ err: error, method }, 'request failed');
+      return errorReply(id, new ProtocolError(CODES.internalError, 'Internal error'));
+    }
+  }
+
+  private discover(): Record<string, unknown> {
+    return {
+      resultType: 'complete',
+      supportedVersions: [...SUPPORTED_VERSIONS],
+      capabilities: { tools: {}, prompts: {}, resources: {}, extensions: { [TASKS_EXTENSION]: {} } },
+      ttlMs: this.listTtlMs,
+      cacheScope: 'public',
+      _meta: { [META.serverInfo]: { name: this.options.name ?? 'tasklatch', version: this.options.version ?? '0.1.0' } },
+    };
+  }
+
+  /**
+   * The server decides whether a call becomes a task: never without the extension in this
+   * request (a `required` tool then answers -32021), never for a `forbidden` tool, always for a
+   * `required` one, and for an `optional` one unless the tool prefers a plain answer for these
+   * arguments. A legacy `params.task` changes nothing.
+   */
+  private async callTool(call: Call): Promise<Record<string, unknown>> {
+    const parsed = CallToolParams.safeParse(call.params);
+    if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
+    const { name } = parsed.data;
+    const tool = this.runtime.tools.get(name);
+    if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`);
+    const args = parsed.data.arguments ?? {};
+    const support = taskSupportOf(tool);
+    const declared = declaresTasks(call.capabilities);
+    if (support === 'required' && !declared) throw missingTasksExtension(`Tool ${name}`);
+    if (declared && support !== 'forbidden') {
+      const problem = argumentProblem(tool, args);
+      if (problem !== null) throw invalidParams(problem);
+      if (support === 'required' || prefersTask(tool, args)) return this.admit(call, tool);
+    }
+    const ctx = plainContext(call);
+    const result = await invokeTool(tool, args, ctx);
+    return { ...result, resultType: 'complete' };
+  }
+
+  private async admit(call: Call, tool: TaskTool): Promise<Record<string, unknown>> {
+    const { task: _legacy, ...params } = call.params;
+    // Augmented in the contract's terms: the 2025-11-25 reading of the same record sees a task.
+    const request: WireRequest = { method: 'tools/call', params: { ...params, task: {} } };
+    const headerKey = headerValue(call.headers, 'idempotency-key');
+    const outcome = await this.runtime.service.create({
+      auth: authKeyOf(call.principal),
+      tool: this.runtime.tools.descriptor(tool),
+      request,
+      idempotencyKey: headerKey,
+    });
+    switch (outcome.decision) {
+      case 'ACCEPT_TASK':
+      case 'REPLAY_TASK':
+        // Only now, after the record and its outbox entry committed: a tasks/get resolves.
+        return createTaskResult(outcome.record);
+      case 'BLOCK_IDEMPOTENCY_COLLISION':
+        throw invalidParams(`Idempotency key is already used by a different request`);
+      case 'BLOCK_TASK_LIMIT':
+        throw new ProtocolError(
+          CODES.tooManyTasks,
+          `Too many active tasks: at most ${this.runtime.service.limits.maxActiveTasks ?? 0} non-terminal tasks per caller`,
+        );
+      default:
+        throw new ProtocolError(CODES.internalError, `task admission answered ${outcome.decision}`);
+    }
+  }
+
+  private async getTask(call: Call): Promise<Record<string, unknown>> {
+    const taskId = this.taskIdOf(call, 'tasks/get');
+    const out = await this.runtime.service.read({ auth: authKeyOf(call.principal), method: 'tasks/get', taskId });
+    if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
+    return detailedTask(out.record);
+  }
+
+  private async updateTask(call: Call): Promise<Record<string, unknown>> {
+    if (!declaresTasks(call.capabilities)) throw missingTasksExtension('tasks/update');
+    const parsed = UpdateTaskParams.safeParse(call.params);
+    if (!parsed.success) throw invalidParams(`Invalid params for tasks/update: ${describeIssue(parsed.error)}`);
+    const out = await this.runtime.service.read({ auth: authKeyOf(call.principal), method: 'tasks/get', taskId: parsed.data.taskId });
+    if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
+    // Responses to keys that are not outstanding are ignored, as the extension asks.
+    return { resultType: 'complete' };
+  }
+
+  /** Cooperative: the cancellation is latched (or the task was already terminal); the ack is empty either way. */
+  private async cancelTask(call: Call): Promise<Record<string, unknown>> {
+    const taskId = this.taskIdOf(call, 'tasks/cancel');
+    const out = await this.runtime.cancel({ auth: authKeyOf(call.principal), taskId });
+    if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
+    return { resultType: 'complete' };
+  }
+
+  private async listen(call: Call): Promise<StreamReply> {
+    const parsed = ListenParams.safeParse(call.params);
+    if (!parsed.success) throw invalidParams(`Invalid params for subscriptions/listen: ${describeIssue(parsed.error)}`);
+    const taskIds = parsed.data.notifications.taskIds ?? [];
+    if (taskIds.length > 0 && !declaresTasks(call.capabilities)) throw missingTasksExtension('Task subscriptions');
+    return new StreamReply((sink, closed) =>
+      openTaskSubscription({ service: this.runtime.service, auth: authKeyOf(call.principal), taskIds, subscriptionId: call.id, sink, closed }),
+    );
+  }
+
+  /** The extension check comes before the id is looked at: a non-declaring request learns nothing. */
+  private taskIdOf(call: Call, method: string): string {
+    if (!declaresTasks(call.capabilities)) throw missingTasksExtension(method);
+    const parsed = TaskIdParams.safeParse(call.params);
+    if (!parsed.success) throw invalidParams(`Invalid params for ${method}: ${describeIssue(parsed.error)}`);
+    return parsed.data.taskId;
+  }
+}
+
+/** A tool that may run either way runs as a task unless it says these arguments are quick. */
+function prefersTask(tool: TaskTool, args: Record<string, unknown>): boolean {
+  if (tool.runsAsTask === undefined) return true;
+  const parsed = tool.inputSchema.safeParse(args);
+  return parsed.success ? tool.runsAsTask(parsed.data) : true;
+}
+
+function plainContext(call: Call): ToolContext {
+  return {
+    taskId: null,
+    principal: call.principal,
+    signal: call.signal,
+    idempotencyKey: `call:${randomUUID()}`,
+    clientCapabilities: call.capabilities,
+    reportStatus: async () => undefined,
+    reportProgress: async () => undefined,
+    checkpoint: async () => call.signal.throwIfAborted(),
+  };
+}
+
+/** 2026-07-28 tools carry no `execution.taskSupport`: whether a call becomes a task is the server's. */
+function withoutExecution(tool: Record<string, unknown>): Record<string, unknown> {
+  const { execution: _execution, ...rest } = tool;
+  return rest;
+}
+
+/** An error reply; the id is echoed when it could be read, and left out (never null) otherwise. */
+function errorReply(id: string | number | undefined, error: ProtocolError): StatelessReply {
+  return { kind: 'json', status: httpStatusOf(error.code), body: { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: error.toJSON() } };
+}
+
+function readableId(body: unknown): string | number | undefined {
+  const id = typeof body === 'object' && body !== null ? (body as { id?: unknown }).id : undefined;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : undefined;
+}
+
+function headerValue(headers: IncomingHttpHeaders, name: string): string | null {
+  const value = headers[name];
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}

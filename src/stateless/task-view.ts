@@ -1,0 +1,47 @@
+import { formatTimestamp } from '../core/time.js';
+import type { TaskRecord, TaskStatus } from '../core/types.js';
+import { isStoredError } from '../tools/protocol-error.js';
+
+/** The flat `Task` fields of the tasks extension. */
+export function taskFields(record: TaskRecord): Record<string, unknown> {
+  return {
+    taskId: record.taskId,
+    status: statusOn2026(record),
+    ...(record.statusMessage === null ? {} : { statusMessage: record.statusMessage }),
+    createdAt: formatTimestamp(record.createdAt),
+    lastUpdatedAt: formatTimestamp(record.lastUpdatedAt),
+    // A positive integer or null: a ttl of 0 would read as "already gone".
+    ttlMs: record.ttl === null || record.ttl <= 0 ? null : record.ttl,
+    ...(record.pollInterval === null || record.pollInterval <= 0 ? {} : { pollIntervalMs: record.pollInterval }),
+  };
+}
+
+/**
+ * The status a record has on this wire. The stored status is the 2025-11-25 reading, where a
+ * tool result with `isError` ends a task `failed`; here `failed` means only a JSON-RPC error
+ * during execution, and an `isError` result is a `completed` task with that result.
+ */
+export function statusOn2026(record: Pick<TaskRecord, 'status' | 'result'>): TaskStatus {
+  if (record.status === 'failed' && !isStoredError(record.result) && typeof record.result === 'object' && record.result !== null) return 'completed';
+  return record.status;
+}
+
+/** `CreateTaskResult`: `Result & Task`, flat, and nothing of the outcome. */
+export function createTaskResult(record: TaskRecord): Record<string, unknown> {
+  return { resultType: 'task', ...taskFields(record) };
+}
+
+/** `tasks/get`: the task with its outcome inlined (`result` or `error`) once it has one. */
+export function detailedTask(record: TaskRecord): Record<string, unknown> {
+  const view: Record<string, unknown> = { resultType: 'complete', ...taskFields(record) };
+  const status = view.status as TaskStatus;
+  if (status === 'completed' && typeof record.result === 'object' && record.result !== null) {
+    // Exactly the CallToolResult the call returned, as a complete result of its own.
+    view.result = { resultType: 'complete', ...(record.result as Record<string, unknown>) };
+  } else if (status === 'failed') {
+    const error = isStoredError(record.result) ? record.result.error : { code: -32603, message: `task ${record.taskId} failed without a result` };
+    view.error = error;
+    view.statusMessage ??= error.message;
+  }
+  return view;
+}
