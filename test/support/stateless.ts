@@ -1,0 +1,64 @@
+import { TASKS_EXTENSION } from '../../src/stateless/protocol.js';
+
+/** The `_meta` capabilities of a 2026-07-28 request that can take tasks. */
+export const WITH_TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
+
+const NAMED_BY: Record<string, string> = { 'tools/call': 'name', 'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId' };
+
+let nextId = 1;
+
+export interface RpcOptions {
+  capabilities?: Record<string, unknown>;
+  token?: string;
+  /** Extra or replaced headers; a header set to null is left out. */
+  headers?: Record<string, string | null>;
+  meta?: Record<string, unknown>;
+}
+
+/** One 2026-07-28 request as a conforming client sends it: `_meta`, routing headers, a fresh id. */
+export async function rpc(url: string, method: string, params: Record<string, unknown> = {}, options: RpcOptions = {}) {
+  const id = nextId++;
+  const member = NAMED_BY[method];
+  const headers: Record<string, string | null> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': method,
+    ...(member !== undefined && typeof params[member] === 'string' ? { 'mcp-name': params[member] } : {}),
+    ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+    ...options.headers,
+  };
+  const body = {
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: {
+      ...params,
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': options.capabilities ?? WITH_TASKS,
+        'io.modelcontextprotocol/clientInfo': { name: 'test', version: '1.0.0' },
+        ...options.meta,
+      },
+    },
+  };
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: Object.fromEntries(Object.entries(headers).filter((e): e is [string, string] => e[1] !== null)),
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as { id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
+  return { status: res.status, id, ...json };
+}
+
+/** Polls `tasks/get` until the task is terminal (or `ms` pass). */
+export async function settle(url: string, taskId: string, options: RpcOptions = {}, ms = 10_000): Promise<Record<string, unknown>> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const got = await rpc(url, 'tasks/get', { taskId }, options);
+    const status = got.result?.status;
+    if (status === 'completed' || status === 'failed' || status === 'cancelled') return got.result!;
+    if (Date.now() > end) throw new Error(`task ${taskId} still ${String(status)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
