@@ -245,7 +245,7 @@ describe('the 2026-07-28 wire', () => {
     while (!messages.some((m) => m.params.status === 'completed')) {
       const { value, done } = await reader.read();
       if (done) break;
-      buffer += new TextDecoder().decode(value);
+      buffer += new TextDecoder().decode(value as Uint8Array);
       for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
         const data = buffer
           .slice(0, cut)
