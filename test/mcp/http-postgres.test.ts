@@ -7,6 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcError } from '../support/mcp.js';
+import { rpc, settle } from '../support/stateless.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
 
@@ -100,5 +101,24 @@ describe('two serve --http processes on one PostgreSQL', () => {
       expect(await rpcError(probe())).toEqual({ code: -32602, message: 'Task not found' });
     }
     expect((await bobB.experimental.tasks.listTasks()).tasks).toEqual([]);
+  });
+
+  it('answer for each other on 2026-07-28 too: created on one, watched and cancelled through the other, read on 2025-11-25', async () => {
+    const alice = { token: 'token-alice' };
+    const created = await rpc(serveA.url, 'tools/call', { name: 'export_ledger', arguments: { month: '2026-09', rows: 20, delayMs: 400 } }, alice);
+    const taskId = created.result!.taskId as string;
+    // Read through the other process at once: the create was durable before its answer.
+    expect((await rpc(serveB.url, 'tasks/get', { taskId }, alice)).result).toMatchObject({ taskId, status: 'working' });
+    const done = await settle(serveB.url, taskId, alice);
+    expect(done).toMatchObject({ status: 'completed', result: { structuredContent: { rows: 20 } } });
+    const legacy = await client(serveA, 'token-alice');
+    expect((await legacy.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).structuredContent).toMatchObject({ rows: 20 });
+
+    const long = await rpc(serveA.url, 'tools/call', { name: 'export_ledger', arguments: { month: '2026-10', rows: 50, delayMs: 3000 } }, alice);
+    const longId = long.result!.taskId as string;
+    expect((await rpc(serveB.url, 'tasks/cancel', { taskId: longId }, alice)).result).toEqual({ resultType: 'complete' });
+    expect((await rpc(serveA.url, 'tasks/get', { taskId: longId }, alice)).result?.status).toBe('cancelled');
+    const bob = await rpc(serveB.url, 'tasks/get', { taskId: longId }, { token: 'token-bob' });
+    expect(bob.error).toEqual({ code: -32602, message: 'Task not found' });
   });
 });
