@@ -31,3 +31,21 @@ describe('examples/export-client.mjs', () => {
     }
   });
 });
+
+describe('examples/tasks-2026-client.mjs', () => {
+  it('runs a whole 2026-07-28 task session against `tasklatch serve` as the README shows', async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'tasklatch-example-'));
+    const serve = await spawnServe([], { cwd });
+    try {
+      const run = await runNode([join(ROOT, 'examples/tasks-2026-client.mjs'), serve.url]);
+      expect(run.out).toMatch(/versions: 2026-07-28 \| tasks extension: true/);
+      expect(run.out).toMatch(/created: \S+ working/);
+      expect(run.out).toMatch(/retry returns the same task: true/);
+      expect(run.out).toMatch(/status: completed/);
+      expect(run.out).toMatch(/result: \{"file":".*\.csv","rows":500,"sha256":"[0-9a-f]{64}"\}/);
+      expect(run.code).toBe(0);
+    } finally {
+      await serve.stop();
+    }
+  });
+});
