@@ -1,3 +1,4 @@
+import type { AnswerDecision, AskDecision } from './input-rules.js';
 /** Every decision the guard can return, by surface. String unions, not enums. */
 
 export const CREATE_DECISIONS = [
@@ -55,10 +56,13 @@ export type LimitDecision = typeof LIMIT_DECISION;
 export const RELEASE_DECISION = 'RELEASE_LEASE';
 export type ReleaseDecision = typeof RELEASE_DECISION;
 
-export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision | ReleaseDecision;
+/** The input surface's decisions (`src/core/input-rules.ts`), and the answer write's summary. */
+export type InputDecision = AskDecision | AnswerDecision | 'IGNORE_ANSWER';
+
+export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision | ReleaseDecision | InputDecision;
 
 /** The three ways a record can be invisible to a caller; on the wire they look the same. */
 export type MissDecision = 'NOT_FOUND' | 'BLOCK_AUTH' | 'BLOCK_EXPIRED';
 
-export const SURFACES = ['create', 'transition', 'read', 'list'] as const;
+export const SURFACES = ['create', 'transition', 'read', 'list', 'input'] as const;
 export type Surface = (typeof SURFACES)[number];

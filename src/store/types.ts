@@ -1,4 +1,5 @@
 import type { Decision, MissDecision, TransitionDecision } from '../core/decisions.js';
+import type { AnswerDecision, AskDecision, InputRequest, StoredInput } from '../core/input-rules.js';
 import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
 
 /** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
@@ -88,7 +89,7 @@ export interface ClaimInput {
 /** One line of the append-only audit trail. */
 export interface AuditEntry {
   at: Millis;
-  surface: 'create' | 'transition' | 'read' | 'list';
+  surface: 'create' | 'transition' | 'read' | 'list' | 'input';
   decision: Decision;
   authKey: string;
   taskId: string | null;
@@ -140,6 +141,67 @@ export interface TaskDispatch {
   pendingDispatch(input: { now: Millis }): Promise<number>;
 }
 
+/** One ask of a running task: the questions one handler call asks together. */
+export interface AskInput {
+  /** The asking run's fence: the ask is refused unless the run still holds the task. */
+  fence: Fence;
+  /** Which ask of the handler this is (0, 1, …): a run started again finds its questions by it. */
+  askSeq: number;
+  questions: ReadonlyArray<{ key: string; request: InputRequest }>;
+  now: Millis;
+  correlationId: string;
+}
+
+/** `record` is the task after the decision, for the asker's own auth key. */
+export interface AskOutcome {
+  decision: AskDecision;
+  record: TaskRecord | null;
+}
+
+export interface AnswerInput {
+  authKey: string;
+  taskId: string;
+  /** key → the requestor's result for that input request (an ElicitResult, …). */
+  responses: Readonly<Record<string, unknown>>;
+  now: Millis;
+  correlationId: string;
+}
+
+export interface AnswerOutcome {
+  /**
+   * `APPLY_ANSWER` when at least one answer was stored (the task went back to `working` if
+   * nothing is left outstanding); `IGNORE_ANSWER` when none was; else why the task is out of
+   * reach (a miss, or `BLOCK_TERMINAL`).
+   */
+  decision: 'APPLY_ANSWER' | 'IGNORE_ANSWER' | MissDecision | 'BLOCK_TERMINAL';
+  /** The decision for each key answered (empty for a task out of reach). */
+  keys: Record<string, AnswerDecision>;
+  record: TaskRecord | null;
+}
+
+export type InputsOutcome = { decision: 'FOUND'; inputs: StoredInput[] } | { decision: MissDecision; inputs: null };
+
+/**
+ * The input role: a running task asks its requestor and waits, durably; the requestor answers
+ * through any process. Asking is one fenced write; each answer one conditional write bound to
+ * the task's auth key; the decisions are the core's `decideAsk` and `decideAnswer`.
+ */
+export interface TaskInputs {
+  /**
+   * Stores the questions (keys new for the task's lifetime) and sets the task `input_required`
+   * (version + 1), with an audit line, in one transaction.
+   */
+  ask(input: AskInput): Promise<AskOutcome>;
+  /**
+   * Stores each applicable answer; when no question is left outstanding the task returns to
+   * `working` (version + 1, attempt count back to 0, its outbox entry due at once) so that a
+   * worker runs it on. One audit line per key.
+   */
+  answer(input: AnswerInput): Promise<AnswerOutcome>;
+  /** The caller's task's questions, in ask order, answered and outstanding. */
+  inputs(input: TaskRef & { now: Millis }): Promise<InputsOutcome>;
+}
+
 /** The upkeep role: audit trail, expiry, seeding, change notifications, shared secret. */
 export interface TaskUpkeep {
   /** Appends a decision made outside a store write (blocks, reads) to the audit trail. */
@@ -168,7 +230,7 @@ export interface TaskUpkeep {
  * reads the stored fact and classifies it with the same rules. Every operation that touches
  * tasks carries the auth key in its query, never as a filter applied afterwards.
  */
-export interface TaskStore extends TaskRecords, TaskDispatch, TaskUpkeep {
+export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskUpkeep {
   readonly kind: string;
   readonly supports: StoreCapabilities;
   /** SQL stores: the migrations their `open` applied (they migrate on first use). */

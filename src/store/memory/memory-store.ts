@@ -7,9 +7,16 @@ import { compareListOrder, decideCancel } from '../../core/read-rules.js';
 import { isExpired } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
+import { jcsSha256 } from '../../core/digest.js';
+import { decideAnswer, decideAsk, answerMiss, outstanding, type AnswerDecision, type StoredInput } from '../../core/input-rules.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type {
+  AnswerInput,
+  AnswerOutcome,
+  AskInput,
+  AskOutcome,
+  InputsOutcome,
   ClaimInput,
   AdmitInput,
   AdmitOutcome,
@@ -49,6 +56,8 @@ export class MemoryStore implements TaskStore {
   /** Insertion order is dispatch order among entries available at the same time. */
   private readonly outbox = new Map<string, OutboxEntry>();
   private readonly audit: AuditEntry[] = [];
+  /** taskId → its questions in ask order: the task_inputs table of the SQL stores. */
+  private readonly questions = new Map<string, StoredInput[]>();
   private readonly secret = randomBytes(32);
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
@@ -229,6 +238,94 @@ export class MemoryStore implements TaskStore {
     if (entry !== undefined && entry.doneAt === null) entry.doneAt = now;
   }
 
+  async ask(input: AskInput): Promise<AskOutcome> {
+    const task = this.tasks.get(input.fence.taskId) ?? null;
+    const asked = this.questions.get(input.fence.taskId) ?? [];
+    const decision = decideAsk({
+      task,
+      fence: input.fence,
+      keys: input.questions.map((q) => q.key),
+      askedKeys: new Set(asked.map((q) => q.key)),
+      now: input.now,
+    });
+    const { authKey, taskId } = input.fence;
+    if (decision === 'APPLY_ASK' && task !== null) {
+      for (const q of input.questions) {
+        asked.push({
+          taskId,
+          key: q.key,
+          askSeq: input.askSeq,
+          request: structuredClone(q.request),
+          requestDigest: jcsSha256(q.request),
+          askedAt: input.now,
+          response: null,
+          responseDigest: null,
+          answeredAt: null,
+        });
+      }
+      this.questions.set(taskId, asked);
+      task.status = 'input_required';
+      task.version += 1;
+      task.lastUpdatedAt = input.now;
+    }
+    const visible = task !== null && task.authKey === authKey ? task : null;
+    this.log(
+      input.now,
+      'input',
+      decision,
+      authKey,
+      taskId,
+      input.correlationId,
+      visible,
+      decision === 'APPLY_ASK' ? `ask ${input.questions.map((q) => q.key).join(',')}` : undefined,
+    );
+    return { decision, record: visible === null ? null : copy(visible) };
+  }
+
+  async answer(input: AnswerInput): Promise<AnswerOutcome> {
+    const { authKey, taskId, now } = input;
+    const task = this.tasks.get(taskId) ?? null;
+    const miss = answerMiss(task, authKey, now);
+    if (miss !== null || task === null) {
+      this.log(now, 'input', miss ?? 'NOT_FOUND', authKey, taskId, input.correlationId, miss === 'BLOCK_TERMINAL' ? task : null);
+      return { decision: miss ?? 'NOT_FOUND', keys: {}, record: null };
+    }
+    const asked = this.questions.get(taskId) ?? [];
+    const keys: Record<string, AnswerDecision> = {};
+    for (const [key, response] of Object.entries(input.responses)) {
+      const question = asked.find((q) => q.key === key) ?? null;
+      const responseDigest = jcsSha256(response ?? null);
+      const decision = decideAnswer({ task, auth: authKey, question, responseDigest, now });
+      keys[key] = decision;
+      if (decision === 'APPLY_ANSWER' && question !== null) {
+        question.response = structuredClone(response);
+        question.responseDigest = responseDigest;
+        question.answeredAt = now;
+      }
+      this.log(now, 'input', decision, authKey, taskId, input.correlationId, task, `answer ${key}`);
+    }
+    const applied = Object.values(keys).includes('APPLY_ANSWER');
+    if (applied) {
+      task.version += 1;
+      task.lastUpdatedAt = now;
+      if (outstanding(asked).length === 0) {
+        // Nothing left to ask: the task runs on, as a new first attempt, at once.
+        task.status = 'working';
+        task.attempt = 0;
+        const entry = this.outbox.get(taskId);
+        if (entry !== undefined && entry.doneAt === null) entry.availableAt = now;
+      }
+    }
+    return { decision: applied ? 'APPLY_ANSWER' : 'IGNORE_ANSWER', keys, record: copy(task) };
+  }
+
+  async inputs({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<InputsOutcome> {
+    const stored = this.tasks.get(taskId) ?? null;
+    const miss = classifyMiss(stored, authKey, now);
+    if (miss !== null) return { decision: miss, inputs: null };
+    return { decision: 'FOUND', inputs: structuredClone(this.questions.get(taskId) ?? []) };
+  }
+
   async recordDecision(entry: AuditEntry): Promise<void> {
     this.audit.push({ ...entry });
   }
@@ -245,6 +342,7 @@ export class MemoryStore implements TaskStore {
       this.tasks.delete(record.taskId);
       this.track(record, false);
       this.outbox.delete(record.taskId);
+      this.questions.delete(record.taskId);
       if (record.idempotencyKey !== null) {
         const keyIndex = `${record.authKey}\n${record.idempotencyKey}`;
         if (this.keys.get(keyIndex) === record.taskId) this.keys.delete(keyIndex);
