@@ -18,13 +18,30 @@ const SCENARIOS = [
   { name: 'tasks-wire-fields' },
   { name: 'tasks-request-state-removal' },
   { name: 'tasks-request-headers' },
-  // Needs the durable-input fixtures (the `confirm_delete` tool, parked for elicitation).
-  { name: 'tasks-dispatch-and-envelope', expectedFailures: ['tasks-result-type-complete-on-non-task-responses'] },
+  { name: 'tasks-dispatch-and-envelope' },
   { name: 'tasks-status-notifications' },
   { name: 'tasks-required-task-error' },
+  { name: 'tasks-mrtr-input' },
+  { name: 'tasks-mrtr-composition' },
   { name: 'server-stateless' },
   { name: 'http-header-validation' },
   { name: 'caching' },
+  // Multi-round-trip input on plain tool calls (input-required-result-non-tool-request asks a prompt; this server has none).
+  ...[
+    'basic-elicitation',
+    'basic-sampling',
+    'basic-list-roots',
+    'request-state',
+    'multiple-input-requests',
+    'multi-round',
+    'missing-input-response',
+    'result-type',
+    'unsupported-methods',
+    'tampered-state',
+    'capability-check',
+    'ignore-extra-params',
+    'validate-input',
+  ].map((name) => ({ name: `input-required-result-${name}` })),
   { name: 'dns-rebinding-protection', specVersion: '2026-07-28' },
   { name: 'dns-rebinding-protection' }, // the 2025-11-25 initialize flow
 ];

@@ -4,6 +4,111 @@ import { errorResult } from '../tools/invoke-tool.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { defineTool, type TaskTool, type ToolContext } from '../tools/tool.js';
 
+/** A form with one required boolean. */
+function yesNo(name: string): Record<string, unknown> {
+  return { type: 'object', properties: { [name]: { type: 'boolean' } }, required: [name] };
+}
+
+/** A form with one required string. */
+function text(name: string): Record<string, unknown> {
+  return { type: 'object', properties: { [name]: { type: 'string' } }, required: [name] };
+}
+
+const elicit = (message: string, schema: Record<string, unknown>) => ({ method: 'elicitation/create', params: { message, requestedSchema: schema } });
+const CAPITAL = {
+  method: 'sampling/createMessage',
+  params: { messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 },
+};
+const ROOTS = { method: 'roots/list', params: {} };
+
+/** What a sampled message or an elicited form says, as text. */
+function said(answer: unknown): string {
+  const a = answer as { content?: { text?: unknown; name?: unknown; color?: unknown } } | undefined;
+  return String(a?.content?.text ?? a?.content?.name ?? a?.content?.color ?? '');
+}
+
+/** The plain tools of the conformance suite's multi-round-trip (input_required) scenarios. */
+function inputRequiredResultTools() {
+  return [
+    defineTool({
+      name: 'test_input_required_result_elicitation',
+      description: 'Asks for a name (multi-round trip), then greets it.',
+      inputSchema: z.object({}),
+      handler: async (_args, ctx) => {
+        const answer = await ctx.elicit({ message: 'What is your name?', requestedSchema: text('name') }, { key: 'user_name' });
+        return { content: [{ type: 'text', text: `Hello, ${said(answer) || 'stranger'}!` }] };
+      },
+    }),
+    defineTool({
+      name: 'test_input_required_result_sampling',
+      description: 'Asks the client’s model a question, then answers with its reply.',
+      inputSchema: z.object({}),
+      handler: async (_args, ctx) => ({
+        content: [{ type: 'text', text: `The model says: ${said((await ctx.ask({ capital_question: CAPITAL })).capital_question)}` }],
+      }),
+    }),
+    defineTool({
+      name: 'test_input_required_result_list_roots',
+      description: 'Asks for the client’s roots, then counts them.',
+      inputSchema: z.object({}),
+      handler: async (_args, ctx) => {
+        const { roots } = (await ctx.ask({ client_roots: ROOTS })).client_roots as { roots: unknown[] };
+        return { content: [{ type: 'text', text: `${roots.length} root(s)` }] };
+      },
+    }),
+    defineTool({
+      name: 'test_input_required_result_request_state',
+      description: 'Asks for a confirmation carried across rounds in the signed request state.',
+      inputSchema: z.object({}),
+      handler: async (_args, ctx) => {
+        await ctx.ask({ confirm: elicit('Confirm?', yesNo('ok')) });
+        return { content: [{ type: 'text', text: 'state-ok' }] };
+      },
+    }),
+    defineTool({
+      name: 'test_input_required_result_tampered_state',
+      description: 'Like request_state; an altered request state is refused.',
+      inputSchema: z.object({}),
+      handler: async (_args, ctx) => {
+        await ctx.ask({ confirm: elicit('Confirm?', yesNo('ok')) });
+        return { content: [{ type: 'text', text: 'state-ok' }] };
+      },
+    }),
+    defineTool({
+      name: 'test_input_required_result_multiple_inputs',
+      description: 'Asks for a name, a sampled greeting and the roots at once.',
+      inputSchema: z.object({}),
+      handler: async (_args, ctx) => {
+        const answers = await ctx.ask({ user_name: elicit('What is your name?', text('name')), greeting: CAPITAL, client_roots: ROOTS });
+        return { content: [{ type: 'text', text: `Hello, ${said(answers.user_name)}! (${Object.keys(answers).length} answers)` }] };
+      },
+    }),
+    defineTool({
+      name: 'test_input_required_result_multi_round',
+      description: 'Asks one question, then another, across rounds.',
+      inputSchema: z.object({}),
+      handler: async (_args, ctx) => {
+        const first = await ctx.ask({ step1: elicit('Your name?', text('name')) });
+        const second = await ctx.ask({ step2: elicit('Your favourite colour?', text('color')) });
+        return { content: [{ type: 'text', text: `${said(first.step1)} likes ${said(second.step2)}` }] };
+      },
+    }),
+    defineTool({
+      name: 'test_input_required_result_capabilities',
+      description: 'Asks only what the client declared it can answer.',
+      inputSchema: z.object({}),
+      handler: async (_args, ctx) => {
+        const caps = ctx.clientCapabilities ?? {};
+        const request =
+          caps.elicitation !== undefined ? elicit('Your name?', text('name')) : caps.sampling !== undefined ? CAPITAL : caps.roots !== undefined ? ROOTS : null;
+        if (request === null) return { content: [{ type: 'text', text: 'the client declared nothing to ask' }] };
+        await ctx.ask({ answer: request });
+        return { content: [{ type: 'text', text: 'answered' }] };
+      },
+    }),
+  ];
+}
+
 /** -32021 as a tool raises it: the client did not declare what this tool needs. */
 function needs(ctx: ToolContext, capability: 'sampling' | 'elicitation', tool: string): void {
   if (ctx.clientCapabilities?.[capability] !== undefined) return;
@@ -72,6 +177,45 @@ export function conformanceTools(): TaskTool[] {
         return { content: [{ type: 'text', text: 'the client declared elicitation' }] };
       },
     }),
+    defineTool({
+      name: 'confirm_delete',
+      description: 'Asks the requestor to confirm, then "deletes" the file. Runs as a task.',
+      inputSchema: z.object({ filename: z.string().default('file.txt') }),
+      execution: { taskSupport: 'required' },
+      handler: async (args, ctx) => {
+        const answer = await ctx.elicit({ message: `Delete ${args.filename}?`, requestedSchema: yesNo('confirm') }, { key: 'confirm' });
+        const confirmed = answer.action === 'accept' && answer.content?.confirm === true;
+        return { content: [{ type: 'text', text: confirmed ? `Deleted ${args.filename}` : `Kept ${args.filename}` }] };
+      },
+    }),
+    defineTool({
+      name: 'multi_input',
+      description: 'Asks two questions at once, then completes. Runs as a task.',
+      inputSchema: z.object({}),
+      execution: { taskSupport: 'required' },
+      handler: async (_args, ctx) => {
+        const answers = await ctx.ask({
+          name: { method: 'elicitation/create', params: { message: 'Your name?', requestedSchema: text('name') } },
+          confirm: { method: 'elicitation/create', params: { message: 'Go ahead?', requestedSchema: yesNo('confirm') } },
+        });
+        return { content: [{ type: 'text', text: `answered: ${Object.keys(answers).join(', ')}` }] };
+      },
+    }),
+    defineTool({
+      name: 'test_tool_with_task',
+      description: 'Asks for a name within the call, then becomes a task that greets it.',
+      inputSchema: z.object({}),
+      execution: { taskSupport: 'required' },
+      prepare: async (_args, ctx) => {
+        const answer = await ctx.elicit({ message: 'What is your name?', requestedSchema: text('name') }, { key: 'user_name' });
+        return { name: typeof answer.content?.name === 'string' ? answer.content.name : 'stranger' };
+      },
+      handler: async (_args, ctx) => {
+        await sleep(200, undefined, { signal: ctx.signal });
+        return { content: [{ type: 'text', text: `Hello, ${(ctx.prepared as { name: string }).name}!` }] };
+      },
+    }),
+    ...inputRequiredResultTools(),
     defineTool({
       name: 'test_logging_tool',
       description: 'Would log; sends no log message to a request that named no log level.',

@@ -16,11 +16,15 @@ import {
 import { idempotencyKeyOf } from '../core/create-rules.js';
 import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type WireRequest } from '../core/types.js';
+import { askingContext } from '../tools/asking.js';
 import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
+import { questionDelivery, sessionAsk } from './input-delivery.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
-import type { TaskTool, ToolContext, ToolResult } from '../tools/tool.js';
+import { PREPARED_META, type TaskTool, type ToolContext, type ToolResult } from '../tools/tool.js';
 import type { TaskServer } from './task-server.js';
 import { invalidParams, methodNotFound, taskNotFound, TOO_MANY_TASKS, wireResult, wireTask, WireError } from './wire.js';
+
+const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
 
 /** Per-session state: the session's own principal, progress tokens and status watches. */
 export interface SessionContext {
@@ -53,7 +57,9 @@ export function registerTaskHandlers(session: SessionContext, register: Register
   });
 
   register(GetTaskPayloadRequestSchema, async (request: { params: { taskId: string } }, extra) => {
-    const out = await server.service.awaitResult({ auth: await auth(extra), taskId: request.params.taskId, signal: extra.signal });
+    const caller = await auth(extra);
+    const onWaitInput = questionDelivery({ service: server.service, auth: caller, extra, logger: server.logger });
+    const out = await server.service.awaitResult({ auth: caller, taskId: request.params.taskId, signal: extra.signal, onWaitInput });
     if (out.record === null) throw taskNotFound();
     if (out.decision !== 'RETURN_RESULT') throw invalidParams('the request was abandoned before the task finished');
     return wireResult(out.record);
@@ -89,12 +95,26 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
   const principal = await server.principalFor(session, extra.authInfo);
   const tool = typeof params.name === 'string' ? server.tools.get(params.name) : undefined;
   if (tool === undefined) throw invalidParams(`Unknown tool: ${String(params.name)}`);
-  const request: WireRequest = { method: 'tools/call', params };
+  // The session's client capabilities go into the stored request, as a 2026-07-28 request
+  // carries its own: a worker in any process then knows what the task may ask its requestor.
+  const clientCapabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? {};
+  const meta = (params._meta as Record<string, unknown> | undefined) ?? {};
+  const stored: Record<string, unknown> & { _meta: Record<string, unknown> } = {
+    ...params,
+    _meta: { [CLIENT_CAPABILITIES_META]: clientCapabilities, ...meta },
+  };
+  const request: WireRequest = { method: 'tools/call', params: stored };
   const headerKey = headerValue(extra, 'idempotency-key');
   // Arguments of a task call are checked before its record exists; the worker parses them again.
-  const parseArgs = () => {
+  // A tool's `prepare` asks what it must before the task exists, within this call; what it
+  // returns is stored with the task.
+  const parseArgs = async () => {
     const problem = argumentProblem(tool, params.arguments);
     if (problem !== null) throw invalidParams(problem);
+    if (tool.prepare !== undefined) {
+      const prepared = await tool.prepare(tool.inputSchema.parse(params.arguments ?? {}), plainContext(session, principal, extra));
+      stored._meta = { ...stored._meta, [PREPARED_META]: prepared };
+    }
   };
   let outcome;
   try {
@@ -135,13 +155,20 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
 
 /** A plain call: the same handler, run inline, its result returned as is. */
 async function runPlain(session: SessionContext, tool: TaskTool, params: Record<string, unknown>, principal: Principal, extra: Extra): Promise<ToolResult> {
+  return invokeTool(tool, params.arguments, plainContext(session, principal, extra));
+}
+
+/** A plain call's context: it runs within the request, and asks the client within it too. */
+function plainContext(session: SessionContext, principal: Principal, extra: Extra): ToolContext {
   const token = extra._meta?.progressToken;
-  const ctx: ToolContext = {
+  const capabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null;
+  return {
+    ...askingContext(sessionAsk(extra), capabilities),
     taskId: null,
     principal,
     signal: extra.signal,
     idempotencyKey: `call:${randomUUID()}`,
-    clientCapabilities: (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null,
+    clientCapabilities: capabilities,
     reportStatus: async () => undefined,
     checkpoint: async () => extra.signal.throwIfAborted(),
     reportProgress: async (progress, total, message) => {
@@ -152,7 +179,6 @@ async function runPlain(session: SessionContext, tool: TaskTool, params: Record<
       });
     },
   };
-  return invokeTool(tool, params.arguments, ctx);
 }
 
 /** Sends notifications/tasks/status to this session on every change of a task it created. */

@@ -5,7 +5,20 @@ import { requestDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
 import { decideList, decideVisibleRead } from '../core/read-rules.js';
 import type { Millis, ReadMethod, StatusWrite, TaskCapabilities, TaskRecord, ToolDescriptor, WireRequest } from '../core/types.js';
-import type { AdmitOutcome, AuditEntry, ClaimInput, Fence, LookupOutcome, StoreCapabilities, TaskStore, TransitionOutcome } from '../store/types.js';
+import type { InputRequest, StoredInput } from '../core/input-rules.js';
+import type {
+  AdmitOutcome,
+  AnswerOutcome,
+  AskOutcome,
+  AuditEntry,
+  ClaimInput,
+  Fence,
+  InputsOutcome,
+  LookupOutcome,
+  StoreCapabilities,
+  TaskStore,
+  TransitionOutcome,
+} from '../store/types.js';
 import { ChangeFeed } from './change-feed.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DEFAULT_LIMITS, grantTtl, type TaskLimits } from './limits.js';
@@ -153,6 +166,41 @@ export class TaskService {
     return released;
   }
 
+  /** A running task asks its requestor (see `TaskStore.ask`); the change is published. */
+  async ask(input: { fence: Fence; askSeq: number; questions: ReadonlyArray<{ key: string; request: InputRequest }> }): Promise<AskOutcome> {
+    const out = await this.store.ask({ ...input, now: this.clock(), correlationId: randomUUID() });
+    if (out.decision === 'APPLY_ASK') this.changes.publish(input.fence.taskId, out.record?.version);
+    return out;
+  }
+
+  /** The requestor answers (see `TaskStore.answer`); a stored answer is published. */
+  async answer(input: { auth: string; taskId: string; responses: Readonly<Record<string, unknown>>; correlationId?: string }): Promise<AnswerOutcome> {
+    const out = await this.store.answer({
+      authKey: input.auth,
+      taskId: input.taskId,
+      responses: input.responses,
+      now: this.clock(),
+      correlationId: input.correlationId ?? randomUUID(),
+    });
+    if (out.decision === 'APPLY_ANSWER') this.changes.publish(input.taskId, out.record?.version);
+    return out;
+  }
+
+  /** The questions of a task for its own auth context; none when it is out of reach (a worker's read). */
+  async lookupInputs(input: { auth: string; taskId: string }): Promise<StoredInput[]> {
+    return (await this.inputs(input)).inputs ?? [];
+  }
+
+  /** The questions of the caller's task, answered and outstanding. */
+  async inputs(input: { auth: string; taskId: string }): Promise<InputsOutcome> {
+    return this.store.inputs({ authKey: input.auth, taskId: input.taskId, now: this.clock() });
+  }
+
+  /** The secret every process on this store shares (cursors, signed request state). */
+  async sharedSecret(): Promise<Uint8Array> {
+    return this.store.sharedSecret();
+  }
+
   /** Outbox entries not yet closed. */
   async pendingDispatch(): Promise<number> {
     return this.store.pendingDispatch({ now: this.clock() });
@@ -205,13 +253,21 @@ export class TaskService {
    * stores whose other processes cannot notify this one. Returns early, still waiting, when
    * `signal` aborts.
    */
-  async awaitResult(input: { auth: string; taskId: string; signal?: AbortSignal; fallbackPollMs?: number }): Promise<ReadOutcome> {
+  async awaitResult(input: {
+    auth: string;
+    taskId: string;
+    signal?: AbortSignal;
+    fallbackPollMs?: number;
+    /** Called on every wake that finds the task waiting for input (the wire delivers the questions). */
+    onWaitInput?: (record: TaskRecord) => void | Promise<void>;
+  }): Promise<ReadOutcome> {
     const watch = this.changes.watch(input.taskId);
     try {
       for (;;) {
         const outcome = await this.read({ auth: input.auth, method: 'tasks/result', taskId: input.taskId });
         if (outcome.decision !== 'WAIT_TERMINAL' && outcome.decision !== 'WAIT_INPUT') return outcome;
         if (input.signal?.aborted === true) return outcome;
+        if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
         const untilExpiry = outcome.record.expiresAt === null ? Infinity : outcome.record.expiresAt - this.clock();
         await watch.changed(Math.max(1, Math.min(input.fallbackPollMs ?? this.fallbackPollMs(), untilExpiry)), input.signal);
       }

@@ -4,10 +4,13 @@ import { taskSupportOf } from '../core/create-rules.js';
 import { isTasklatchError } from '../core/errors.js';
 import type { WireRequest } from '../core/types.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
+import { outstanding, type InputRequest } from '../core/input-rules.js';
+import { askingContext, InputNeeded, isAnswerTo, type Ask } from '../tools/asking.js';
 import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import type { TaskTool, ToolContext } from '../tools/tool.js';
+import { PREPARED_META, type TaskTool, type ToolContext } from '../tools/tool.js';
+import { signRoundState, verifyRoundState } from './request-state.js';
 import { checkRoutingHeaders } from './headers.js';
 import { CallToolParams, describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
 import {
@@ -168,18 +171,33 @@ export class StatelessServer {
     const support = taskSupportOf(tool);
     const declared = declaresTasks(call.capabilities);
     if (support === 'required' && !declared) throw missingTasksExtension(`Tool ${name}`);
-    if (declared && support !== 'forbidden') {
+    const asTask = declared && support !== 'forbidden' && (support === 'required' || prefersTask(tool, args));
+    if (asTask) {
       const problem = argumentProblem(tool, args);
       if (problem !== null) throw invalidParams(problem);
-      if (support === 'required' || prefersTask(tool, args)) return this.admit(call, tool);
     }
-    const ctx = plainContext(call);
-    const result = await invokeTool(tool, args, ctx);
-    return { ...result, resultType: 'complete' };
+    // Multi-round trips: the answers so far come back signed in requestState, the new ones in
+    // inputResponses; the call runs again from the start with all of them.
+    const secret = await this.runtime.service.sharedSecret();
+    const bound = { auth: authKeyOf(call.principal), tool: name, args };
+    const earlier = call.params.requestState === undefined ? {} : verifyRoundState(secret, bound, call.params.requestState).answers;
+    const given = call.params.inputResponses;
+    const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
+    const ctx = plainContext(call, answers);
+    try {
+      if (asTask) return await this.admit(call, tool, tool.prepare === undefined ? undefined : await tool.prepare(tool.inputSchema.parse(args), ctx));
+      const result = await invokeTool(tool, args, ctx);
+      return { ...result, resultType: 'complete' };
+    } catch (error) {
+      if (!(error instanceof InputNeeded)) throw error;
+      return { resultType: 'input_required', inputRequests: error.requests, requestState: signRoundState(secret, bound, { answers: error.answered }) };
+    }
   }
 
-  private async admit(call: Call, tool: TaskTool): Promise<Record<string, unknown>> {
-    const { task: _legacy, ...params } = call.params;
+  private async admit(call: Call, tool: TaskTool, prepared: unknown): Promise<Record<string, unknown>> {
+    // The rounds' own members are not part of the task's request (nor of its digest).
+    const { task: _legacy, inputResponses: _responses, requestState: _state, ...rest } = call.params;
+    const params = prepared === undefined ? rest : { ...rest, _meta: { ...(rest._meta as Record<string, unknown>), [PREPARED_META]: prepared } };
     // Augmented in the contract's terms: the 2025-11-25 reading of the same record sees a task.
     const request: WireRequest = { method: 'tools/call', params: { ...params, task: {} } };
     const headerKey = headerValue(call.headers, 'idempotency-key');
@@ -208,18 +226,41 @@ export class StatelessServer {
 
   private async getTask(call: Call): Promise<Record<string, unknown>> {
     const taskId = this.taskIdOf(call, 'tasks/get');
-    const out = await this.runtime.service.read({ auth: authKeyOf(call.principal), method: 'tasks/get', taskId });
+    const auth = authKeyOf(call.principal);
+    const out = await this.runtime.service.read({ auth, method: 'tasks/get', taskId });
     if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
-    return detailedTask(out.record);
+    const view = detailedTask(out.record);
+    if (out.record.status === 'input_required') {
+      // Every outstanding question, as the extension asks: a partial answer leaves the rest.
+      const asked = await this.runtime.service.lookupInputs({ auth, taskId });
+      view.inputRequests = Object.fromEntries(outstanding(asked).map((q) => [q.key, q.request]));
+    }
+    return view;
   }
 
+  /**
+   * Answers to a task's questions. Keys that are not outstanding (unknown, answered, of a task
+   * that moved on) are ignored, as the extension asks; an answer of the wrong shape for an
+   * outstanding question is refused. The answers are stored before the ack, so the next
+   * tasks/get already shows what is left.
+   */
   private async updateTask(call: Call): Promise<Record<string, unknown>> {
     if (!declaresTasks(call.capabilities)) throw missingTasksExtension('tasks/update');
     const parsed = UpdateTaskParams.safeParse(call.params);
     if (!parsed.success) throw invalidParams(`Invalid params for tasks/update: ${describeIssue(parsed.error)}`);
-    const out = await this.runtime.service.read({ auth: authKeyOf(call.principal), method: 'tasks/get', taskId: parsed.data.taskId });
-    if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
-    // Responses to keys that are not outstanding are ignored, as the extension asks.
+    const { taskId, inputResponses } = parsed.data;
+    const auth = authKeyOf(call.principal);
+    const found = await this.runtime.service.inputs({ auth, taskId });
+    if (found.inputs === null) throw invalidParams(TASK_NOT_FOUND);
+    const pending = new Map(outstanding(found.inputs).map((q) => [q.key, q]));
+    const responses: Record<string, unknown> = {};
+    for (const [key, response] of Object.entries(inputResponses)) {
+      const question = pending.get(key);
+      if (question === undefined) continue;
+      if (!isAnswerTo(question.request, response)) throw invalidParams(`inputResponses.${key} is not an answer to ${question.request.method}`);
+      responses[key] = response;
+    }
+    if (Object.keys(responses).length > 0) await this.runtime.service.answer({ auth, taskId, responses });
     return { resultType: 'complete' };
   }
 
@@ -257,8 +298,25 @@ function prefersTask(tool: TaskTool, args: Record<string, unknown>): boolean {
   return parsed.success ? tool.runsAsTask(parsed.data) : true;
 }
 
-function plainContext(call: Call): ToolContext {
+/**
+ * A plain call's context: what it asks is answered from the call's rounds (MRTR); a question
+ * without a well-formed answer yet ends this round with `input_required`.
+ */
+function plainContext(call: Call, answers: Record<string, unknown>): ToolContext {
+  const used: Record<string, unknown> = {};
+  const ask: Ask = async (requests) => {
+    const missing: Record<string, InputRequest> = {};
+    const got: Record<string, unknown> = {};
+    for (const [key, request] of Object.entries(requests)) {
+      if (isAnswerTo(request, answers[key])) got[key] = answers[key];
+      else missing[key] = request;
+    }
+    if (Object.keys(missing).length > 0) throw new InputNeeded(missing, { ...used, ...got });
+    Object.assign(used, got);
+    return got;
+  };
   return {
+    ...askingContext(ask, call.capabilities),
     taskId: null,
     principal: call.principal,
     signal: call.signal,

@@ -1,3 +1,4 @@
+import { InputNeeded } from './asking.js';
 import { ProtocolError } from './protocol-error.js';
 import type { TaskTool, ToolContext, ToolResult } from './tool.js';
 
@@ -10,7 +11,8 @@ export function errorResult(text: string): ToolResult {
  * One invocation of a tool, the same for plain calls and task runs: the arguments are parsed
  * with the tool's schema, the handler runs, and anything it throws becomes an `isError` result
  * (a tool never ends a call with an exception of ours), except a `ProtocolError`, which is the
- * tool's own choice to end the call with a JSON-RPC error and is thrown on to the caller.
+ * tool's own choice to end the call with a JSON-RPC error, and `InputNeeded` (a question the
+ * call must send back to its client first): both are thrown on to the caller.
  * `onThrow` hears what else a handler threw while its run was not being stopped, so the caller
  * can log it.
  */
@@ -21,7 +23,7 @@ export async function invokeTool(tool: TaskTool, args: unknown, ctx: ToolContext
     return await tool.handler(parsed.data, ctx);
   } catch (error) {
     if (ctx.signal.aborted) return errorResult(`stopped: ${String((ctx.signal.reason as Error | undefined)?.message)}`);
-    if (error instanceof ProtocolError) throw error;
+    if (error instanceof ProtocolError || error instanceof InputNeeded) throw error;
     onThrow?.(error);
     return errorResult(error instanceof Error ? error.message : String(error));
   }

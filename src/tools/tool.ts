@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import type { TaskSupport } from '../core/types.js';
+import type { InputRequest } from '../core/input-rules.js';
+import type { ElicitResult } from './asking.js';
 import type { Principal } from './principal.js';
 
 /** What a tool handler is given, for plain and task calls alike. */
@@ -19,6 +21,8 @@ export interface ToolContext {
    * `extensions`…), from the request that created the call; null where the wire does not say.
    */
   clientCapabilities: Record<string, unknown> | null;
+  /** What the tool's `prepare` returned for this task (undefined without one, and in plain calls). */
+  prepared?: unknown;
   /** Sets the task's status message (a status write, versioned like any other). */
   reportStatus(message: string): Promise<void>;
   /** Sends a progress notification with the request's progressToken, if it had one. */
@@ -29,6 +33,22 @@ export interface ToolContext {
    * effect: it narrows the window in which a cancellation written elsewhere is not yet seen.
    */
   checkpoint(): Promise<void>;
+  /**
+   * Asks the requestor and resolves with the answers, by key (keys are unique for a task's
+   * lifetime). Only input requests the client declared it can answer may be asked; another ends
+   * the call with -32021. In a task the question is stored and the task waits `input_required`
+   * without holding a worker: once every answer is in, the handler runs again from the start and
+   * each earlier `ask` resolves at once with its stored answer, so a handler must ask the same
+   * questions in the same order (a different one ends the task failed) and do nothing
+   * irreversible before its last question. In a plain call the client is asked within the call.
+   */
+  ask(requests: Record<string, InputRequest>): Promise<Record<string, unknown>>;
+  /** `elicitation/create`: a message and a requested schema; the client's `{ action, content }`. */
+  elicit(params: { message: string; requestedSchema: Record<string, unknown>; [key: string]: unknown }, options?: { key?: string }): Promise<ElicitResult>;
+  /** `sampling/createMessage`: a completion from the client's model. */
+  sample(params: Record<string, unknown>, options?: { key?: string }): Promise<unknown>;
+  /** `roots/list`: the client's roots. */
+  listRoots(options?: { key?: string }): Promise<{ roots: Array<{ uri: string; name?: string }> }>;
 }
 
 /** The result a tool returns: an MCP `CallToolResult`. */
@@ -55,8 +75,18 @@ export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
    * arguments are worth a task. Absent: always a task when the client can take one.
    */
   runsAsTask?(args: z.infer<Schema>): boolean;
+  /**
+   * Runs when a call is about to become a task, before anything is stored, in the call itself:
+   * what it asks is asked there (in the call on 2025-11-25, as multi-round-trip input on
+   * 2026-07-28), and what it returns is stored with the task and given to every run of the
+   * handler as `ctx.prepared`. For questions that decide whether there is a task at all.
+   */
+  prepare?(args: z.infer<Schema>, ctx: ToolContext): Promise<unknown>;
   handler(args: z.infer<Schema>, ctx: ToolContext): Promise<ToolResult>;
 }
+
+/** Where a task's stored request keeps what the tool's `prepare` returned (outside its digest). */
+export const PREPARED_META = 'io.tasklatch/prepared';
 
 /** Declares a tool with its argument type inferred from the schema. */
 export function defineTool<Schema extends z.ZodObject>(tool: TaskTool<Schema>): TaskTool<Schema> {

@@ -41,6 +41,9 @@ export class TaskExecutor {
   /** Runs a claimed task's handler; resolves when its terminal write (or refusal) is done. */
   execute(record: TaskRecord, lease: Lease): Promise<void> {
     const existing = this.running.get(record.taskId);
+    // A run that has stopped (it suspended for input, say) is finishing: the new claim starts a
+    // new run once it has.
+    if (existing !== undefined && existing.run.stopped !== null) return existing.done.then(() => this.execute(record, lease));
     if (existing !== undefined) {
       // This worker claimed its own task again after letting the lease lapse: the claim moved
       // the version, so the running handler carries on under the new one.
@@ -90,8 +93,11 @@ export class TaskExecutor {
       unwatch();
       if (expiry !== null) clearTimeout(expiry);
     }
-    if (run.stopped === 'drained') {
+    if (run.stopped === 'drained' || run.stopped === 'suspended') {
+      // Another worker (or this one) claims the task when it is due again: at once after a
+      // drain, once its answers are in after a suspension.
       await run.release();
+      if (run.stopped === 'suspended') this.log('info', 'task waits for input', { taskId: record.taskId });
       return;
     }
     if (run.stopped === 'lease lost' || run.stopped === 'expired') {

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { jcsSha256 } from '../core/digest.js';
+import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
+import { ProtocolError } from '../tools/protocol-error.js';
 import type { TaskService } from '../service/task-service.js';
 import type { Fence } from '../store/types.js';
 import type { StoredError } from '../tools/protocol-error.js';
@@ -14,7 +17,8 @@ export interface Lease {
   heartbeatMs: number;
 }
 
-export type StopReason = 'cancelled' | 'expired' | 'lease lost' | 'drained';
+/** Why a run stopped; `suspended`: it asked its requestor and waits, without a worker, for the answers. */
+export type StopReason = 'cancelled' | 'expired' | 'lease lost' | 'drained' | 'suspended';
 
 export type RunLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 
@@ -33,6 +37,9 @@ export class TaskRun {
   leaseUntil: number;
   stopped: StopReason | null = null;
   private chain: Promise<unknown> = Promise.resolve();
+  /** How many times the handler has asked in this run: the key to its earlier questions. */
+  private asks = 0;
+  private asked: Promise<StoredInput[]> | null = null;
 
   constructor(
     readonly record: TaskRecord,
@@ -146,6 +153,58 @@ export class TaskRun {
       this.stop(found === null || found.record === null ? 'expired' : isTerminal(found.record.status) ? 'cancelled' : 'lease lost');
     }
     this.signal.throwIfAborted();
+  }
+
+  /**
+   * The handler asks its requestor. The n-th ask of a run is the n-th ask of every run of the
+   * task: when it was asked before and answered, the stored answers come back at once; when it
+   * is new, the questions are stored with a fenced write (the task goes `input_required`) and
+   * the run suspends: its handler is stopped, its lease given back, and the answer that leaves
+   * nothing outstanding makes the task claimable again. A run that asks something other than
+   * what its task asked before ends the task failed.
+   */
+  async ask(requests: Record<string, InputRequest>): Promise<Record<string, unknown>> {
+    const seq = this.asks++;
+    const keys = Object.keys(requests);
+    this.asked ??= this.service.lookupInputs({ auth: this.record.authKey, taskId: this.taskId });
+    const before = (await this.asked).filter((q) => q.askSeq === seq);
+    if (before.length > 0) {
+      const same = before.length === keys.length && before.every((q) => requests[q.key] !== undefined && q.requestDigest === jcsSha256(requests[q.key]));
+      if (!same) {
+        throw new ProtocolError(
+          -32603,
+          `the tool asked something else on its re-run: ask ${seq + 1} was ${before.map((q) => q.key).join(', ')} and is now ${keys.join(', ')}; a task's handler must ask the same questions in the same order`,
+        );
+      }
+      if (before.every((q) => q.answeredAt !== null)) return Object.fromEntries(before.map((q) => [q.key, q.response]));
+      return this.suspend();
+    }
+    const out = await this.serial(() =>
+      this.service.ask({ fence: this.fence(), askSeq: seq, questions: keys.map((key) => ({ key, request: requests[key]! })) }),
+    );
+    switch (out.decision) {
+      case 'APPLY_ASK':
+        if (out.record !== null) this.version = out.record.version;
+        return this.suspend();
+      case 'BLOCK_INPUT_KEY_REUSED':
+        throw new ProtocolError(-32603, `input key ${keys.join(', ')} was asked before in this task: keys are unique for a task's lifetime`);
+      case 'BLOCK_STALE_VERSION':
+        this.stop('lease lost');
+        break;
+      case 'BLOCK_TERMINAL_REWRITE':
+        this.stop('cancelled');
+        break;
+      default:
+        this.stop('expired');
+    }
+    this.signal.throwIfAborted();
+    throw new Error(`ask refused: ${out.decision}`);
+  }
+
+  /** Stops the handler while its task waits for answers; never returns. */
+  private suspend(): never {
+    this.stop('suspended');
+    throw this.signal.reason as Error;
   }
 
   /** Gives the lease back (draining), so another worker claims the task at once. */

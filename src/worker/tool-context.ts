@@ -1,4 +1,6 @@
 import type { TaskRecord } from '../core/types.js';
+import { askingContext } from '../tools/asking.js';
+import { PREPARED_META } from '../tools/tool.js';
 import { principalOf } from '../tools/principal.js';
 import type { ToolContext } from '../tools/tool.js';
 import type { TaskRun } from './task-run.js';
@@ -19,13 +21,16 @@ export function requestCapabilities(request: unknown): Record<string, unknown> |
 /** What a handler running as a task is given: its run's signal, fenced writes and checkpoint. */
 export function taskToolContext(run: TaskRun, progress?: ProgressSink): ToolContext {
   const { record } = run;
+  const clientCapabilities = requestCapabilities(record.request);
   return {
+    ...askingContext((requests) => run.ask(requests), clientCapabilities),
     taskId: record.taskId,
     principal: principalOf(record.authKey),
     signal: run.signal,
     // The same for every attempt of the task: side effects named after it are idempotent.
     idempotencyKey: `task:${record.taskId}`,
-    clientCapabilities: requestCapabilities(record.request),
+    clientCapabilities,
+    prepared: ((record.request as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta ?? {})[PREPARED_META],
     reportStatus: (message) => run.reportStatus(message),
     reportProgress: async (value, total, message) => {
       if (!run.signal.aborted) await progress?.(record, value, total, message);
