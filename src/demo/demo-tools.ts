@@ -23,10 +23,22 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
       format: z.enum(['csv', 'json']).default('csv'),
       rows: z.number().int().min(0).max(1_000_000).default(1000),
       delayMs: z.number().int().min(0).max(3_600_000).default(0).describe('roughly how long the export takes in total'),
+      confirm: z.boolean().default(false).describe('ask the requestor to confirm before anything is written'),
     }),
     execution: { taskSupport: 'required' },
     handler: async (args, ctx) => {
       if (!MONTH_PATTERN.test(args.month)) return errorResult(`month must be YYYY-MM, got ${JSON.stringify(args.month)}`);
+      if (args.confirm) {
+        // Asked before anything is written: a run that waits, or starts again, has done nothing.
+        const answer = await ctx.elicit(
+          {
+            message: `Export ${args.rows} rows of ${ctx.principal.tenant}'s ledger for ${args.month}?`,
+            requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Export' } }, required: ['confirm'] },
+          },
+          { key: 'confirm-export' },
+        );
+        if (answer.action !== 'accept' || answer.content?.confirm !== true) return errorResult('export not confirmed');
+      }
       const dir = join(options.exportsDir, safeName(ctx.principal.tenant));
       await mkdir(dir, { recursive: true });
       // Named after the task's stable key: a re-run after a crash rewrites the same temp file
