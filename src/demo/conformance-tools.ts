@@ -23,8 +23,9 @@ const ROOTS = { method: 'roots/list', params: {} };
 
 /** What a sampled message or an elicited form says, as text. */
 function said(answer: unknown): string {
-  const a = answer as { content?: { text?: unknown; name?: unknown; color?: unknown } } | undefined;
-  return String(a?.content?.text ?? a?.content?.name ?? a?.content?.color ?? '');
+  const content = (answer as { content?: Record<string, unknown> } | undefined)?.content ?? {};
+  const value = content.text ?? content.name ?? content.color;
+  return typeof value === 'string' ? value : '';
 }
 
 /** The plain tools of the conformance suite's multi-round-trip (input_required) scenarios. */
