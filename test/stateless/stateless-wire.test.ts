@@ -262,4 +262,43 @@ describe('the 2026-07-28 wire', () => {
     expect(updates.every((m) => (m.params._meta as Record<string, unknown>)['io.modelcontextprotocol/subscriptionId'] === 'listen-1')).toBe(true);
     expect(updates.at(-1)?.params).toMatchObject({ status: 'completed', result: { structuredContent: { rows: 40 } } });
   });
+
+  it('asks for input durably: tasks/get shows the question, tasks/update answers it, and only the owner can', async () => {
+    const created = await rpc(
+      url,
+      'tools/call',
+      { name: 'export_ledger', arguments: { month: '2026-11', rows: 12, confirm: true } },
+      { ...ALICE, capabilities: { ...WITH_TASKS, elicitation: {} } },
+    );
+    const taskId = created.result!.taskId as string;
+    let waiting: Record<string, unknown> | undefined;
+    for (let i = 0; i < 200 && waiting?.status !== 'input_required'; i++) {
+      waiting = (await rpc(url, 'tasks/get', { taskId }, ALICE)).result;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(waiting).toMatchObject({
+      status: 'input_required',
+      inputRequests: { 'confirm-export': { method: 'elicitation/create', params: { message: "Export 12 rows of acme's ledger for 2026-11?" } } },
+    });
+    // Another tenant's answer is refused like an unknown id and changes nothing.
+    const bobs = await rpc(url, 'tasks/update', { taskId, inputResponses: { 'confirm-export': { action: 'accept', content: { confirm: true } } } }, BOB);
+    expect(bobs.error).toEqual({ code: -32602, message: 'Task not found' });
+    const malformed = await rpc(url, 'tasks/update', { taskId, inputResponses: { 'confirm-export': 12345 } }, ALICE);
+    expect(malformed.error?.code).toBe(-32602);
+    const ack = await rpc(
+      url,
+      'tasks/update',
+      { taskId, inputResponses: { 'confirm-export': { action: 'accept', content: { confirm: true } }, stray: {} } },
+      ALICE,
+    );
+    expect(ack.result).toEqual({ resultType: 'complete' });
+    expect(await settle(url, taskId, ALICE)).toMatchObject({ status: 'completed', result: { structuredContent: { rows: 12 } } });
+  });
+
+  it('refuses a multi-round request state it did not issue, before the tool runs', async () => {
+    const askName = { name: 'summarize', arguments: { month: '2026-06' } };
+    // summarize asks nothing; the round state is checked before the tool runs, whatever it is.
+    const forged = await rpc(url, 'tools/call', { ...askName, requestState: 'e30.AAAA' }, { ...BOB, capabilities: {} });
+    expect(forged.error?.code).toBe(-32602);
+  });
 });
