@@ -55,9 +55,16 @@ describe('the import graph of src/', () => {
   });
 
   it('keeps tools, workers, the demo, the runtime and the stores off the wire', () => {
-    for (const folder of ['tools', 'worker', 'demo', 'runtime', 'store', 'service']) {
+    for (const folder of ['tools', 'worker', 'demo', 'runtime', 'store', 'service', 'stateless']) {
       expect([...(layers.get(folder) ?? [])], folder).not.toContain('mcp');
     }
+  });
+
+  it('keeps the two wire generations apart, and the HTTP front to itself', () => {
+    expect([...(layers.get('mcp') ?? [])]).not.toContain('stateless');
+    expect([...(layers.get('stateless') ?? [])]).not.toContain('mcp');
+    const importersOfHttp = [...layers].filter(([, to]) => to.has('http')).map(([from]) => from);
+    expect(importersOfHttp.filter((from) => from !== '(root)' && from !== 'cli')).toEqual([]);
   });
 
   it('gives the SQL stores the same file names', () => {
