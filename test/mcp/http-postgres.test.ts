@@ -121,4 +121,54 @@ describe('two serve --http processes on one PostgreSQL', () => {
     const bob = await rpc(serveB.url, 'tasks/get', { taskId: longId }, { token: 'token-bob' });
     expect(bob.error).toEqual({ code: -32602, message: 'Task not found' });
   });
+
+  it('stream notifications/tasks from a subscription on one server for a task run by the other', async () => {
+    const alice = { token: 'token-alice' };
+    const created = await rpc(serveA.url, 'tools/call', { name: 'export_ledger', arguments: { month: '2026-12', rows: 30, delayMs: 600 } }, alice);
+    const taskId = created.result!.taskId as string;
+    const abort = new AbortController();
+    const res = await fetch(serveB.url, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+        authorization: 'Bearer token-alice',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { taskIds: [taskId] },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+          },
+        },
+      }),
+    });
+    const statuses: string[] = [];
+    const reader = res.body!.getReader();
+    let buffer = '';
+    while (!statuses.includes('completed')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += new TextDecoder().decode(value as Uint8Array);
+      for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
+        const data = buffer
+          .slice(0, cut)
+          .split('\n')
+          .find((line) => line.startsWith('data: '));
+        buffer = buffer.slice(cut + 2);
+        const message = data === undefined ? null : (JSON.parse(data.slice(6)) as { method: string; params: { status?: string } });
+        if (message?.method === 'notifications/tasks' && message.params.status !== undefined) statuses.push(message.params.status);
+      }
+    }
+    abort.abort();
+    expect(statuses.at(-1)).toBe('completed');
+    expect(statuses[0]).toBe('working');
+  });
 });
