@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcError } from '../support/mcp.js';
-import { rpc, settle } from '../support/stateless.js';
+import { readEvents, rpc, settle } from '../support/stateless.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
 
@@ -150,24 +150,8 @@ describe('two serve --http processes on one PostgreSQL', () => {
         },
       }),
     });
-    const statuses: string[] = [];
-    const reader = res.body!.getReader();
-    let buffer = '';
-    while (!statuses.includes('completed')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += new TextDecoder().decode(value as Uint8Array);
-      for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
-        const data = buffer
-          .slice(0, cut)
-          .split('\n')
-          .find((line) => line.startsWith('data: '));
-        buffer = buffer.slice(cut + 2);
-        const message = data === undefined ? null : (JSON.parse(data.slice(6)) as { method: string; params: { status?: string } });
-        if (message?.method === 'notifications/tasks' && message.params.status !== undefined) statuses.push(message.params.status);
-      }
-    }
-    abort.abort();
+    const messages = await readEvents(res, abort, (got) => got.some((m) => m.params.status === 'completed'));
+    const statuses = messages.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.status);
     expect(statuses.at(-1)).toBe('completed');
     expect(statuses[0]).toBe('working');
   });

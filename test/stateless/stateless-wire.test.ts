@@ -13,7 +13,7 @@ import { createTaskServer, type TaskServer } from '../../src/mcp/task-server.js'
 import { createLogger } from '../../src/runtime/log.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { Principal } from '../../src/tools/principal.js';
-import { rpc, settle, WITH_TASKS } from '../support/stateless.js';
+import { readEvents, rpc, settle, WITH_TASKS } from '../support/stateless.js';
 
 const ALICE = { token: 'token-alice' };
 const BOB = { token: 'token-bob' };
@@ -239,23 +239,7 @@ describe('the 2026-07-28 wire', () => {
       }),
     });
     expect(res.headers.get('content-type')).toBe('text/event-stream');
-    const messages: Array<{ method: string; params: Record<string, unknown> }> = [];
-    const reader = res.body!.getReader();
-    let buffer = '';
-    while (!messages.some((m) => m.params.status === 'completed')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += new TextDecoder().decode(value as Uint8Array);
-      for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
-        const data = buffer
-          .slice(0, cut)
-          .split('\n')
-          .find((line) => line.startsWith('data: '));
-        buffer = buffer.slice(cut + 2);
-        if (data !== undefined) messages.push(JSON.parse(data.slice(6)) as (typeof messages)[number]);
-      }
-    }
-    abort.abort();
+    const messages = await readEvents(res, abort, (got) => got.some((m) => m.params.status === 'completed'));
     expect(messages[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [taskId] } } });
     const updates = messages.slice(1);
     expect(updates.every((m) => m.method === 'notifications/tasks' && m.params.taskId === taskId)).toBe(true);

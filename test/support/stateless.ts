@@ -62,3 +62,29 @@ export async function settle(url: string, taskId: string, options: RpcOptions = 
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** The JSON-RPC messages of an SSE response, as they arrive, until `enough` says stop (then the stream is dropped). */
+export async function readEvents(
+  res: Response,
+  abort: AbortController,
+  enough: (messages: Array<{ method: string; params: Record<string, unknown> }>) => boolean,
+) {
+  const messages: Array<{ method: string; params: Record<string, unknown> }> = [];
+  const reader = res.body!.getReader();
+  let buffer = '';
+  while (!enough(messages)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += new TextDecoder().decode(value as Uint8Array);
+    for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
+      const data = buffer
+        .slice(0, cut)
+        .split('\n')
+        .find((line) => line.startsWith('data: '));
+      buffer = buffer.slice(cut + 2);
+      if (data !== undefined) messages.push(JSON.parse(data.slice(6)) as (typeof messages)[number]);
+    }
+  }
+  abort.abort();
+  return messages;
+}

@@ -7,6 +7,7 @@ import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { Worker } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
 import { ALL_HARNESSES } from '../support/stores.js';
+import { until } from '../support/until.js';
 
 const AUTH = 'acme/alice';
 const stops: Array<() => Promise<void>> = [];
@@ -39,16 +40,6 @@ function askingTool(opts: { differentOnRerun?: boolean } = {}) {
     },
   }) as unknown as TaskTool;
   return { tool, seen };
-}
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
@@ -91,17 +82,17 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const { tool, seen } = askingTool();
     const w = worker(svc, tool, 'w1');
     const taskId = await admit(svc);
-    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
+    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined), 5000);
     expect(await outstanding(svc, taskId)).toEqual(['approve']);
-    await until(() => (w.executor.active === 0 ? true : undefined));
+    await until(() => (w.executor.active === 0 ? true : undefined), 5000);
     expect((await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } })).decision).toBe('APPLY_ANSWER');
-    await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined));
+    await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined), 5000);
     expect(await outstanding(svc, taskId)).toEqual(['who', 'why']);
     // A partial answer leaves the task waiting for the rest.
     await svc.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept', content: { n: 'ada' } } } });
     expect(await status(svc, taskId)).toBe('input_required');
     await svc.answer({ auth: AUTH, taskId, responses: { why: { action: 'accept', content: { n: 'audit' } } } });
-    await until(async () => ((await status(svc, taskId)) === 'completed' ? true : undefined));
+    await until(async () => ((await status(svc, taskId)) === 'completed' ? true : undefined), 5000);
     expect(seen).toEqual({ runs: 3, effects: 1 });
     const asks = (await store!.auditTrail({ taskId })).filter((e) => e.decision === 'APPLY_ASK');
     expect(asks.map((e) => e.detail)).toEqual(['ask approve', 'ask who,why']);
@@ -114,16 +105,16 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const first = askingTool();
     const w1 = worker(asker, first.tool, 'asker');
     const taskId = await admit(asker);
-    await until(async () => ((await status(asker, taskId)) === 'input_required' ? true : undefined));
+    await until(async () => ((await status(asker, taskId)) === 'input_required' ? true : undefined), 5000);
     await w1.stop(50);
     const second = askingTool();
     await other.start();
     stops.push(() => other.stop());
     worker(other, second.tool, 'survivor');
     await other.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
-    await until(async () => ((await outstanding(other, taskId)).length === 2 ? true : undefined));
+    await until(async () => ((await outstanding(other, taskId)).length === 2 ? true : undefined), 5000);
     await asker.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'decline' } } });
-    await until(async () => ((await status(other, taskId)) === 'completed' ? true : undefined));
+    await until(async () => ((await status(other, taskId)) === 'completed' ? true : undefined), 5000);
     expect(first.seen.effects + second.seen.effects).toBe(1);
   });
 
@@ -132,7 +123,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const svc = service(store!);
     worker(svc, askingTool().tool, 'w1');
     const taskId = await admit(svc);
-    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
+    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined), 5000);
     const bob = await svc.answer({ auth: 'globex/bob', taskId, responses: { approve: { action: 'accept' } } });
     expect(bob).toMatchObject({ decision: 'BLOCK_AUTH', record: null });
     expect(await outstanding(svc, taskId)).toEqual(['approve']);
@@ -140,7 +131,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'decline' } } });
     const again = await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
     expect(again.keys).toEqual({ approve: 'BLOCK_ANSWER_REWRITE' });
-    await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined));
+    await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined), 5000);
     expect((await svc.read({ auth: AUTH, method: 'tasks/cancel', taskId })).decision).toBe('CANCEL_TASK');
     const late = await svc.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'accept' } } });
     expect(late.decision).toBe('BLOCK_TERMINAL');
@@ -153,12 +144,12 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const svc = service(store!);
     worker(svc, askingTool({ differentOnRerun: true }).tool, 'w1');
     const taskId = await admit(svc);
-    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
+    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined), 5000);
     await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
-    await until(async () => ((await status(svc, taskId)) === 'failed' ? true : undefined));
+    await until(async () => ((await status(svc, taskId)) === 'failed' ? true : undefined), 5000);
     expect((await svc.lookup({ auth: AUTH, taskId })).record?.result).toMatchObject({ error: { message: expect.stringContaining('asked something else') } });
     const blind = await admit(svc, {});
-    await until(async () => ((await status(svc, blind)) === 'failed' ? true : undefined));
+    await until(async () => ((await status(svc, blind)) === 'failed' ? true : undefined), 5000);
     expect((await svc.lookup({ auth: AUTH, taskId: blind })).record?.result).toMatchObject({
       error: { code: -32021, data: { requiredCapabilities: { elicitation: {} } } },
     });

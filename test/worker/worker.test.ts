@@ -7,6 +7,7 @@ import type { TaskStore } from '../../src/store/types.js';
 import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
 import { ALL_HARNESSES } from '../support/stores.js';
+import { until } from '../support/until.js';
 
 const AUTH = 'acme/alice';
 
@@ -52,16 +53,6 @@ async function admit(service: TaskService, ttl?: number): Promise<string> {
     request: { method: 'tools/call', params: { name: 'steered', arguments: {}, task: ttl === undefined ? {} : { ttl } } },
   });
   return out.record!.taskId;
-}
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, ms = 3000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 const stored = async (service: TaskService, taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record;
