@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CREATE_DECISIONS, LIST_DECISIONS, READ_DECISIONS, TRANSITION_DECISIONS } from '../core/decisions.js';
 import { TasklatchError } from '../core/errors.js';
+import { ANSWER_DECISIONS, ASK_DECISIONS } from '../core/input-rules.js';
 import { isTimestamp } from '../core/time.js';
 import { READ_METHODS, TASK_STATUSES } from '../core/types.js';
 
@@ -23,6 +24,17 @@ const storedRecord = z.object({
   idempotencyKey: z.string().nullable().optional(),
   result: z.unknown().optional(),
   statusMessage: z.string().nullable().optional(),
+  // The lease an ask's fence is checked against (input cases).
+  leaseOwner: z.string().nullable().optional(),
+  leaseExpiresAt: timestamp.nullable().optional(),
+});
+
+/** A stored question; one with a `response` (JSON null included) is answered. */
+const storedInput = z.object({
+  key: z.string().min(1),
+  askSeq: z.number().int().nonnegative().optional(),
+  request: z.object({ method: z.string(), params: jsonObject.optional() }),
+  response: z.unknown().optional(),
 });
 
 const capabilities = z.object({
@@ -106,14 +118,38 @@ const listCase = z
     path: ['expectTaskIds'],
   });
 
-const SURFACE_SCHEMAS = { create: createCase, transition: transitionCase, read: readCase, list: listCase } as const;
+const inputCase = z
+  .object({
+    ...common,
+    surface: z.literal('input'),
+    packet: z.object({
+      now: timestamp,
+      auth: z.string(),
+      task: storedRecord.nullable(),
+      inputs: z.array(storedInput),
+      op: z.enum(['ask', 'answer']),
+      ask: z.object({ expectedVersion: z.number().int(), owner: z.string(), keys: z.array(z.string().min(1)).min(1) }).optional(),
+      answer: z.object({ key: z.string().min(1), response: z.unknown() }).optional(),
+    }),
+    expect: z.union([z.enum(ASK_DECISIONS), z.enum(ANSWER_DECISIONS)]),
+  })
+  .superRefine((c, ctx) => {
+    const { op } = c.packet;
+    if (c.packet[op] === undefined) ctx.addIssue({ code: 'custom', message: `required when op is ${op}`, path: ['packet', op] });
+    const decisions: readonly string[] = op === 'ask' ? ASK_DECISIONS : ANSWER_DECISIONS;
+    if (!decisions.includes(c.expect)) ctx.addIssue({ code: 'custom', message: `not a decision of ${op}`, path: ['expect'] });
+  });
+
+const SURFACE_SCHEMAS = { create: createCase, transition: transitionCase, read: readCase, list: listCase, input: inputCase } as const;
 
 export type StoredRecordPacket = z.infer<typeof storedRecord>;
 export type CreateCase = z.infer<typeof createCase>;
 export type TransitionCase = z.infer<typeof transitionCase>;
 export type ReadCase = z.infer<typeof readCase>;
 export type ListCase = z.infer<typeof listCase>;
-export type ReplayCase = CreateCase | TransitionCase | ReadCase | ListCase;
+export type InputCase = z.infer<typeof inputCase>;
+export type StoredInputPacket = z.infer<typeof storedInput>;
+export type ReplayCase = CreateCase | TransitionCase | ReadCase | ListCase | InputCase;
 
 export interface ReplayFixture {
   fixture: 'tasklatch-contract-replay';
@@ -160,7 +196,7 @@ function parseCase(item: unknown, index: number): ReplayCase {
   if (typeof surface !== 'string' || !(surface in SURFACE_SCHEMAS)) {
     throw new TasklatchError(
       'INVALID_FIXTURE',
-      `${label}: field "surface": expected one of create, transition, read, list, got ${JSON.stringify(surface) ?? 'nothing'}`,
+      `${label}: field "surface": expected one of create, transition, read, list, input, got ${JSON.stringify(surface) ?? 'nothing'}`,
     );
   }
   const result = SURFACE_SCHEMAS[surface as keyof typeof SURFACE_SCHEMAS].safeParse(item);

@@ -1,11 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { idempotencyKeyOf } from '../core/create-rules.js';
-import { requestDigest, resultDigest } from '../core/digest.js';
 import { parseTimestamp } from '../core/time.js';
-import type { TaskCapabilities, TaskRecord } from '../core/types.js';
+import type { TaskCapabilities } from '../core/types.js';
 import { TaskService } from '../service/task-service.js';
 import type { TaskStore } from '../store/types.js';
-import type { ReplayCase, ReplayFixture, StoredRecordPacket } from './fixture.js';
+import type { ReplayCase, ReplayFixture } from './fixture.js';
+import { performInput } from './perform-input.js';
+import { toRecord } from './to-record.js';
+
+export { toRecord } from './to-record.js';
 
 export interface CaseOutcome {
   id: string;
@@ -34,7 +36,8 @@ export function sha256Hex(bytes: Uint8Array): string {
 
 /**
  * Replays every case through `store`: seeds the case's stored records, performs the operation
- * through the task service (the path the wire uses), and compares decisions.
+ * through the task service (the path the wire uses; input cases, which the service does not
+ * serve, through the store), and compares decisions.
  *
  * Cases share one store, so each case's ids and auth keys live under a namespace of their own
  * (`replay-<run>/<case>/`); the prefix is the same for every record of a case, so equality and
@@ -112,39 +115,9 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
         cursor = outcome.nextCursor;
       }
     }
+    case 'input':
+      return { actual: await performInput(replayCase, store, ns) };
   }
-}
-
-/** A packet's stored record as the store keeps it, under the case's namespace. */
-export function toRecord(packet: StoredRecordPacket, ns = ''): TaskRecord {
-  const createdAt = parseTimestamp(packet.createdAt);
-  const expiresAt = packet.expiresAt === null ? null : parseTimestamp(packet.expiresAt);
-  const request = packet.request ?? null;
-  const result = packet.result ?? null;
-  const toolName = request !== null && typeof request.params.name === 'string' ? request.params.name : null;
-  return {
-    taskId: ns + packet.taskId,
-    authKey: ns + packet.auth,
-    toolName,
-    status: packet.status,
-    statusMessage: packet.statusMessage ?? null,
-    version: packet.version,
-    createdAt,
-    lastUpdatedAt: createdAt,
-    ttl: expiresAt === null ? null : expiresAt - createdAt,
-    expiresAt,
-    pollInterval: null,
-    requestDigest: request === null ? null : requestDigest(request),
-    idempotencyKey: packet.idempotencyKey ?? (request === null ? null : idempotencyKeyOf(request)),
-    request,
-    cancelRequested: packet.status === 'cancelled',
-    result,
-    resultDigest: result === null ? null : resultDigest(result),
-    correlationId: null,
-    attempt: 0,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-  };
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

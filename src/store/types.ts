@@ -194,8 +194,8 @@ export interface TaskInputs {
   ask(input: AskInput): Promise<AskOutcome>;
   /**
    * Stores each applicable answer; when no question is left outstanding the task returns to
-   * `working` (version + 1, attempt count back to 0, its outbox entry due at once) so that a
-   * worker runs it on. One audit line per key.
+   * `working` (version + 1, attempt count back to 0, no lease, its outbox entry due at once) so
+   * that a worker runs it on. One audit line per key, with the record as the answer left it.
    */
   answer(input: AnswerInput): Promise<AnswerOutcome>;
   /** The caller's task's questions, in ask order, answered and outstanding. */
@@ -210,8 +210,12 @@ export interface TaskUpkeep {
   auditTrail(input: { taskId: string }): Promise<AuditEntry[]>;
   /** Deletes up to `limit` expired records; returns how many went. */
   sweepExpired(input: { now: Millis; limit: number }): Promise<number>;
-  /** Imports records as they are (replay seeding, migrations between stores). */
-  seed(records: readonly TaskRecord[]): Promise<void>;
+  /**
+   * Imports records as they are (replay seeding, migrations between stores), then `inputs`, the
+   * questions of those tasks as they are (answered when `answeredAt` is set), each replacing a
+   * stored one of the same task and key.
+   */
+  seed(records: readonly TaskRecord[], inputs?: readonly StoredInput[]): Promise<void>;
   /**
    * Calls `onChange(taskId, version)` whenever another process changes a task record (stores
    * whose `supports.listenNotify` is true; the others never call it), and `onChange(null)` when

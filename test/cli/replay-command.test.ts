@@ -114,6 +114,16 @@ describe('tasklatch replay', () => {
       content: () => mutated((f) => delete f.cases.find((c) => c.id === 'X-L01')!.expectTaskIds),
       message: /case X-L01 .*field "expectTaskIds"/,
     },
+    {
+      name: 'ask case without its ask',
+      content: () => mutated((f) => delete f.cases.find((c) => c.id === 'X-I01')!.packet.ask),
+      message: /case X-I01 .*field "packet\.ask": required when op is ask/,
+    },
+    {
+      name: 'answer case expecting an ask decision',
+      content: () => mutated((f) => (f.cases.find((c) => c.id === 'X-I17')!.expect = 'APPLY_ASK')),
+      message: /case X-I17 .*field "expect": not a decision of answer/,
+    },
     { name: 'duplicate ids', content: () => mutated((f) => (f.cases[1]!.id = f.cases[0]!.id)), message: /duplicate case id/ },
     { name: 'case not an object', content: () => mutated((f) => ((f.cases as unknown[])[4] = 'C05')), message: /cases\[4\]: expected an object/ },
   ])('exits 2 on a malformed fixture: $name', async (row) => {

@@ -17,6 +17,8 @@ function schemaOf(url: string): string {
 const EXPECTED_COLUMNS = `
 task_audit: id bigint NO, at_ms bigint YES, surface text YES, decision text YES, auth_key text YES, task_id text YES,
   correlation_id text YES, status text YES, version integer YES, detail text YES
+task_inputs: task_id text NO, input_key text NO, ask_seq integer NO, input_ordinal integer NO, request jsonb NO,
+  request_digest text NO, asked_at_ms bigint NO, response jsonb YES, response_digest text YES, answered_at_ms bigint YES
 task_outbox: id bigint NO, task_id text NO, created_at_ms bigint NO, available_at_ms bigint NO, claimed_by text YES,
   lease_expires_at_ms bigint YES, attempt integer NO, done_at_ms bigint YES
 tasklatch_meta: key text NO, value text NO
@@ -30,6 +32,7 @@ tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, st
 const EXPECTED_INDEXES = [
   'task_audit USING btree (task_id, id)',
   'task_audit USING btree (id)',
+  'task_inputs USING btree (task_id, input_key)',
   'task_outbox USING btree (available_at_ms, id) WHERE (done_at_ms IS NULL)',
   'task_outbox USING btree (id)',
   'task_outbox USING btree (task_id)',
@@ -70,11 +73,16 @@ describe('PostgresStore schema and migrations', () => {
   });
 
   it('orders task ids by code point (COLLATE "C") and refuses unknown statuses', async () => {
-    const collation = await store.pool.query<{ c: string }>(
-      `SELECT collation_name AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'tasks' AND column_name = 'task_id'`,
+    const collation = await store.pool.query<{ t: string; c: string }>(
+      `SELECT table_name AS t, collation_name AS c FROM information_schema.columns
+        WHERE table_schema = $1 AND column_name = 'task_id' AND table_name <> 'task_audit' ORDER BY table_name`,
       [schemaOf(url)],
     );
-    expect(collation.rows[0]?.c).toBe('C');
+    expect(collation.rows).toEqual([
+      { t: 'task_inputs', c: 'C' },
+      { t: 'task_outbox', c: 'C' },
+      { t: 'tasks', c: 'C' },
+    ]);
     await expect(
       store.pool.query(`INSERT INTO tasks (task_id, auth_key, status, version, created_at_ms, last_updated_at_ms) VALUES ('x', 'a', 'paused', 1, 0, 0)`),
     ).rejects.toThrow(/check constraint/);
@@ -82,7 +90,13 @@ describe('PostgresStore schema and migrations', () => {
 
   it('records the migration and a 32-byte shared secret', async () => {
     const applied = await store.pool.query<{ name: string }>('SELECT name FROM tasklatch_migrations ORDER BY name');
-    expect(applied.rows.map((r) => r.name)).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_migration_checksums.sql']);
+    expect(applied.rows.map((r) => r.name)).toEqual([
+      '001_init.sql',
+      '002_dispatch.sql',
+      '003_active_tasks.sql',
+      '004_migration_checksums.sql',
+      '005_task_inputs.sql',
+    ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
     expect(await store.sharedSecret()).toEqual(secret);
@@ -125,7 +139,9 @@ describe('PostgresStore schema and migrations', () => {
   it('lets concurrent processes migrate one fresh schema: one applies, the rest find it done', async () => {
     const fresh = await freshPostgresUrl('pg_concurrent_migrate');
     const runs = await Promise.all(Array.from({ length: 6 }, () => migratePostgres(fresh)));
-    expect(runs.filter((r) => r.length > 0)).toEqual([['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_migration_checksums.sql']]);
+    expect(runs.filter((r) => r.length > 0)).toEqual([
+      ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_migration_checksums.sql', '005_task_inputs.sql'],
+    ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);
     const opened = await Promise.all([PostgresStore.open(fresh), PostgresStore.open(fresh)]);
     const secrets = await Promise.all(opened.map((s) => s.sharedSecret()));

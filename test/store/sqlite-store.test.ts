@@ -58,6 +58,18 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['version', 'INTEGER', 0, 0],
     ['detail', 'TEXT', 0, 0],
   ],
+  task_inputs: [
+    ['task_id', 'TEXT', 1, 1],
+    ['input_key', 'TEXT', 1, 2],
+    ['ask_seq', 'INTEGER', 1, 0],
+    ['input_ordinal', 'INTEGER', 1, 0],
+    ['request', 'TEXT', 1, 0],
+    ['request_digest', 'TEXT', 1, 0],
+    ['asked_at_ms', 'INTEGER', 1, 0],
+    ['response', 'TEXT', 0, 0],
+    ['response_digest', 'TEXT', 0, 0],
+    ['answered_at_ms', 'INTEGER', 0, 0],
+  ],
   tasklatch_meta: [
     ['key', 'TEXT', 0, 1],
     ['value', 'TEXT', 1, 0],
@@ -108,14 +120,19 @@ describe('SQLite migrations', () => {
     const unique = (db.pragma('index_list(tasks)') as { name: string; unique: number; origin: string }[]).filter((i) => i.origin === 'u');
     expect(unique).toHaveLength(1);
     expect((db.pragma(`index_info(${unique[0]!.name})`) as { name: string }[]).map((c) => c.name)).toEqual(['auth_key', 'idempotency_key']);
-    const fks = db.pragma('foreign_key_list(task_outbox)') as { table: string; from: string; to: string; on_delete: string }[];
-    expect(fks.map((f) => [f.table, f.from, f.to, f.on_delete])).toEqual([['tasks', 'task_id', 'task_id', 'CASCADE']]);
-    expect(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').pluck().all()).toEqual([
-      '001_init.sql',
-      '002_dispatch.sql',
-      '003_active_tasks.sql',
-    ]);
-    expect(store.migrationsApplied).toEqual(['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql']);
+    for (const child of ['task_outbox', 'task_inputs']) {
+      const fks = db.pragma(`foreign_key_list(${child})`) as { table: string; from: string; to: string; on_delete: string }[];
+      expect(
+        fks.map((f) => [f.table, f.from, f.to, f.on_delete]),
+        child,
+      ).toEqual([['tasks', 'task_id', 'task_id', 'CASCADE']]);
+    }
+    // The primary key (task_id, input_key) is the autoindex that keeps a key unique for the task's lifetime.
+    const inputKeys = (db.pragma('index_list(task_inputs)') as { name: string; origin: string }[]).filter((i) => i.origin === 'pk');
+    expect(inputKeys.map((i) => (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name))).toEqual([['task_id', 'input_key']]);
+    const all = ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_task_inputs.sql'];
+    expect(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').pluck().all()).toEqual(all);
+    expect(store.migrationsApplied).toEqual(all);
     await store.close();
   });
 

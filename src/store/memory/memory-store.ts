@@ -7,10 +7,10 @@ import { compareListOrder, decideCancel } from '../../core/read-rules.js';
 import { isExpired } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
-import { jcsSha256 } from '../../core/digest.js';
-import { decideAnswer, decideAsk, answerMiss, outstanding, type AnswerDecision, type StoredInput } from '../../core/input-rules.js';
+import type { StoredInput } from '../../core/input-rules.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
+import { answerIn, askIn, inputsOf, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import type {
   AnswerInput,
   AnswerOutcome,
@@ -58,6 +58,15 @@ export class MemoryStore implements TaskStore {
   private readonly audit: AuditEntry[] = [];
   /** taskId → its questions in ask order: the task_inputs table of the SQL stores. */
   private readonly questions = new Map<string, StoredInput[]>();
+  private readonly inputState: MemoryInputState = {
+    tasks: this.tasks,
+    questions: this.questions,
+    dueNow: (taskId, now) => {
+      const entry = this.outbox.get(taskId);
+      if (entry !== undefined && entry.doneAt === null) entry.availableAt = now;
+    },
+    audit: (line) => this.audit.push(line),
+  };
   private readonly secret = randomBytes(32);
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
@@ -239,91 +248,15 @@ export class MemoryStore implements TaskStore {
   }
 
   async ask(input: AskInput): Promise<AskOutcome> {
-    const task = this.tasks.get(input.fence.taskId) ?? null;
-    const asked = this.questions.get(input.fence.taskId) ?? [];
-    const decision = decideAsk({
-      task,
-      fence: input.fence,
-      keys: input.questions.map((q) => q.key),
-      askedKeys: new Set(asked.map((q) => q.key)),
-      now: input.now,
-    });
-    const { authKey, taskId } = input.fence;
-    if (decision === 'APPLY_ASK' && task !== null) {
-      for (const q of input.questions) {
-        asked.push({
-          taskId,
-          key: q.key,
-          askSeq: input.askSeq,
-          request: structuredClone(q.request),
-          requestDigest: jcsSha256(q.request),
-          askedAt: input.now,
-          response: null,
-          responseDigest: null,
-          answeredAt: null,
-        });
-      }
-      this.questions.set(taskId, asked);
-      task.status = 'input_required';
-      task.version += 1;
-      task.lastUpdatedAt = input.now;
-    }
-    const visible = task !== null && task.authKey === authKey ? task : null;
-    this.log(
-      input.now,
-      'input',
-      decision,
-      authKey,
-      taskId,
-      input.correlationId,
-      visible,
-      decision === 'APPLY_ASK' ? `ask ${input.questions.map((q) => q.key).join(',')}` : undefined,
-    );
-    return { decision, record: visible === null ? null : copy(visible) };
+    return askIn(this.inputState, input);
   }
 
   async answer(input: AnswerInput): Promise<AnswerOutcome> {
-    const { authKey, taskId, now } = input;
-    const task = this.tasks.get(taskId) ?? null;
-    const miss = answerMiss(task, authKey, now);
-    if (miss !== null || task === null) {
-      this.log(now, 'input', miss ?? 'NOT_FOUND', authKey, taskId, input.correlationId, miss === 'BLOCK_TERMINAL' ? task : null);
-      return { decision: miss ?? 'NOT_FOUND', keys: {}, record: null };
-    }
-    const asked = this.questions.get(taskId) ?? [];
-    const keys: Record<string, AnswerDecision> = {};
-    for (const [key, response] of Object.entries(input.responses)) {
-      const question = asked.find((q) => q.key === key) ?? null;
-      const responseDigest = jcsSha256(response ?? null);
-      const decision = decideAnswer({ task, auth: authKey, question, responseDigest, now });
-      keys[key] = decision;
-      if (decision === 'APPLY_ANSWER' && question !== null) {
-        question.response = structuredClone(response);
-        question.responseDigest = responseDigest;
-        question.answeredAt = now;
-      }
-      this.log(now, 'input', decision, authKey, taskId, input.correlationId, task, `answer ${key}`);
-    }
-    const applied = Object.values(keys).includes('APPLY_ANSWER');
-    if (applied) {
-      task.version += 1;
-      task.lastUpdatedAt = now;
-      if (outstanding(asked).length === 0) {
-        // Nothing left to ask: the task runs on, as a new first attempt, at once.
-        task.status = 'working';
-        task.attempt = 0;
-        const entry = this.outbox.get(taskId);
-        if (entry !== undefined && entry.doneAt === null) entry.availableAt = now;
-      }
-    }
-    return { decision: applied ? 'APPLY_ANSWER' : 'IGNORE_ANSWER', keys, record: copy(task) };
+    return answerIn(this.inputState, input);
   }
 
-  async inputs({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<InputsOutcome> {
-    const stored = this.tasks.get(taskId) ?? null;
-    const miss = classifyMiss(stored, authKey, now);
-    if (miss !== null) return { decision: miss, inputs: null };
-    return { decision: 'FOUND', inputs: structuredClone(this.questions.get(taskId) ?? []) };
+  async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
+    return inputsOf(this.inputState, ref);
   }
 
   async recordDecision(entry: AuditEntry): Promise<void> {
@@ -352,7 +285,7 @@ export class MemoryStore implements TaskStore {
     return deleted;
   }
 
-  async seed(records: readonly TaskRecord[]): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
     for (const record of records) {
       const previous = this.tasks.get(record.taskId);
       if (previous !== undefined) this.track(previous, false);
@@ -360,6 +293,7 @@ export class MemoryStore implements TaskStore {
       this.track(record);
       if (record.idempotencyKey !== null) this.keys.set(`${record.authKey}\n${record.idempotencyKey}`, record.taskId);
     }
+    seedInputs(this.inputState, inputs);
   }
 
   async sharedSecret(): Promise<Uint8Array> {

@@ -1,4 +1,5 @@
 import type { Decision } from '../../core/decisions.js';
+import type { InputRequest, StoredInput } from '../../core/input-rules.js';
 import type { TaskRecord, TaskStatus } from '../../core/types.js';
 import type { AuditEntry } from '../types.js';
 
@@ -25,6 +26,19 @@ export interface TaskRow {
   attempt: number;
   lease_owner: string | null;
   lease_expires_at_ms: string | null;
+}
+
+/** A `task_inputs` row as pg returns it. */
+export interface InputRow {
+  task_id: string;
+  input_key: string;
+  ask_seq: number;
+  request: unknown;
+  request_digest: string;
+  asked_at_ms: string;
+  response: unknown;
+  response_digest: string | null;
+  answered_at_ms: string | null;
 }
 
 export interface AuditRow {
@@ -166,5 +180,34 @@ export function auditToRow(entry: AuditEntry): unknown[] {
     entry.status ?? null,
     entry.version ?? null,
     entry.detail ?? null,
+  ];
+}
+
+export function rowToInput(row: InputRow): StoredInput {
+  return {
+    taskId: row.task_id,
+    key: row.input_key,
+    askSeq: row.ask_seq,
+    request: row.request as InputRequest,
+    requestDigest: row.request_digest,
+    askedAt: num(row.asked_at_ms),
+    response: row.response,
+    responseDigest: row.response_digest,
+    answeredAt: numOrNull(row.answered_at_ms),
+  };
+}
+
+/** The parameters of `UPSERT_INPUT`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at. */
+export function inputToRow(input: StoredInput): unknown[] {
+  return [
+    input.taskId,
+    input.key,
+    input.askSeq,
+    toJson(input.request),
+    input.requestDigest,
+    input.askedAt,
+    toJson(input.response),
+    input.responseDigest,
+    input.answeredAt,
   ];
 }

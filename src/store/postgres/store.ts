@@ -3,7 +3,13 @@ import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { AuditWriter } from '../audit-writer.js';
+import type { StoredInput } from '../../core/input-rules.js';
 import type {
+  AnswerInput,
+  AnswerOutcome,
+  AskInput,
+  AskOutcome,
+  InputsOutcome,
   AdmitInput,
   AdmitOutcome,
   AuditEntry,
@@ -20,6 +26,7 @@ import type {
 } from '../types.js';
 import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
+import { answerIn, askIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
@@ -143,6 +150,18 @@ export class PostgresStore implements TaskStore {
     return counted.rows[0]?.n ?? 0;
   }
 
+  async ask(input: AskInput): Promise<AskOutcome> {
+    return askIn(this.pool, input);
+  }
+
+  async answer(input: AnswerInput): Promise<AnswerOutcome> {
+    return answerIn(this.pool, input);
+  }
+
+  async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
+    return inputsIn(this.pool, ref);
+  }
+
   /** Queued and written in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
     this.auditWriter.append(entry);
@@ -160,7 +179,7 @@ export class PostgresStore implements TaskStore {
     return deleted.rowCount ?? 0;
   }
 
-  async seed(records: readonly TaskRecord[]): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
     await inTransaction(this.pool, async (client) => {
       for (const record of records) {
         if (record.idempotencyKey !== null) {
@@ -168,6 +187,7 @@ export class PostgresStore implements TaskStore {
         }
         await client.query(sql.UPSERT_TASK, recordToRow(record));
       }
+      await seedInputsIn(client, inputs);
     });
   }
 

@@ -2,10 +2,10 @@ import Database from 'better-sqlite3';
 
 /**
  * The decisions whose audit line accompanies a change of the task record (admission, applied
- * writes including claims and abandons, cancellation, a lease given back): the lines a change
- * listener reports.
+ * writes including claims and abandons, cancellation, a lease given back, an ask, an answer):
+ * the lines a change listener reports. All but admission's carry the version after the change.
  */
-const CHANGE_DECISIONS = ['ACCEPT_TASK', 'APPLY_TRANSITION', 'CANCEL_TASK', 'RELEASE_LEASE'] as const;
+const CHANGE_DECISIONS = ['ACCEPT_TASK', 'APPLY_TRANSITION', 'CANCEL_TASK', 'RELEASE_LEASE', 'APPLY_ASK', 'APPLY_ANSWER'] as const;
 
 /** How often the listener asks whether another connection committed (cheap: one pragma). */
 const POLL_MS = 30;

@@ -1,3 +1,4 @@
+import type { InputRequest, StoredInput } from '../../core/input-rules.js';
 import type { TaskRecord, TaskStatus } from '../../core/types.js';
 import type { AuditEntry } from '../types.js';
 
@@ -37,6 +38,19 @@ export interface AuditRow {
   status: string | null;
   version: number | null;
   detail: string | null;
+}
+
+/** A `task_inputs` row. */
+export interface InputRow {
+  task_id: string;
+  input_key: string;
+  ask_seq: number;
+  request: string;
+  request_digest: string;
+  asked_at_ms: number;
+  response: string | null;
+  response_digest: string | null;
+  answered_at_ms: number | null;
 }
 
 /** JSON columns: SQL NULL and JSON `null` both mean "nothing stored", as in TaskRecord. */
@@ -133,5 +147,34 @@ export function auditToRow(entry: AuditEntry): AuditRow {
     status: entry.status ?? null,
     version: entry.version ?? null,
     detail: entry.detail ?? null,
+  };
+}
+
+export function rowToInput(row: InputRow): StoredInput {
+  return {
+    taskId: row.task_id,
+    key: row.input_key,
+    askSeq: row.ask_seq,
+    request: JSON.parse(row.request) as InputRequest,
+    requestDigest: row.request_digest,
+    askedAt: row.asked_at_ms,
+    response: fromJson(row.response),
+    responseDigest: row.response_digest,
+    answeredAt: row.answered_at_ms,
+  };
+}
+
+/** Named parameters for a `task_inputs` insert (its ordinal is the insert's own). */
+export function inputToRow(input: StoredInput): InputRow {
+  return {
+    task_id: input.taskId,
+    input_key: input.key,
+    ask_seq: input.askSeq,
+    request: JSON.stringify(input.request),
+    request_digest: input.requestDigest,
+    asked_at_ms: input.askedAt,
+    response: toJson(input.response),
+    response_digest: input.responseDigest,
+    answered_at_ms: input.answeredAt,
   };
 }

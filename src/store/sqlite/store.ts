@@ -2,7 +2,13 @@ import type Database from 'better-sqlite3';
 import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
+import type { StoredInput } from '../../core/input-rules.js';
 import type {
+  AnswerInput,
+  AnswerOutcome,
+  AskInput,
+  AskOutcome,
+  InputsOutcome,
   AdmitInput,
   AdmitOutcome,
   AuditEntry,
@@ -19,6 +25,7 @@ import type {
 } from '../types.js';
 import { inTransaction, openDatabase } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
+import { answerIn, askIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
 import { migrateSqlite } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
@@ -113,6 +120,19 @@ export class SqliteStore implements TaskStore {
     return this.write(() => releaseIn(this.sql, fence, now, correlationId));
   }
 
+  async ask(input: AskInput): Promise<AskOutcome> {
+    return this.write(() => askIn(this.db, this.sql, input));
+  }
+
+  async answer(input: AnswerInput): Promise<AnswerOutcome> {
+    return this.write(() => answerIn(this.sql, input));
+  }
+
+  async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
+    // One snapshot for the visibility read and the questions, as in `get`.
+    return this.db.transaction(() => inputsIn(this.sql, ref)).deferred();
+  }
+
   /** `now` is part of the interface; an open entry counts whether or not it is due yet. */
   async pendingDispatch(_input: { now: Millis }): Promise<number> {
     return (this.sql.countPending.get() as { n: number }).n;
@@ -128,17 +148,18 @@ export class SqliteStore implements TaskStore {
   }
 
   async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
-    // The outbox entries go by ON DELETE CASCADE (open turns foreign_keys on for the connection).
+    // The outbox entries and questions go by ON DELETE CASCADE (open turns foreign_keys on for the connection).
     return this.write(() => this.sql.sweep.run(now, limit).changes);
   }
 
-  async seed(records: readonly TaskRecord[]): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
     this.write(() => {
       for (const record of records) {
         const row = recordToRow(record);
         if (row.idempotency_key !== null) this.sql.releaseKeyForSeed.run(row);
         this.sql.upsertTask.run(row);
       }
+      seedInputsIn(this.sql, inputs);
     });
   }
 
