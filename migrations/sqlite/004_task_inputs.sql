@@ -18,5 +18,10 @@ CREATE TABLE task_inputs (
   response        TEXT,
   response_digest TEXT,
   answered_at_ms  INTEGER,
+  -- Past it, the question unanswered ends its task failed; NULL: no deadline of its own.
+  deadline_ms     INTEGER,
   PRIMARY KEY (task_id, input_key)
 );
+
+-- What the deadline pass looks for: outstanding questions that have a deadline, by deadline.
+CREATE INDEX task_inputs_deadline_idx ON task_inputs (deadline_ms) WHERE answered_at_ms IS NULL AND deadline_ms IS NOT NULL;

@@ -1,6 +1,6 @@
 import type { MissDecision } from './decisions.js';
 import { holdsFence } from './dispatch-rules.js';
-import { isExpired } from './time.js';
+import { formatTimestamp, isExpired } from './time.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js';
 
 /**
@@ -31,6 +31,8 @@ export interface StoredInput {
   response: unknown;
   responseDigest: string | null;
   answeredAt: Millis | null;
+  /** Past this instant an outstanding question ends its task failed (null: it may wait until the task expires). */
+  deadlineAt: Millis | null;
 }
 
 export const ASK_DECISIONS = [
@@ -123,4 +125,40 @@ export function answerMiss(
 /** The questions still waiting for an answer, in ask order. */
 export function outstanding(inputs: readonly StoredInput[]): StoredInput[] {
   return inputs.filter((q) => q.answeredAt === null);
+}
+
+/**
+ * The question that ends its task: among the outstanding ones whose deadline has passed
+ * (`deadlineAt <= now`, as expiry reads `expiresAt`), the one due first, ask order breaking ties
+ * (`inputs` in ask order). Null when none is overdue.
+ */
+export function overdueQuestion(inputs: readonly StoredInput[], now: Millis): StoredInput | null {
+  let first: StoredInput | null = null;
+  for (const q of outstanding(inputs)) {
+    if (q.deadlineAt === null || q.deadlineAt > now) continue;
+    if (first === null || q.deadlineAt < first.deadlineAt!) first = q;
+  }
+  return first;
+}
+
+/**
+ * Whether the deadline rule reaches a task at all: one waiting for input and unexpired. A task
+ * that was answered in time, cancelled or finished meanwhile is no longer waiting.
+ */
+export function awaitsInput(task: Pick<TaskRecord, 'status' | 'expiresAt'>, now: Millis): boolean {
+  return task.status === 'input_required' && !isExpired(task, now);
+}
+
+/**
+ * The stored outcome of a task whose question went unanswered: a JSON-RPC error, so that both
+ * protocol generations read the task as `failed`.
+ */
+export function deadlineOutcome(question: Pick<StoredInput, 'key' | 'deadlineAt'>): { error: { code: number; message: string } } {
+  const at = question.deadlineAt === null ? 'none' : formatTimestamp(question.deadlineAt);
+  return { error: { code: -32603, message: `no answer to input request ${JSON.stringify(question.key)} before its deadline (${at})` } };
+}
+
+/** The audit detail of a task ended by a deadline. */
+export function deadlineDetail(key: string): string {
+  return `input deadline ${key}`;
 }

@@ -52,5 +52,7 @@ function toInput(packet: StoredInputPacket, taskId: string, now: Millis): Stored
     response,
     responseDigest: answered ? jcsSha256(response) : null,
     answeredAt: answered ? now : null,
+    // Fixtures carry no deadlines: the deadline pass is an upkeep operation, not a decision the fixtures cover.
+    deadlineAt: null,
   };
 }

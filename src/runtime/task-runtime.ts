@@ -32,6 +32,8 @@ export interface RuntimeOptions {
   drainMs?: number;
   /** How often expired records are deleted (ms; default 60000; 0 turns the sweeper off). */
   sweepIntervalMs?: number;
+  /** How often tasks whose question is past its deadline are ended (ms; default 1000; 0 turns it off). */
+  inputDeadlineIntervalMs?: number;
   clock?: () => Millis;
   logger?: Logger;
 }
@@ -70,11 +72,14 @@ export class TaskRuntime {
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
     const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
+    const inputDeadlineIntervalMs = options.inputDeadlineIntervalMs ?? 1000;
+    // The service, not the store: a task a deadline ends is published to this process's waiters.
     this.sweeper =
-      sweepIntervalMs > 0
-        ? new ExpirySweeper(options.store, () => this.service.now(), {
+      sweepIntervalMs > 0 || inputDeadlineIntervalMs > 0
+        ? new ExpirySweeper(this.service, () => this.service.now(), {
             intervalMs: sweepIntervalMs,
-            onError: (error) => this.logger.warn({ err: error }, 'expiry sweep failed'),
+            inputDeadlineIntervalMs,
+            onError: (error) => this.logger.warn({ err: error }, 'upkeep pass failed (expiry sweep or input deadlines)'),
           })
         : null;
     const { beforeTerminalWrite, ...workerOptions } = options.worker ?? {};

@@ -1,50 +1,72 @@
+import { randomUUID } from 'node:crypto';
 import type { Millis } from '../core/types.js';
 import type { TaskStore } from '../store/types.js';
+import { TaskService } from './task-service.js';
 
 export interface SweeperOptions {
-  /** Time between sweeps (ms). */
+  /** Time between sweeps (ms; 0 turns the expiry sweep off). */
   intervalMs?: number;
-  /** Records deleted per statement: bounded, so a sweep never holds long locks. */
+  /** Records deleted (tasks ended) per statement: bounded, so a pass never holds long locks. */
   batchSize?: number;
-  /** Batches per sweep at most; the rest waits for the next sweep. */
+  /** Batches per pass at most; the rest waits for the next pass. */
   maxBatches?: number;
+  /**
+   * Time between passes that end tasks whose question is past its deadline (ms; default 1000,
+   * 0 turns them off). The deadline is only as punctual as this.
+   */
+  inputDeadlineIntervalMs?: number;
   onError?: (error: unknown) => void;
 }
 
 /**
- * Deletes expired records in bounded batches. Every operation already treats an expired record
- * as gone; this only reclaims the space. Several processes may sweep one store at once.
+ * Upkeep on timers: deletes expired records in bounded batches, and ends tasks whose question
+ * went unanswered past its deadline. Every operation already treats an expired record as gone;
+ * the sweep only reclaims the space. The deadline pass is what makes a deadline happen at all.
+ * Several processes may run both against one store at once: every write is conditional.
+ *
+ * Given a `TaskService`, the deadline pass goes through it, so each ended task is published on
+ * its change feed (waiting results in this process wake); given a bare store, through the store.
  */
 export class ExpirySweeper {
   private timer: NodeJS.Timeout | null = null;
+  private deadlineTimer: NodeJS.Timeout | null = null;
   private running: Promise<number> | null = null;
+  private deadlineRunning: Promise<number> | null = null;
+  private readonly store: TaskStore;
+  private readonly service: TaskService | null;
   private readonly intervalMs: number;
+  private readonly deadlineIntervalMs: number;
   private readonly batchSize: number;
   private readonly maxBatches: number;
 
   constructor(
-    private readonly store: TaskStore,
+    source: TaskStore | TaskService,
     private readonly clock: () => Millis,
     private readonly options: SweeperOptions = {},
   ) {
+    this.service = source instanceof TaskService ? source : null;
+    this.store = source instanceof TaskService ? source.store : source;
     this.intervalMs = options.intervalMs ?? 60_000;
+    this.deadlineIntervalMs = options.inputDeadlineIntervalMs ?? 1000;
     this.batchSize = options.batchSize ?? 500;
     this.maxBatches = options.maxBatches ?? 100;
   }
 
-  /** Sweeps every `intervalMs` until `stop()`; the timer never keeps the process alive. */
+  /** Runs each pass on its own timer until `stop()`; the timers never keep the process alive. */
   start(): void {
-    if (this.timer !== null) return;
-    this.timer = setInterval(() => {
-      if (this.running !== null) return;
-      this.running = this.sweepOnce()
-        .catch((error: unknown) => {
-          this.options.onError?.(error);
-          return 0;
-        })
-        .finally(() => (this.running = null));
-    }, this.intervalMs);
-    this.timer.unref();
+    if (this.timer !== null || this.deadlineTimer !== null) return;
+    if (this.intervalMs > 0) {
+      this.timer = setInterval(() => {
+        this.running ??= this.guarded(() => this.sweepOnce()).finally(() => (this.running = null));
+      }, this.intervalMs);
+      this.timer.unref();
+    }
+    if (this.deadlineIntervalMs > 0) {
+      this.deadlineTimer = setInterval(() => {
+        this.deadlineRunning ??= this.guarded(() => this.failOverdueOnce()).finally(() => (this.deadlineRunning = null));
+      }, this.deadlineIntervalMs);
+      this.deadlineTimer.unref();
+    }
   }
 
   /** One sweep: batches until one comes back short (or `maxBatches`); returns records deleted. */
@@ -58,9 +80,36 @@ export class ExpirySweeper {
     return total;
   }
 
+  /** One deadline pass: batches until one comes back short (or `maxBatches`); returns tasks ended. */
+  async failOverdueOnce(): Promise<number> {
+    let total = 0;
+    for (let i = 0; i < this.maxBatches; i++) {
+      const ended =
+        this.service !== null
+          ? await this.service.failOverdueInputs({ limit: this.batchSize })
+          : await this.store.failOverdueInputs({ now: this.clock(), limit: this.batchSize, correlationId: randomUUID() });
+      total += ended.length;
+      // A short batch means nothing else was due; a full one may have left some (or skipped a
+      // task that moved, which the next pass looks at again).
+      if (ended.length < this.batchSize) break;
+    }
+    return total;
+  }
+
+  /** Stops both timers and waits for a pass still running. */
   async stop(): Promise<void> {
     if (this.timer !== null) clearInterval(this.timer);
+    if (this.deadlineTimer !== null) clearInterval(this.deadlineTimer);
     this.timer = null;
-    await this.running;
+    this.deadlineTimer = null;
+    await Promise.all([this.running, this.deadlineRunning]);
+  }
+
+  /** A failed pass is reported and tried again on the next tick, never thrown from a timer. */
+  private guarded(pass: () => Promise<number>): Promise<number> {
+    return pass().catch((error: unknown) => {
+      this.options.onError?.(error);
+      return 0;
+    });
   }
 }

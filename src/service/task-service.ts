@@ -15,6 +15,7 @@ import type {
   Fence,
   InputsOutcome,
   LookupOutcome,
+  OverdueOutcome,
   StoreCapabilities,
   TaskStore,
   TransitionOutcome,
@@ -166,9 +167,22 @@ export class TaskService {
     return released;
   }
 
-  /** A running task asks its requestor (see `TaskStore.ask`); the change is published. */
-  async ask(input: { fence: Fence; askSeq: number; questions: ReadonlyArray<{ key: string; request: InputRequest }> }): Promise<AskOutcome> {
-    const out = await this.store.ask({ ...input, now: this.clock(), correlationId: randomUUID() });
+  /**
+   * A running task asks its requestor (see `TaskStore.ask`); the change is published. With
+   * `timeoutMs` each question is due that long after now (this service's clock).
+   */
+  async ask(input: {
+    fence: Fence;
+    askSeq: number;
+    questions: ReadonlyArray<{ key: string; request: InputRequest }>;
+    timeoutMs?: number;
+  }): Promise<AskOutcome> {
+    const now = this.clock();
+    const { timeoutMs, ...rest } = input;
+    // Whole milliseconds: the stores keep integer columns.
+    const deadlineAt = timeoutMs === undefined ? null : now + Math.ceil(timeoutMs);
+    const questions = rest.questions.map((q) => ({ ...q, deadlineAt }));
+    const out = await this.store.ask({ ...rest, questions, now, correlationId: randomUUID() });
     if (out.decision === 'APPLY_ASK') this.changes.publish(input.fence.taskId, out.record?.version);
     return out;
   }
@@ -184,6 +198,17 @@ export class TaskService {
     });
     if (out.decision === 'APPLY_ANSWER') this.changes.publish(input.taskId, out.record?.version);
     return out;
+  }
+
+  /**
+   * Ends up to `limit` tasks whose outstanding question is past its deadline (see
+   * `TaskStore.failOverdueInputs`) and publishes each, so that waiting results and
+   * subscriptions in this process wake.
+   */
+  async failOverdueInputs(input: { limit?: number } = {}): Promise<OverdueOutcome> {
+    const ended = await this.store.failOverdueInputs({ now: this.clock(), limit: input.limit ?? 100, correlationId: randomUUID() });
+    for (const { taskId, version } of ended) this.changes.publish(taskId, version);
+    return ended;
   }
 
   /** The questions of a task for its own auth context; none when it is out of reach (a worker's read). */

@@ -147,10 +147,14 @@ export interface AskInput {
   fence: Fence;
   /** Which ask of the handler this is (0, 1, …): a run started again finds its questions by it. */
   askSeq: number;
-  questions: ReadonlyArray<{ key: string; request: InputRequest }>;
+  /** `deadlineAt`: past it, the question unanswered ends the task failed (see `failOverdueInputs`). */
+  questions: ReadonlyArray<{ key: string; request: InputRequest; deadlineAt?: Millis | null }>;
   now: Millis;
   correlationId: string;
 }
+
+/** What `failOverdueInputs` ended: each task at the version its failure left it. */
+export type OverdueOutcome = Array<{ taskId: string; version: number }>;
 
 /** `record` is the task after the decision, for the asker's own auth key. */
 export interface AskOutcome {
@@ -210,6 +214,14 @@ export interface TaskUpkeep {
   auditTrail(input: { taskId: string }): Promise<AuditEntry[]>;
   /** Deletes up to `limit` expired records; returns how many went. */
   sweepExpired(input: { now: Millis; limit: number }): Promise<number>;
+  /**
+   * Ends up to `limit` tasks whose outstanding question is past its deadline (`overdueQuestion`
+   * on a task `awaitsInput`): one conditional write each, on the status and version read, to
+   * `failed` with `deadlineOutcome`, lease cleared, outbox entry closed, one audit line (and the
+   * change notification where the store sends them). A task that moved in between is left for
+   * the next pass. Returns the tasks it ended.
+   */
+  failOverdueInputs(input: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome>;
   /**
    * Imports records as they are (replay seeding, migrations between stores), then `inputs`, the
    * questions of those tasks as they are (answered when `answeredAt` is set), each replacing a

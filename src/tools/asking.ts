@@ -40,28 +40,53 @@ export function checkAskable(requests: Readonly<Record<string, InputRequest>>, c
   }
 }
 
+/** Options of one ask. */
+export interface AskOptions {
+  /**
+   * In a task: how long (ms) each question of this ask may stay unanswered; past that the task
+   * ends failed. Counted from the ask's first storing, so a re-run keeps the deadline it had.
+   */
+  timeoutMs?: number;
+}
+
 /** How one kind of call gets answers: from stored answers (tasks), the request (MRTR) or the client at once. */
-export type Ask = (requests: Record<string, InputRequest>) => Promise<Record<string, unknown>>;
+export type Ask = (requests: Record<string, InputRequest>, options?: AskOptions) => Promise<Record<string, unknown>>;
+
+/** The longest timeout: any clock reading plus this stays a safe integer (≈4,000 years). */
+const MAX_TIMEOUT_MS = 2 ** 47;
+
+/** A timeout that cannot name an instant is a bug in the tool: it ends the call before anything is asked. */
+export function checkAskOptions(options: AskOptions): void {
+  const { timeoutMs } = options;
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
+    throw new ProtocolError(-32603, `ask() timeoutMs must be a positive number of milliseconds (at most 2^47), not ${String(timeoutMs)}`);
+  }
+}
 
 /** The asking part of a `ToolContext`, over one way of asking; keys default to one per call. */
 export function askingContext(ask: Ask, capabilities: Record<string, unknown> | null) {
   let calls = 0;
-  const checked: Ask = async (requests) => {
+  const checked: Ask = async (requests, options = {}) => {
     checkAskable(requests, capabilities);
-    return ask(requests);
+    checkAskOptions(options);
+    return ask(requests, options);
   };
-  const one = async (method: string, params: Record<string, unknown>, key?: string) => {
+  const one = async (method: string, params: Record<string, unknown>, options: OneAskOptions) => {
+    const { key, ...rest } = options;
     const name = key ?? `input-${++calls}`;
-    return (await checked({ [name]: { method, params } }))[name];
+    return (await checked({ [name]: { method, params } }, rest))[name];
   };
   return {
     ask: checked,
-    elicit: async (params: { message: string; requestedSchema: Record<string, unknown>; [key: string]: unknown }, options: { key?: string } = {}) =>
-      (await one('elicitation/create', params, options.key)) as ElicitResult,
-    sample: async (params: Record<string, unknown>, options: { key?: string } = {}) => one('sampling/createMessage', params, options.key),
-    listRoots: async (options: { key?: string } = {}) => (await one('roots/list', {}, options.key)) as { roots: Array<{ uri: string; name?: string }> },
+    elicit: async (params: { message: string; requestedSchema: Record<string, unknown>; [key: string]: unknown }, options: OneAskOptions = {}) =>
+      (await one('elicitation/create', params, options)) as ElicitResult,
+    sample: async (params: Record<string, unknown>, options: OneAskOptions = {}) => one('sampling/createMessage', params, options),
+    listRoots: async (options: OneAskOptions = {}) => (await one('roots/list', {}, options)) as { roots: Array<{ uri: string; name?: string }> },
   };
 }
+
+/** Options of a one-question ask: its key beside the ask's options. */
+export type OneAskOptions = AskOptions & { key?: string };
 
 /**
  * Thrown by an `ask` that cannot be answered within the call (2026-07-28 plain calls): the

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { TaskSupport } from '../core/types.js';
 import type { InputRequest } from '../core/input-rules.js';
-import type { ElicitResult } from './asking.js';
+import type { AskOptions, ElicitResult, OneAskOptions } from './asking.js';
 import type { Principal } from './principal.js';
 
 /** What a tool handler is given, for plain and task calls alike. */
@@ -41,14 +41,16 @@ export interface ToolContext {
    * each earlier `ask` resolves at once with its stored answer, so a handler must ask the same
    * questions in the same order (a different one ends the task failed) and do nothing
    * irreversible before its last question. In a plain call the client is asked within the call.
+   * `options.timeoutMs` (tasks): a question still unanswered that long after it was first
+   * asked ends the task failed, with an error naming its key.
    */
-  ask(requests: Record<string, InputRequest>): Promise<Record<string, unknown>>;
+  ask(requests: Record<string, InputRequest>, options?: AskOptions): Promise<Record<string, unknown>>;
   /** `elicitation/create`: a message and a requested schema; the client's `{ action, content }`. */
-  elicit(params: { message: string; requestedSchema: Record<string, unknown>; [key: string]: unknown }, options?: { key?: string }): Promise<ElicitResult>;
+  elicit(params: { message: string; requestedSchema: Record<string, unknown>; [key: string]: unknown }, options?: OneAskOptions): Promise<ElicitResult>;
   /** `sampling/createMessage`: a completion from the client's model. */
-  sample(params: Record<string, unknown>, options?: { key?: string }): Promise<unknown>;
+  sample(params: Record<string, unknown>, options?: OneAskOptions): Promise<unknown>;
   /** `roots/list`: the client's roots. */
-  listRoots(options?: { key?: string }): Promise<{ roots: Array<{ uri: string; name?: string }> }>;
+  listRoots(options?: OneAskOptions): Promise<{ roots: Array<{ uri: string; name?: string }> }>;
 }
 
 /** The result a tool returns: an MCP `CallToolResult`. */

@@ -7,6 +7,7 @@ import { ProtocolError } from '../tools/protocol-error.js';
 import type { TaskService } from '../service/task-service.js';
 import type { Fence } from '../store/types.js';
 import type { StoredError } from '../tools/protocol-error.js';
+import type { AskOptions } from '../tools/asking.js';
 import type { ToolResult } from '../tools/tool.js';
 
 /** The lease a worker holds on a claimed task. */
@@ -161,9 +162,10 @@ export class TaskRun {
    * is new, the questions are stored with a fenced write (the task goes `input_required`) and
    * the run suspends: its handler is stopped, its lease given back, and the answer that leaves
    * nothing outstanding makes the task claimable again. A run that asks something other than
-   * what its task asked before ends the task failed.
+   * what its task asked before ends the task failed. `timeoutMs` gives each new question a
+   * deadline; a question asked before keeps the one it was stored with.
    */
-  async ask(requests: Record<string, InputRequest>): Promise<Record<string, unknown>> {
+  async ask(requests: Record<string, InputRequest>, options: AskOptions = {}): Promise<Record<string, unknown>> {
     const seq = this.asks++;
     const keys = Object.keys(requests);
     this.asked ??= this.service.lookupInputs({ auth: this.record.authKey, taskId: this.taskId });
@@ -180,7 +182,12 @@ export class TaskRun {
       return this.suspend();
     }
     const out = await this.serial(() =>
-      this.service.ask({ fence: this.fence(), askSeq: seq, questions: keys.map((key) => ({ key, request: requests[key]! })) }),
+      this.service.ask({
+        fence: this.fence(),
+        askSeq: seq,
+        questions: keys.map((key) => ({ key, request: requests[key]! })),
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      }),
     );
     switch (out.decision) {
       case 'APPLY_ASK':

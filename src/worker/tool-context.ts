@@ -23,7 +23,7 @@ export function taskToolContext(run: TaskRun, progress?: ProgressSink): ToolCont
   const { record } = run;
   const clientCapabilities = requestCapabilities(record.request);
   return {
-    ...askingContext((requests) => run.ask(requests), clientCapabilities),
+    ...askingContext((requests, options) => run.ask(requests, options), clientCapabilities),
     taskId: record.taskId,
     principal: principalOf(record.authKey),
     signal: run.signal,

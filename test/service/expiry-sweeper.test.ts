@@ -35,4 +35,34 @@ describe('ExpirySweeper', () => {
     await sweeper.stop();
     expect(await store.list({ authKey: 'tenant-a/alice', now: T0 - 10, after: null, limit: 100 })).toMatchObject({ records: [] });
   });
+
+  it('runs the input deadline pass on its own timer (0: never), and stop() waits for a pass in flight', async () => {
+    const store = new MemoryStore();
+    let calls = 0;
+    let finish: () => void = () => undefined;
+    const slow = Object.assign(Object.create(store) as MemoryStore, {
+      failOverdueInputs: async () => {
+        calls++;
+        await new Promise<void>((resolve) => (finish = resolve));
+        return [];
+      },
+    });
+    const off = new ExpirySweeper(slow, () => T0, { intervalMs: 0, inputDeadlineIntervalMs: 0 });
+    off.start();
+    await new Promise((r) => setTimeout(r, 60));
+    await off.stop();
+    expect(calls).toBe(0);
+    const sweeper = new ExpirySweeper(slow, () => T0, { intervalMs: 0, inputDeadlineIntervalMs: 10 });
+    sweeper.start();
+    for (let i = 0; i < 100 && calls === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(calls).toBe(1);
+    let stopped = false;
+    const stopping = sweeper.stop().then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 50));
+    // One pass at a time: the timer skipped while the first was still running.
+    expect({ stopped, calls }).toEqual({ stopped: false, calls: 1 });
+    finish();
+    await stopping;
+    expect(stopped).toBe(true);
+  });
 });

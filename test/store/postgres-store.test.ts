@@ -18,7 +18,8 @@ const EXPECTED_COLUMNS = `
 task_audit: id bigint NO, at_ms bigint YES, surface text YES, decision text YES, auth_key text YES, task_id text YES,
   correlation_id text YES, status text YES, version integer YES, detail text YES
 task_inputs: task_id text NO, input_key text NO, ask_seq integer NO, input_ordinal integer NO, request jsonb NO,
-  request_digest text NO, asked_at_ms bigint NO, response jsonb YES, response_digest text YES, answered_at_ms bigint YES
+  request_digest text NO, asked_at_ms bigint NO, response jsonb YES, response_digest text YES, answered_at_ms bigint YES,
+  deadline_ms bigint YES
 task_outbox: id bigint NO, task_id text NO, created_at_ms bigint NO, available_at_ms bigint NO, claimed_by text YES,
   lease_expires_at_ms bigint YES, attempt integer NO, done_at_ms bigint YES
 tasklatch_meta: key text NO, value text NO
@@ -32,6 +33,7 @@ tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, st
 const EXPECTED_INDEXES = [
   'task_audit USING btree (task_id, id)',
   'task_audit USING btree (id)',
+  'task_inputs USING btree (deadline_ms) WHERE ((answered_at_ms IS NULL) AND (deadline_ms IS NOT NULL))',
   'task_inputs USING btree (task_id, input_key)',
   'task_outbox USING btree (available_at_ms, id) WHERE (done_at_ms IS NULL)',
   'task_outbox USING btree (id)',

@@ -69,6 +69,7 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['response', 'TEXT', 0, 0],
     ['response_digest', 'TEXT', 0, 0],
     ['answered_at_ms', 'INTEGER', 0, 0],
+    ['deadline_ms', 'INTEGER', 0, 0],
   ],
   tasklatch_meta: [
     ['key', 'TEXT', 0, 1],
@@ -87,6 +88,11 @@ const MIGRATION_FILES = readdirSync(new URL('../../migrations/sqlite/', import.m
 
 const EXPECTED_INDEXES = [
   ['task_audit_task_idx', 'task_audit', 'CREATE INDEX task_audit_task_idx ON task_audit (task_id, id)'],
+  [
+    'task_inputs_deadline_idx',
+    'task_inputs',
+    'CREATE INDEX task_inputs_deadline_idx ON task_inputs (deadline_ms) WHERE answered_at_ms IS NULL AND deadline_ms IS NOT NULL',
+  ],
   ['task_outbox_available_idx', 'task_outbox', 'CREATE INDEX task_outbox_available_idx ON task_outbox (available_at_ms) WHERE done_at_ms IS NULL'],
   ['task_outbox_task_idx', 'task_outbox', 'CREATE INDEX task_outbox_task_idx ON task_outbox (task_id)'],
   ['tasks_active_by_auth', 'tasks', "CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')"],

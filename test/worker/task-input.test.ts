@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { ExpirySweeper } from '../../src/service/expiry-sweeper.js';
 import { TaskService } from '../../src/service/task-service.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
@@ -137,6 +138,43 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     expect(late.decision).toBe('BLOCK_TERMINAL');
     await new Promise((r) => setTimeout(r, 150));
     expect(await status(svc, taskId)).toBe('cancelled');
+  });
+
+  it('a question unanswered past its timeoutMs ends the task failed, naming the key; a later answer is BLOCK_TERMINAL', async () => {
+    const [store] = await fresh('deadline');
+    const svc = service(store!);
+    const runs = { n: 0 };
+    const tool = defineTool({
+      name: 'approve',
+      description: 'asks with a deadline',
+      inputSchema: z.object({}),
+      execution: { taskSupport: 'required' },
+      handler: async (_args, ctx) => {
+        runs.n++;
+        await ctx.elicit({ message: 'Approve soon?', requestedSchema: { type: 'object' } }, { key: 'soon', timeoutMs: 150 });
+        return { content: [{ type: 'text', text: 'approved' }] };
+      },
+    }) as unknown as TaskTool;
+    worker(svc, tool, 'w1');
+    const sweeper = new ExpirySweeper(svc, () => svc.now(), { intervalMs: 0, inputDeadlineIntervalMs: 40 });
+    sweeper.start();
+    stops.push(() => sweeper.stop());
+    const taskId = await admit(svc);
+    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined), 5000);
+    const [question] = await svc.lookupInputs({ auth: AUTH, taskId });
+    expect(question!.deadlineAt! - question!.askedAt).toBe(150);
+    // A waiting result wakes on the failure (published on this service's change feed).
+    const result = await svc.awaitResult({ auth: AUTH, taskId, fallbackPollMs: 60_000 });
+    expect(result.decision).toBe('RETURN_RESULT');
+    expect(result.record).toMatchObject({
+      status: 'failed',
+      result: { error: { code: -32603, message: expect.stringMatching(/^no answer to input request "soon" before its deadline \(\d{4}-.+Z\)$/) } },
+    });
+    expect(svc.now() - question!.deadlineAt!).toBeLessThan(2000);
+    const late = await svc.answer({ auth: AUTH, taskId, responses: { soon: { action: 'accept' } } });
+    expect(late).toMatchObject({ decision: 'BLOCK_TERMINAL', record: null });
+    expect(runs.n).toBe(1);
+    expect((await store!.auditTrail({ taskId })).filter((e) => e.detail === 'input deadline soon')).toHaveLength(1);
   });
 
   it('ends the task failed when a re-run asks something else, and when the client cannot be asked', async () => {

@@ -1,5 +1,14 @@
 import { jcsSha256 } from '../../core/digest.js';
-import { answerMiss, decideAnswer, decideAsk, outstanding, type AnswerDecision, type StoredInput } from '../../core/input-rules.js';
+import {
+  answerMiss,
+  awaitsInput,
+  decideAnswer,
+  decideAsk,
+  outstanding,
+  overdueQuestion,
+  type AnswerDecision,
+  type StoredInput,
+} from '../../core/input-rules.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -36,6 +45,7 @@ export function askIn(state: MemoryInputState, input: AskInput): AskOutcome {
         response: null,
         responseDigest: null,
         answeredAt: null,
+        deadlineAt: q.deadlineAt ?? null,
       });
     }
     state.questions.set(taskId, asked);
@@ -101,9 +111,27 @@ function resume(state: MemoryInputState, task: TaskRecord, now: Millis): void {
 export function inputsOf(state: MemoryInputState, { authKey, taskId, now }: TaskRef & { now: Millis }): InputsOutcome {
   const miss = classifyMiss(state.tasks.get(taskId) ?? null, authKey, now);
   if (miss !== null) return { decision: miss, inputs: null };
-  // Ask order, then the order asked within an ask (a stable sort keeps insertion order).
-  const inputs = [...(state.questions.get(taskId) ?? [])].sort((a, b) => a.askSeq - b.askSeq);
-  return { decision: 'FOUND', inputs: structuredClone(inputs) };
+  return { decision: 'FOUND', inputs: structuredClone(inAskOrder(state, taskId)) };
+}
+
+/** Ask order, then the order asked within an ask (a stable sort keeps insertion order). */
+function inAskOrder(state: MemoryInputState, taskId: string): StoredInput[] {
+  return [...(state.questions.get(taskId) ?? [])].sort((a, b) => a.askSeq - b.askSeq);
+}
+
+/**
+ * The tasks an input deadline ends, most overdue first (then by id, as the SQL stores order
+ * them), at most `limit`: the core's `awaitsInput` and `overdueQuestion` on each stored task.
+ */
+export function overdueIn(state: MemoryInputState, now: Millis, limit: number): Array<{ task: TaskRecord; question: StoredInput }> {
+  const due: Array<{ task: TaskRecord; question: StoredInput }> = [];
+  for (const task of state.tasks.values()) {
+    if (!awaitsInput(task, now)) continue;
+    const question = overdueQuestion(inAskOrder(state, task.taskId), now);
+    if (question !== null) due.push({ task, question });
+  }
+  due.sort((a, b) => a.question.deadlineAt! - b.question.deadlineAt! || (a.task.taskId < b.task.taskId ? -1 : a.task.taskId > b.task.taskId ? 1 : 0));
+  return due.slice(0, Math.max(0, limit));
 }
 
 /** Seeding: each question as it is, replacing a stored one of the same task and key. */

@@ -7,10 +7,10 @@ import { compareListOrder, decideCancel } from '../../core/read-rules.js';
 import { isExpired } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
-import type { StoredInput } from '../../core/input-rules.js';
+import { deadlineDetail, deadlineOutcome, type StoredInput } from '../../core/input-rules.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
-import { answerIn, askIn, inputsOf, seedInputs, type MemoryInputState } from './memory-inputs.js';
+import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import type {
   AnswerInput,
   AnswerOutcome,
@@ -25,6 +25,7 @@ import type {
   ListPage,
   ListPosition,
   LookupOutcome,
+  OverdueOutcome,
   StoreCapabilities,
   TaskRef,
   TaskStore,
@@ -283,6 +284,24 @@ export class MemoryStore implements TaskStore {
       deleted++;
     }
     return deleted;
+  }
+
+  async failOverdueInputs({ now, limit, correlationId }: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
+    const ended: OverdueOutcome = [];
+    for (const { task, question } of overdueIn(this.inputState, now, limit)) {
+      task.status = 'failed';
+      this.track(task);
+      task.version += 1;
+      task.lastUpdatedAt = now;
+      task.result = deadlineOutcome(question);
+      task.resultDigest = resultDigest(task.result);
+      task.leaseOwner = null;
+      task.leaseExpiresAt = null;
+      this.closeDispatch(task.taskId, now);
+      this.log(now, 'transition', 'APPLY_TRANSITION', task.authKey, task.taskId, correlationId, task, deadlineDetail(question.key));
+      ended.push({ taskId: task.taskId, version: task.version });
+    }
+    return ended;
   }
 
   async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {

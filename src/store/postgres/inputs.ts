@@ -1,14 +1,23 @@
 import type pg from 'pg';
 import type { Decision } from '../../core/decisions.js';
-import { jcsSha256 } from '../../core/digest.js';
+import { jcsSha256, resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
-import { answerMiss, decideAnswer, decideAsk, outstanding, type AnswerDecision, type StoredInput } from '../../core/input-rules.js';
+import {
+  answerMiss,
+  deadlineDetail,
+  deadlineOutcome,
+  decideAnswer,
+  decideAsk,
+  outstanding,
+  type AnswerDecision,
+  type StoredInput,
+} from '../../core/input-rules.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
-import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, AuditEntry, InputsOutcome, TaskRef } from '../types.js';
+import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, AuditEntry, InputsOutcome, OverdueOutcome, TaskRef } from '../types.js';
 import { inTransaction } from './connection.js';
-import { auditToRow, inputToRow, rowToInput, rowToRecord, type InputRow, type TaskRow } from './row.js';
+import { auditToRow, inputToRow, rowToInput, rowToRecord, toJson, type InputRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { isInt4, readById } from './task-writes.js';
 
@@ -39,7 +48,7 @@ export async function askIn(pool: pg.Pool, input: AskInput): Promise<AskOutcome>
 /** The record after the ask, or null when it changed nothing (the guard failed, or a key was taken). */
 async function applyAsk(pool: pg.Pool, input: AskInput, keys: string[]): Promise<TaskRecord | null> {
   const { fence, now } = input;
-  const questions = input.questions.map((q) => ({ key: q.key, request: q.request, digest: jcsSha256(q.request) }));
+  const questions = input.questions.map((q) => ({ key: q.key, request: q.request, digest: jcsSha256(q.request), deadline: q.deadlineAt ?? null }));
   // The guard fixes what the write leaves: input_required at the fence's version + 1.
   const written = { status: 'input_required' as const, version: fence.version + 1 };
   const audit = line(now, fence, input.correlationId, 'APPLY_ASK', written, `ask ${keys.join(',')}`);
@@ -126,6 +135,27 @@ export async function inputsIn(pool: pg.Pool, { authKey, taskId, now }: TaskRef 
 
 export async function seedInputsIn(client: pg.PoolClient, inputs: readonly StoredInput[]): Promise<void> {
   for (const input of inputs) await client.query(sql.UPSERT_INPUT, inputToRow(input));
+}
+
+/**
+ * Ends up to `limit` overdue tasks: one read of the candidates, then one statement each (its
+ * own transaction) on the version read; a task that moved meanwhile changes nothing.
+ */
+export async function failOverdueIn(
+  pool: pg.Pool,
+  { now, limit, correlationId }: { now: Millis; limit: number; correlationId: string },
+): Promise<OverdueOutcome> {
+  if (limit <= 0) return [];
+  const due = await pool.query<{ task_id: string; input_key: string; deadline_ms: string; version: number }>(sql.OVERDUE_INPUTS, [now, limit]);
+  const ended: OverdueOutcome = [];
+  for (const task of due.rows) {
+    const result = deadlineOutcome({ key: task.input_key, deadlineAt: Number(task.deadline_ms) });
+    const params = [task.task_id, task.version, now, toJson(result), resultDigest(result), correlationId, deadlineDetail(task.input_key)];
+    const failed = await pool.query<{ task_id: string; version: number }>(sql.FAIL_OVERDUE, params);
+    const row = failed.rows[0];
+    if (row !== undefined) ended.push({ taskId: row.task_id, version: row.version });
+  }
+  return ended;
 }
 
 function line(

@@ -39,6 +39,7 @@ export interface InputRow {
   response: unknown;
   response_digest: string | null;
   answered_at_ms: string | null;
+  deadline_ms: string | null;
 }
 
 export interface AuditRow {
@@ -194,10 +195,11 @@ export function rowToInput(row: InputRow): StoredInput {
     response: row.response,
     responseDigest: row.response_digest,
     answeredAt: numOrNull(row.answered_at_ms),
+    deadlineAt: numOrNull(row.deadline_ms),
   };
 }
 
-/** The parameters of `UPSERT_INPUT`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at. */
+/** The parameters of `UPSERT_INPUT`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at, deadline. */
 export function inputToRow(input: StoredInput): unknown[] {
   return [
     input.taskId,
@@ -209,5 +211,6 @@ export function inputToRow(input: StoredInput): unknown[] {
     toJson(input.response),
     input.responseDigest,
     input.answeredAt,
+    input.deadlineAt,
   ];
 }

@@ -261,8 +261,8 @@ export const COUNT_PENDING = `SELECT count(*)::int AS n FROM task_outbox WHERE d
  * asker's fence, as holdsFence, on a `working` task, none of the keys asked before), the
  * questions after the task's others, the audit line and the change notification; all only when
  * the UPDATE changed the row. Parameters: $1 task id, $2 auth key, $3 version, $4 lease owner,
- * $5 now, $6 keys, $7 ask seq, $8 the questions as JSON `[{ key, request, digest }]` in ask
- * order, $9–$17 the audit line (`auditToRow`).
+ * $5 now, $6 keys, $7 ask seq, $8 the questions as JSON `[{ key, request, digest, deadline }]` in
+ * ask order (deadline null for none), $9–$17 the audit line (`auditToRow`).
  */
 export const ASK = `
   WITH applied AS (
@@ -271,8 +271,9 @@ export const ASK = `
        AND NOT EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = $1 AND i.input_key = ANY($6::text[]))
     RETURNING *
   ), asked AS (
-    INSERT INTO task_inputs (task_id, input_key, ask_seq, input_ordinal, request, request_digest, asked_at_ms)
-    SELECT a.task_id, q.value ->> 'key', $7::int, base.n + q.n - 1, q.value -> 'request', q.value ->> 'digest', $5::bigint
+    INSERT INTO task_inputs (task_id, input_key, ask_seq, input_ordinal, request, request_digest, asked_at_ms, deadline_ms)
+    SELECT a.task_id, q.value ->> 'key', $7::int, base.n + q.n - 1, q.value -> 'request', q.value ->> 'digest', $5::bigint,
+           (q.value ->> 'deadline')::bigint
       FROM applied a
      CROSS JOIN (SELECT coalesce(max(input_ordinal) + 1, 0) AS n FROM task_inputs WHERE task_id = $1) base
      CROSS JOIN jsonb_array_elements($8::jsonb) WITH ORDINALITY AS q (value, n)
@@ -333,9 +334,43 @@ export const APPLY_ANSWERS = `
 
 /** Seeding: a question as it is (inputToRow); one already stored keeps its place. */
 export const UPSERT_INPUT = `
-  INSERT INTO task_inputs (task_id, input_key, ask_seq, input_ordinal, request, request_digest, asked_at_ms, response, response_digest, answered_at_ms)
-  SELECT $1::text, $2::text, $3::int, coalesce(max(input_ordinal) + 1, 0), $4::jsonb, $5::text, $6::bigint, $7::jsonb, $8::text, $9::bigint
+  INSERT INTO task_inputs (task_id, input_key, ask_seq, input_ordinal, request, request_digest, asked_at_ms, response, response_digest, answered_at_ms,
+    deadline_ms)
+  SELECT $1::text, $2::text, $3::int, coalesce(max(input_ordinal) + 1, 0), $4::jsonb, $5::text, $6::bigint, $7::jsonb, $8::text, $9::bigint, $10::bigint
     FROM task_inputs WHERE task_id = $1::text
   ON CONFLICT (task_id, input_key) DO UPDATE SET ask_seq = EXCLUDED.ask_seq, request = EXCLUDED.request,
     request_digest = EXCLUDED.request_digest, asked_at_ms = EXCLUDED.asked_at_ms, response = EXCLUDED.response,
-    response_digest = EXCLUDED.response_digest, answered_at_ms = EXCLUDED.answered_at_ms`;
+    response_digest = EXCLUDED.response_digest, answered_at_ms = EXCLUDED.answered_at_ms, deadline_ms = EXCLUDED.deadline_ms`;
+
+/**
+ * Up to $2 tasks an input deadline ends at $1, most overdue first: each with its question due
+ * first (ask order breaking ties). Restates awaitsInput and overdueQuestion.
+ */
+export const OVERDUE_INPUTS = `
+  SELECT task_id, input_key, deadline_ms, version FROM (
+    SELECT DISTINCT ON (i.task_id) i.task_id, i.input_key, i.deadline_ms, t.version
+      FROM task_inputs i JOIN tasks t ON t.task_id = i.task_id
+     WHERE i.answered_at_ms IS NULL AND i.deadline_ms IS NOT NULL AND i.deadline_ms <= $1
+       AND t.status = 'input_required' AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $1)
+     ORDER BY i.task_id, i.deadline_ms, i.ask_seq, i.input_ordinal) overdue
+   ORDER BY deadline_ms, task_id LIMIT $2`;
+
+/**
+ * Ends one overdue task as one statement: the conditional write on the version read (still
+ * waiting and unexpired: awaitsInput), its outbox entry closed, the audit line, the change
+ * notification. Parameters: $1 task id, $2 version, $3 now, $4 the outcome (JSON), $5 its
+ * digest, $6 correlation id, $7 audit detail.
+ */
+export const FAIL_OVERDUE = `
+  WITH applied AS (
+    UPDATE tasks SET status = 'failed', version = version + 1, last_updated_at_ms = $3, result = $4, result_digest = $5,
+           lease_owner = NULL, lease_expires_at_ms = NULL
+     WHERE task_id = $1 AND version = $2 AND status = 'input_required' AND ${unexpired(3)}
+    RETURNING *
+  ), closed AS (
+    UPDATE task_outbox o SET done_at_ms = $3 FROM applied a WHERE o.task_id = a.task_id AND o.done_at_ms IS NULL
+  ), audited AS (
+    INSERT INTO task_audit ${AUDIT_COLUMNS}
+    SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $6::text, status, version, $7::text FROM applied
+  )
+  SELECT applied.task_id, applied.version, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;

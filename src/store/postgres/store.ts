@@ -18,6 +18,7 @@ import type {
   ListPage,
   ListPosition,
   LookupOutcome,
+  OverdueOutcome,
   StoreCapabilities,
   TaskRef,
   TaskStore,
@@ -26,7 +27,7 @@ import type {
 } from '../types.js';
 import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
-import { answerIn, askIn, inputsIn, seedInputsIn } from './inputs.js';
+import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
@@ -177,6 +178,10 @@ export class PostgresStore implements TaskStore {
     if (limit <= 0) return 0;
     const deleted = await this.pool.query(sql.SWEEP_EXPIRED, [now, limit]);
     return deleted.rowCount ?? 0;
+  }
+
+  async failOverdueInputs(input: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
+    return failOverdueIn(this.pool, input);
   }
 
   async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {

@@ -1,12 +1,21 @@
 import type Database from 'better-sqlite3';
 import type { Decision } from '../../core/decisions.js';
-import { jcsSha256 } from '../../core/digest.js';
+import { jcsSha256, resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
-import { answerMiss, decideAnswer, decideAsk, outstanding, type AnswerDecision, type StoredInput } from '../../core/input-rules.js';
+import {
+  answerMiss,
+  deadlineDetail,
+  deadlineOutcome,
+  decideAnswer,
+  decideAsk,
+  outstanding,
+  type AnswerDecision,
+  type StoredInput,
+} from '../../core/input-rules.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
-import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, InputsOutcome, TaskRef } from '../types.js';
+import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, InputsOutcome, OverdueOutcome, TaskRef } from '../types.js';
 import { auditToRow, inputToRow, rowToInput, rowToRecord, toJson, type InputRow, type TaskRow } from './row.js';
 import type { Statements } from './statements.js';
 import { readById } from './task-writes.js';
@@ -58,6 +67,7 @@ function applyAsk(db: Database.Database, sql: Statements, input: AskInput, keys:
           response: null,
           responseDigest: null,
           answeredAt: null,
+          deadlineAt: q.deadlineAt ?? null,
         };
         sql.insertInput.run(inputToRow(question));
       }
@@ -116,6 +126,44 @@ export function inputsIn(sql: Statements, { authKey, taskId, now }: TaskRef & { 
 
 export function seedInputsIn(sql: Statements, inputs: readonly StoredInput[]): void {
   for (const input of inputs) sql.upsertInput.run(inputToRow(input));
+}
+
+/** A task an input deadline ends, as the deadline query read it. */
+export interface OverdueRow {
+  task_id: string;
+  input_key: string;
+  deadline_ms: number;
+  version: number;
+}
+
+export function overdueIn(sql: Statements, now: Millis, limit: number): OverdueRow[] {
+  return sql.overdueInputs.all({ now, limit: Math.max(0, limit) }) as OverdueRow[];
+}
+
+/**
+ * Ends one overdue task, inside the caller's write transaction: its conditional write on the
+ * version read, the outbox entry closed, the audit line (which the change listeners read).
+ * Nothing when the task moved since it was read (answered, cancelled, finished).
+ */
+export function failOverdueIn(sql: Statements, due: OverdueRow, now: Millis, correlationId: string): OverdueOutcome[number] | null {
+  const result = deadlineOutcome({ key: due.input_key, deadlineAt: due.deadline_ms });
+  const params = { task_id: due.task_id, version: due.version, now, result: toJson(result), result_digest: resultDigest(result) };
+  const row = sql.applyInputDeadline.get(params) as TaskRow | undefined;
+  if (row === undefined) return null;
+  const record = rowToRecord(row);
+  sql.closeDispatch.run({ task_id: record.taskId, now });
+  const line = auditLine({
+    at: now,
+    surface: 'transition',
+    decision: 'APPLY_TRANSITION',
+    authKey: record.authKey,
+    taskId: record.taskId,
+    correlationId,
+    record,
+    detail: deadlineDetail(due.input_key),
+  });
+  sql.insertAudit.run(auditToRow(line));
+  return { taskId: record.taskId, version: record.version };
 }
 
 function audit(sql: Statements, at: Millis, ref: TaskRef, correlationId: string, decision: Decision, record: TaskRecord | null, detail?: string): void {

@@ -51,6 +51,7 @@ export interface InputRow {
   response: string | null;
   response_digest: string | null;
   answered_at_ms: number | null;
+  deadline_ms: number | null;
 }
 
 /** JSON columns: SQL NULL and JSON `null` both mean "nothing stored", as in TaskRecord. */
@@ -161,6 +162,7 @@ export function rowToInput(row: InputRow): StoredInput {
     response: fromJson(row.response),
     responseDigest: row.response_digest,
     answeredAt: row.answered_at_ms,
+    deadlineAt: row.deadline_ms,
   };
 }
 
@@ -176,5 +178,6 @@ export function inputToRow(input: StoredInput): InputRow {
     response: toJson(input.response),
     response_digest: input.responseDigest,
     answered_at_ms: input.answeredAt,
+    deadline_ms: input.deadlineAt,
   };
 }

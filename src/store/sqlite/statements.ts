@@ -40,6 +40,7 @@ const INPUT_COLUMN_NAMES = [
   'response',
   'response_digest',
   'answered_at_ms',
+  'deadline_ms',
 ] as const;
 const INPUT_COLUMNS = [...INPUT_COLUMN_NAMES, 'input_ordinal'].join(', ');
 const INPUT_VALUES = [...INPUT_COLUMN_NAMES.map((c) => `@${c}`), 'coalesce(max(input_ordinal) + 1, 0)'].join(', ');
@@ -174,6 +175,22 @@ const SQL = {
        lease_owner = CASE WHEN @resume THEN NULL ELSE lease_owner END,
        lease_expires_at_ms = CASE WHEN @resume THEN NULL ELSE lease_expires_at_ms END
      WHERE task_id = @task_id AND auth_key = @auth_key AND version = @version AND ${NON_TERMINAL} AND ${UNEXPIRED}
+     RETURNING *`,
+  /**
+   * Up to @limit tasks an input deadline ends, most overdue first: each with its question due
+   * first (ask order breaking ties). Restates awaitsInput and overdueQuestion.
+   */
+  overdueInputs: `SELECT task_id, input_key, deadline_ms, version FROM (
+       SELECT i.task_id, i.input_key, i.deadline_ms, t.version,
+              row_number() OVER (PARTITION BY i.task_id ORDER BY i.deadline_ms, i.ask_seq, i.input_ordinal) AS n
+         FROM task_inputs i JOIN tasks t ON t.task_id = i.task_id
+        WHERE i.answered_at_ms IS NULL AND i.deadline_ms IS NOT NULL AND i.deadline_ms <= @now
+          AND t.status = 'input_required' AND (t.expires_at_ms IS NULL OR t.expires_at_ms > @now))
+     WHERE n = 1 ORDER BY deadline_ms, task_id LIMIT @limit`,
+  /** The deadline's one conditional write: still waiting at the version read (restates awaitsInput). */
+  applyInputDeadline: `UPDATE tasks SET status = 'failed', version = version + 1, last_updated_at_ms = @now,
+       result = @result, result_digest = @result_digest, lease_owner = NULL, lease_expires_at_ms = NULL
+     WHERE task_id = @task_id AND version = @version AND status = 'input_required' AND ${UNEXPIRED}
      RETURNING *`,
   selectSecret: "SELECT value FROM tasklatch_meta WHERE key = 'secret'",
 } as const;

@@ -17,6 +17,7 @@ import type {
   ListPage,
   ListPosition,
   LookupOutcome,
+  OverdueOutcome,
   StoreCapabilities,
   TaskRef,
   TaskStore,
@@ -25,7 +26,7 @@ import type {
 } from '../types.js';
 import { inTransaction, openDatabase } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
-import { answerIn, askIn, inputsIn, seedInputsIn } from './inputs.js';
+import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
 import { migrateSqlite } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
@@ -150,6 +151,18 @@ export class SqliteStore implements TaskStore {
   async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
     // The outbox entries and questions go by ON DELETE CASCADE (open turns foreign_keys on for the connection).
     return this.write(() => this.sql.sweep.run(now, limit).changes);
+  }
+
+  async failOverdueInputs({ now, limit, correlationId }: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
+    // Read, then one write transaction per task: a long pass never holds the write lock for
+    // long, and each write checks the version read.
+    const due = this.db.transaction(() => overdueIn(this.sql, now, limit)).deferred();
+    const ended: OverdueOutcome = [];
+    for (const task of due) {
+      const failed = this.write(() => failOverdueIn(this.sql, task, now, correlationId));
+      if (failed !== null) ended.push(failed);
+    }
+    return ended;
   }
 
   async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { resultDigest } from '../../../src/core/digest.js';
 import { outstanding } from '../../../src/core/input-rules.js';
 import type { AskInput, Fence, TaskStore } from '../../../src/store/types.js';
 import { HOUR, T0 } from '../../support/records.js';
@@ -208,6 +209,96 @@ defineStoreSuite('inputs', ({ harness, fresh, freshMany }) => {
     await store.seed([], inputs!);
     expect(await snapshot(store, fence)).toEqual({ task, inputs });
     expect((await answer(store, fence, { k1: accept(1), k2: accept(2) })).keys).toEqual({ k1: 'IDEMPOTENT_ANSWER', k2: 'APPLY_ANSWER' });
+  });
+
+  /** `keys` asked by a fresh claimed task at T0 + 10, each with its deadline (null: none). */
+  async function asked(store: TaskStore, deadlines: Record<string, number | null>, overrides: Parameters<typeof admission>[0] = {}): Promise<Fence> {
+    const fence = await claimed(store, overrides);
+    const questions = Object.entries(deadlines).map(([key, deadlineAt]) => ({ key, request: elicit(key), deadlineAt }));
+    expect((await store.ask({ fence, askSeq: 0, questions, now: T0 + 10, correlationId: 'ask' })).decision).toBe('APPLY_ASK');
+    return fence;
+  }
+  const overdue = (store: TaskStore, now: number, limit = 10) => store.failOverdueInputs({ now, limit, correlationId: 'deadline' });
+
+  it('an outstanding question past its deadline ends its task failed, naming the key, and closes its outbox entry', async () => {
+    const store = await fresh('deadline');
+    const fence = await asked(store, { late: T0 + 500, later: T0 + 900, open: null });
+    await answer(store, fence, { open: accept(1) });
+    expect(await store.inputs({ ...fence, now: T0 + 30 })).toMatchObject({
+      inputs: [{ deadlineAt: T0 + 500 }, { deadlineAt: T0 + 900 }, { deadlineAt: null }],
+    });
+    expect(await overdue(store, T0 + 499)).toEqual([]);
+    const pending = await store.pendingDispatch({ now: T0 + 500 });
+    const ended = await overdue(store, T0 + 1000);
+    expect(ended).toEqual([{ taskId: fence.taskId, version: 5 }]);
+    const error = { code: -32603, message: `no answer to input request "late" before its deadline (${new Date(T0 + 500).toISOString()})` };
+    const { task } = await snapshot(store, fence, T0 + 1000);
+    expect(task).toMatchObject({ status: 'failed', version: 5, lastUpdatedAt: T0 + 1000, result: { error }, leaseOwner: null, leaseExpiresAt: null });
+    expect(task!.resultDigest).toBe(resultDigest({ error }));
+    expect(await store.pendingDispatch({ now: T0 + 1000 })).toBe(pending - 1);
+    const trail = await store.auditTrail({ taskId: fence.taskId });
+    expect(trail.at(-1)).toMatchObject({
+      at: T0 + 1000,
+      surface: 'transition',
+      decision: 'APPLY_TRANSITION',
+      authKey: A,
+      correlationId: 'deadline',
+      status: 'failed',
+      version: 5,
+      detail: 'input deadline late',
+    });
+    // Ended once: the next pass finds nothing, and an answer now meets a terminal task.
+    expect(await overdue(store, T0 + 2000)).toEqual([]);
+    expect((await answer(store, fence, { late: accept(1) }, T0 + 2000)).decision).toBe('BLOCK_TERMINAL');
+  });
+
+  it('leaves alone a question answered in time, a cancelled task, a question without deadline and an expired task', async () => {
+    const store = await fresh('deadline-spared');
+    const answered = await asked(store, { k: T0 + 100 });
+    await answer(store, answered, { k: accept(1) }, T0 + 50);
+    const cancelled = await asked(store, { k: T0 + 100 });
+    await store.cancel({ authKey: A, taskId: cancelled.taskId, now: T0 + 50, correlationId: 'cancel' });
+    const open = await asked(store, { k: null });
+    const short = await asked(store, { k: T0 + 100 }, { ttl: 1000 });
+    const before = await Promise.all([answered, cancelled, open].map((f) => snapshot(store, f, T0 + 500)));
+    // Past the short task's expiry too: an expired task is the expiry sweeper's, not a deadline's.
+    expect(await overdue(store, T0 + 5000)).toEqual([]);
+    expect(await Promise.all([answered, cancelled, open].map((f) => snapshot(store, f, T0 + 500)))).toEqual(before);
+    expect((await store.get({ ...short, now: T0 + 999 })).record?.status).toBe('input_required');
+  });
+
+  it('ends at most `limit` tasks a pass, most overdue first', async () => {
+    const store = await fresh('deadline-limit');
+    const fences = [];
+    for (const due of [T0 + 300, T0 + 100, T0 + 200]) fences.push(await asked(store, { a: due, b: due - 50 }));
+    const first = await overdue(store, T0 + 1000, 2);
+    expect(first.map((e) => e.taskId)).toEqual([fences[1]!.taskId, fences[2]!.taskId]);
+    expect((await store.get({ ...fences[0]!, now: T0 + 1000 })).record?.status).toBe('input_required');
+    // Each task once, with the question due first.
+    expect((await store.get({ ...fences[1]!, now: T0 + 1000 })).record?.result).toMatchObject({ error: { message: expect.stringContaining('"b"') } });
+    expect((await overdue(store, T0 + 1000, 2)).map((e) => e.taskId)).toEqual([fences[0]!.taskId]);
+    expect(await overdue(store, T0 + 1000, 0)).toEqual([]);
+  });
+
+  it('seeding carries deadlines; concurrent passes over several handles end each task once', async () => {
+    const handles = await freshMany('deadline-race', 3);
+    const store = handles[0]!;
+    const fences = [];
+    for (let i = 0; i < 4; i++) fences.push(await asked(store, { k: T0 + 100 + i }));
+    const { task, inputs } = await snapshot(store, fences[0]!);
+    await store.seed(
+      [task!],
+      inputs!.map((q) => ({ ...q, deadlineAt: T0 + 50 })),
+    );
+    expect((await store.inputs({ ...fences[0]!, now: T0 + 30 })).inputs![0]!.deadlineAt).toBe(T0 + 50);
+    const passes = await Promise.all(handles.flatMap((h) => [overdue(h, T0 + 1000), overdue(h, T0 + 1000)]));
+    expect(
+      passes
+        .flat()
+        .map((e) => e.taskId)
+        .sort(),
+    ).toEqual(fences.map((f) => f.taskId).sort());
+    for (const f of fences) expect((await store.auditTrail({ taskId: f.taskId })).filter((e) => e.detail === 'input deadline k')).toHaveLength(1);
   });
 
   it.skipIf(harness.name === 'memory')('an answer through one handle wakes a listener on another with the new version', async () => {
