@@ -40,6 +40,12 @@ export class Worker {
   private loop: Promise<void> | null = null;
   private stopping = false;
   private wake: (() => void) | null = null;
+  /**
+   * Set by every change event and every finished run, cleared before each claim: an event that
+   * arrives while a claim is in flight (when nobody waits on `wake`) must not be lost, or a
+   * task admitted at that moment would wait for the fallback poll.
+   */
+  private nudged = false;
   private unsubscribe: (() => void) | null = null;
   private readonly runs = new Set<Promise<void>>();
 
@@ -63,7 +69,7 @@ export class Worker {
   start(): void {
     if (this.loop !== null) return;
     this.stopping = false;
-    this.unsubscribe = this.service.changes.subscribeAll(() => this.wake?.());
+    this.unsubscribe = this.service.changes.subscribeAll(() => this.nudge());
     this.loop = this.run();
   }
 
@@ -73,7 +79,7 @@ export class Worker {
    */
   async stop(drainMs = 10_000): Promise<void> {
     this.stopping = true;
-    this.wake?.();
+    this.nudge();
     await this.loop;
     this.loop = null;
     this.unsubscribe?.();
@@ -84,6 +90,8 @@ export class Worker {
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
+      // Cleared before the look at the outbox: whatever comes after it is news for the next look.
+      this.nudged = false;
       const free = this.concurrency - this.executor.active;
       let claimedAll = false;
       if (free > 0) {
@@ -102,7 +110,7 @@ export class Worker {
               .catch((error: unknown) => this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) }))
               .finally(() => {
                 this.runs.delete(run);
-                this.wake?.();
+                this.nudge();
               });
             this.runs.add(run);
           }
@@ -116,9 +124,18 @@ export class Worker {
     }
   }
 
-  /** Waits for a change event, a finished task, or the poll interval. */
+  private nudge(): void {
+    this.nudged = true;
+    this.wake?.();
+  }
+
+  /** Waits for a change event, a finished task, or the poll interval; at once if one came meanwhile. */
   private idle(ms: number): Promise<void> {
     return new Promise((resolve) => {
+      if (this.nudged || this.stopping) {
+        resolve();
+        return;
+      }
       const timer = setTimeout(done, ms);
       function done(): void {
         clearTimeout(timer);

@@ -111,6 +111,30 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     },
   );
 
+  it('does not lose an admission that arrives while a claim is in flight (no fallback poll)', async () => {
+    const store = await fresh('inflight');
+    let release: () => void = () => undefined;
+    let gated = true;
+    // Every claim returns only after the test lets it: the first one is in flight when the task is admitted.
+    const slow = Object.assign(Object.create(store) as TaskStore, {
+      claim: async (input: Parameters<TaskStore['claim']>[0]) => {
+        const claimed = await store.claim(input);
+        if (gated) await new Promise<void>((r) => (release = r));
+        return claimed;
+      },
+    });
+    const service = serviceOn(slow);
+    const { tool, runs } = steeredTool();
+    startWorker(service, [tool], { pollMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 50));
+    const taskId = await admit(service);
+    gated = false;
+    release();
+    const run = await until(() => runs[0], 2000);
+    expect(run.taskId).toBe(taskId);
+    run.release();
+  });
+
   it('fences off a worker whose lease was taken over: its handler is stopped and its write refused', async () => {
     const store = await fresh('takeover');
     const service = serviceOn(store);
