@@ -64,7 +64,7 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
       const error = { jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${body.message}` } };
       return sendJson(res, body.message === 'too large' ? 413 : 400, modern ? error : { ...error, id: null });
     }
-    if (!modern) return sessions.handle(req, res, body, sessionId);
+    if (!modern) return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
     if (req.method !== 'POST') {
       res.setHeader('Allow', 'POST');
       return sendJson(res, 405, { jsonrpc: '2.0', error: { code: -32600, message: 'Method not allowed: 2026-07-28 requests are POSTs' } });
