@@ -79,6 +79,9 @@ export const COUNT_ACTIVE = `
 
 export const SELECT_BY_ID = `SELECT * FROM tasks WHERE task_id = $1`;
 
+/** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */
+export const SELECT_GUARD_BY_ID = `SELECT auth_key, status, version, expires_at_ms FROM tasks WHERE task_id = $1`;
+
 export const SELECT_VISIBLE = `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND ${unexpired(3)}`;
 
 const AUDIT_COLUMNS = '(at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)';

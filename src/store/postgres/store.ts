@@ -32,7 +32,7 @@ import { ChangeListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
-import { admitIn, cancelIn, readById, transitionIn } from './task-writes.js';
+import { admitIn, cancelIn, readById, readGuard, transitionIn } from './task-writes.js';
 
 /** Options of {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
@@ -111,12 +111,12 @@ export class PostgresStore implements TaskStore {
   async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
     const visible = await this.pool.query<TaskRow>(sql.SELECT_VISIBLE, [taskId, authKey, now]);
     if (visible.rows[0] !== undefined) return { decision: 'FOUND', record: rowToRecord(visible.rows[0]) };
-    // The visible read came back empty; a second read by id alone only says why.
-    const stored = await readById(this.pool, taskId);
-    const miss = classifyMiss(stored, authKey, now);
-    if (miss !== null || stored === null) return { decision: miss ?? 'NOT_FOUND', record: null };
+    // The visible read came back empty; a second, narrow read by id alone only says why.
+    const miss = classifyMiss(await readGuard(this.pool, taskId), authKey, now);
+    if (miss !== null) return { decision: miss, record: null };
     // Became visible between the two reads (admitted or seeded meanwhile).
-    return { decision: 'FOUND', record: stored };
+    const stored = await readById(this.pool, taskId);
+    return stored === null ? { decision: 'NOT_FOUND', record: null } : { decision: 'FOUND', record: stored };
   }
 
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {

@@ -4,8 +4,8 @@ import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
 import { decideCancel } from '../../core/read-rules.js';
-import { decideTransition } from '../../core/transition-rules.js';
-import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
+import { decideTransition, type GuardedRecord } from '../../core/transition-rules.js';
+import { isTaskStatus, isTerminal, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
@@ -139,11 +139,12 @@ export async function cancelIn(client: pg.PoolClient, input: { authKey: string; 
     await client.query(NOTIFY_CHANGE, [input.taskId, record.version]);
     return { decision: 'CANCEL_TASK', record };
   }
-  const stored = await readById(client, input.taskId);
-  const decision = decideCancel(stored, input.authKey, input.now);
+  const decision = decideCancel(await readGuard(client, input.taskId), input.authKey, input.now);
   if (decision === 'CANCEL_TASK') {
     throw new TasklatchError('INTERNAL', `task ${JSON.stringify(input.taskId)} changed during its cancellation`);
   }
+  // Only the caller's own finished task is read in full, for the answer.
+  const stored = decision === 'ALREADY_TERMINAL' ? await readById(client, input.taskId) : null;
   if (decision === 'ALREADY_TERMINAL' && stored !== null) {
     await audit(client, 'read', input, decision, input.taskId, stored);
     return { decision, record: stored };
@@ -151,6 +152,25 @@ export async function cancelIn(client: pg.PoolClient, input: { authKey: string; 
   const miss = decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
   await audit(client, 'read', input, miss, input.taskId, null);
   return { decision: miss, record: null };
+}
+
+/**
+ * The columns the miss rules read (auth key, status, version, expiry) and nothing else: another
+ * caller's task is refused after the same small read as a missing one, whatever its size, so
+ * the time of the answer does not tell them apart.
+ */
+export async function readGuard(client: pg.ClientBase | pg.Pool, taskId: string): Promise<GuardedRecord | null> {
+  const found = await client.query<Pick<TaskRow, 'auth_key' | 'status' | 'version' | 'expires_at_ms'>>(sql.SELECT_GUARD_BY_ID, [taskId]);
+  const row = found.rows[0];
+  if (row === undefined) return null;
+  return {
+    authKey: row.auth_key,
+    status: row.status as TaskStatus,
+    version: row.version,
+    expiresAt: row.expires_at_ms === null ? null : Number(row.expires_at_ms),
+    result: null,
+    resultDigest: null,
+  };
 }
 
 export async function readById(client: pg.ClientBase | pg.Pool, taskId: string): Promise<TaskRecord | null> {

@@ -91,6 +91,8 @@ const SQL = {
   selectVisible: `SELECT * FROM tasks WHERE task_id = @task_id AND auth_key = @auth_key AND ${UNEXPIRED}`,
   /** Classification read only: its row is handed to the core rules, never to the caller as is. */
   selectById: 'SELECT * FROM tasks WHERE task_id = ?',
+  /** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */
+  selectGuardById: 'SELECT auth_key, status, version, expires_at_ms FROM tasks WHERE task_id = ?',
   listFirst: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED}
      ORDER BY created_at_ms, task_id LIMIT @limit`,
   listAfter: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED}

@@ -31,7 +31,7 @@ import { ChangeListener } from './listener.js';
 import { migrateSqlite } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import { prepareStatements, type Statements } from './statements.js';
-import { admitIn, cancelIn, readById, transitionIn } from './task-writes.js';
+import { admitIn, cancelIn, readGuard, transitionIn } from './task-writes.js';
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -88,7 +88,7 @@ export class SqliteStore implements TaskStore {
       .transaction((): LookupOutcome => {
         const row = this.sql.selectVisible.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
         if (row !== undefined) return { decision: 'FOUND', record: rowToRecord(row) };
-        const miss = classifyMiss(readById(this.sql, taskId), authKey, now);
+        const miss = classifyMiss(readGuard(this.sql, taskId), authKey, now);
         if (miss === null) throw new TasklatchError('INTERNAL', `task ${taskId} is visible to the rules but not to the query`);
         return { decision: miss, record: null };
       })

@@ -3,7 +3,7 @@ import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
 import { decideCancel } from '../../core/read-rules.js';
-import { decideTransition } from '../../core/transition-rules.js';
+import { decideTransition, type GuardedRecord } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
@@ -104,9 +104,10 @@ export function cancelIn(sql: Statements, input: TaskRef & { now: Millis; correl
     audit(sql, input, 'read', 'CANCEL_TASK', taskId, record);
     return { decision: 'CANCEL_TASK', record };
   }
-  const stored = readById(sql, taskId);
-  const decision = decideCancel(stored, authKey, now);
+  const decision = decideCancel(readGuard(sql, taskId), authKey, now);
   if (decision === 'CANCEL_TASK') throw new TasklatchError('INTERNAL', `cancel of live task ${taskId} changed no row`);
+  // Only the caller's own finished task is read in full, for the answer.
+  const stored = decision === 'ALREADY_TERMINAL' ? readById(sql, taskId) : null;
   if (decision === 'ALREADY_TERMINAL' && stored !== null) {
     audit(sql, input, 'read', decision, taskId, stored);
     return { decision, record: stored };
@@ -114,6 +115,18 @@ export function cancelIn(sql: Statements, input: TaskRef & { now: Millis; correl
   const miss = decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
   audit(sql, input, 'read', miss, taskId, null);
   return { decision: miss, record: null };
+}
+
+/**
+ * The columns the miss rules read (auth key, status, version, expiry) and nothing else: another
+ * caller's task is refused after the same small read as a missing one, whatever its size, so
+ * the time of the answer does not tell them apart.
+ */
+export function readGuard(sql: Statements, taskId: string): GuardedRecord | null {
+  const row = sql.selectGuardById.get(taskId) as Pick<TaskRow, 'auth_key' | 'status' | 'version' | 'expires_at_ms'> | undefined;
+  return row === undefined
+    ? null
+    : { authKey: row.auth_key, status: row.status, version: row.version, expiresAt: row.expires_at_ms, result: null, resultDigest: null };
 }
 
 /** Classification read only: its record is handed to the core rules, or to its own auth key. */
