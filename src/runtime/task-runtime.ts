@@ -60,6 +60,7 @@ export class TaskRuntime {
     this.tools = options.tools instanceof ToolRegistry ? options.tools : new ToolRegistry(options.tools);
     this.logger = options.logger ?? createLogger();
     this.drainMs = options.drainMs ?? 10_000;
+    options.store.onProblem ??= (message, fields) => this.logger.warn(fields, message);
     this.capabilities = {
       ...(options.callersIdentified === true ? { list: {} } : {}),
       cancel: {},

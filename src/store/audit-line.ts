@@ -1,4 +1,5 @@
 import type { Decision } from '../core/decisions.js';
+import { isStorableText } from '../core/text.js';
 import type { Millis, TaskRecord } from '../core/types.js';
 import type { AuditEntry } from './types.js';
 
@@ -33,4 +34,17 @@ export function auditLine(input: AuditLineInput): AuditEntry {
   };
   if (input.detail !== undefined && input.detail !== null) entry.detail = input.detail;
   return entry;
+}
+
+/** The longest task id an audit line keeps; ids are bounded at the wire, this is the store's own guard. */
+export const MAX_AUDITED_TASK_ID = 256;
+
+/**
+ * An audit line a client's input cannot make unstorable or large: a task id that is too long,
+ * or not well-formed text (a NUL, a lone surrogate), is left out and said so in the detail.
+ */
+export function boundedAuditLine(entry: AuditEntry): AuditEntry {
+  const id = entry.taskId;
+  if (id === null || (id.length <= MAX_AUDITED_TASK_ID && isStorableText(id))) return entry;
+  return { ...entry, taskId: null, detail: `task id not kept (${id.length} characters${isStorableText(id) ? '' : ', not storable text'})` };
 }

@@ -235,6 +235,11 @@ export interface TaskUpkeep {
    * listening; the returned function stops.
    */
   listen(onChange: (taskId: string | null, version?: number) => void, onError?: (error: Error) => void): Promise<() => Promise<void>>;
+  /**
+   * Where the store reports what it could not do and could not throw to anyone (audit lines it
+   * had to drop); the runtime points it at its logger. Stores with nothing to report ignore it.
+   */
+  onProblem?: ((message: string, fields: Record<string, unknown>) => void) | undefined;
   /** A secret shared by every process on this store (cursor signing). */
   sharedSecret(): Promise<Uint8Array>;
   close(): Promise<void>;

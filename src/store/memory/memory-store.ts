@@ -9,7 +9,7 @@ import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
 import { deadlineDetail, deadlineOutcome, type StoredInput } from '../../core/input-rules.js';
 import { admissionRecord } from '../admission-record.js';
-import { auditLine } from '../audit-line.js';
+import { auditLine, boundedAuditLine } from '../audit-line.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import type {
   AnswerInput,
@@ -261,7 +261,7 @@ export class MemoryStore implements TaskStore {
   }
 
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.audit.push({ ...entry });
+    this.audit.push({ ...boundedAuditLine(entry) });
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss } from '../../core/transition-rules.js';
+import { boundedAuditLine } from '../audit-line.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { AuditWriter } from '../audit-writer.js';
 import type { StoredInput } from '../../core/input-rules.js';
@@ -52,6 +53,8 @@ export class PostgresStore implements TaskStore {
   private secret: Promise<Uint8Array> | null = null;
   private closed: Promise<void> | null = null;
   private readonly auditWriter: AuditWriter;
+  /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
+  onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
   private constructor(
     /** The pool; exposed for tests and for workers built on the same connections. */
@@ -66,9 +69,20 @@ export class PostgresStore implements TaskStore {
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
   ) {
-    this.auditWriter = new AuditWriter(async (batch) => {
-      await auditPool.query(sql.insertAuditBatch(batch.length), batch.flatMap(auditToRow));
-    });
+    this.auditWriter = new AuditWriter(
+      async (batch) => {
+        await auditPool.query(sql.insertAuditBatch(batch.length), batch.flatMap(auditToRow));
+      },
+      {
+        // Data exceptions (22…), integrity (23…) and program limits (54…, an index row too big)
+        // belong to the lines; anything else (a connection, a restart) to the database.
+        isLineError: (error) => {
+          const code = (error as { code?: unknown } | null)?.code;
+          return typeof code === 'string' && /^(22|23|54)/.test(code);
+        },
+        onProblem: (message, fields) => this.onProblem?.(message, fields),
+      },
+    );
   }
 
   /**
@@ -165,7 +179,7 @@ export class PostgresStore implements TaskStore {
 
   /** Queued and written in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.auditWriter.append(entry);
+    this.auditWriter.append(boundedAuditLine(entry));
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss } from '../../core/transition-rules.js';
+import { boundedAuditLine } from '../audit-line.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type {
@@ -141,7 +142,7 @@ export class SqliteStore implements TaskStore {
 
   /** Written at once, on the caller's turn: a local INSERT costs less than queueing it. */
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.sql.insertAudit.run(auditToRow(entry));
+    this.sql.insertAudit.run(auditToRow(boundedAuditLine(entry)));
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { AuditWriter } from '../../src/store/audit-writer.js';
+import { boundedAuditLine } from '../../src/store/audit-line.js';
+import type { AuditEntry } from '../../src/store/types.js';
+import { ALL_HARNESSES } from '../support/stores.js';
+
+const line = (taskId: string | null, decision: AuditEntry['decision'] = 'RETURN_STATUS'): AuditEntry => ({
+  at: 1,
+  surface: 'read',
+  decision,
+  authKey: 'acme/alice',
+  taskId,
+  correlationId: 'c',
+  status: null,
+  version: null,
+});
+
+/** A database that refuses lines whose task id is 'bad' (as PostgreSQL refuses an index row too large), and can be down. */
+function database() {
+  const stored: AuditEntry[] = [];
+  let down = false;
+  const insert = async (batch: readonly AuditEntry[]) => {
+    if (down) throw Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' });
+    if (batch.some((l) => l.taskId === 'bad')) throw Object.assign(new Error('index row size exceeds maximum'), { code: '54000' });
+    stored.push(...batch);
+  };
+  return { stored, insert, setDown: (value: boolean) => (down = value) };
+}
+
+const isLineError = (error: unknown) => (error as { code?: string }).code === '54000';
+
+describe('AuditWriter', () => {
+  it('drops the one line the database refuses and stores the others, reporting it', async () => {
+    const db = database();
+    const problems: string[] = [];
+    const writer = new AuditWriter(db.insert, { isLineError, onProblem: (m) => problems.push(m) });
+    for (const id of ['a', 'bad', 'b', 'c']) writer.append(line(id));
+    await writer.drain(2000);
+    expect(db.stored.map((l) => l.taskId)).toEqual(['a', 'b', 'c']);
+    expect(problems).toEqual(['audit line refused by the database; dropped']);
+    writer.append(line('d'));
+    await writer.drain(2000);
+    expect(db.stored.map((l) => l.taskId)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('keeps the lines while the database is down and stores them once it is back', async () => {
+    const db = database();
+    db.setDown(true);
+    const writer = new AuditWriter(db.insert, { isLineError });
+    writer.append(line('a'));
+    writer.append(line('b'));
+    await writer.drain(150);
+    expect(db.stored).toEqual([]);
+    expect(writer.pending).toBe(2);
+    db.setDown(false);
+    await writer.drain(5000);
+    expect(db.stored.map((l) => l.taskId)).toEqual(['a', 'b']);
+  });
+
+  it('bounds its queue: the oldest lines go, and that is reported once, then the count', async () => {
+    const db = database();
+    db.setDown(true);
+    const problems: Array<[string, Record<string, unknown>]> = [];
+    const writer = new AuditWriter(db.insert, { isLineError, maxQueue: 3, onProblem: (m, f) => problems.push([m, f]) });
+    for (const id of ['1', '2', '3', '4', '5']) writer.append(line(id));
+    expect(writer.pending).toBe(3);
+    db.setDown(false);
+    await writer.drain(5000);
+    expect(db.stored.map((l) => l.taskId)).toEqual(['3', '4', '5']);
+    expect(problems.map(([m]) => m)).toEqual(['audit queue full: dropping the oldest read-decision lines', 'audit queue drained after dropping lines']);
+    expect(problems.at(-1)?.[1]).toEqual({ dropped: 2 });
+  });
+
+  it('says what it could not store when it has to stop', async () => {
+    const db = database();
+    db.setDown(true);
+    const problems: Array<[string, Record<string, unknown>]> = [];
+    const writer = new AuditWriter(db.insert, { isLineError, onProblem: (m, f) => problems.push([m, f]) });
+    writer.append(line('a'));
+    await writer.drain(100);
+    expect(problems.at(-1)).toEqual(['audit lines not stored before the writer stopped', { lines: 1 }]);
+  });
+});
+
+describe('boundedAuditLine', () => {
+  it('keeps a task id a store can hold, and leaves out one that is too long or not text, saying so', () => {
+    expect(boundedAuditLine(line('t-1')).taskId).toBe('t-1');
+    expect(boundedAuditLine(line('x'.repeat(5000)))).toMatchObject({ taskId: null, detail: 'task id not kept (5000 characters)' });
+    expect(boundedAuditLine(line('a\u0000b'))).toMatchObject({ taskId: null, detail: 'task id not kept (3 characters, not storable text)' });
+    expect(boundedAuditLine(line('\uD800'))).toMatchObject({ taskId: null });
+  });
+});
+
+describe.each(ALL_HARNESSES)('the $name store’s audit trail under hostile ids', (harness) => {
+  it('stores later lines of every tenant after a 5 KB and a NUL task id', async () => {
+    const store = await harness.open('audit_hostile');
+    try {
+      await store.recordDecision({ ...line('x'.repeat(5000), 'NOT_FOUND'), authKey: 'evil/mallory' });
+      await store.recordDecision({ ...line('a\u0000b', 'NOT_FOUND'), authKey: 'evil/mallory' });
+      await store.recordDecision(line('t-after'));
+      expect((await store.auditTrail({ taskId: 't-after' })).map((e) => e.decision)).toEqual(['RETURN_STATUS']);
+    } finally {
+      await store.close();
+    }
+  });
+});
