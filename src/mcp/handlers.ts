@@ -18,6 +18,7 @@ import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type WireRequest } from '../core/types.js';
 import { askingContext } from '../tools/asking.js';
 import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
+import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
 import { questionDelivery, sessionAsk } from './input-delivery.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
 import { PREPARED_META, type TaskTool, type ToolContext, type ToolResult } from '../tools/tool.js';
@@ -51,12 +52,14 @@ export function registerTaskHandlers(session: SessionContext, register: Register
   register(CallToolRequestSchema, (request: { params: Record<string, unknown> & { name: string } }, extra) => callTool(session, request.params, extra));
 
   register(GetTaskRequestSchema, async (request: { params: { taskId: string } }, extra) => {
+    plausible(request.params.taskId);
     const out = await server.service.read({ auth: await auth(extra), method: 'tasks/get', taskId: request.params.taskId });
     if (out.record === null) throw taskNotFound();
     return wireTask(out.record);
   });
 
   register(GetTaskPayloadRequestSchema, async (request: { params: { taskId: string } }, extra) => {
+    plausible(request.params.taskId);
     const caller = await auth(extra);
     const onWaitInput = questionDelivery({ service: server.service, auth: caller, extra, logger: server.logger });
     const out = await server.service.awaitResult({ auth: caller, taskId: request.params.taskId, signal: extra.signal, onWaitInput });
@@ -67,6 +70,7 @@ export function registerTaskHandlers(session: SessionContext, register: Register
 
   if (server.capabilities.cancel !== undefined) {
     register(CancelTaskRequestSchema, async (request: { params: { taskId: string } }, extra) => {
+      plausible(request.params.taskId);
       // Stored before this reply; the runtime stops the handler wherever it runs.
       const out = await server.runtime.cancel({ auth: await auth(extra), taskId: request.params.taskId });
       if (out.decision === 'BLOCK_CAPABILITY') throw methodNotFound('tasks/cancel is not supported');
@@ -105,6 +109,12 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
   };
   const request: WireRequest = { method: 'tools/call', params: stored };
   const headerKey = headerValue(extra, 'idempotency-key');
+  try {
+    checkCallInput(params, headerKey);
+  } catch (error) {
+    if (isTasklatchError(error, 'INVALID_INPUT')) throw invalidParams(error.message);
+    throw error;
+  }
   // Arguments of a task call are checked before its record exists; the worker parses them again.
   // A tool's `prepare` asks what it must before the task exists, within this call; what it
   // returns is stored with the task.
@@ -204,6 +214,11 @@ function watchStatus(session: SessionContext, taskId: string, authKey: string, c
     session.progressTokens.delete(taskId);
   };
   session.watches.set(taskId, stop);
+}
+
+/** An id no store could hold (too long, a NUL, an unpaired surrogate) is no one's task: answered as unknown, without a lookup. */
+function plausible(taskId: string): void {
+  if (!isPlausibleTaskId(taskId)) throw taskNotFound();
 }
 
 function headerValue(extra: Extra, name: string): string | null {

@@ -4,6 +4,8 @@ export interface TaskLimits {
   defaultTtl: number | null;
   /** Largest ttl granted (ms); a larger request is clamped to it. */
   maxTtl: number;
+  /** Smallest ttl granted (ms); a smaller request (0 would be dead on arrival) is raised to it. */
+  minTtl: number;
   /** pollInterval suggested to requestors (ms). */
   pollInterval: number;
   /** Tasks per `tasks/list` page. */
@@ -15,6 +17,7 @@ export interface TaskLimits {
 export const DEFAULT_LIMITS: TaskLimits = {
   defaultTtl: 60 * 60 * 1000,
   maxTtl: 7 * 24 * 60 * 60 * 1000,
+  minTtl: 1000,
   pollInterval: 1000,
   pageSize: 50,
   maxActiveTasks: 100,
@@ -25,5 +28,5 @@ export function grantTtl(requested: unknown, limits: TaskLimits): number | null 
   if (typeof requested !== 'number' || !Number.isFinite(requested) || requested < 0) {
     return limits.defaultTtl === null ? null : Math.min(limits.defaultTtl, limits.maxTtl);
   }
-  return Math.min(Math.floor(requested), limits.maxTtl);
+  return Math.min(Math.max(Math.floor(requested), limits.minTtl), limits.maxTtl);
 }

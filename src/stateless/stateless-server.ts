@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { taskSupportOf } from '../core/create-rules.js';
+import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
 import { isTasklatchError } from '../core/errors.js';
 import type { WireRequest } from '../core/types.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
@@ -164,6 +165,7 @@ export class StatelessServer {
   private async callTool(call: Call): Promise<Record<string, unknown>> {
     const parsed = CallToolParams.safeParse(call.params);
     if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
+    checkCallInput(call.params, headerValue(call.headers, 'idempotency-key'));
     const { name } = parsed.data;
     const tool = this.runtime.tools.get(name);
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`);
@@ -249,6 +251,7 @@ export class StatelessServer {
     const parsed = UpdateTaskParams.safeParse(call.params);
     if (!parsed.success) throw invalidParams(`Invalid params for tasks/update: ${describeIssue(parsed.error)}`);
     const { taskId, inputResponses } = parsed.data;
+    if (!isPlausibleTaskId(taskId)) throw invalidParams(TASK_NOT_FOUND);
     const auth = authKeyOf(call.principal);
     const found = await this.runtime.service.inputs({ auth, taskId });
     if (found.inputs === null) throw invalidParams(TASK_NOT_FOUND);
@@ -287,6 +290,8 @@ export class StatelessServer {
     if (!declaresTasks(call.capabilities)) throw missingTasksExtension(method);
     const parsed = TaskIdParams.safeParse(call.params);
     if (!parsed.success) throw invalidParams(`Invalid params for ${method}: ${describeIssue(parsed.error)}`);
+    // An id no store could hold is no one's task: answered as unknown, without a lookup.
+    if (!isPlausibleTaskId(parsed.data.taskId)) throw invalidParams(TASK_NOT_FOUND);
     return parsed.data.taskId;
   }
 }

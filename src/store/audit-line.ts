@@ -22,6 +22,10 @@ export interface AuditLineInput {
  * The trails of the three stores compare equal because they are all built here.
  */
 export function auditLine(input: AuditLineInput): AuditEntry {
+  return boundedAuditLine(unboundedLine(input));
+}
+
+function unboundedLine(input: AuditLineInput): AuditEntry {
   const entry: AuditEntry = {
     at: input.at,
     surface: input.surface,

@@ -36,7 +36,7 @@ afterEach(async () => {
 });
 
 function serviceOn(store: TaskStore, clock?: () => number): TaskService {
-  return new TaskService({ store, capabilities: ALL_CAPS, ...(clock ? { clock } : {}), limits: { pollInterval: 100 } });
+  return new TaskService({ store, capabilities: ALL_CAPS, ...(clock ? { clock } : {}), limits: { pollInterval: 100, minTtl: 1 } });
 }
 
 function startWorker(service: TaskService, tools: TaskTool[], options: WorkerOptions = {}): Worker {

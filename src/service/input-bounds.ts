@@ -1,0 +1,53 @@
+import { IDEMPOTENCY_META_KEY } from '../core/create-rules.js';
+import { TasklatchError } from '../core/errors.js';
+import { isStorableText } from '../core/text.js';
+
+/** The largest task ids, idempotency keys and JSON nesting a request may carry. */
+export const INPUT_BOUNDS = { taskIdLength: 256, idempotencyKeyLength: 256, jsonDepth: 64 } as const;
+
+/** A task id the stores can look up as it is: anything else is no task of anyone's. */
+export function isPlausibleTaskId(taskId: unknown): taskId is string {
+  return typeof taskId === 'string' && taskId.length > 0 && taskId.length <= INPUT_BOUNDS.taskIdLength && isStorableText(taskId);
+}
+
+/**
+ * Checks what a `tools/call` carries before anything is decided or stored: nesting no deeper
+ * than the bound (deeper would overflow the canonical-JSON digest), every string and key storable
+ * text (PostgreSQL refuses a NUL in jsonb; a lone surrogate is not UTF-8), and an idempotency key,
+ * where there is one, a string of bounded length. Throws INVALID_INPUT naming the problem; the
+ * wires answer it with -32602.
+ */
+export function checkCallInput(params: Record<string, unknown>, headerKey: string | null): void {
+  checkJson(params, 'params');
+  const meta = params._meta;
+  const key = typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[IDEMPOTENCY_META_KEY] : undefined;
+  if (key !== undefined) checkKey(key, `_meta["${IDEMPOTENCY_META_KEY}"]`);
+  if (headerKey !== null) checkKey(headerKey, 'the Idempotency-Key header');
+}
+
+function checkKey(key: unknown, where: string): void {
+  if (typeof key !== 'string') throw new TasklatchError('INVALID_INPUT', `${where} must be a string`);
+  if (key.length === 0 || key.length > INPUT_BOUNDS.idempotencyKeyLength) {
+    throw new TasklatchError('INVALID_INPUT', `${where} must have 1 to ${INPUT_BOUNDS.idempotencyKeyLength} characters`);
+  }
+  if (!isStorableText(key)) throw new TasklatchError('INVALID_INPUT', `${where} holds a NUL or an unpaired surrogate`);
+}
+
+/** An iterative walk: a recursive one is what deep input would overflow. */
+function checkJson(value: unknown, where: string): void {
+  const stack: Array<{ value: unknown; depth: number; path: string }> = [{ value, depth: 0, path: where }];
+  while (stack.length > 0) {
+    const { value: v, depth, path } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (!isStorableText(v)) throw new TasklatchError('INVALID_INPUT', `${path} holds a NUL or an unpaired surrogate`);
+      continue;
+    }
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= INPUT_BOUNDS.jsonDepth) throw new TasklatchError('INVALID_INPUT', `${where} is nested deeper than ${INPUT_BOUNDS.jsonDepth} levels`);
+    const entries = Array.isArray(v) ? v.map((item, i) => [String(i), item] as const) : Object.entries(v);
+    for (const [name, item] of entries) {
+      if (!isStorableText(name)) throw new TasklatchError('INVALID_INPUT', `${path} has a key with a NUL or an unpaired surrogate`);
+      stack.push({ value: item, depth: depth + 1, path: `${path}.${name.slice(0, 40)}` });
+    }
+  }
+}
