@@ -55,34 +55,10 @@ export interface AuditRow {
 }
 
 /**
- * The columns of `tasks` in insert order; `recordToRow` yields values in the same order. pg's
- * global int8 parser is left alone (other code in the process may rely on it), so bigint columns
- * become numbers here: epoch milliseconds stay far below 2^53.
+ * pg's global int8 parser is left alone (other code in the process may rely on it), so bigint
+ * columns become numbers here: epoch milliseconds stay far below 2^53. `recordToRow` yields values
+ * in `TASK_COLUMNS` order (`src/store/task-columns.ts`).
  */
-export const TASK_COLUMNS = [
-  'task_id',
-  'auth_key',
-  'tool_name',
-  'status',
-  'status_message',
-  'version',
-  'created_at_ms',
-  'last_updated_at_ms',
-  'ttl_ms',
-  'expires_at_ms',
-  'poll_interval_ms',
-  'request_digest',
-  'idempotency_key',
-  'request',
-  'cancel_requested',
-  'result',
-  'result_digest',
-  'correlation_id',
-  'attempt',
-  'lease_owner',
-  'lease_expires_at_ms',
-] as const;
-
 function num(value: string | number): number {
   return typeof value === 'number' ? value : Number(value);
 }

@@ -1,5 +1,5 @@
 import { notifyChange } from './listener.js';
-import { TASK_COLUMNS } from './row.js';
+import { TASK_COLUMNS } from '../task-columns.js';
 
 /**
  * The SQL of the PostgreSQL store. Unqualified names resolve through the connection's

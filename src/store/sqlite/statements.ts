@@ -1,28 +1,5 @@
 import type Database from 'better-sqlite3';
-
-const TASK_COLUMNS = [
-  'task_id',
-  'auth_key',
-  'tool_name',
-  'status',
-  'status_message',
-  'version',
-  'created_at_ms',
-  'last_updated_at_ms',
-  'ttl_ms',
-  'expires_at_ms',
-  'poll_interval_ms',
-  'request_digest',
-  'idempotency_key',
-  'request',
-  'cancel_requested',
-  'result',
-  'result_digest',
-  'correlation_id',
-  'attempt',
-  'lease_owner',
-  'lease_expires_at_ms',
-] as const;
+import { TASK_COLUMNS } from '../task-columns.js';
 
 const COLUMNS = TASK_COLUMNS.join(', ');
 const VALUES = TASK_COLUMNS.map((c) => `@${c}`).join(', ');
