@@ -232,7 +232,14 @@ export class TaskService {
   }
 
   /** `tasks/get`, `tasks/result` (the decision only; waiting is the adapter's) and `tasks/cancel`. */
-  async read(input: { auth: string; method: ReadMethod; taskId: string; correlationId?: string }): Promise<ReadOutcome> {
+  async read(input: {
+    auth: string;
+    method: ReadMethod;
+    taskId: string;
+    correlationId?: string;
+    /** A get or result decision for which no audit line is written (one already says the same). */
+    quietIf?: (decision: ReadOutcome['decision']) => boolean;
+  }): Promise<ReadOutcome> {
     const now = this.clock();
     const correlationId = input.correlationId ?? randomUUID();
     const base = { at: now, surface: 'read' as const, authKey: input.auth, taskId: input.taskId, correlationId };
@@ -248,11 +255,11 @@ export class TaskService {
     }
     const found = await this.store.get({ authKey: input.auth, taskId: input.taskId, now });
     if (found.decision !== 'FOUND') {
-      await this.audit({ ...base, decision: found.decision }, true);
+      if (input.quietIf?.(found.decision) !== true) await this.audit({ ...base, decision: found.decision }, true);
       return { decision: found.decision, record: null };
     }
     const decision = decideVisibleRead(input.method, found.record) as Exclude<ReadDecision, MissDecision | 'BLOCK_CAPABILITY'>;
-    await this.audit({ ...base, decision, status: found.record.status, version: found.record.version }, true);
+    if (input.quietIf?.(decision) !== true) await this.audit({ ...base, decision, status: found.record.status, version: found.record.version }, true);
     return { decision, record: found.record };
   }
 
@@ -287,9 +294,14 @@ export class TaskService {
     onWaitInput?: (record: TaskRecord) => void | Promise<void>;
   }): Promise<ReadOutcome> {
     const watch = this.changes.watch(input.taskId);
+    // One audit line per decision this wait goes through (waiting, waiting for input, the
+    // result), not one per wake: a long wait must not grow the trail.
+    let said: ReadOutcome['decision'] | null = null;
+    const quietIf = (decision: ReadOutcome['decision']) => decision === said;
     try {
       for (;;) {
-        const outcome = await this.read({ auth: input.auth, method: 'tasks/result', taskId: input.taskId });
+        const outcome = await this.read({ auth: input.auth, method: 'tasks/result', taskId: input.taskId, quietIf });
+        said = outcome.decision;
         if (outcome.decision !== 'WAIT_TERMINAL' && outcome.decision !== 'WAIT_INPUT') return outcome;
         if (input.signal?.aborted === true) return outcome;
         if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
