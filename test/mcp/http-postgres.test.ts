@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcError } from '../support/mcp.js';
-import { readEvents, rpc, settle } from '../support/stateless.js';
+import { listen, readEvents, rpc, settle } from '../support/stateless.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
 
@@ -126,30 +126,7 @@ describe('two serve --http processes on one PostgreSQL', () => {
     const alice = { token: 'token-alice' };
     const created = await rpc(serveA.url, 'tools/call', { name: 'export_ledger', arguments: { month: '2026-12', rows: 30, delayMs: 600 } }, alice);
     const taskId = created.result!.taskId as string;
-    const abort = new AbortController();
-    const res = await fetch(serveB.url, {
-      method: 'POST',
-      signal: abort.signal,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'subscriptions/listen',
-        authorization: 'Bearer token-alice',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 9,
-        method: 'subscriptions/listen',
-        params: {
-          notifications: { taskIds: [taskId] },
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-            'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
-          },
-        },
-      }),
-    });
+    const { res, abort } = await listen(serveB.url, 'token-alice', [taskId], 9);
     const messages = await readEvents(res, abort, (got) => got.some((m) => m.params.status === 'completed'));
     const statuses = messages.filter((m) => m.method === 'notifications/tasks').map((m) => m.params.status);
     expect(statuses.at(-1)).toBe('completed');

@@ -13,7 +13,7 @@ import { createTaskServer, type TaskServer } from '../../src/mcp/task-server.js'
 import { createLogger } from '../../src/runtime/log.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { Principal } from '../../src/tools/principal.js';
-import { readEvents, rpc, settle, WITH_TASKS } from '../support/stateless.js';
+import { listen, readEvents, rpc, settle, WITH_TASKS } from '../support/stateless.js';
 
 const ALICE = { token: 'token-alice' };
 const BOB = { token: 'token-bob' };
@@ -217,27 +217,7 @@ describe('the 2026-07-28 wire', () => {
   it('streams notifications/tasks for the caller’s own tasks on subscriptions/listen', async () => {
     const created = await rpc(url, 'tools/call', { name: 'export_ledger', arguments: { month: '2026-06', rows: 40, delayMs: 300 } }, ALICE);
     const taskId = created.result!.taskId as string;
-    const abort = new AbortController();
-    const res = await fetch(url, {
-      method: 'POST',
-      signal: abort.signal,
-      headers: {
-        'content-type': 'application/json',
-        accept: 'text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'subscriptions/listen',
-        authorization: 'Bearer token-alice',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'listen-1',
-        method: 'subscriptions/listen',
-        params: {
-          notifications: { taskIds: [taskId, 'not-a-task'] },
-          _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': WITH_TASKS },
-        },
-      }),
-    });
+    const { res, abort } = await listen(url, 'token-alice', [taskId, 'not-a-task'], 'listen-1');
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const messages = await readEvents(res, abort, (got) => got.some((m) => m.params.status === 'completed'));
     expect(messages[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [taskId] } } });

@@ -88,3 +88,29 @@ export async function readEvents(
   abort.abort();
   return messages;
 }
+
+/** Opens a 2026-07-28 `subscriptions/listen` for `taskIds`; abort the controller to close the stream. */
+export async function listen(url: string, token: string, taskIds: string[], id: string | number) {
+  const abort = new AbortController();
+  const res = await fetch(url, {
+    method: 'POST',
+    signal: abort.signal,
+    headers: {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+      authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: {
+        notifications: { taskIds },
+        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': WITH_TASKS },
+      },
+    }),
+  });
+  return { res, abort };
+}
