@@ -1,6 +1,7 @@
 import type { Decision, MissDecision, TransitionDecision } from '../core/decisions.js';
 import type { AnswerDecision, AskDecision, InputRequest, StoredInput } from '../core/input-rules.js';
 import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
+import type { TaskOperations } from './task-operations.js';
 
 /** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
 export type { Fence } from '../core/types.js';
@@ -246,12 +247,13 @@ export interface TaskUpkeep {
 }
 
 /**
- * The store interface: domain operations, each atomic, in three roles. The core decides; the
+ * The store interface: domain operations, each atomic, in its roles (the operator's reads in
+ * `task-operations.ts`). The core decides; the
  * store applies the decision in one conditional write and, when that write changes nothing,
  * reads the stored fact and classifies it with the same rules. Every operation that touches
  * tasks carries the auth key in its query, never as a filter applied afterwards.
  */
-export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskUpkeep {
+export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskUpkeep, TaskOperations {
   readonly kind: string;
   readonly supports: StoreCapabilities;
   /** SQL stores: the migrations their `open` applied (they migrate on first use). */

@@ -11,6 +11,8 @@ import { deadlineDetail, deadlineOutcome, type StoredInput } from '../../core/in
 import { admissionRecord } from '../admission-record.js';
 import { auditLine, boundedAuditLine } from '../audit-line.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
+import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
+import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
   AnswerInput,
   AnswerOutcome,
@@ -325,6 +327,29 @@ export class MemoryStore implements TaskStore {
   }
 
   async close(): Promise<void> {}
+
+  private readonly operations: MemoryOperationsState = { tasks: this.tasks, outbox: this.outbox, questions: this.questions, audit: this.audit };
+
+  async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
+    return findTasksIn(this.operations, input);
+  }
+
+  async inspectTask({ taskId }: { taskId: string }): Promise<TaskInspection | null> {
+    return inspectTaskIn(this.operations, taskId);
+  }
+
+  async taskStats({ now }: { now: Millis }): Promise<TaskStats> {
+    return taskStatsIn(this.operations, now);
+  }
+
+  /** Nothing to migrate: the memory store has no schema. */
+  async schemaState(): Promise<SchemaState> {
+    return { pending: [], mismatch: null };
+  }
+
+  async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
+    return auditTallyIn(this.operations, after);
+  }
 
   private log(
     at: Millis,

@@ -31,6 +31,8 @@ import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
 import { migratePostgres } from './migrate.js';
+import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
+import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { admitIn, cancelIn, readById, readGuard, transitionIn } from './task-writes.js';
@@ -222,6 +224,26 @@ export class PostgresStore implements TaskStore {
       .then(() => Promise.all([this.pool.end(), this.auditPool.end()]))
       .then(() => undefined);
     return this.closed;
+  }
+
+  async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
+    return findTasksIn(this.pool, input);
+  }
+
+  async inspectTask({ taskId }: { taskId: string }): Promise<TaskInspection | null> {
+    return inspectTaskIn(this.pool, taskId);
+  }
+
+  async taskStats({ now }: { now: Millis }): Promise<TaskStats> {
+    return taskStatsIn(this.pool, now);
+  }
+
+  async schemaState(): Promise<SchemaState> {
+    return schemaStateOf(this.pool);
+  }
+
+  async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
+    return auditTallyIn(this.pool, after);
   }
 
   private async loadSecret(): Promise<Uint8Array> {

@@ -30,6 +30,8 @@ import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
 import { migrateSqlite } from './migrate.js';
+import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
+import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, readGuard, transitionIn } from './task-writes.js';
@@ -204,6 +206,26 @@ export class SqliteStore implements TaskStore {
     for (const listener of this.listeners) listener.close();
     this.listeners.clear();
     if (this.db.open) this.db.close();
+  }
+
+  async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
+    return findTasksIn(this.db, input);
+  }
+
+  async inspectTask({ taskId }: { taskId: string }): Promise<TaskInspection | null> {
+    return inspectTaskIn(this.db, taskId);
+  }
+
+  async taskStats({ now }: { now: Millis }): Promise<TaskStats> {
+    return taskStatsIn(this.db, now);
+  }
+
+  async schemaState(): Promise<SchemaState> {
+    return schemaStateOf(this.db);
+  }
+
+  async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
+    return auditTallyIn(this.db, after);
   }
 
   private write<T>(fn: () => T): T {

@@ -1,0 +1,30 @@
+import type { TaskFilter } from './task-operations.js';
+
+/** `tenant/subject` split at its first slash (a tenant never holds one); the store's own copy of the tools' rule. */
+export function principalOfAuthKey(authKey: string): { tenant: string; subject: string } {
+  const slash = authKey.indexOf('/');
+  return slash < 0 ? { tenant: authKey, subject: '' } : { tenant: authKey.slice(0, slash), subject: authKey.slice(slash + 1) };
+}
+
+/** How a dialect names the parts of `auth_key` in SQL. */
+export interface FilterDialect {
+  tenant: string;
+  subject: string;
+}
+
+/**
+ * The WHERE conditions of an operator's filter, for either SQL dialect: `param(value)` adds a
+ * bound parameter and returns its placeholder. With both tenant and subject the auth key is
+ * compared whole, so the (auth_key, created_at_ms, task_id) index serves it.
+ */
+export function filterConditions(filter: TaskFilter, dialect: FilterDialect, param: (value: unknown) => string): string[] {
+  const where: string[] = [];
+  if (filter.tenant !== undefined && filter.subject !== undefined) where.push(`auth_key = ${param(`${filter.tenant}/${filter.subject}`)}`);
+  else if (filter.tenant !== undefined) where.push(`${dialect.tenant} = ${param(filter.tenant)}`);
+  else if (filter.subject !== undefined) where.push(`${dialect.subject} = ${param(filter.subject)}`);
+  if (filter.status !== undefined) where.push(`status = ${param(filter.status)}`);
+  if (filter.tool !== undefined) where.push(`tool_name = ${param(filter.tool)}`);
+  if (filter.createdSince !== undefined) where.push(`created_at_ms >= ${param(filter.createdSince)}`);
+  if (filter.createdBefore !== undefined) where.push(`created_at_ms < ${param(filter.createdBefore)}`);
+  return where;
+}
