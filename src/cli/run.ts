@@ -3,6 +3,7 @@ import { processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
 import { replayCommand } from './replay-command.js';
 import { serveCommand } from './serve-command.js';
+import { tasksCommand } from './tasks-command.js';
 import { workerCommand } from './worker-command.js';
 
 const USAGE = `tasklatch: durable, race-safe MCP tasks
@@ -14,6 +15,7 @@ Commands:
   worker [--store URL]                  run admitted tasks beside 'serve --no-workers' processes
   migrate [--store URL]                 create or upgrade the store's schema
   replay FILE [--store URL] [--json]    replay a contract fixture through a store
+  tasks ls|show|audit|cancel|stats      look at and repair the tasks of every tenant in a store
 
 Run 'tasklatch <command> --help' for a command's options.`;
 
@@ -24,6 +26,7 @@ const COMMANDS: Record<string, Command> = {
   serve: serveCommand,
   migrate: migrateCommand,
   worker: workerCommand,
+  tasks: tasksCommand,
 };
 
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {

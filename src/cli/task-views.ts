@@ -1,0 +1,187 @@
+import type { StoredInput } from '../core/input-rules.js';
+import { isExpired } from '../core/time.js';
+import type { Millis, TaskRecord } from '../core/types.js';
+import type { TaskInspection, TaskStats } from '../store/task-operations.js';
+import type { AuditEntry } from '../store/types.js';
+import { principalOf } from '../tools/principal.js';
+import { renderTable } from './table.js';
+
+/**
+ * What `tasklatch tasks` prints: the JSON shapes (`--json`, stable: fields are added, never
+ * renamed) and the human tables. Times are ISO 8601 in JSON, `YYYY-MM-DD HH:MM:SS` UTC in tables.
+ */
+
+const iso = (ms: Millis | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+const shortTime = (ms: Millis | null): string => (ms === null ? '-' : new Date(ms).toISOString().slice(0, 19).replace('T', ' '));
+
+/** One task as `tasks ls --json` lists it (no request, no result). */
+export function taskSummary(record: TaskRecord, now: Millis) {
+  const { tenant, subject } = principalOf(record.authKey);
+  return {
+    taskId: record.taskId,
+    tenant,
+    subject,
+    tool: record.toolName,
+    status: record.status,
+    statusMessage: record.statusMessage,
+    version: record.version,
+    attempt: record.attempt,
+    createdAt: iso(record.createdAt),
+    lastUpdatedAt: iso(record.lastUpdatedAt),
+    expiresAt: iso(record.expiresAt),
+    expired: isExpired(record, now),
+    cancelRequested: record.cancelRequested,
+    leaseOwner: record.leaseOwner,
+    leaseExpiresAt: iso(record.leaseExpiresAt),
+  };
+}
+
+/** Everything `tasks show --json` prints of one task. */
+export function taskDetail(seen: TaskInspection, now: Millis) {
+  const { record, dispatch, inputs } = seen;
+  return {
+    task: {
+      ...taskSummary(record, now),
+      ttl: record.ttl,
+      pollInterval: record.pollInterval,
+      idempotencyKey: record.idempotencyKey,
+      correlationId: record.correlationId,
+      requestDigest: record.requestDigest,
+      request: record.request,
+      result: record.result,
+      resultDigest: record.resultDigest,
+    },
+    lease: { owner: record.leaseOwner, expiresAt: iso(record.leaseExpiresAt), held: record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > now },
+    dispatch:
+      dispatch === null
+        ? null
+        : {
+            createdAt: iso(dispatch.createdAt),
+            availableAt: iso(dispatch.availableAt),
+            claimedBy: dispatch.claimedBy,
+            leaseExpiresAt: iso(dispatch.leaseExpiresAt),
+            attempt: dispatch.attempt,
+            doneAt: iso(dispatch.doneAt),
+            open: dispatch.doneAt === null,
+          },
+    inputs: inputs.map(inputView),
+  };
+}
+
+function inputView(q: StoredInput) {
+  return {
+    key: q.key,
+    askSeq: q.askSeq,
+    method: q.request.method,
+    askedAt: iso(q.askedAt),
+    deadlineAt: iso(q.deadlineAt),
+    answeredAt: iso(q.answeredAt),
+    outstanding: q.answeredAt === null,
+  };
+}
+
+export function auditView(line: AuditEntry) {
+  return {
+    at: iso(line.at),
+    surface: line.surface,
+    decision: line.decision,
+    authKey: line.authKey,
+    taskId: line.taskId,
+    correlationId: line.correlationId,
+    status: line.status ?? null,
+    version: line.version ?? null,
+    detail: line.detail ?? null,
+  };
+}
+
+export function statsView(stats: TaskStats, now: Millis) {
+  return {
+    total: stats.total,
+    byStatus: stats.byStatus,
+    byTool: stats.byTool,
+    oldestWorking:
+      stats.oldestWorking === null
+        ? null
+        : { ...stats.oldestWorking, createdAt: iso(stats.oldestWorking.createdAt), ageSeconds: Math.round((now - stats.oldestWorking.createdAt) / 1000) },
+    expiredAwaitingSweep: stats.expiredAwaitingSweep,
+    pendingDispatch: stats.pendingDispatch,
+  };
+}
+
+export function taskTable(records: readonly TaskRecord[], now: Millis): string {
+  const rows = records.map((r) => [
+    r.taskId,
+    r.authKey,
+    r.toolName ?? '-',
+    isExpired(r, now) ? `${r.status} (expired)` : r.status,
+    String(r.attempt),
+    shortTime(r.createdAt),
+    shortTime(r.lastUpdatedAt),
+  ]);
+  return renderTable(['TASK', 'PRINCIPAL', 'TOOL', 'STATUS', 'ATTEMPT', 'CREATED (UTC)', 'UPDATED (UTC)'], rows);
+}
+
+export function detailText(seen: TaskInspection, now: Millis): string {
+  const d = taskDetail(seen, now);
+  const t = d.task;
+  const lines = [
+    `task        ${t.taskId}`,
+    `principal   ${t.tenant}/${t.subject}`,
+    `tool        ${t.tool ?? '-'}`,
+    `status      ${t.status}${t.expired ? ' (expired, awaiting the sweep)' : ''}${t.statusMessage === null ? '' : ` — ${t.statusMessage}`}`,
+    `version     ${t.version}   attempt ${t.attempt}${t.cancelRequested ? '   cancellation requested' : ''}`,
+    `created     ${shortTime(seen.record.createdAt)}   updated ${shortTime(seen.record.lastUpdatedAt)}   expires ${shortTime(seen.record.expiresAt)}`,
+    `lease       ${d.lease.owner === null ? 'none' : `${d.lease.owner} until ${shortTime(seen.record.leaseExpiresAt)}${d.lease.held ? '' : ' (lapsed)'}`}`,
+    `outbox      ${seen.dispatch === null ? 'no entry' : seen.dispatch.doneAt === null ? `open, due ${shortTime(seen.dispatch.availableAt)}` : `closed ${shortTime(seen.dispatch.doneAt)}`}`,
+    `idempotency ${t.idempotencyKey ?? '-'}`,
+    `correlation ${t.correlationId ?? '-'}`,
+  ];
+  if (seen.record.result !== null) lines.push(`result      ${truncate(JSON.stringify(seen.record.result), 200)}`);
+  if (d.inputs.length > 0) {
+    lines.push('', 'inputs');
+    lines.push(
+      renderTable(
+        ['KEY', 'ASK', 'METHOD', 'ASKED (UTC)', 'DEADLINE (UTC)', 'ANSWERED (UTC)'],
+        seen.inputs.map((q) => [q.key, String(q.askSeq), String(q.request.method), shortTime(q.askedAt), shortTime(q.deadlineAt), shortTime(q.answeredAt)]),
+      ),
+    );
+  }
+  return lines.join('\n');
+}
+
+export function auditTable(lines: readonly AuditEntry[]): string {
+  return renderTable(
+    ['AT (UTC)', 'SURFACE', 'DECISION', 'AUTH KEY', 'CORRELATION', 'STATUS', 'VERSION', 'DETAIL'],
+    lines.map((l) => [
+      new Date(l.at).toISOString().replace('T', ' ').replace('Z', ''),
+      l.surface,
+      l.decision,
+      l.authKey,
+      l.correlationId,
+      l.status ?? '-',
+      l.version === null || l.version === undefined ? '-' : String(l.version),
+      l.detail ?? '',
+    ]),
+  );
+}
+
+export function statsText(stats: TaskStats, now: Millis): string {
+  const v = statsView(stats, now);
+  const statusRows = Object.entries(stats.byStatus).map(([status, n]) => [status, String(n)]);
+  return [
+    renderTable(['STATUS', 'TASKS'], [...statusRows, ['total', String(stats.total)]]),
+    '',
+    renderTable(
+      ['TOOL', 'STATUS', 'TASKS'],
+      stats.byTool.map((r) => [r.tool ?? '-', r.status, String(r.count)]),
+    ),
+    '',
+    `oldest working task      ${v.oldestWorking === null ? 'none' : `${v.oldestWorking.taskId} (${v.oldestWorking.authKey}), ${v.oldestWorking.ageSeconds} s old`}`,
+    `expired, awaiting sweep  ${stats.expiredAwaitingSweep}`,
+    `open outbox entries      ${stats.pendingDispatch}`,
+  ].join('\n');
+}
+
+function truncate(text: string, most: number): string {
+  return text.length <= most ? text : `${text.slice(0, most - 1)}…`;
+}

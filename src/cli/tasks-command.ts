@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { TasklatchError } from '../core/errors.js';
+import { TaskService } from '../service/task-service.js';
+import { DEFAULT_STORE_URL } from '../store/open-store.js';
+import type { TaskStore } from '../store/types.js';
+import { authKeyOf } from '../tools/principal.js';
+import type { CliIo } from './io.js';
+import { openOperatorStore } from './operator-store.js';
+import { encodePage, parsePrincipalArg, parseTaskQuery } from './task-query-args.js';
+import { auditTable, auditView, detailText, statsText, statsView, taskDetail, taskSummary, taskTable } from './task-views.js';
+
+export const TASKS_USAGE = `Usage: tasklatch tasks <subcommand> [--store URL] [--json]
+
+Looks at the tasks of every tenant in a store, and repairs them through the guard.
+  ls                     tasks, newest first, a page at a time
+    --tenant T --subject S --status S --tool NAME
+    --since TIME --before TIME   created at/after, before (ISO date-time, or 15m, 2h, 7d ago)
+    --limit N (default 50, at most 500)   --page TOKEN (printed after a page that has more)
+  show ID                the record, lease, attempts, outbox entry and questions of one task
+  audit ID               every decision about a task: time, auth key, correlation id, detail
+  cancel ID --as T/S     cancel as the task's principal (tenant/subject), like its client would:
+                         latched, signalled to the worker running it, audited (correlation operator:…)
+  stats                  counts by status and tool, the oldest working task, expired records
+  --store URL            sqlite:PATH (default ${DEFAULT_STORE_URL}) or postgres://…[?schema=NAME]
+  --json                 stable JSON on stdout instead of tables`;
+
+const OPTIONS = {
+  store: { type: 'string', default: DEFAULT_STORE_URL },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean' },
+  tenant: { type: 'string' },
+  subject: { type: 'string' },
+  status: { type: 'string' },
+  tool: { type: 'string' },
+  since: { type: 'string' },
+  before: { type: 'string' },
+  limit: { type: 'string' },
+  page: { type: 'string' },
+  as: { type: 'string' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+/** Flags that only some subcommands take: given to another, they are a mistake, said so. */
+const ONLY: Record<string, readonly (keyof Values)[]> = {
+  ls: ['tenant', 'subject', 'status', 'tool', 'since', 'before', 'limit', 'page'],
+  cancel: ['as'],
+};
+
+export async function tasksCommand(argv: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  const [sub, ...ids] = positionals;
+  if (values.help === true || sub === undefined) {
+    io.out(TASKS_USAGE);
+    return sub === undefined && values.help !== true ? 2 : 0;
+  }
+  const run = SUBCOMMANDS[sub];
+  if (run === undefined) throw new TasklatchError('INVALID_INPUT', `unknown subcommand ${JSON.stringify(sub)}: ls, show, audit, cancel or stats`);
+  for (const [other, flags] of Object.entries(ONLY)) {
+    const stray = other === sub ? undefined : flags.find((f) => values[f] !== undefined);
+    if (stray !== undefined) throw new TasklatchError('INVALID_INPUT', `--${stray} belongs to 'tasks ${other}', not 'tasks ${sub}'`);
+  }
+  const wantsId = sub === 'show' || sub === 'audit' || sub === 'cancel';
+  if (wantsId ? ids.length !== 1 || ids[0] === '' : ids.length !== 0) {
+    throw new TasklatchError('INVALID_INPUT', wantsId ? `'tasks ${sub}' takes one task id` : `'tasks ${sub}' takes no task id`);
+  }
+  // Every argument is checked before the store is opened: bad input changes nothing.
+  const now = Date.now();
+  const prepared = run.prepare?.(values, now);
+  const store = await openOperatorStore(values.store);
+  try {
+    return await run.exec({ store, values, id: ids[0] ?? '', now, io, prepared });
+  } catch (error) {
+    // A store that stops answering mid-command is said in one line, like one that never did.
+    if (error instanceof TasklatchError) throw error;
+    throw new TasklatchError('STORE_UNAVAILABLE', `the store failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  } finally {
+    await store.close();
+  }
+}
+
+interface Context {
+  store: TaskStore;
+  values: Values;
+  id: string;
+  now: number;
+  io: CliIo;
+  prepared: unknown;
+}
+
+interface Subcommand {
+  prepare?: (values: Values, now: number) => unknown;
+  exec: (ctx: Context) => Promise<number>;
+}
+
+const SUBCOMMANDS: Record<string, Subcommand> = {
+  ls: {
+    prepare: (values, now) => parseTaskQuery(values, now),
+    exec: async ({ store, values, now, io, prepared }) => {
+      const query = prepared as ReturnType<typeof parseTaskQuery>;
+      const page = await store.findTasks(query);
+      const last = page.records.at(-1);
+      const nextPage = page.hasMore && last !== undefined ? encodePage(last) : null;
+      if (values.json) {
+        io.out(JSON.stringify({ tasks: page.records.map((r) => taskSummary(r, now)), nextPage }));
+        return 0;
+      }
+      io.out(page.records.length === 0 ? 'no tasks match' : taskTable(page.records, now));
+      if (nextPage !== null) io.out(`\nmore: tasklatch tasks ls … --page ${nextPage}`);
+      return 0;
+    },
+  },
+  show: {
+    exec: async ({ store, values, id, now, io }) => {
+      const seen = await store.inspectTask({ taskId: id });
+      if (seen === null) throw new TasklatchError('INVALID_INPUT', `no task ${JSON.stringify(id)} in this store (unknown, or swept after it expired)`);
+      io.out(values.json ? JSON.stringify(taskDetail(seen, now)) : detailText(seen, now));
+      return 0;
+    },
+  },
+  audit: {
+    exec: async ({ store, values, id, io }) => {
+      const trail = await store.auditTrail({ taskId: id });
+      if (trail.length === 0) throw new TasklatchError('INVALID_INPUT', `no audit line names task ${JSON.stringify(id)} in this store`);
+      io.out(values.json ? JSON.stringify({ taskId: id, audit: trail.map(auditView) }) : auditTable(trail));
+      return 0;
+    },
+  },
+  cancel: {
+    prepare: (values) => {
+      if (values.as === undefined) throw new TasklatchError('INVALID_INPUT', "'tasks cancel' needs --as TENANT/SUBJECT: the principal whose task it is");
+      return parsePrincipalArg('--as', values.as);
+    },
+    exec: async ({ store, values, id, io, prepared }) => {
+      const auth = authKeyOf(prepared as ReturnType<typeof parsePrincipalArg>);
+      // Through the guard, as the task's own client would cancel: the store latches and audits
+      // it in one transaction and signals it (NOTIFY, or the change line a SQLite listener polls).
+      const service = new TaskService({ store, capabilities: { cancel: {} } });
+      const correlationId = `operator:${randomUUID()}`;
+      const out = await service.read({ auth, method: 'tasks/cancel', taskId: id, correlationId });
+      if (out.record === null) {
+        throw new TasklatchError('INVALID_INPUT', `task ${JSON.stringify(id)} is not one of ${auth}'s (${out.decision}): nothing changed`);
+      }
+      const result = { taskId: id, decision: out.decision, status: out.record.status, version: out.record.version, correlationId };
+      if (values.json) io.out(JSON.stringify(result));
+      else if (out.decision === 'CANCEL_TASK') io.out(`cancelled ${id} as ${auth} (version ${out.record.version}, correlation ${correlationId})`);
+      else io.out(`${id} was already ${out.record.status}: nothing changed`);
+      return 0;
+    },
+  },
+  stats: {
+    exec: async ({ store, values, now, io }) => {
+      const stats = await store.taskStats({ now });
+      io.out(values.json ? JSON.stringify(statsView(stats, now)) : statsText(stats, now));
+      return 0;
+    },
+  },
+};

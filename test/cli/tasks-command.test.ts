@@ -1,0 +1,206 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
+import { createLogger } from '../../src/runtime/log.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { TaskStore } from '../../src/store/types.js';
+import { defineTool, type TaskTool } from '../../src/tools/tool.js';
+import { runCli } from '../support/cli.js';
+import { freshPostgresUrl } from '../support/postgres.js';
+import { until } from '../support/until.js';
+
+// `tasklatch tasks` run as a user would, against a store that a runtime in this process fills
+// with the tasks of several tenants: every subcommand, its JSON parsed, on SQLite and PostgreSQL.
+
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop();
+});
+
+/** `hold` waits for its abort signal (a cancel must reach it); `quick` finishes at once. */
+function tools(aborted: string[]): TaskTool[] {
+  const hold = defineTool({
+    name: 'hold',
+    description: 'waits until stopped',
+    inputSchema: z.object({}),
+    execution: { taskSupport: 'required' },
+    handler: async (_args, ctx) => {
+      await new Promise<void>((_resolve, reject) =>
+        ctx.signal.addEventListener(
+          'abort',
+          () => {
+            aborted.push(ctx.taskId ?? '');
+            reject(ctx.signal.reason as Error);
+          },
+          { once: true },
+        ),
+      );
+      return { content: [] };
+    },
+  });
+  const quick = defineTool({
+    name: 'quick',
+    description: 'done at once',
+    inputSchema: z.object({}),
+    execution: { taskSupport: 'optional' },
+    handler: async () => ({ content: [{ type: 'text', text: 'ok' }] }),
+  });
+  return [hold, quick];
+}
+
+async function call(runtime: TaskRuntime, auth: string, name: string): Promise<string> {
+  const out = await runtime.service.create({
+    auth,
+    tool: { name, execution: { taskSupport: name === 'hold' ? 'required' : 'optional' } },
+    request: { method: 'tools/call', params: { name, arguments: {}, task: { ttl: 600_000 } } },
+  });
+  return out.record!.taskId;
+}
+
+const json = async (args: string[]) => {
+  const run = await runCli(args);
+  expect(run.stderr).toBe('');
+  expect(run.code).toBe(0);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+};
+
+const STORES = [
+  { name: 'sqlite', url: async () => `sqlite:${join(await mkdtemp(join(tmpdir(), 'tasklatch-ops-')), 'tasks.db')}` },
+  { name: 'postgres', url: () => freshPostgresUrl('cli_tasks') },
+];
+
+describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
+  async function filled(): Promise<{ url: string; store: TaskStore; runtime: TaskRuntime; ids: Record<'a1' | 'b1' | 'a2' | 'c1', string>; aborted: string[] }> {
+    const url = await makeUrl();
+    const store = await openStore(url);
+    const aborted: string[] = [];
+    const runtime = createRuntime({ store, tools: tools(aborted), logger: createLogger('silent'), worker: { pollMs: 100 } });
+    await runtime.start();
+    stops.push(
+      () => store.close(),
+      () => runtime.close(100),
+    );
+    const ids = {
+      a1: await call(runtime, 'acme/alice', 'quick'),
+      b1: await call(runtime, 'beta/bob', 'quick'),
+      a2: await call(runtime, 'acme/alice', 'hold'),
+      c1: await call(runtime, 'acme/carol', 'hold'),
+    };
+    await until(async () => ((await runtime.service.lookup({ auth: 'beta/bob', taskId: ids.b1 })).record?.status === 'completed' ? true : undefined));
+    await until(async () => ((await runtime.service.lookup({ auth: 'acme/alice', taskId: ids.a1 })).record?.status === 'completed' ? true : undefined));
+    await until(() => (runtime.worker?.executor.active === 2 ? true : undefined));
+    return { url, store, runtime, ids, aborted };
+  }
+
+  it('lists, filters, pages, shows, audits and counts every tenant’s tasks', async () => {
+    const { url, ids } = await filled();
+    const all = (await json(['tasks', 'ls', '--store', url, '--json'])) as { tasks: Array<{ taskId: string; tenant: string; status: string }>; nextPage: null };
+    expect(all.tasks.map((t) => t.taskId).sort()).toEqual(Object.values(ids).sort());
+    expect(all.nextPage).toBeNull();
+    const acme = (await json(['tasks', 'ls', '--store', url, '--json', '--tenant', 'acme', '--status', 'working'])) as { tasks: Array<{ taskId: string }> };
+    expect(acme.tasks.map((t) => t.taskId).sort()).toEqual([ids.a2, ids.c1].sort());
+    const quick = (await json(['tasks', 'ls', '--store', url, '--json', '--tool', 'quick', '--subject', 'bob', '--since', '1h'])) as {
+      tasks: Array<{ taskId: string }>;
+    };
+    expect(quick.tasks.map((t) => t.taskId)).toEqual([ids.b1]);
+    const none = (await json(['tasks', 'ls', '--store', url, '--json', '--before', '2001-01-01'])) as { tasks: unknown[] };
+    expect(none.tasks).toEqual([]);
+
+    const seen: string[] = [];
+    let page: string | null = null;
+    do {
+      const got = (await json(['tasks', 'ls', '--store', url, '--json', '--limit', '3', ...(page === null ? [] : ['--page', page])])) as {
+        tasks: Array<{ taskId: string }>;
+        nextPage: string | null;
+      };
+      seen.push(...got.tasks.map((t) => t.taskId));
+      page = got.nextPage;
+    } while (page !== null && seen.length < 10);
+    expect(seen).toEqual(all.tasks.map((t) => t.taskId));
+
+    const table = await runCli(['tasks', 'ls', '--store', url]);
+    expect(table.stdout.split('\n')[0]).toMatch(/^TASK\s+PRINCIPAL\s+TOOL\s+STATUS\s+ATTEMPT/);
+    expect(table.stdout).toContain('beta/bob');
+
+    const shown = (await json(['tasks', 'show', ids.a2, '--store', url, '--json'])) as {
+      task: Record<string, unknown>;
+      lease: Record<string, unknown>;
+      dispatch: Record<string, unknown>;
+    };
+    expect(shown.task).toMatchObject({ taskId: ids.a2, tenant: 'acme', subject: 'alice', tool: 'hold', status: 'working', attempt: 1 });
+    expect(shown.lease).toMatchObject({ held: true });
+    expect(shown.dispatch).toMatchObject({ open: true, attempt: 1 });
+
+    const audit = (await json(['tasks', 'audit', ids.b1, '--store', url, '--json'])) as {
+      audit: Array<{ decision: string; authKey: string; correlationId: string; detail: string | null }>;
+    };
+    expect(audit.audit.map((l) => l.decision)).toEqual(['ACCEPT_TASK', 'APPLY_TRANSITION', 'APPLY_TRANSITION']);
+    expect(audit.audit.every((l) => l.authKey === 'beta/bob' && l.correlationId !== '')).toBe(true);
+    expect(audit.audit[1]?.detail).toMatch(/^claim /);
+
+    const stats = (await json(['tasks', 'stats', '--store', url, '--json'])) as {
+      total: number;
+      byStatus: Record<string, number>;
+      byTool: unknown[];
+      oldestWorking: { taskId: string };
+    };
+    expect(stats.total).toBe(4);
+    expect(stats.byStatus).toMatchObject({ working: 2, completed: 2 });
+    expect(stats.byTool).toEqual([
+      { tool: 'hold', status: 'working', count: 2 },
+      { tool: 'quick', status: 'completed', count: 2 },
+    ]);
+    expect([ids.a2, ids.c1]).toContain(stats.oldestWorking.taskId);
+  });
+
+  it('cancels as the named principal only: latched, signalled to the running handler, audited as an operator', async () => {
+    const { url, runtime, ids, aborted } = await filled();
+    const wrong = await runCli(['tasks', 'cancel', ids.c1, '--as', 'acme/alice', '--store', url]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr.trim().split('\n')).toHaveLength(1);
+    expect(wrong.stderr).toContain('nothing changed');
+    const missingAs = await runCli(['tasks', 'cancel', ids.c1, '--store', url]);
+    expect(missingAs.code).toBe(2);
+    const untouched = (await runtime.service.lookup({ auth: 'acme/carol', taskId: ids.c1 })).record!;
+    expect(untouched).toMatchObject({ status: 'working', cancelRequested: false });
+
+    const done = (await json(['tasks', 'cancel', ids.c1, '--as', 'acme/carol', '--store', url, '--json'])) as { decision: string; correlationId: string };
+    expect(done.decision).toBe('CANCEL_TASK');
+    // The handler runs in this process; the cancel was written by another one.
+    expect(await until(() => (aborted.includes(ids.c1) ? true : undefined), 10_000)).toBe(true);
+    expect((await runtime.service.lookup({ auth: 'acme/carol', taskId: ids.c1 })).record?.status).toBe('cancelled');
+    const trail = await runtime.service.store.auditTrail({ taskId: ids.c1 });
+    expect(trail.filter((l) => l.decision === 'CANCEL_TASK').map((l) => l.correlationId)).toEqual([done.correlationId]);
+    expect(done.correlationId).toMatch(/^operator:/);
+    const again = (await json(['tasks', 'cancel', ids.c1, '--as', 'acme/carol', '--store', url, '--json'])) as { decision: string };
+    expect(again.decision).toBe('ALREADY_TERMINAL');
+  });
+
+  it('refuses bad input in one line with exit 2, before touching the store', async () => {
+    const { url } = await filled();
+    const cases = [
+      ['tasks', 'show', 'no-such-task', '--store', url],
+      ['tasks', 'audit', 'no-such-task', '--store', url],
+      ['tasks', 'ls', '--status', 'done', '--store', url],
+      ['tasks', 'ls', '--since', 'yesterday', '--store', url],
+      ['tasks', 'ls', '--limit', '0', '--store', url],
+      ['tasks', 'ls', '--page', 'bm9wZQ', '--store', url],
+      ['tasks', 'ls', '--as', 'a/b', '--store', url],
+      ['tasks', 'cancel', 'x', '--as', 'nobody', '--store', url],
+      ['tasks', 'frobnicate', '--store', url],
+      ['tasks', 'ls', '--store', 'memory'],
+      ['tasks', 'ls', '--store', 'sqlite:/nonexistent/dir/tasks.db'],
+      ['tasks', 'stats', '--store', 'postgres://postgres@127.0.0.1:1/none'],
+    ];
+    // What does not depend on the store is asked once, on SQLite.
+    for (const args of name === 'sqlite' ? cases : cases.slice(0, 2)) {
+      const run = await runCli(args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(run.stderr, args.join(' ')).toMatch(/^tasklatch tasks: /);
+    }
+  });
+});
