@@ -1,5 +1,6 @@
 import { TasklatchError } from '../core/errors.js';
 import { processIo, type CliIo } from './io.js';
+import { doctorCommand } from './doctor-command.js';
 import { migrateCommand } from './migrate-command.js';
 import { replayCommand } from './replay-command.js';
 import { serveCommand } from './serve-command.js';
@@ -16,6 +17,7 @@ Commands:
   migrate [--store URL]                 create or upgrade the store's schema
   replay FILE [--store URL] [--json]    replay a contract fixture through a store
   tasks ls|show|audit|cancel|stats      look at and repair the tasks of every tenant in a store
+  doctor [--store URL]                  check the store as /readyz does, and say what to fix
 
 Run 'tasklatch <command> --help' for a command's options.`;
 
@@ -27,6 +29,7 @@ const COMMANDS: Record<string, Command> = {
   migrate: migrateCommand,
   worker: workerCommand,
   tasks: tasksCommand,
+  doctor: doctorCommand,
 };
 
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {

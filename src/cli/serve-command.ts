@@ -10,6 +10,7 @@ import { createRuntime } from '../runtime/task-runtime.js';
 import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
+import { operatorEndpointsFor } from './operator-endpoints.js';
 import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
@@ -24,7 +25,8 @@ ${WORKER_USAGE_LINES}
   --default-ttl MS       ttl of a task whose request names none (default 3600000)
   --max-ttl MS           largest ttl granted (default 604800000)
   --max-active N         non-terminal tasks one caller may hold at once (default 100)
-Without --auth-tokens or --principal every caller shares one anonymous context.`;
+Without --auth-tokens or --principal every caller shares one anonymous context.
+Over HTTP, GET /healthz, /readyz and /metrics (Prometheus) answer beside /mcp, without a token.`;
 
 const tokenFile = z.record(
   z.string().min(1),
@@ -106,9 +108,13 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     await Promise.race([stopped, closed]);
   } else {
     const { host, port } = listen ?? parseListen('127.0.0.1:3000');
-    const http = await startHttpServer(server, { host, port, ...(tokens === undefined ? {} : { tokens }) });
+    const operator = operatorEndpointsFor(runtime);
+    const http = await startHttpServer(server, { host, port, ...(tokens === undefined ? {} : { tokens }), extraRoutes: operator.route });
     io.out(`tasklatch listening on ${http.url}`);
-    closeTransport = () => http.close();
+    closeTransport = async () => {
+      await http.close();
+      operator.close();
+    };
     await stopped;
   }
   await closeTransport();

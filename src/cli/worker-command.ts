@@ -3,6 +3,7 @@ import { createLogger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
+import { parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
 import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const WORKER_USAGE = `Usage: tasklatch worker [options]
@@ -11,15 +12,21 @@ Runs admitted tasks from the store's outbox, beside any number of 'serve --no-wo
 processes and other workers on the same store. SIGTERM drains: no new claims, running tasks
 finish (up to --drain-ms), the rest of the leases are given back, then it exits.
 ${WORKER_USAGE_LINES}
-  --drain-ms MS          how long SIGTERM lets running tasks finish (default 10000)`;
+  --drain-ms MS          how long SIGTERM lets running tasks finish (default 10000)
+  --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz and /readyz there`;
 
 export async function workerCommand(argv: string[], io: CliIo): Promise<number> {
-  const { values } = parseArgs({ args: argv, allowNegative: true, options: { ...WORKER_ARG_OPTIONS, 'drain-ms': { type: 'string' } } });
+  const { values } = parseArgs({
+    args: argv,
+    allowNegative: true,
+    options: { ...WORKER_ARG_OPTIONS, 'drain-ms': { type: 'string' }, metrics: { type: 'string' } },
+  });
   if (values.help === true) {
     io.out(WORKER_USAGE);
     return 0;
   }
   const drainMs = values['drain-ms'] === undefined ? 10_000 : positiveInt('--drain-ms', values['drain-ms']);
+  if (values.metrics !== undefined) parseHostPort('--metrics', values.metrics);
   const pollInterval = values['poll-interval'] === undefined ? undefined : positiveInt('--poll-interval', values['poll-interval']);
   const worker = workerOptionsFrom(values);
   const tools = toolsFrom(values);
@@ -29,12 +36,15 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   // The same composition as `serve`, without a wire in front of it.
   const runtime = createRuntime({ store, tools, worker, drainMs, logger, ...(pollInterval === undefined ? {} : { limits: { pollInterval } }) });
   await runtime.start();
+  const operator = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics);
+  if (operator !== null) io.out(`tasklatch worker metrics on ${operator.url}/metrics`);
   const id = runtime.worker?.id ?? '';
   logger.info({ store: describeStoreUrl(values.store), worker: id }, 'tasklatch worker started');
   io.out(`tasklatch worker ${id} running`);
   const signal = await untilSignal();
   logger.info({ signal }, 'draining');
   await runtime.close();
+  await operator?.close();
   await store.close();
   return 0;
 }

@@ -5,6 +5,7 @@ import type { TaskServer } from '../mcp/task-server.js';
 import { StatelessServer, type StatelessReply } from '../stateless/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 import { checkHostAndOrigin, loopbackHosts } from './host-check.js';
+import type { ExtraRoute } from './operator-routes.js';
 import { isModernRequest } from './route.js';
 
 export interface HttpOptions {
@@ -20,6 +21,8 @@ export interface HttpOptions {
    * loopback names when the server listens on a loopback address, no check otherwise.
    */
   allowedHosts?: readonly string[];
+  /** Paths besides `/mcp` (the operator's `/healthz`, `/readyz`, `/metrics`), tried before the 404. */
+  extraRoutes?: ExtraRoute;
 }
 
 export interface RunningHttp {
@@ -45,6 +48,7 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname !== MCP_PATH && (await options.extraRoutes?.(req, res, url.pathname)) === true) return;
     if (url.pathname !== MCP_PATH) return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
     if (allowedHosts !== null && !checkHostAndOrigin(req.headers, allowedHosts)) {
       return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32600, message: 'Forbidden: Host or Origin not allowed' } });

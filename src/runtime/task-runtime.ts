@@ -7,6 +7,7 @@ import { ToolRegistry } from '../tools/tool-registry.js';
 import type { TaskTool } from '../tools/tool.js';
 import type { ExecutionHooks } from '../worker/task-executor.js';
 import { Worker, type WorkerOptions } from '../worker/worker.js';
+import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
 
 /** Progress a task reports while it runs, for whichever wire session asked for it. */
@@ -72,6 +73,7 @@ export class TaskRuntime {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
+    this.service.events.add(decisionLog(this.logger));
     const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
     const inputDeadlineIntervalMs = options.inputDeadlineIntervalMs ?? 1000;
     // The service, not the store: a task a deadline ends is published to this process's waiters.

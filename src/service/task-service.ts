@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { decideCreateEntry, idempotencyKeyOf, type CreateEntry } from '../core/create-rules.js';
+import { isTerminal } from '../core/types.js';
 import type { ListDecision, MissDecision, ReadDecision } from '../core/decisions.js';
 import { requestDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
@@ -23,6 +24,8 @@ import type {
 import { ChangeFeed } from './change-feed.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DEFAULT_LIMITS, grantTtl, type TaskLimits } from './limits.js';
+import { reportOverdue, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
+import { timedStore } from './timed-store.js';
 
 export interface TaskServiceOptions {
   store: TaskStore;
@@ -63,9 +66,16 @@ export class TaskService {
   /** Wakes waiters when a task changes; fed by this service's writes and the store's notifications. */
   readonly changes = new ChangeFeed();
   private stopListening: (() => Promise<void>) | null = null;
+  /**
+   * Who hears every decision, task end, claim and store round trip (the logger, the metrics).
+   * The decisions are the ones the audit trail holds, reported by the one class that sees them all.
+   */
+  readonly events = new TaskEvents();
+  /** Whether other processes' changes reach this one: `off` where the store has no notifications or `start` was not called. */
+  notifications: 'off' | 'up' | 'down' = 'off';
 
   constructor(options: TaskServiceOptions) {
-    this.store = options.store;
+    this.store = timedStore(options.store, this.events);
     this.capabilities = options.capabilities;
     this.clock = options.clock ?? Date.now;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -101,6 +111,7 @@ export class TaskService {
     const entry = decideCreateEntry({ capabilities: this.capabilities, tool: input.tool, request: input.request });
     if (entry !== 'ADMIT') {
       await this.audit({ at: now, surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId });
+      this.decided({ surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId, tool: input.tool.name });
       return { decision: entry, record: null };
     }
     const metaKey = idempotencyKeyOf(input.request);
@@ -124,19 +135,33 @@ export class TaskService {
       maxActive: this.limits.maxActiveTasks,
     });
     if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId, outcome.record.version);
+    const taskId = outcome.record?.taskId ?? null;
+    this.decided({
+      surface: 'create',
+      decision: outcome.decision,
+      authKey: input.auth,
+      taskId,
+      correlationId,
+      tool: input.tool.name,
+      status: outcome.record?.status ?? null,
+    });
     return outcome;
   }
 
   /** A status write by a worker or the runtime. */
   async transition(input: { auth: string; taskId: string; write: StatusWrite; correlationId?: string }): Promise<TransitionOutcome> {
+    const correlationId = input.correlationId ?? randomUUID();
     const outcome = await this.store.transition({
       taskId: input.taskId,
       authKey: input.auth,
       write: input.write,
-      correlationId: input.correlationId ?? randomUUID(),
+      correlationId,
       now: this.clock(),
     });
     if (outcome.decision === 'APPLY_TRANSITION') this.changes.publish(input.taskId, outcome.record?.version);
+    const status = outcome.record?.status ?? null;
+    this.decided({ surface: 'transition', decision: outcome.decision, authKey: input.auth, taskId: input.taskId, correlationId, status });
+    if (outcome.decision === 'APPLY_TRANSITION' && outcome.record !== null) this.ended(outcome.record, correlationId);
     return outcome;
   }
 
@@ -150,8 +175,16 @@ export class TaskService {
 
   /** Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. */
   async claim(input: Omit<ClaimInput, 'now' | 'correlationId'>): Promise<TaskRecord[]> {
-    const claimed = await this.store.claim({ ...input, now: this.clock(), correlationId: randomUUID() });
-    for (const record of claimed) this.changes.publish(record.taskId, record.version);
+    const now = this.clock();
+    const correlationId = randomUUID();
+    const claimed = await this.store.claim({ ...input, now, correlationId });
+    for (const record of claimed) {
+      this.changes.publish(record.taskId, record.version);
+      const { authKey, taskId, status } = record;
+      this.decided({ surface: 'transition', decision: 'APPLY_TRANSITION', authKey, taskId, correlationId, status, detail: `claim ${input.owner}` });
+      // A first attempt waited since its admission; a later one follows a lapsed or returned lease.
+      this.events.emit('claimed', { record, waitedMs: record.attempt === 1 ? now - record.createdAt : null, takeover: record.attempt > 1 });
+    }
     return claimed;
   }
 
@@ -162,8 +195,11 @@ export class TaskService {
 
   /** Gives a held lease back; published so that an idle worker of this process claims it at once. */
   async release(input: { fence: Fence }): Promise<boolean> {
-    const released = await this.store.release({ fence: input.fence, now: this.clock(), correlationId: randomUUID() });
+    const correlationId = randomUUID();
+    const released = await this.store.release({ fence: input.fence, now: this.clock(), correlationId });
     if (released) this.changes.publish(input.fence.taskId);
+    const { authKey, taskId, owner } = input.fence;
+    if (released) this.decided({ surface: 'transition', decision: 'RELEASE_LEASE', authKey, taskId, correlationId, detail: `release ${owner}` });
     return released;
   }
 
@@ -182,21 +218,26 @@ export class TaskService {
     // Whole milliseconds: the stores keep integer columns.
     const deadlineAt = timeoutMs === undefined ? null : now + Math.ceil(timeoutMs);
     const questions = rest.questions.map((q) => ({ ...q, deadlineAt }));
-    const out = await this.store.ask({ ...rest, questions, now, correlationId: randomUUID() });
+    const correlationId = randomUUID();
+    const out = await this.store.ask({ ...rest, questions, now, correlationId });
     if (out.decision === 'APPLY_ASK') this.changes.publish(input.fence.taskId, out.record?.version);
+    const { authKey, taskId } = input.fence;
+    this.decided({ surface: 'input', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null });
     return out;
   }
 
   /** The requestor answers (see `TaskStore.answer`); a stored answer is published. */
   async answer(input: { auth: string; taskId: string; responses: Readonly<Record<string, unknown>>; correlationId?: string }): Promise<AnswerOutcome> {
+    const correlationId = input.correlationId ?? randomUUID();
     const out = await this.store.answer({
       authKey: input.auth,
       taskId: input.taskId,
       responses: input.responses,
       now: this.clock(),
-      correlationId: input.correlationId ?? randomUUID(),
+      correlationId,
     });
     if (out.decision === 'APPLY_ANSWER') this.changes.publish(input.taskId, out.record?.version);
+    this.decided({ surface: 'input', decision: out.decision, authKey: input.auth, taskId: input.taskId, correlationId, status: out.record?.status ?? null });
     return out;
   }
 
@@ -206,8 +247,10 @@ export class TaskService {
    * subscriptions in this process wake.
    */
   async failOverdueInputs(input: { limit?: number } = {}): Promise<OverdueOutcome> {
-    const ended = await this.store.failOverdueInputs({ now: this.clock(), limit: input.limit ?? 100, correlationId: randomUUID() });
+    const correlationId = randomUUID();
+    const ended = await this.store.failOverdueInputs({ now: this.clock(), limit: input.limit ?? 100, correlationId });
     for (const { taskId, version } of ended) this.changes.publish(taskId, version);
+    if (ended.length > 0) await reportOverdue(this.store, this.events, ended, correlationId);
     return ended;
   }
 
@@ -246,20 +289,29 @@ export class TaskService {
     if (input.method === 'tasks/cancel') {
       if (this.capabilities.cancel === undefined) {
         await this.audit({ ...base, decision: 'BLOCK_CAPABILITY' });
+        this.decided({ ...base, decision: 'BLOCK_CAPABILITY' });
         return { decision: 'BLOCK_CAPABILITY', record: null };
       }
       // The store classifies and writes its own audit line in the cancel transaction.
       const cancelled = await this.store.cancel({ authKey: input.auth, taskId: input.taskId, now, correlationId });
       if (cancelled.decision === 'CANCEL_TASK') this.changes.publish(input.taskId, cancelled.record.version);
+      this.decided({ ...base, decision: cancelled.decision, status: cancelled.record?.status ?? null });
+      if (cancelled.decision === 'CANCEL_TASK') this.ended(cancelled.record, correlationId);
       return cancelled;
     }
     const found = await this.store.get({ authKey: input.auth, taskId: input.taskId, now });
     if (found.decision !== 'FOUND') {
-      if (input.quietIf?.(found.decision) !== true) await this.audit({ ...base, decision: found.decision }, true);
+      if (input.quietIf?.(found.decision) !== true) {
+        await this.audit({ ...base, decision: found.decision }, true);
+        this.decided({ ...base, decision: found.decision });
+      }
       return { decision: found.decision, record: null };
     }
     const decision = decideVisibleRead(input.method, found.record) as Exclude<ReadDecision, MissDecision | 'BLOCK_CAPABILITY'>;
-    if (input.quietIf?.(decision) !== true) await this.audit({ ...base, decision, status: found.record.status, version: found.record.version }, true);
+    if (input.quietIf?.(decision) !== true) {
+      await this.audit({ ...base, decision, status: found.record.status, version: found.record.version }, true);
+      this.decided({ ...base, decision, status: found.record.status });
+    }
     return { decision, record: found.record };
   }
 
@@ -269,6 +321,7 @@ export class TaskService {
     const correlationId = input.correlationId ?? randomUUID();
     const decision = decideList(this.capabilities);
     await this.audit({ at: now, surface: 'list', decision, authKey: input.auth, taskId: null, correlationId }, true);
+    this.decided({ surface: 'list', decision, authKey: input.auth, taskId: null, correlationId });
     if (decision === 'BLOCK_CAPABILITY') return { decision, records: null, nextCursor: null };
     const secret = await this.store.sharedSecret();
     const after = input.cursor === undefined ? null : decodeCursor(secret, input.auth, input.cursor);
@@ -298,6 +351,7 @@ export class TaskService {
     // result), not one per wake: a long wait must not grow the trail.
     let said: ReadOutcome['decision'] | null = null;
     const quietIf = (decision: ReadOutcome['decision']) => decision === said;
+    this.events.emit('waiting', 'result', 1);
     try {
       for (;;) {
         const outcome = await this.read({ auth: input.auth, method: 'tasks/result', taskId: input.taskId, quietIf });
@@ -310,6 +364,7 @@ export class TaskService {
       }
     } finally {
       watch.close();
+      this.events.emit('waiting', 'result', -1);
     }
   }
 
@@ -317,14 +372,23 @@ export class TaskService {
   async start(onError?: (error: Error) => void): Promise<void> {
     if (this.stopListening !== null || !this.supports.listenNotify) return;
     this.stopListening = await this.store.listen(
-      (taskId, version) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version)),
-      onError,
+      (taskId, version) => {
+        // null: the connection is back after a loss (see TaskUpkeep.listen).
+        if (taskId === null) this.notifications = 'up';
+        return taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version);
+      },
+      (error) => {
+        this.notifications = 'down';
+        onError?.(error);
+      },
     );
+    this.notifications = 'up';
   }
 
   async stop(): Promise<void> {
     const stop = this.stopListening;
     this.stopListening = null;
+    this.notifications = 'off';
     await stop?.();
   }
 
@@ -335,6 +399,16 @@ export class TaskService {
   private fallbackPollMs(): number {
     const notified = !this.supports.shared || this.stopListening !== null;
     return notified ? 30_000 : Math.min(this.limits.pollInterval, 500);
+  }
+
+  /** Tells the observers of a decision (the audit line says the same; see `events`). */
+  private decided(event: DecisionEvent): void {
+    if (this.events.wants('decision')) this.events.emit('decision', event);
+  }
+
+  /** A terminal record this service wrote: one task-end event. */
+  private ended(record: TaskRecord, correlationId: string): void {
+    if (this.events.wants('taskEnded') && isTerminal(record.status)) this.events.emit('taskEnded', taskEndOf(record, correlationId));
   }
 
   private async audit(entry: AuditEntry, isRead = false): Promise<void> {

@@ -52,6 +52,7 @@ export async function openTaskSubscription(input: {
   });
   const keepAlive = setInterval(() => sink.comment(), KEEP_ALIVE_MS);
   keepAlive.unref();
+  service.events.emit('waiting', 'subscription', 1);
   try {
     sink.send({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: accepted }, _meta: tagged } });
     // The state each task is in now, so that a change just before the listen is not missed.
@@ -60,5 +61,6 @@ export async function openTaskSubscription(input: {
   } finally {
     clearInterval(keepAlive);
     for (const stop of unsubscribes) stop();
+    service.events.emit('waiting', 'subscription', -1);
   }
 }

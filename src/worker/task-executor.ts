@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TaskRecord, WireRequest } from '../core/types.js';
 import type { TaskService } from '../service/task-service.js';
@@ -51,7 +52,12 @@ export class TaskExecutor {
       return existing.done;
     }
     const run = new TaskRun(record, lease, this.service, this.log);
-    const done = this.supervise(run).finally(() => this.running.delete(record.taskId));
+    const started = performance.now();
+    const done = this.supervise(run).finally(() => {
+      this.running.delete(record.taskId);
+      const outcome = run.stopped ?? run.ended ?? 'unfinished';
+      this.service.events.emit('runEnded', { taskId: record.taskId, tool: record.toolName, outcome, durationMs: performance.now() - started });
+    });
     this.running.set(record.taskId, { run, done });
     return done;
   }

@@ -37,6 +37,8 @@ export class TaskRun {
   /** Until when the lease is known to hold (claim or last successful heartbeat). */
   leaseUntil: number;
   stopped: StopReason | null = null;
+  /** What the terminal write did: the status it wrote, or `refused` (the store said why). */
+  ended: 'completed' | 'failed' | 'refused' | null = null;
   private chain: Promise<unknown> = Promise.resolve();
   /** How many times the handler has asked in this run: the key to its earlier questions. */
   private asks = 0;
@@ -88,8 +90,15 @@ export class TaskRun {
   /** A heartbeat on the write chain; a lost fence stops the run, a store error is only logged. */
   beat(): void {
     this.serial(() => this.renew()).then(
-      (holds) => holds || this.stop('lease lost'),
-      (error: unknown) => this.log('warn', 'heartbeat failed', { taskId: this.taskId, error: String(error) }),
+      (holds) => {
+        if (holds) return;
+        this.service.events.emit('heartbeatFailed', { taskId: this.taskId, lost: true });
+        this.stop('lease lost');
+      },
+      (error: unknown) => {
+        this.service.events.emit('heartbeatFailed', { taskId: this.taskId, lost: false, error: String(error) });
+        this.log('warn', 'heartbeat failed', { taskId: this.taskId, error: String(error) });
+      },
     );
   }
 
@@ -240,9 +249,9 @@ export class TaskRun {
           write: { status, expectedVersion: this.version, result },
           correlationId: randomUUID(),
         });
-        if (out.decision !== 'APPLY_TRANSITION' && out.decision !== 'IDEMPOTENT_TERMINAL') {
-          this.log('info', 'terminal write refused', { taskId, decision: out.decision, stored: out.record?.status ?? null });
-        }
+        const applied = out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL';
+        this.ended = applied ? status : 'refused';
+        if (!applied) this.log('info', 'terminal write refused', { taskId, decision: out.decision, stored: out.record?.status ?? null });
         return;
       } catch (error) {
         this.log('warn', 'terminal write failed; reading the stored fact', { taskId, error: String(error) });

@@ -1,0 +1,56 @@
+import type { TaskService } from '../service/task-service.js';
+import type { TaskStats } from '../store/task-operations.js';
+
+/** One read of the store for the gauges: its counts, the abandoned tasks seen since start, when. */
+export interface Snapshot {
+  stats: TaskStats;
+  abandoned: number;
+  at: number;
+}
+
+/**
+ * The store's counts for the metrics, read at most once per `intervalMs` however often the
+ * metrics are scraped, and never waited on for longer than `timeoutMs` (a slow or lost store
+ * answers with the last read; `ageSeconds` says how old it is). The abandoned count follows
+ * the audit trail from where it stood at the first read.
+ */
+export class StoreSnapshot {
+  last: Snapshot | null = null;
+  private reading: Promise<void> | null = null;
+  private position: number | null = null;
+  private abandoned = 0;
+
+  constructor(
+    private readonly service: TaskService,
+    private readonly intervalMs: number,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async read(): Promise<Snapshot | null> {
+    const fresh = this.last !== null && Date.now() - this.last.at < this.intervalMs;
+    if (!fresh) {
+      this.reading ??= this.refresh().finally(() => (this.reading = null));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.reading, new Promise((resolve) => (timer = setTimeout(resolve, this.timeoutMs)))]);
+      clearTimeout(timer);
+    }
+    return this.last;
+  }
+
+  ageSeconds(): number {
+    return this.last === null ? 0 : (Date.now() - this.last.at) / 1000;
+  }
+
+  private async refresh(): Promise<void> {
+    try {
+      const { store } = this.service;
+      const stats = await store.taskStats({ now: this.service.now() });
+      const tally = await store.auditTally({ after: this.position });
+      if (this.position !== null) this.abandoned += tally.abandoned;
+      this.position = tally.position;
+      this.last = { stats, abandoned: this.abandoned, at: Date.now() };
+    } catch {
+      // The last read stands; the store's own errors are counted by tasklatch_store_errors_total.
+    }
+  }
+}

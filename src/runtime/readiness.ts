@@ -1,0 +1,61 @@
+import type { TaskService } from '../service/task-service.js';
+
+/** One check of `/readyz` and `tasklatch doctor`: ok, or what is wrong and what to do. */
+export interface ReadinessCheck {
+  name: 'store' | 'migrations' | 'notifications';
+  ok: boolean;
+  detail: string;
+  /** What to do about it, when not ok. */
+  fix?: string;
+}
+
+export interface Readiness {
+  ready: boolean;
+  checks: ReadinessCheck[];
+  /** The first failed check's detail, when not ready. */
+  reason?: string;
+}
+
+/** Builds the answer of a list of checks. */
+export function readinessOf(checks: ReadinessCheck[]): Readiness {
+  const failed = checks.find((c) => !c.ok);
+  return failed === undefined ? { ready: true, checks } : { ready: false, checks, reason: `${failed.name}: ${failed.detail}` };
+}
+
+/**
+ * Whether this process can do its work now: the store answers (within `timeoutMs`), its schema
+ * is the one this code migrates to, and, where the store notifies, the notification connection
+ * is up (without it, waiters and idle workers hear other processes only by polling).
+ */
+export async function checkReadiness(service: TaskService, timeoutMs = 2000): Promise<Readiness> {
+  const checks: ReadinessCheck[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    const schema = await Promise.race([service.store.schemaState(), timeout]);
+    checks.push({ name: 'store', ok: true, detail: `${service.store.kind} store answers` });
+    if (schema.mismatch !== null) {
+      checks.push({ name: 'migrations', ok: false, detail: schema.mismatch, fix: 'run the tasklatch version that migrated this store, or a newer one' });
+    } else if (schema.pending.length > 0) {
+      checks.push({ name: 'migrations', ok: false, detail: `pending: ${schema.pending.join(', ')}`, fix: 'run tasklatch migrate --store URL' });
+    } else {
+      checks.push({ name: 'migrations', ok: true, detail: 'schema current' });
+    }
+  } catch (error) {
+    const detail = `unreachable: ${error instanceof Error ? error.message : String(error)}`;
+    checks.push({ name: 'store', ok: false, detail, fix: 'check that the database is up and that --store points at it' });
+  } finally {
+    clearTimeout(timer);
+  }
+  if (service.supports.listenNotify) {
+    const state = service.notifications;
+    checks.push(
+      state === 'down'
+        ? { name: 'notifications', ok: false, detail: 'the notification connection is lost; reconnecting', fix: 'check the database connection (LISTEN)' }
+        : { name: 'notifications', ok: true, detail: state === 'up' ? 'listening' : 'not started' },
+    );
+  }
+  return readinessOf(checks);
+}
