@@ -10,6 +10,10 @@ export interface EmbeddedServer {
   url: string;
   /** Stops the server (fast shutdown: open connections are cut) and starts it again on the same data. */
   restart(): Promise<void>;
+  /** Stops the server, keeping its data, until `resume()`. */
+  halt(): Promise<void>;
+  /** Starts a halted server again on the same data and port. */
+  resume(): Promise<void>;
   /** Stops the server and removes its files. */
   stop(): Promise<void>;
 }
@@ -54,6 +58,8 @@ export async function startEmbeddedPostgres(options: { database?: string; maxCon
       await server.stop();
       await server.start();
     },
+    halt: () => server.stop(),
+    resume: () => server.start(),
     stop: async () => {
       await server.stop();
       await rm(dir, { recursive: true, force: true });

@@ -1,0 +1,72 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TaskService } from '../../src/service/task-service.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { BIN, runCli } from '../support/cli.js';
+import { until } from '../support/until.js';
+
+// `tasklatch worker --metrics HOST:PORT`: a worker process runs a task admitted by this one, and
+// its own endpoint counts the claim and the run.
+
+let dir: string;
+let store: string;
+let admitter: TaskService;
+let sqlite: SqliteStore;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tasklatch-worker-metrics-'));
+  store = `sqlite:${join(dir, 'tasks.db')}`;
+  sqlite = await SqliteStore.open(join(dir, 'tasks.db'));
+  // Admits only; the worker process runs the task.
+  admitter = new TaskService({ store: sqlite, capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
+});
+
+afterAll(async () => {
+  await sqlite.close();
+});
+
+describe('tasklatch worker --metrics', () => {
+  it('serves /metrics, /healthz and /readyz, counting what the worker did', async () => {
+    const child = spawn(process.execPath, [BIN, 'worker', '--store', store, '--exports', join(dir, 'exports'), '--metrics', '127.0.0.1:0'], {
+      env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const metricsUrl = await until(() => /metrics on (\S+)/.exec(out)?.[1], 20_000);
+      const base = metricsUrl.replace(/\/metrics$/, '');
+      const created = await admitter.create({
+        auth: 'acme/alice',
+        tool: { name: 'export_ledger', execution: { taskSupport: 'optional' } },
+        request: { method: 'tools/call', params: { name: 'export_ledger', arguments: { month: '2026-06' }, task: { ttl: 60_000 } } },
+      });
+      expect(created.decision).toBe('ACCEPT_TASK');
+      const text = await until(async () => {
+        const body = await (await fetch(metricsUrl)).text();
+        return /^tasklatch_run_duration_seconds_count\{tool="export_ledger",outcome="completed"\} 1$/m.test(body) ? body : undefined;
+      }, 30_000);
+      expect(text).toMatch(/^tasklatch_claims_total 1$/m);
+      expect(text).toMatch(/^tasklatch_tasks_ended_total\{tool="export_ledger",status="completed"\} 1$/m);
+      expect(text).toMatch(/^tasklatch_claim_latency_seconds_count 1$/m);
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${base}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(((await ready.json()) as { ready: boolean }).ready).toBe(true);
+      expect((await fetch(`${base}/mcp`)).status).toBe(404);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('refuses a --metrics that does not parse before it starts, in one line', async () => {
+    const run = await runCli(['worker', '--store', store, '--metrics', 'nowhere']);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe('tasklatch worker: --metrics takes [HOST:]PORT, got "nowhere"');
+  });
+});
