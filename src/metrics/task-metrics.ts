@@ -102,9 +102,15 @@ export class TaskMetrics {
     void snapshot.read();
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'tasklatch_process_' });
 
+    // Labelled children looked up once: prom-client hashes the label object on every call otherwise.
+    const children = new Map<string, unknown>();
+    const child = <T>(key: string, make: () => T): T => {
+      if (!children.has(key)) children.set(key, make());
+      return children.get(key) as T;
+    };
     const observer: TaskObserver = {
       decision: (e) => {
-        decisions.inc({ surface: e.surface, decision: e.decision });
+        child(`d\n${e.surface}\n${e.decision}`, () => decisions.labels(e.surface, e.decision)).inc();
         if (e.surface === 'create') admissions.inc({ tool: e.tool ?? '', decision: e.decision });
       },
       taskEnded: (e) => ended.inc({ tool: e.tool ?? '', status: e.status }),
@@ -116,7 +122,7 @@ export class TaskMetrics {
       runEnded: (e) => runDuration.observe({ tool: e.tool ?? '', outcome: e.outcome }, e.durationMs / 1000),
       heartbeatFailed: (e) => heartbeats.inc({ reason: e.lost ? 'lost' : 'error' }),
       storeCall: (operation, ms, failed) => {
-        storeLatency.observe({ operation }, ms / 1000);
+        child(`s\n${operation}`, () => storeLatency.labels(operation)).observe(ms / 1000);
         if (failed) storeErrors.inc({ operation });
       },
       waiting: (kind, delta) => (kind === 'result' ? results : subscriptions).inc(delta),
