@@ -96,5 +96,17 @@ export { Worker, type WorkerOptions } from './worker/worker.js';
 export { TaskExecutor, type ExecutionHooks } from './worker/task-executor.js';
 export { ChangeFeed, type TaskWatch } from './service/change-feed.js';
 export { ExpirySweeper, type SweeperOptions } from './service/expiry-sweeper.js';
+export type { TaskObserver, DecisionEvent, TaskEndEvent, ClaimEvent, RunEvent, TaskEvents } from './service/task-events.js';
+export type {
+  TaskOperations,
+  TaskFilter,
+  TaskStats,
+  TaskInspection,
+  DispatchEntry,
+  OperatorPage,
+  OperatorPosition,
+  SchemaState,
+} from './store/task-operations.js';
+export type { Readiness, ReadinessCheck } from './runtime/readiness.js';
 export { parseFixture, type ReplayFixture, type ReplayCase } from './replay/fixture.js';
 export { runReplay, type ReplayReport, type CaseOutcome } from './replay/run-replay.js';

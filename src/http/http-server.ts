@@ -48,8 +48,12 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== MCP_PATH && (await options.extraRoutes?.(req, res, url.pathname)) === true) return;
-    if (url.pathname !== MCP_PATH) return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
+    if (url.pathname !== MCP_PATH) {
+      // The extra routes answer only past the Host/Origin check (DNS rebinding), but need no token.
+      const hostOk = allowedHosts === null || checkHostAndOrigin(req.headers, allowedHosts);
+      if (hostOk && (await options.extraRoutes?.(req, res, url.pathname)) === true) return;
+      return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
+    }
     if (allowedHosts !== null && !checkHostAndOrigin(req.headers, allowedHosts)) {
       return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32600, message: 'Forbidden: Host or Origin not allowed' } });
     }

@@ -95,6 +95,11 @@ export class TaskEvents {
   }
 }
 
+/** A claimed record's event: a first attempt waited since its admission; a later one follows a lapsed or returned lease. */
+export function claimEventOf(record: TaskRecord, now: number): ClaimEvent {
+  return { record, waitedMs: record.attempt === 1 ? now - record.createdAt : null, takeover: record.attempt > 1 };
+}
+
 /** The task-end event of a terminal record. */
 export function taskEndOf(record: TaskRecord, correlationId: string): TaskEndEvent {
   const { taskId, authKey, toolName: tool, status, attempt: attempts } = record;

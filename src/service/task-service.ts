@@ -24,7 +24,7 @@ import type {
 import { ChangeFeed } from './change-feed.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DEFAULT_LIMITS, grantTtl, type TaskLimits } from './limits.js';
-import { reportOverdue, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
+import { claimEventOf, reportOverdue, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
 import { timedStore } from './timed-store.js';
 
 export interface TaskServiceOptions {
@@ -109,9 +109,10 @@ export class TaskService {
     const now = this.clock();
     const correlationId = input.correlationId ?? randomUUID();
     const entry = decideCreateEntry({ capabilities: this.capabilities, tool: input.tool, request: input.request });
+    const who = { authKey: input.auth, correlationId, tool: input.tool.name };
     if (entry !== 'ADMIT') {
       await this.audit({ at: now, surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId });
-      this.decided({ surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId, tool: input.tool.name });
+      this.decided({ ...who, surface: 'create', decision: entry, taskId: null });
       return { decision: entry, record: null };
     }
     const metaKey = idempotencyKeyOf(input.request);
@@ -135,16 +136,8 @@ export class TaskService {
       maxActive: this.limits.maxActiveTasks,
     });
     if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId, outcome.record.version);
-    const taskId = outcome.record?.taskId ?? null;
-    this.decided({
-      surface: 'create',
-      decision: outcome.decision,
-      authKey: input.auth,
-      taskId,
-      correlationId,
-      tool: input.tool.name,
-      status: outcome.record?.status ?? null,
-    });
+    const { decision, record } = outcome;
+    this.decided({ ...who, surface: 'create', decision, taskId: record?.taskId ?? null, status: record?.status ?? null });
     return outcome;
   }
 
@@ -182,8 +175,7 @@ export class TaskService {
       this.changes.publish(record.taskId, record.version);
       const { authKey, taskId, status } = record;
       this.decided({ surface: 'transition', decision: 'APPLY_TRANSITION', authKey, taskId, correlationId, status, detail: `claim ${input.owner}` });
-      // A first attempt waited since its admission; a later one follows a lapsed or returned lease.
-      this.events.emit('claimed', { record, waitedMs: record.attempt === 1 ? now - record.createdAt : null, takeover: record.attempt > 1 });
+      this.events.emit('claimed', claimEventOf(record, now));
     }
     return claimed;
   }
@@ -374,8 +366,9 @@ export class TaskService {
     this.stopListening = await this.store.listen(
       (taskId, version) => {
         // null: the connection is back after a loss (see TaskUpkeep.listen).
-        if (taskId === null) this.notifications = 'up';
-        return taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version);
+        if (taskId !== null) return this.changes.publish(taskId, version);
+        this.notifications = 'up';
+        this.changes.publishAll();
       },
       (error) => {
         this.notifications = 'down';

@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../support/embedded-postgres.js';
@@ -62,6 +63,20 @@ describe('serve: /healthz, /readyz, /metrics', () => {
       async () => (/^tasklatch_tasks_ended_total\{tool="export_ledger",status="completed"\} 1$/m.test((await get('/metrics')).text) ? true : undefined),
       20_000,
     );
+  });
+
+  it('answers the operator paths only to an allowed Host (DNS rebinding), and only to GET', async () => {
+    const port = Number(new URL(base).port);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/metrics', headers: { host: 'evil.example' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(404);
+    expect((await fetch(`${base}/readyz`, { method: 'POST' })).status).toBe(405);
   });
 
   it('turns unready (503, with the reason) while PostgreSQL is down, and ready again when it is back', async () => {
