@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { TaskMetrics } from '../../src/metrics/task-metrics.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
+import { TaskService } from '../../src/service/task-service.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
@@ -103,6 +104,26 @@ describe('TaskMetrics', () => {
     expect(m.get('tasklatch_outbox_open')).toBe(0);
     expect(m.get('tasklatch_results_waiting')).toBe(0);
     expect((m.get('tasklatch_store_latency_seconds_count{operation="admit"}') ?? 0) >= 6).toBe(true);
+  });
+
+  it('counts a heartbeat that finds its lease taken over as lost', async () => {
+    const store = new MemoryStore();
+    const runtime = createRuntime({ store, tools: [hold], logger: createLogger('silent'), sweepIntervalMs: 0, worker: { leaseMs: 10_000, heartbeatMs: 30 } });
+    const metrics = new TaskMetrics(runtime.service, { storeReadIntervalMs: 0, processMetrics: false });
+    closers.push(
+      () => runtime.close(50),
+      () => metrics.close(),
+    );
+    await runtime.start();
+    const id = (await call(runtime, 'acme/alice', 'hold')).record!.taskId;
+    await until(() => (runtime.worker?.executor.active === 1 ? true : undefined));
+    // Another process whose clock is past the lease takes the task: the fence moves.
+    const later = new TaskService({ store, capabilities: { cancel: {} }, clock: () => Date.now() + 60_000 });
+    expect((await later.claim({ owner: 'other', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null })).map((r) => r.taskId)).toEqual([id]);
+    await until(() => (runtime.worker?.executor.active === 0 ? true : undefined));
+    const body = (await metrics.render()).body;
+    expect(body).toMatch(/^tasklatch_heartbeat_failures_total\{reason="lost"\} 1$/m);
+    expect(body).toMatch(/^tasklatch_run_duration_seconds_count\{tool="hold",outcome="lease lost"\} 1$/m);
   });
 
   it('counts takeovers and abandoned tasks, and the result requests held open', async () => {
