@@ -307,6 +307,8 @@ export class TaskService {
         if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
         const untilExpiry = outcome.record.expiresAt === null ? Infinity : outcome.record.expiresAt - this.clock();
         await watch.changed(Math.max(1, Math.min(input.fallbackPollMs ?? this.fallbackPollMs(), untilExpiry)), input.signal);
+        // A requestor that went away while this waited gets nothing more: no read, no audit line.
+        if (isAborted(input.signal)) return outcome;
       }
     } finally {
       watch.close();
@@ -341,4 +343,9 @@ export class TaskService {
     if (isRead && !this.auditReads) return;
     await this.store.recordDecision(entry);
   }
+}
+
+/** Read through a call, so that a check after an await is not narrowed away by one before it. */
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
 }

@@ -109,7 +109,11 @@ export class StatelessServer {
     const envelope = Envelope.safeParse(request.body);
     if (!envelope.success)
       return errorReply(readableId(request.body), new ProtocolError(CODES.invalidRequest, `Invalid request: ${describeIssue(envelope.error)}`));
-    const { id, method, params = {} } = envelope.data;
+    const { id, method, params: given = {} } = envelope.data;
+    if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+      return id === undefined ? { kind: 'accepted' } : errorReply(id, invalidParams(`Invalid params for ${method.slice(0, 60)}: params must be an object`));
+    }
+    const params = given as Record<string, unknown>;
     // Notifications need no answer; the one a client sends here (cancelling a listen) is also
     // told by the stream it closes.
     if (id === undefined) return { kind: 'accepted' };
