@@ -22,7 +22,7 @@ import type {
 } from '../store/types.js';
 import { ChangeFeed } from './change-feed.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { DEFAULT_LIMITS, grantTtl, type TaskLimits } from './limits.js';
+import { DEFAULT_LIMITS, grantTtl, jsonBytes, type TaskLimits } from './limits.js';
 
 export interface TaskServiceOptions {
   store: TaskStore;
@@ -109,6 +109,11 @@ export class TaskService {
       throw new TasklatchError('INVALID_INPUT', 'the Idempotency-Key header and _meta idempotency key differ');
     }
     await input.beforeAdmit?.();
+    // After beforeAdmit: what `prepare` returned is part of the stored request.
+    const requestBytes = jsonBytes(input.request.params);
+    if (requestBytes > this.limits.maxRequestBytes) {
+      throw new TasklatchError('INVALID_INPUT', `the request is ${requestBytes} bytes as stored; at most ${this.limits.maxRequestBytes} bytes are kept`);
+    }
     const task = input.request.params.task as { ttl?: unknown };
     const outcome = await this.store.admit({
       taskId: this.newTaskId(),
@@ -122,6 +127,7 @@ export class TaskService {
       correlationId,
       now,
       maxActive: this.limits.maxActiveTasks,
+      maxStored: this.limits.maxStoredTasks,
     });
     if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId, outcome.record.version);
     return outcome;

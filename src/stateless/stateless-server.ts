@@ -169,7 +169,7 @@ export class StatelessServer {
   private async callTool(call: Call): Promise<Record<string, unknown>> {
     const parsed = CallToolParams.safeParse(call.params);
     if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
-    checkCallInput(call.params, headerValue(call.headers, 'idempotency-key'));
+    checkCallInput(call.params, headerValue(call.headers, 'idempotency-key'), this.runtime.service.limits.maxArgumentBytes);
     const { name } = parsed.data;
     const tool = this.runtime.tools.get(name);
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`);
@@ -224,6 +224,11 @@ export class StatelessServer {
         throw new ProtocolError(
           CODES.tooManyTasks,
           `Too many active tasks: at most ${this.runtime.service.limits.maxActiveTasks ?? 0} non-terminal tasks per caller`,
+        );
+      case 'BLOCK_STORED_LIMIT':
+        throw new ProtocolError(
+          CODES.tooManyTasks,
+          `Too many stored tasks: at most ${this.runtime.service.limits.maxStoredTasks ?? 0} unexpired tasks per caller, finished ones included`,
         );
       default:
         throw new ProtocolError(CODES.internalError, `task admission answered ${outcome.decision}`);
