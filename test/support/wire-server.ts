@@ -36,6 +36,17 @@ export const holdTool = defineTool({
   },
 });
 
+/** A tool whose result is `size` characters of text: for the result bound. */
+export const bulkyTool = defineTool({
+  name: 'bulky',
+  description: 'Returns a large text',
+  inputSchema: z.object({ size: z.number().int().min(0).max(10_000_000) }),
+  execution: { taskSupport: 'optional' },
+  async handler(args) {
+    return { content: [{ type: 'text', text: 'x'.repeat(args.size) }] };
+  },
+});
+
 /** Calls per store method, counted by a proxy around a store. */
 export type Calls = Record<string, number>;
 
@@ -80,7 +91,7 @@ export async function startWireServer(
   const counted = countingStore(store);
   const server = createTaskServer({
     store: counted.store,
-    tools: [...demoTools({ exportsDir: await mkdtemp(join(tmpdir(), 'tasklatch-wire-')) }), holdTool],
+    tools: [...demoTools({ exportsDir: await mkdtemp(join(tmpdir(), 'tasklatch-wire-')) }), holdTool, bulkyTool],
     authenticate: ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null,
     logger: pino({ level: 'info' }, sink),
     execute: options.execute ?? true,
