@@ -348,9 +348,14 @@ function withoutExecution(tool: Record<string, unknown>): Record<string, unknown
   return rest;
 }
 
+/** The longest error message sent: messages quote what the client sent, which may be huge. */
+const MAX_MESSAGE = 500;
+
 /** An error reply; the id is echoed when it could be read, and left out (never null) otherwise. */
 function errorReply(id: string | number | undefined, error: ProtocolError): StatelessReply {
-  return { kind: 'json', status: httpStatusOf(error.code), body: { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: error.toJSON() } };
+  const json = error.toJSON();
+  const message = json.message.length > MAX_MESSAGE ? `${json.message.slice(0, MAX_MESSAGE)}…` : json.message;
+  return { kind: 'json', status: httpStatusOf(error.code), body: { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: { ...json, message } } };
 }
 
 function readableId(body: unknown): string | number | undefined {
