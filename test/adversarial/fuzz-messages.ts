@@ -147,7 +147,7 @@ export function fuzzMessages(seed: number, targets: Targets, token: string): () 
             [META_CAPS]: chance(0.8) ? { extensions: { 'io.modelcontextprotocol/tasks': {} } } : oddValue(),
           }
         : oddValue();
-      envelope.params = { ...(envelope.params), _meta: meta };
+      envelope.params = { ...envelope.params, _meta: meta };
     }
     if (chance(0.05)) envelope[oddString().slice(0, 20) || 'extra'] = oddValue();
     if (chance(0.05)) delete envelope.jsonrpc;
