@@ -99,7 +99,7 @@ describe('2025-11-25 envelope errors', () => {
     ['a batch with one bad message', '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0"}]', 400, -32600, null],
   ];
 
-  it.each(cases)('%s: HTTP %i, code %i, a short message', async (_name, body, status, code, id) => {
+  it.each(cases)('%s: refused with the JSON-RPC code the spec names and a short message', async (_name, body, status, code, id) => {
     wire ??= await startWireServer(new MemoryStore());
     const res = await postRaw(wire.http.url, body, { authorization: 'Bearer token-alice' });
     expect(res.status).toBe(status);
