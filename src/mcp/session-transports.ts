@@ -29,8 +29,8 @@ interface Session {
  */
 export class SessionTransports {
   private readonly sessions = new Map<string, Session>();
-  /** `initialize` requests between the cap check and their session's id: they count against the cap. */
-  private opening = 0;
+  /** `initialize` requests between the cap check and their session's id, per caller: they count against the caps. */
+  private readonly opening = new Map<string, number>();
   private readonly limits: SessionLimits;
   private readonly sweep: NodeJS.Timeout;
 
@@ -96,22 +96,29 @@ export class SessionTransports {
     // What the transport would refuse is refused before it exists: a refused initialize leaves nothing behind.
     const media = mediaTypeProblem(req.headers);
     if (media !== null) return sendJson(res, media.status, jsonRpcError(-32000, media.message));
-    const mine = [...this.sessions.values()].filter((s) => s.owner === caller).length;
+    const pending = [...this.opening.values()].reduce((sum, n) => sum + n, 0);
+    const mine = [...this.sessions.values()].filter((s) => s.owner === caller).length + (this.opening.get(caller) ?? 0);
     if (mine >= this.limits.maxPerCaller) {
       return sendJson(res, 429, jsonRpcError(-32000, `Too many open sessions for this caller: at most ${this.limits.maxPerCaller}; close one (DELETE) first`));
     }
-    if (this.sessions.size + this.opening >= this.limits.maxSessions) {
+    if (this.sessions.size + pending >= this.limits.maxSessions) {
       res.setHeader('Retry-After', '60');
       return sendJson(res, 503, jsonRpcError(-32000, `Too many open sessions: at most ${this.limits.maxSessions}; retry later`));
     }
-    this.opening += 1;
+    const opened = () => {
+      const left = (this.opening.get(caller) ?? 1) - 1;
+      if (left > 0) this.opening.set(caller, left);
+      else this.opening.delete(caller);
+    };
+    this.opening.set(caller, (this.opening.get(caller) ?? 0) + 1);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       onsessioninitialized: (id) => {
-        this.opening -= 1;
+        opened();
         this.sessions.set(id, { transport, owner: caller, inFlight: new Set(), open: 0, lastSeen: Date.now() });
       },
     });
+    this.logErrors(transport);
     transport.onclose = () => {
       if (transport.sessionId !== undefined) this.sessions.delete(transport.sessionId);
     };
@@ -121,10 +128,25 @@ export class SessionTransports {
     } finally {
       // Refused by the transport after all: its server and transport are closed and freed.
       if (transport.sessionId === undefined) {
-        this.opening -= 1;
+        opened();
         await transport.close();
       }
     }
+  }
+
+  /**
+   * One log line per request refused inside its session (a JSON-RPC error in a 200 answer, where
+   * the HTTP layer sees only the status). -32603 is logged, with its stack, where it arises.
+   */
+  private logErrors(transport: StreamableHTTPServerTransport): void {
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      if ('error' in message && message.error.code !== -32603) {
+        const { code, message: reason } = message.error;
+        this.taskServer.logger.info({ status: 200, code, reason: reason.slice(0, 300), id: message.id, sessionId: transport.sessionId }, 'request refused');
+      }
+      return send(message, options);
+    };
   }
 
   /** Closes sessions with no open response and no request for the idle time. */

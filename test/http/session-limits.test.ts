@@ -120,9 +120,14 @@ describe('2025-11-25 envelope errors', () => {
     const empty = await postRaw(wire.http.url, '[]', headers);
     expect(empty.status).toBe(400);
     await until(() => (wire!.logs.length >= before + 2 ? true : undefined));
+    // And a refusal inside a 200 answer (an unknown task id) is one line too.
+    const missing = await postRaw(wire.http.url, '{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":"nope"}}', headers);
+    expect((await messageOf(missing))?.error).toMatchObject({ code: -32602, message: 'Task not found' });
+    await until(() => (wire!.logs.length >= before + 3 ? true : undefined));
     const refused = wire.logs.slice(before).filter((l) => l.msg === 'request refused');
-    expect(refused.map((l) => l.code)).toEqual([-32602, -32600]);
+    expect(refused.map((l) => l.code)).toEqual([-32602, -32600, -32602]);
     expect(refused[0]).toMatchObject({ status: 400, id: 4, method: 'tasks/get' });
+    expect(refused[2]).toMatchObject({ status: 200, id: 5, reason: 'Task not found' });
     expect(wire.logs.some((l) => 'err' in l)).toBe(false);
   });
 });
