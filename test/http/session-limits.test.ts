@@ -110,6 +110,21 @@ describe('2025-11-25 envelope errors', () => {
     expect(wire.server.openSessions).toBe(0);
   });
 
+  it('agrees with the 2026-07-28 path: not JSON -32700, an empty batch -32600, params not an object -32602', async () => {
+    wire ??= await startWireServer(new MemoryStore());
+    const modern = { authorization: 'Bearer token-alice', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
+    const cases: Array<[string, number]> = [
+      ['{"jsonrpc":', -32700],
+      ['[]', -32600],
+      ['{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[1]}', -32602],
+    ];
+    for (const [body, code] of cases) {
+      const res = await postRaw(wire.http.url, body, modern);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { code: number } }).error.code).toBe(code);
+    }
+  });
+
   it('the same inside a session, and a refused request is logged once without a stack', async () => {
     wire = await startWireServer(new MemoryStore());
     const { headers } = await openSession(wire.http.url, 'token-alice');
