@@ -69,6 +69,7 @@ describe('the root entry', () => {
         'READ_DECISIONS',
         'READ_METHODS',
         'RELEASE_DECISION',
+        'STORED_LIMIT_DECISION',
         'SURFACES',
         'TASK_STATUSES',
         'TERMINAL_STATUSES',
@@ -126,6 +127,7 @@ describe('the root entry', () => {
       'mcp',
       [
         'ANONYMOUS',
+        'DEFAULT_SESSION_LIMITS',
         'TASK_NOT_FOUND_MESSAGE',
         'TOO_MANY_TASKS',
         'TaskServer',

@@ -25,6 +25,10 @@ ${WORKER_USAGE_LINES}
   --default-ttl MS       ttl of a task whose request names none (default 3600000)
   --max-ttl MS           largest ttl granted (default 604800000)
   --max-active N         non-terminal tasks one caller may hold at once (default 100)
+  --max-stored N         unexpired tasks one caller may hold, finished ones included (default 1000)
+  --max-body-bytes N     largest HTTP request body (default 4194304)
+  --max-sessions N       open 2025-11-25 sessions of all callers (default 1000)
+  --session-idle-ms MS   a session idle this long is closed (default 1800000)
 Without --auth-tokens or --principal every caller shares one anonymous context.
 Over HTTP, GET /healthz, /readyz and /metrics (Prometheus) answer beside /mcp, without a token.`;
 
@@ -54,6 +58,10 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'default-ttl': { type: 'string' },
       'max-ttl': { type: 'string' },
       'max-active': { type: 'string' },
+      'max-stored': { type: 'string' },
+      'max-body-bytes': { type: 'string' },
+      'max-sessions': { type: 'string' },
+      'session-idle-ms': { type: 'string' },
     },
   });
   if (values.help === true) {
@@ -72,6 +80,14 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     ...(values['max-ttl'] === undefined ? {} : { maxTtl: positiveInt('--max-ttl', values['max-ttl']) }),
     ...(values['poll-interval'] === undefined ? {} : { pollInterval: positiveInt('--poll-interval', values['poll-interval']) }),
     ...(values['max-active'] === undefined ? {} : { maxActiveTasks: positiveInt('--max-active', values['max-active']) }),
+    ...(values['max-stored'] === undefined ? {} : { maxStoredTasks: positiveInt('--max-stored', values['max-stored']) }),
+  };
+  const httpLimits = {
+    ...(values['max-body-bytes'] === undefined ? {} : { maxBodyBytes: positiveInt('--max-body-bytes', values['max-body-bytes']) }),
+    sessions: {
+      ...(values['max-sessions'] === undefined ? {} : { maxSessions: positiveInt('--max-sessions', values['max-sessions']) }),
+      ...(values['session-idle-ms'] === undefined ? {} : { idleMs: positiveInt('--session-idle-ms', values['session-idle-ms']) }),
+    },
   };
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
@@ -109,7 +125,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   } else {
     const { host, port } = listen ?? parseListen('127.0.0.1:3000');
     const operator = operatorEndpointsFor(runtime);
-    const http = await startHttpServer(server, { host, port, ...(tokens === undefined ? {} : { tokens }), extraRoutes: operator.route });
+    const http = await startHttpServer(server, { host, port, ...httpLimits, ...(tokens === undefined ? {} : { tokens }), extraRoutes: operator.route });
     io.out(`tasklatch listening on ${http.url}`);
     closeTransport = async () => {
       await http.close();

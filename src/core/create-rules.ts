@@ -75,7 +75,8 @@ export function decideAdmission(input: {
  * (or a collision with) a live task is answered as such even at the limit, so a retry of an
  * existing task is never refused by it; only what would be a new task counts against
  * `maxActive`. `activeCount` is the caller's non-terminal, unexpired tasks; with no limit
- * (`maxActive` null or absent) it is not read.
+ * (`maxActive` null or absent) it is not read. The same holds for `maxStored` and
+ * `storedCount`, the caller's unexpired tasks of any status; the active limit is decided first.
  */
 export function decideLimitedAdmission(input: {
   auth: string;
@@ -85,10 +86,13 @@ export function decideLimitedAdmission(input: {
   now: Millis;
   maxActive?: number | null;
   activeCount: number;
+  maxStored?: number | null;
+  storedCount?: number;
 }): 'REPLAY_TASK' | 'BLOCK_IDEMPOTENCY_COLLISION' | 'ACCEPT_TASK' | LimitDecision {
   const decision = decideAdmission(input);
   if (decision !== 'ACCEPT_TASK') return decision;
-  return input.maxActive != null && input.activeCount >= input.maxActive ? 'BLOCK_TASK_LIMIT' : 'ACCEPT_TASK';
+  if (input.maxActive != null && input.activeCount >= input.maxActive) return 'BLOCK_TASK_LIMIT';
+  return input.maxStored != null && (input.storedCount ?? 0) >= input.maxStored ? 'BLOCK_STORED_LIMIT' : 'ACCEPT_TASK';
 }
 
 /** The whole create surface, in the contract's precedence. */

@@ -46,7 +46,13 @@ export type ListDecision = (typeof LIST_DECISIONS)[number];
  * non-terminal tasks as the configured limit allows. Never produced without a limit.
  */
 export const LIMIT_DECISION = 'BLOCK_TASK_LIMIT';
-export type LimitDecision = typeof LIMIT_DECISION;
+/**
+ * tasklatch's own admission decision beyond the contract: the caller already holds as many
+ * unexpired tasks, finished ones included, as the configured bound allows (finished tasks keep
+ * their request and result until they expire). Never produced without a bound.
+ */
+export const STORED_LIMIT_DECISION = 'BLOCK_STORED_LIMIT';
+export type LimitDecision = typeof LIMIT_DECISION | typeof STORED_LIMIT_DECISION;
 
 /**
  * tasklatch's own dispatch decision: a worker gave its lease back (draining) so that another may

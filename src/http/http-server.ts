@@ -1,11 +1,14 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { SessionLimits } from '../mcp/session-limits.js';
 import { SessionTransports } from '../mcp/session-transports.js';
 import type { TaskServer } from '../mcp/task-server.js';
 import { StatelessServer, type StatelessReply } from '../stateless/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 import { checkHostAndOrigin, loopbackHosts } from './host-check.js';
 import type { ExtraRoute } from './operator-routes.js';
+import { readBody } from './read-body.js';
+import { logRefusals } from './refusal-log.js';
 import { isModernRequest } from './route.js';
 
 export interface HttpOptions {
@@ -13,8 +16,10 @@ export interface HttpOptions {
   port: number;
   /** Bearer token → principal. When set, a request without a known token gets 401. */
   tokens?: ReadonlyMap<string, Principal>;
-  /** Largest request body accepted (bytes). */
+  /** Largest request body accepted (bytes, default 4 MiB); a larger one answers 413 and the connection closes. */
   maxBodyBytes?: number;
+  /** 2025-11-25 sessions: the cap in all and per caller, and the idle time after which one closes. */
+  sessions?: Partial<SessionLimits>;
   /**
    * Host names (`localhost`, `127.0.0.1`, `[::1]`, `mcp.example.com`) accepted in the `Host`
    * and `Origin` headers; anything else is refused with 403 (DNS rebinding). Default: the
@@ -28,6 +33,8 @@ export interface HttpOptions {
 export interface RunningHttp {
   /** The Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp. */
   url: string;
+  /** Open 2025-11-25 sessions. */
+  openSessions(): number;
   close(): Promise<void>;
 }
 
@@ -41,36 +48,53 @@ const MCP_PATH = '/mcp';
  * come first for both. Every instance on one shared store answers for every task.
  */
 export async function startHttpServer(taskServer: TaskServer, options: HttpOptions): Promise<RunningHttp> {
-  const sessions = new SessionTransports(taskServer);
+  const sessions = new SessionTransports(taskServer, options.sessions);
   const stateless = new StatelessServer(taskServer.runtime, taskServer.identity);
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
   const allowedHosts = options.allowedHosts ?? loopbackHosts(options.host);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const seen: { body?: unknown } = {};
+    logRefusals(req, res, taskServer.logger, () => seen.body);
+    // An answer given before the body is read closes the connection: the client stops
+    // uploading at once, and the server reads no more of it.
+    const early = () => {
+      if (!req.complete) res.setHeader('connection', 'close');
+    };
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== MCP_PATH) {
       // The extra routes answer only past the Host/Origin check (DNS rebinding), but need no token.
       const hostOk = allowedHosts === null || checkHostAndOrigin(req.headers, allowedHosts);
       if (hostOk && (await options.extraRoutes?.(req, res, url.pathname)) === true) return;
+      early();
       return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
     }
     if (allowedHosts !== null && !checkHostAndOrigin(req.headers, allowedHosts)) {
+      early();
       return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32600, message: 'Forbidden: Host or Origin not allowed' } });
     }
     const principal = authenticate(req, options.tokens);
     if (principal === 'denied') {
+      early();
       res.setHeader('WWW-Authenticate', 'Bearer');
       return sendJson(res, 401, { error: 'unauthorized: a known bearer token is required' });
     }
     if (principal !== null) {
       (req as IncomingMessage & { auth?: unknown }).auth = { token: bearer(req) ?? '', clientId: authKeyOf(principal), scopes: [], extra: { principal } };
     }
-    const body = req.method === 'POST' ? await readJson(req, maxBody) : undefined;
+    const read = req.method === 'POST' ? await readBody(req, maxBody) : { kind: 'none' as const };
+    if (read.kind === 'gone') return;
+    if (read.kind === 'too large') {
+      res.setHeader('connection', 'close');
+      return sendJson(res, 413, { jsonrpc: '2.0', id: null, error: { code: -32000, message: `Request body too large: at most ${maxBody} bytes` } });
+    }
+    const body = read.kind === 'json' ? read.value : undefined;
+    seen.body = body;
     const sessionId = header(req, 'mcp-session-id');
     const modern = sessionId === null && isModernRequest(req.headers, body);
-    if (body instanceof Error) {
-      const error = { jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${body.message}` } };
-      return sendJson(res, body.message === 'too large' ? 413 : 400, modern ? error : { ...error, id: null });
+    if (read.kind === 'not json') {
+      const error = { jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${read.message}` } };
+      return sendJson(res, 400, modern ? error : { ...error, id: null });
     }
     if (!modern) return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
     if (req.method !== 'POST') {
@@ -102,6 +126,7 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${host}:${address.port}${MCP_PATH}`,
+    openSessions: () => sessions.size,
     close: async () => {
       await sessions.close();
       http.closeAllConnections();
@@ -143,21 +168,6 @@ function bearer(req: IncomingMessage): string | null {
 function header(req: IncomingMessage, name: string): string | null {
   const value = req.headers[name];
   return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
-}
-
-async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) return new Error('too large');
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-  } catch (error) {
-    return new Error((error as Error).message);
-  }
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

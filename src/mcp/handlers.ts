@@ -110,7 +110,7 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
   const request: WireRequest = { method: 'tools/call', params: stored };
   const headerKey = headerValue(extra, 'idempotency-key');
   try {
-    checkCallInput(params, headerKey);
+    checkCallInput(params, headerKey, server.service.limits.maxArgumentBytes);
   } catch (error) {
     if (isTasklatchError(error, 'INVALID_INPUT')) throw invalidParams(error.message);
     throw error;
@@ -148,6 +148,11 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
       throw invalidParams(`Idempotency key ${JSON.stringify(idempotencyKeyOf(request) ?? headerKey)} is already used by a different request`);
     case 'BLOCK_TASK_LIMIT':
       throw new WireError(TOO_MANY_TASKS, `Too many active tasks: at most ${server.service.limits.maxActiveTasks ?? 0} non-terminal tasks per caller`);
+    case 'BLOCK_STORED_LIMIT':
+      throw new WireError(
+        TOO_MANY_TASKS,
+        `Too many stored tasks: at most ${server.service.limits.maxStoredTasks ?? 0} unexpired tasks per caller, finished ones included`,
+      );
     case 'ACCEPT_NORMAL':
     case 'BLOCK_CAPABILITY':
       return runPlain(session, tool, params, principal, extra);

@@ -1,10 +1,11 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Logger } from '../runtime/log.js';
 import { createRuntime, TaskRuntime, type RuntimeOptions } from '../runtime/task-runtime.js';
 import { ANONYMOUS, type Principal } from '../tools/principal.js';
+import { ProtocolError } from '../tools/protocol-error.js';
 import { registerTaskHandlers, type SessionContext } from './handlers.js';
 import { invalidParams } from './wire.js';
 
@@ -68,6 +69,11 @@ export class TaskServer {
     return this.runtime.logger;
   }
 
+  /** SDK servers of open sessions (one per transport connected, until it closes). */
+  get openSessions(): number {
+    return this.sessions.size;
+  }
+
   /** The server's name and version, as every wire announces them. */
   get identity(): { name: string; version: string } {
     return { name: this.options.name ?? 'tasklatch', version: this.options.version ?? '0.1.0' };
@@ -108,7 +114,14 @@ export class TaskServer {
           const issue = parsed.error.issues[0];
           throw invalidParams(`Invalid params for ${method}: ${issue === undefined ? 'malformed' : `${issue.path.join('.')}: ${issue.message}`}`);
         }
-        return handler(parsed.data as never, extra);
+        try {
+          return await handler(parsed.data as never, extra);
+        } catch (error) {
+          if (error instanceof ProtocolError || error instanceof McpError) throw error;
+          // A server fault: logged with its stack, answered without its text (which may be a database's).
+          this.logger.error({ err: error, method, id: extra.requestId, sessionId: extra.sessionId }, 'request failed: -32603');
+          throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
+        }
       };
       if (schema === CallToolRequestSchema) Protocol.prototype.setRequestHandler.call(server, envelope, checked as never);
       else server.setRequestHandler(envelope, checked as never);

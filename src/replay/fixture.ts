@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CREATE_DECISIONS, LIST_DECISIONS, READ_DECISIONS, TRANSITION_DECISIONS } from '../core/decisions.js';
+import { CREATE_DECISIONS, LIMIT_DECISION, LIST_DECISIONS, READ_DECISIONS, STORED_LIMIT_DECISION, TRANSITION_DECISIONS } from '../core/decisions.js';
 import { TasklatchError } from '../core/errors.js';
 import { ANSWER_DECISIONS, ASK_DECISIONS } from '../core/input-rules.js';
 import { isTimestamp } from '../core/time.js';
@@ -62,8 +62,12 @@ const createCase = z.object({
     }),
     request: wireRequest,
     prior: storedRecord.nullable(),
+    /** tasklatch's own bounds beyond the contract (none when absent): the prior counts toward them. */
+    limits: z
+      .object({ maxActiveTasks: z.number().int().min(0).nullable().optional(), maxStoredTasks: z.number().int().min(0).nullable().optional() })
+      .optional(),
   }),
-  expect: z.enum(CREATE_DECISIONS),
+  expect: z.enum([...CREATE_DECISIONS, LIMIT_DECISION, STORED_LIMIT_DECISION]),
 });
 
 const transitionCase = z.object({

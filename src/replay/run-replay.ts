@@ -79,8 +79,9 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
   const auth = ns + packet.auth;
   const capabilities: TaskCapabilities =
     'capabilities' in packet ? (packet.capabilities as TaskCapabilities) : { list: {}, cancel: {}, requests: { tools: { call: {} } } };
-  // The contract has no active-task limit; the replay decides by the contract alone.
-  const service = new TaskService({ store, capabilities, clock: () => parseTimestamp(packet.now), limits: { maxActiveTasks: null } });
+  // The contract has no bounds on a caller's tasks; a case that names tasklatch's own sets them.
+  const bounds = { maxActiveTasks: null, maxStoredTasks: null, ...(replayCase.surface === 'create' ? replayCase.packet.limits : undefined) };
+  const service = new TaskService({ store, capabilities, clock: () => parseTimestamp(packet.now), limits: bounds });
   switch (replayCase.surface) {
     case 'create': {
       const p = replayCase.packet;

@@ -17,6 +17,11 @@ export class ChangeFeed {
     this.emitter.setMaxListeners(0);
   }
 
+  /** Listeners of single tasks (waiting results, status watches, subscriptions): what an abandoned wait must give back. */
+  get watchers(): number {
+    return this.emitter.eventNames().reduce((sum, name) => sum + (name === ANY ? 0 : this.emitter.listenerCount(name)), 0);
+  }
+
   /** `version` is the record's version after the change, where the writer said. */
   publish(taskId: string, version?: number): void {
     this.emitter.emit(taskId, version);

@@ -1,6 +1,7 @@
 import { IDEMPOTENCY_META_KEY } from '../core/create-rules.js';
 import { TasklatchError } from '../core/errors.js';
 import { isStorableText } from '../core/text.js';
+import { jsonBytes } from './limits.js';
 
 /** The largest task ids, idempotency keys and JSON nesting a request may carry. */
 export const INPUT_BOUNDS = { taskIdLength: 256, idempotencyKeyLength: 256, jsonDepth: 64 } as const;
@@ -13,12 +14,16 @@ export function isPlausibleTaskId(taskId: unknown): taskId is string {
 /**
  * Checks what a `tools/call` carries before anything is decided or stored: nesting no deeper
  * than the bound (deeper would overflow the canonical-JSON digest), every string and key storable
- * text (PostgreSQL refuses a NUL in jsonb; a lone surrogate is not UTF-8), and an idempotency key,
- * where there is one, a string of bounded length. Throws INVALID_INPUT naming the problem; the
+ * text (PostgreSQL refuses a NUL in jsonb; a lone surrogate is not UTF-8), `arguments` no larger
+ * than `maxArgumentBytes` as JSON, and an idempotency key, where there is one, a string of bounded
+ * length. Throws INVALID_INPUT naming the problem; the
  * wires answer it with -32602.
  */
-export function checkCallInput(params: Record<string, unknown>, headerKey: string | null): void {
+export function checkCallInput(params: Record<string, unknown>, headerKey: string | null, maxArgumentBytes = Infinity): void {
   checkJson(params, 'params');
+  const argumentBytes = params.arguments === undefined ? 0 : jsonBytes(params.arguments);
+  if (argumentBytes > maxArgumentBytes)
+    throw new TasklatchError('INVALID_INPUT', `arguments are ${argumentBytes} bytes; at most ${maxArgumentBytes} are accepted`);
   const meta = params._meta;
   const key = typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[IDEMPOTENCY_META_KEY] : undefined;
   if (key !== undefined) checkKey(key, `_meta["${IDEMPOTENCY_META_KEY}"]`);

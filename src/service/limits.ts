@@ -12,6 +12,18 @@ export interface TaskLimits {
   pageSize: number;
   /** Non-terminal tasks one auth key may hold at once; null = no limit. */
   maxActiveTasks: number | null;
+  /**
+   * Unexpired tasks of any status one auth key may hold (finished tasks keep their request and
+   * result until their ttl runs out); null = no bound. With the byte bounds below it caps what
+   * one caller can make the store keep.
+   */
+  maxStoredTasks: number | null;
+  /** Largest `arguments` of a `tools/call`, as JSON (bytes); larger: -32602, nothing stored. */
+  maxArgumentBytes: number;
+  /** Largest stored request of a task (its params as JSON, with `_meta` and what `prepare` returned; bytes). */
+  maxRequestBytes: number;
+  /** Largest stored result of a task (bytes); a larger one ends the task `failed` with an error saying so. */
+  maxResultBytes: number;
 }
 
 export const DEFAULT_LIMITS: TaskLimits = {
@@ -21,7 +33,16 @@ export const DEFAULT_LIMITS: TaskLimits = {
   pollInterval: 1000,
   pageSize: 50,
   maxActiveTasks: 100,
+  maxStoredTasks: 1000,
+  maxArgumentBytes: 1024 * 1024,
+  maxRequestBytes: 2 * 1024 * 1024,
+  maxResultBytes: 4 * 1024 * 1024,
 };
+
+/** The size of a value as stored: its JSON text in UTF-8 bytes. */
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+}
 
 /** The ttl actually granted for a requested one (ms, or null/undefined for none). */
 export function grantTtl(requested: unknown, limits: TaskLimits): number | null {

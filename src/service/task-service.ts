@@ -23,7 +23,7 @@ import type {
 } from '../store/types.js';
 import { ChangeFeed } from './change-feed.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { DEFAULT_LIMITS, grantTtl, type TaskLimits } from './limits.js';
+import { DEFAULT_LIMITS, grantTtl, jsonBytes, type TaskLimits } from './limits.js';
 import { claimEventOf, reportOverdue, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
 import { timedStore } from './timed-store.js';
 
@@ -121,6 +121,11 @@ export class TaskService {
       throw new TasklatchError('INVALID_INPUT', 'the Idempotency-Key header and _meta idempotency key differ');
     }
     await input.beforeAdmit?.();
+    // After beforeAdmit: what `prepare` returned is part of the stored request.
+    const requestBytes = jsonBytes(input.request.params);
+    if (requestBytes > this.limits.maxRequestBytes) {
+      throw new TasklatchError('INVALID_INPUT', `the request is ${requestBytes} bytes as stored; at most ${this.limits.maxRequestBytes} bytes are kept`);
+    }
     const task = input.request.params.task as { ttl?: unknown };
     const outcome = await this.store.admit({
       taskId: this.newTaskId(),
@@ -134,6 +139,7 @@ export class TaskService {
       correlationId,
       now,
       maxActive: this.limits.maxActiveTasks,
+      maxStored: this.limits.maxStoredTasks,
     });
     if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId, outcome.record.version);
     const { decision, record } = outcome;
@@ -353,6 +359,8 @@ export class TaskService {
         if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
         const untilExpiry = outcome.record.expiresAt === null ? Infinity : outcome.record.expiresAt - this.clock();
         await watch.changed(Math.max(1, Math.min(input.fallbackPollMs ?? this.fallbackPollMs(), untilExpiry)), input.signal);
+        // A requestor that went away while this waited gets nothing more: no read, no audit line.
+        if (isAborted(input.signal)) return outcome;
       }
     } finally {
       watch.close();
@@ -408,4 +416,9 @@ export class TaskService {
     if (isRead && !this.auditReads) return;
     await this.store.recordDecision(entry);
   }
+}
+
+/** Read through a call, so that a check after an await is not narrowed away by one before it. */
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
 }

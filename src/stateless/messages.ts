@@ -13,7 +13,8 @@ export const Envelope = z.object({
   jsonrpc: z.literal('2.0'),
   id: RequestId.optional(),
   method: z.string().min(1),
-  params: z.record(z.string(), z.unknown()).optional(),
+  /** Checked apart from the envelope: params of the wrong shape are -32602, not -32600. */
+  params: z.unknown().optional(),
 });
 export type Envelope = z.infer<typeof Envelope>;
 

@@ -57,7 +57,7 @@ export function invalidParams(message: string): ProtocolError {
 }
 
 export function methodNotFound(method: string): ProtocolError {
-  return new ProtocolError(CODES.methodNotFound, `Method not found: ${method}`);
+  return new ProtocolError(CODES.methodNotFound, `Method not found: ${method.length > 100 ? `${method.slice(0, 100)}…` : method}`);
 }
 
 /** -32021 with the capability the request would have needed, as the schema requires. */

@@ -109,7 +109,11 @@ export class StatelessServer {
     const envelope = Envelope.safeParse(request.body);
     if (!envelope.success)
       return errorReply(readableId(request.body), new ProtocolError(CODES.invalidRequest, `Invalid request: ${describeIssue(envelope.error)}`));
-    const { id, method, params = {} } = envelope.data;
+    const { id, method, params: given = {} } = envelope.data;
+    if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+      return id === undefined ? { kind: 'accepted' } : errorReply(id, invalidParams(`Invalid params for ${method.slice(0, 60)}: params must be an object`));
+    }
+    const params = given as Record<string, unknown>;
     // Notifications need no answer; the one a client sends here (cancelling a listen) is also
     // told by the stream it closes.
     if (id === undefined) return { kind: 'accepted' };
@@ -165,7 +169,7 @@ export class StatelessServer {
   private async callTool(call: Call): Promise<Record<string, unknown>> {
     const parsed = CallToolParams.safeParse(call.params);
     if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
-    checkCallInput(call.params, headerValue(call.headers, 'idempotency-key'));
+    checkCallInput(call.params, headerValue(call.headers, 'idempotency-key'), this.runtime.service.limits.maxArgumentBytes);
     const { name } = parsed.data;
     const tool = this.runtime.tools.get(name);
     if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`);
@@ -220,6 +224,11 @@ export class StatelessServer {
         throw new ProtocolError(
           CODES.tooManyTasks,
           `Too many active tasks: at most ${this.runtime.service.limits.maxActiveTasks ?? 0} non-terminal tasks per caller`,
+        );
+      case 'BLOCK_STORED_LIMIT':
+        throw new ProtocolError(
+          CODES.tooManyTasks,
+          `Too many stored tasks: at most ${this.runtime.service.limits.maxStoredTasks ?? 0} unexpired tasks per caller, finished ones included`,
         );
       default:
         throw new ProtocolError(CODES.internalError, `task admission answered ${outcome.decision}`);
@@ -339,9 +348,14 @@ function withoutExecution(tool: Record<string, unknown>): Record<string, unknown
   return rest;
 }
 
+/** The longest error message sent: messages quote what the client sent, which may be huge. */
+const MAX_MESSAGE = 500;
+
 /** An error reply; the id is echoed when it could be read, and left out (never null) otherwise. */
 function errorReply(id: string | number | undefined, error: ProtocolError): StatelessReply {
-  return { kind: 'json', status: httpStatusOf(error.code), body: { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: error.toJSON() } };
+  const json = error.toJSON();
+  const message = json.message.length > MAX_MESSAGE ? `${json.message.slice(0, MAX_MESSAGE)}…` : json.message;
+  return { kind: 'json', status: httpStatusOf(error.code), body: { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: { ...json, message } } };
 }
 
 function readableId(body: unknown): string | number | undefined {

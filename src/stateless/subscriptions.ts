@@ -35,6 +35,8 @@ export async function openTaskSubscription(input: {
   /** The version each task was last sent at: notifications never repeat or go back. */
   const sent = new Map<string, number>();
   const look = async (taskId: string) => {
+    // A stream its client closed reads nothing more.
+    if (closed.aborted) return;
     const record = (await service.lookup({ auth, taskId }).catch(() => null))?.record ?? null;
     if (record === null || closed.aborted || (sent.get(taskId) ?? 0) >= record.version) return;
     sent.set(taskId, record.version);

@@ -34,10 +34,16 @@ export interface AdmitInput {
    * never refused by it.
    */
   maxActive?: number | null;
+  /**
+   * At most this many unexpired tasks of any status per auth key (null or absent: no bound),
+   * checked like `maxActive` and after it.
+   */
+  maxStored?: number | null;
 }
 
 export type AdmitOutcome =
-  { decision: 'ACCEPT_TASK' | 'REPLAY_TASK'; record: TaskRecord } | { decision: 'BLOCK_IDEMPOTENCY_COLLISION' | 'BLOCK_TASK_LIMIT'; record: null };
+  | { decision: 'ACCEPT_TASK' | 'REPLAY_TASK'; record: TaskRecord }
+  | { decision: 'BLOCK_IDEMPOTENCY_COLLISION' | 'BLOCK_TASK_LIMIT' | 'BLOCK_STORED_LIMIT'; record: null };
 
 export interface TransitionInput {
   taskId: string;

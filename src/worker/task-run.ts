@@ -4,6 +4,7 @@ import { jcsSha256 } from '../core/digest.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import { ProtocolError } from '../tools/protocol-error.js';
+import { jsonBytes } from '../service/limits.js';
 import type { TaskService } from '../service/task-service.js';
 import type { Fence } from '../store/types.js';
 import type { StoredError } from '../tools/protocol-error.js';
@@ -223,6 +224,15 @@ export class TaskRun {
     throw this.signal.reason as Error;
   }
 
+  /** The outcome to store: a result over the size bound is replaced by an error that says so (the task ends failed). */
+  private bounded(outcome: ToolResult | StoredError): ToolResult | StoredError {
+    const bytes = jsonBytes(outcome);
+    const limit = this.service.limits.maxResultBytes;
+    if (bytes <= limit) return outcome;
+    this.log('warn', 'task result over the size bound; the task ends failed', { taskId: this.taskId, bytes, limit });
+    return { error: { code: -32603, message: `the task's result is ${bytes} bytes; at most ${limit} bytes are stored` } };
+  }
+
   /** Gives the lease back (draining), so another worker claims the task at once. */
   release(): Promise<boolean> {
     return this.serial(() => this.service.release({ fence: this.fence() })).catch(() => false);
@@ -238,8 +248,9 @@ export class TaskRun {
     return this.serial(() => this.terminalWrite(outcome));
   }
 
-  private async terminalWrite(result: ToolResult | StoredError): Promise<void> {
+  private async terminalWrite(outcome: ToolResult | StoredError): Promise<void> {
     const { taskId, authKey } = this.record;
+    const result = this.bounded(outcome);
     const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
     for (let attempt = 0; ; attempt++) {
       try {

@@ -81,10 +81,11 @@ export class MemoryStore implements TaskStore {
       prior = null;
     }
     const activeCount = input.maxActive == null ? 0 : this.countActive(input.authKey, input.now);
-    const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount });
-    const loggedId = decision === 'BLOCK_TASK_LIMIT' ? null : (prior?.taskId ?? input.taskId);
-    this.log(input.now, 'create', decision, input.authKey, loggedId, input.correlationId, decision === 'BLOCK_TASK_LIMIT' ? null : prior);
-    if (decision === 'BLOCK_IDEMPOTENCY_COLLISION' || decision === 'BLOCK_TASK_LIMIT') return { decision, record: null };
+    const storedCount = input.maxStored == null ? 0 : this.countStored(input.authKey, input.now);
+    const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount, storedCount });
+    const limited = decision === 'BLOCK_TASK_LIMIT' || decision === 'BLOCK_STORED_LIMIT';
+    this.log(input.now, 'create', decision, input.authKey, limited ? null : (prior?.taskId ?? input.taskId), input.correlationId, limited ? null : prior);
+    if (decision === 'BLOCK_IDEMPOTENCY_COLLISION' || limited) return { decision, record: null };
     if (decision === 'REPLAY_TASK' && prior !== null) return { decision, record: copy(prior) };
     const record = admissionRecord(input);
     this.tasks.set(record.taskId, record);
@@ -92,6 +93,13 @@ export class MemoryStore implements TaskStore {
     if (keyIndex !== null) this.keys.set(keyIndex, record.taskId);
     this.outbox.set(record.taskId, { taskId: record.taskId, createdAt: input.now, availableAt: input.now, doneAt: null });
     return { decision: 'ACCEPT_TASK', record: copy(record) };
+  }
+
+  /** Unexpired tasks of an auth key, of any status (a scan: the memory store is for tests and replays). */
+  private countStored(authKey: string, now: Millis): number {
+    let n = 0;
+    for (const r of this.tasks.values()) if (r.authKey === authKey && !isExpired(r, now)) n++;
+    return n;
   }
 
   /** Non-terminal tasks per auth key: the active-task limit counts these, not the whole history. */

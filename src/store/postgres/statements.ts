@@ -77,6 +77,8 @@ export const COUNT_ACTIVE = `
   SELECT count(*)::int AS n FROM tasks
    WHERE auth_key = $1 AND status IN ('working', 'input_required') AND ${unexpired(2)}`;
 
+export const COUNT_STORED = `SELECT count(*)::int AS n FROM tasks WHERE auth_key = $1 AND ${unexpired(2)}`;
+
 export const SELECT_BY_ID = `SELECT * FROM tasks WHERE task_id = $1`;
 
 /** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */

@@ -34,7 +34,7 @@ export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOu
   const params = [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now];
   // Neither a key nor a limit: nothing to look up first, so the one statement is the whole
   // transaction (it cannot conflict: task ids are unique).
-  if (input.idempotencyKey === null && input.maxActive == null) {
+  if (input.idempotencyKey === null && input.maxActive == null && input.maxStored == null) {
     const inserted = await pool.query<TaskRow>(sql.ADMIT_TASK, params);
     if (inserted.rows[0] === undefined) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
     return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
@@ -51,7 +51,7 @@ export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOu
 function admissionPrelude(input: AdmitInput): (client: pg.PoolClient) => string[] {
   return (client) => {
     const statements: string[] = [];
-    if (input.maxActive != null) {
+    if (input.maxActive != null || input.maxStored != null) {
       statements.push(`SELECT pg_advisory_xact_lock(hashtextextended(${client.escapeLiteral(`tasklatch:admit:${input.authKey}`)}, 0))`);
     }
     if (input.idempotencyKey !== null) {
@@ -69,13 +69,16 @@ async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, para
     if (attempt > 0 && input.idempotencyKey !== null) {
       await client.query(sql.RELEASE_EXPIRED_KEY, [input.authKey, input.idempotencyKey, input.now]);
     }
-    const inserted = await client.query<TaskRow>(sql.ADMIT_TASK, params);
+    // The bound on stored tasks is counted under the per-auth-key lock, before the insert.
+    const storedCount = input.maxStored == null ? 0 : await countStored(client, input);
+    const full = input.maxStored != null && storedCount >= input.maxStored;
+    const inserted = full ? { rows: [] } : await client.query<TaskRow>(sql.ADMIT_TASK, params);
     if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
     const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
     const prior = found?.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
     const activeCount = input.maxActive == null ? 0 : await countActive(client, input);
-    const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount });
-    if (decision === 'BLOCK_TASK_LIMIT') {
+    const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount, storedCount });
+    if (decision === 'BLOCK_TASK_LIMIT' || decision === 'BLOCK_STORED_LIMIT') {
       await audit(client, 'create', input, decision, null, null);
       return { decision, record: null };
     }
@@ -87,6 +90,11 @@ async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, para
     // caller's active tasks fell below the limit meanwhile: again.
   }
   throw new TasklatchError('INTERNAL', `admission of idempotency key ${JSON.stringify(input.idempotencyKey)} did not settle`);
+}
+
+async function countStored(client: pg.PoolClient, input: AdmitInput): Promise<number> {
+  const counted = await client.query<{ n: number }>(sql.COUNT_STORED, [input.authKey, input.now]);
+  return counted.rows[0]?.n ?? 0;
 }
 
 async function countActive(client: pg.PoolClient, input: AdmitInput): Promise<number> {

@@ -41,6 +41,7 @@ const SQL = {
   insertTask: `INSERT INTO tasks (${COLUMNS}) VALUES (${VALUES}) ON CONFLICT (auth_key, idempotency_key) DO NOTHING RETURNING *`,
   selectByKey: 'SELECT * FROM tasks WHERE auth_key = ? AND idempotency_key = ?',
   countActive: `SELECT count(*) AS n FROM tasks WHERE auth_key = @auth_key AND ${NON_TERMINAL} AND ${UNEXPIRED}`,
+  countStored: `SELECT count(*) AS n FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED}`,
   insertOutbox: 'INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms) VALUES (@task_id, @now, @now)',
   /**
    * The one conditional write of the transition surface; its WHERE restates decideTransition's

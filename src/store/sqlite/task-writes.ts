@@ -23,8 +23,9 @@ export function admitIn(sql: Statements, input: AdmitInput): AdmitOutcome {
   if (key !== null) sql.releaseExpiredKey.run({ auth_key: input.authKey, idempotency_key: key, now: input.now });
   // The immediate transaction already serializes admissions, so count-then-insert is exact.
   const activeCount = input.maxActive == null ? 0 : (sql.countActive.get({ auth_key: input.authKey, now: input.now }) as { n: number }).n;
-  if (input.maxActive != null) {
-    const outcome = classifyAdmission(sql, input, activeCount);
+  const storedCount = input.maxStored == null ? 0 : (sql.countStored.get({ auth_key: input.authKey, now: input.now }) as { n: number }).n;
+  if (input.maxActive != null || input.maxStored != null) {
+    const outcome = classifyAdmission(sql, input, activeCount, storedCount);
     if (outcome !== null) return outcome;
   }
   const inserted = sql.insertTask.get(recordToRow(admissionRecord(input))) as TaskRow | undefined;
@@ -34,7 +35,7 @@ export function admitIn(sql: Statements, input: AdmitInput): AdmitOutcome {
     return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted) };
   }
   // Only the (auth_key, idempotency_key) conflict is absorbed, so a live holder is there.
-  const outcome = classifyAdmission(sql, input, activeCount);
+  const outcome = classifyAdmission(sql, input, activeCount, storedCount);
   if (outcome === null) throw new TasklatchError('INTERNAL', `insert of task ${input.taskId} conflicted with no live holder of its key`);
   return outcome;
 }
@@ -43,12 +44,12 @@ export function admitIn(sql: Statements, input: AdmitInput): AdmitOutcome {
  * What `decideLimitedAdmission` says of the key's holder and `activeCount` (a replay is answered
  * before the limit is looked at), audited; null when the answer is to insert the task.
  */
-function classifyAdmission(sql: Statements, input: AdmitInput, activeCount: number): AdmitOutcome | null {
+function classifyAdmission(sql: Statements, input: AdmitInput, activeCount: number, storedCount: number): AdmitOutcome | null {
   const priorRow = input.idempotencyKey === null ? undefined : (sql.selectByKey.get(input.authKey, input.idempotencyKey) as TaskRow | undefined);
   const prior = priorRow === undefined ? null : rowToRecord(priorRow);
-  const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount });
+  const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount, storedCount });
   if (decision === 'ACCEPT_TASK') return null;
-  if (decision === 'BLOCK_TASK_LIMIT') {
+  if (decision === 'BLOCK_TASK_LIMIT' || decision === 'BLOCK_STORED_LIMIT') {
     audit(sql, input, 'create', decision, null, null);
     return { decision, record: null };
   }

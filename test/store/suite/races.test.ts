@@ -29,6 +29,25 @@ defineStoreSuite('races', ({ harness, fresh, freshMany }) => {
       expect((await store.admit(admission({ maxActive: 2, now: T0 + HOUR }))).decision).toBe('ACCEPT_TASK');
     });
 
+    it('bounds stored tasks, finished ones included: a new task at the bound is BLOCK_STORED_LIMIT, a replay is not', async () => {
+      const store = await fresh('stored-limit');
+      const a = await store.admit(admission({ maxStored: 2, idempotencyKey: 'k1' }));
+      await store.transition({ taskId: a.record!.taskId, authKey: A, write: { status: 'completed', expectedVersion: 1 }, correlationId: 'c', now: T0 });
+      await store.admit(admission({ maxStored: 2 }));
+      expect(await store.admit(admission({ maxStored: 2, maxActive: 10 }))).toEqual({ decision: 'BLOCK_STORED_LIMIT', record: null });
+      // The finished task still answers its retry.
+      expect((await store.admit(admission({ maxStored: 2, idempotencyKey: 'k1' }))).decision).toBe('REPLAY_TASK');
+      expect((await store.admit(admission({ maxStored: 2, authKey: B }))).decision).toBe('ACCEPT_TASK');
+      // Once the caller's tasks expire they no longer count.
+      expect((await store.admit(admission({ maxStored: 2, now: T0 + HOUR }))).decision).toBe('ACCEPT_TASK');
+    });
+
+    it('holds the stored bound under concurrent admissions over several handles', async () => {
+      const handles = await freshMany('stored-race', 3);
+      const outs = await Promise.all(Array.from({ length: 24 }, (_, i) => handles[i % 3]!.admit(admission({ maxStored: 7 }))));
+      expect(tally(outs.map((o) => o.decision))).toEqual({ ACCEPT_TASK: 7, BLOCK_STORED_LIMIT: 17 });
+    });
+
     it('holds under concurrent admissions', async () => {
       const store = await fresh('limit-race');
       const outs = await Promise.all(Array.from({ length: 24 }, () => store.admit(admission({ maxActive: 5 }))));

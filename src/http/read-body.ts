@@ -1,0 +1,44 @@
+import type { IncomingMessage } from 'node:http';
+
+/** A request body as read: JSON, none, too large (reading stopped), not JSON, or the client left mid-upload. */
+export type ReadBody = { kind: 'json'; value: unknown } | { kind: 'none' } | { kind: 'too large' } | { kind: 'not json'; message: string } | { kind: 'gone' };
+
+/**
+ * Reads a JSON body of at most `limit` bytes. Past the limit it stops reading at once (the
+ * request is paused, not drained: the caller answers 413 and closes the connection), so a huge
+ * upload costs no more than `limit`. A client that aborts its upload is `gone`: its own doing,
+ * nothing to answer and no stack to log.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<ReadBody> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.pause();
+    return Promise.resolve({ kind: 'too large' });
+  }
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (result: ReadBody) => {
+      req.off('data', onData).off('end', onEnd).off('error', onGone).off('aborted', onGone).off('close', onClose);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      req.pause();
+      finish({ kind: 'too large' });
+    };
+    const onEnd = () => {
+      try {
+        finish({ kind: 'json', value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+      } catch (error) {
+        finish({ kind: 'not json', message: (error as Error).message.slice(0, 200) });
+      }
+    };
+    const onGone = () => finish({ kind: 'gone' });
+    const onClose = () => {
+      if (!req.complete) onGone();
+    };
+    req.on('data', onData).once('end', onEnd).once('error', onGone).once('aborted', onGone).once('close', onClose);
+  });
+}

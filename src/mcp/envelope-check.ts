@@ -1,0 +1,75 @@
+import { InitializeRequestSchema, JSONRPCMessageSchema, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+
+/** Why a POSTed body is refused before the SDK transport sees it: the JSON-RPC error and the id to echo. */
+export interface EnvelopeProblem {
+  code: -32600 | -32602;
+  message: string;
+  id: string | number | null;
+}
+
+/** The methods whose params the SDK itself parses: a bad one would answer -32603 with a validation dump. */
+const SDK_PARSED: Record<string, z.ZodType> = { initialize: InitializeRequestSchema, ping: PingRequestSchema };
+
+const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']);
+
+/**
+ * The JSON-RPC codes the spec names, for a body that is JSON but not a message the 2025-11-25
+ * wire can take: a malformed envelope (or an empty batch) is -32600 Invalid Request, params of
+ * the wrong shape are -32602 Invalid params; each with one short sentence. The SDK transport
+ * would answer both as -32700 Parse error, and a malformed `initialize` with the raw schema
+ * issues. null when every message is well-formed.
+ */
+export function checkEnvelope(body: unknown): EnvelopeProblem | null {
+  if (Array.isArray(body)) {
+    if (body.length === 0) return { code: -32600, message: 'Invalid Request: an empty batch', id: null };
+    for (const message of body as unknown[]) {
+      const problem = checkMessage(message);
+      // One answer for the whole batch: no message of it was handled.
+      if (problem !== null) return { ...problem, id: null };
+    }
+    return null;
+  }
+  return checkMessage(body);
+}
+
+function checkMessage(message: unknown): EnvelopeProblem | null {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return invalid('a message is a JSON object', null);
+  const m = message as Record<string, unknown>;
+  const id = typeof m.id === 'string' || (typeof m.id === 'number' && Number.isInteger(m.id)) ? m.id : null;
+  if (m.jsonrpc !== '2.0') return invalid('"jsonrpc" must be "2.0"', id);
+  const extra = Object.keys(m).find((key) => !MEMBERS.has(key));
+  if (extra !== undefined) return invalid(`unknown member ${JSON.stringify(extra.slice(0, 40))}`, id);
+  if ('id' in m && id === null) return invalid('"id" must be a string or an integer', null);
+  if ('method' in m) {
+    if (typeof m.method !== 'string' || m.method.length === 0) return invalid('"method" must be a non-empty string', id);
+    if ('result' in m || 'error' in m) return invalid('a request has no "result" or "error"', id);
+    if ('params' in m && (typeof m.params !== 'object' || m.params === null || Array.isArray(m.params))) {
+      return params(`Invalid params for ${m.method.slice(0, 60)}: params must be an object`, id);
+    }
+    const schema = SDK_PARSED[m.method];
+    const parsed = (schema ?? JSONRPCMessageSchema).safeParse(schema === undefined ? m : { method: m.method, params: m.params });
+    return parsed.success ? null : params(`Invalid params for ${m.method.slice(0, 60)}: ${firstIssue(parsed.error)}`, id);
+  }
+  if (id === null) return invalid('a message has a "method", or an "id" and a "result" or "error"', null);
+  if ('result' in m === 'error' in m) return invalid('a response has exactly one of "result" and "error"', id);
+  const parsed = JSONRPCMessageSchema.safeParse(m);
+  return parsed.success ? null : invalid(`malformed response: ${firstIssue(parsed.error)}`, id);
+}
+
+function invalid(why: string, id: string | number | null): EnvelopeProblem {
+  return { code: -32600, message: `Invalid Request: ${why}`, id };
+}
+
+function params(message: string, id: string | number | null): EnvelopeProblem {
+  return { code: -32602, message, id };
+}
+
+/** The first issue as `path: message`, short: never the whole schema dump. */
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (issue === undefined) return 'malformed';
+  const path = issue.path.map(String).join('.');
+  const text = issue.code === 'invalid_union' ? 'not a valid value' : issue.message;
+  return `${path === '' ? '(root)' : path}: ${text}`.slice(0, 200);
+}
