@@ -26,6 +26,7 @@ import {
   TASKS_EXTENSION,
 } from './protocol.js';
 import { openTaskSubscription, type EventSink } from './subscriptions.js';
+import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
 import { createTaskResult, detailedTask } from './task-view.js';
 
 /** One POSTed message, with what the HTTP layer knows about it. */
@@ -106,17 +107,15 @@ export class StatelessServer {
   async handle(request: StatelessRequest): Promise<StatelessReply> {
     if (Array.isArray(request.body))
       return errorReply(undefined, new ProtocolError(CODES.invalidRequest, 'a POST carries one JSON-RPC message; batches are not part of 2026-07-28'));
-    const envelope = Envelope.safeParse(request.body);
-    if (!envelope.success)
+    const envelope = plainEnvelope(request.body) ?? Envelope.safeParse(request.body);
+    if ('success' in envelope && !envelope.success)
       return errorReply(readableId(request.body), new ProtocolError(CODES.invalidRequest, `Invalid request: ${describeIssue(envelope.error)}`));
-    const { id, method, params = {} } = envelope.data;
+    const { id, method, params = {} } = 'success' in envelope ? envelope.data : envelope;
     // Notifications need no answer; the one a client sends here (cancelling a listen) is also
     // told by the stream it closes.
     if (id === undefined) return { kind: 'accepted' };
     try {
-      const meta = RequestMeta.safeParse(params._meta);
-      if (!meta.success) throw invalidParams(`Invalid _meta: ${describeIssue(meta.error)}`);
-      const version = meta.data[META.protocolVersion];
+      const { version, capabilities } = requestMeta(params._meta);
       checkRoutingHeaders(request.headers, method, params, version);
       if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
         throw new ProtocolError(CODES.unsupportedVersion, `Unsupported protocol version ${version}`, {
@@ -129,7 +128,7 @@ export class StatelessServer {
       const call: Call = {
         id,
         params,
-        capabilities: meta.data[META.clientCapabilities],
+        capabilities,
         principal: request.principal,
         headers: request.headers,
         signal: request.signal,
@@ -288,11 +287,12 @@ export class StatelessServer {
   /** The extension check comes before the id is looked at: a non-declaring request learns nothing. */
   private taskIdOf(call: Call, method: string): string {
     if (!declaresTasks(call.capabilities)) throw missingTasksExtension(method);
-    const parsed = TaskIdParams.safeParse(call.params);
-    if (!parsed.success) throw invalidParams(`Invalid params for ${method}: ${describeIssue(parsed.error)}`);
+    const taskId = plainTaskId(call.params) ?? TaskIdParams.safeParse(call.params);
+    if (typeof taskId !== 'string' && !taskId.success) throw invalidParams(`Invalid params for ${method}: ${describeIssue(taskId.error)}`);
+    const id = typeof taskId === 'string' ? taskId : taskId.data.taskId;
     // An id no store could hold is no one's task: answered as unknown, without a lookup.
-    if (!isPlausibleTaskId(parsed.data.taskId)) throw invalidParams(TASK_NOT_FOUND);
-    return parsed.data.taskId;
+    if (!isPlausibleTaskId(id)) throw invalidParams(TASK_NOT_FOUND);
+    return id;
   }
 }
 
@@ -337,6 +337,15 @@ function plainContext(call: Call, answers: Record<string, unknown>): ToolContext
 function withoutExecution(tool: Record<string, unknown>): Record<string, unknown> {
   const { execution: _execution, ...rest } = tool;
   return rest;
+}
+
+/** The request's `_meta`: the plain shape checked by hand, anything else by the schema. */
+function requestMeta(meta: unknown): PlainMeta {
+  const plain = plainMeta(meta);
+  if (plain !== null) return plain;
+  const parsed = RequestMeta.safeParse(meta);
+  if (!parsed.success) throw invalidParams(`Invalid _meta: ${describeIssue(parsed.error)}`);
+  return { version: parsed.data[META.protocolVersion], capabilities: parsed.data[META.clientCapabilities] };
 }
 
 /** An error reply; the id is echoed when it could be read, and left out (never null) otherwise. */

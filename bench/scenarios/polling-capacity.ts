@@ -1,0 +1,60 @@
+import type { BenchPostgres } from '../lib/postgres.js';
+import type { PollingConfig } from '../lib/polling-config.js';
+import { CAPACITY_FACT, capacityScenario } from '../lib/polling-targets.js';
+import type { Results } from '../lib/results.js';
+import { fmt, summarize } from '../lib/stats.js';
+import { startLoad, startServer, type PollStore } from './http/servers.js';
+import type { LoadReport, PollTarget } from './http/protocol.js';
+
+/**
+ * Polling capacity: a fleet of clients, each polling its own working task once per
+ * pollIntervalMs over the 2026-07-28 wire, grows step by step until tasks/get p99 passes the
+ * bound. The figure is the largest fleet held within it. Server and fleet are separate
+ * processes; the server's and the fleet's CPU shares say which of them ran out.
+ */
+export async function pollingCapacity(results: Results, config: PollingConfig, pg: BenchPostgres): Promise<void> {
+  console.log(`\n[7] polling capacity: clients polling tasks/get every ${config.pollIntervalMs} ms, until p99 > ${config.fleetP99Ms} ms`);
+  for (const store of ['sqlite', 'postgres'] as const) await onStore(results, config, pg, store);
+}
+
+async function onStore(results: Results, config: PollingConfig, pg: BenchPostgres, store: PollStore): Promise<void> {
+  const scenario = capacityScenario(store);
+  const server = await startServer('tasklatch', store, pg, 'capacity');
+  const load = startLoad();
+  const targets: PollTarget[] = [];
+  let held = 0;
+  let stoppedBy = `the largest fleet tried (${config.fleetSizes.at(-1) ?? 0}) stayed within the bound`;
+  try {
+    for (const size of config.fleetSizes) {
+      targets.push(...(await server.seed(size - targets.length)));
+      await server.cpu();
+      const report = await load.ask<LoadReport>({
+        op: 'fleet',
+        url: server.url,
+        generation: '2026',
+        targets: targets.slice(0, size),
+        intervalMs: config.pollIntervalMs,
+        warmupMs: 2 * config.pollIntervalMs,
+        durationMs: config.fleetWindowMs,
+      });
+      const serverCpu = await server.cpu();
+      const s = summarize(report.latencies);
+      const expected = (size * config.fleetWindowMs) / config.pollIntervalMs;
+      const note =
+        `${fmt(report.rate)} polls/s of ${fmt((size * 1000) / config.pollIntervalMs)} due; errors ${report.errors}, late ${report.late ?? 0}; ` +
+        `CPU: server ${fmt((100 * serverCpu.cpuMs) / serverCpu.wallMs)} %, fleet ${fmt((100 * report.cpuMs) / report.wallMs)} % of one core`;
+      results.addLatency(scenario, `tasks/get, ${size} clients polling`, report.latencies, note);
+      console.log(`    ${note}`);
+      const within = s.p99 <= config.fleetP99Ms && report.errors === 0 && report.ops >= 0.9 * expected;
+      if (!within) {
+        stoppedBy = `${size} clients: p99 ${fmt(s.p99)} ms, ${report.ops} of ${Math.round(expected)} polls answered, ${report.errors} errors`;
+        break;
+      }
+      held = size;
+    }
+    results.addFact(scenario, CAPACITY_FACT, held, 'tasks', `p99 ≤ ${config.fleetP99Ms} ms; stopped at ${stoppedBy}`);
+  } finally {
+    await load.stop();
+    await server.stop();
+  }
+}
