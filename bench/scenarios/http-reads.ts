@@ -3,7 +3,7 @@ import type { BenchPostgres } from '../lib/postgres.js';
 import { POLL, pollGroup } from '../lib/polling-targets.js';
 import type { Results } from '../lib/results.js';
 import { fmt, median, summarize } from '../lib/stats.js';
-import { startLoad, startServer, type PollStore } from './http/servers.js';
+import { startLoad, startServer, type CpuShare, type PollStore } from './http/servers.js';
 import { pollBody, pollHeaders } from './http/poll-wire.js';
 import type { Generation, LoadReport, PollTarget } from './http/protocol.js';
 
@@ -40,9 +40,12 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
     ];
     for (const concurrency of config.pollers) {
       const rounds = new Map<string, LoadReport[]>(variants.map((v) => [v.name, []]));
+      const cpu = new Map<string, Array<CpuShare & { ops: number }>>(variants.map((v) => [v.name, []]));
       for (let r = 0; r < config.rounds; r++) {
         for (let k = 0; k < variants.length; k++) {
           const v = variants[(k + r) % variants.length] as (typeof variants)[number];
+          const server = v.generation === 'bare' ? bare : tasklatch;
+          await server.cpu();
           const report = await load.ask<LoadReport>({
             op: 'closed',
             url: v.url,
@@ -54,6 +57,8 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
           });
           if (report.errors > 0) throw new Error(`${v.name} @${concurrency}: ${report.errors} polls did not answer the task`);
           rounds.get(v.name)?.push(report);
+          const used = await server.cpu();
+          cpu.get(v.name)?.push({ ...used, ops: report.allOps });
         }
       }
       for (const v of variants) {
@@ -71,6 +76,20 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
           ops: s.n,
         });
         console.log(`  ${group} | ${v.name} @${concurrency}: ${fmt(rate)} req/s, p50 ${fmt(s.p50)} ms, p99 ${fmt(s.p99)} ms`);
+        // What a request costs the server, whatever else the machine runs: CPU over requests answered.
+        const used = cpu.get(v.name) ?? [];
+        const sum = (f: (u: CpuShare & { ops: number }) => number) => used.reduce((a, u) => a + f(u), 0);
+        results.addFact(
+          group,
+          `server CPU per request: ${v.name} @${concurrency}`,
+          (1000 * sum((u) => u.cpuMs)) /
+            Math.max(
+              1,
+              sum((u) => u.ops),
+            ),
+          'µs',
+          `server busy ${fmt((100 * sum((u) => u.cpuMs)) / sum((u) => u.wallMs))} %, waiting for a CPU ${fmt((100 * sum((u) => u.waitMs)) / sum((u) => u.wallMs))} % of its window`,
+        );
       }
     }
     results.addFact(group, 'tasks/get reply body', Buffer.byteLength(body), 'bytes', 'the bare server answers these bytes');

@@ -1,3 +1,4 @@
+import { loadavg } from 'node:os';
 import type { BenchPostgres } from '../lib/postgres.js';
 import type { PollingConfig } from '../lib/polling-config.js';
 import { CAPACITY_FACT, capacityScenario } from '../lib/polling-targets.js';
@@ -42,7 +43,9 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
       const expected = (size * config.fleetWindowMs) / config.pollIntervalMs;
       const note =
         `${fmt(report.rate)} polls/s of ${fmt((size * 1000) / config.pollIntervalMs)} due; errors ${report.errors}, late ${report.late ?? 0}; ` +
-        `CPU: server ${fmt((100 * serverCpu.cpuMs) / serverCpu.wallMs)} %, fleet ${fmt((100 * report.cpuMs) / report.wallMs)} % of one core`;
+        `CPU: server ${pct(serverCpu.cpuMs, serverCpu.wallMs)} busy, ${pct(serverCpu.waitMs, serverCpu.wallMs)} waiting for a CPU; ` +
+        `fleet ${pct(report.cpuMs, report.wallMs)} busy, ${pct(report.waitMs, report.wallMs)} waiting; ` +
+        `server ${fmt((1000 * serverCpu.cpuMs) / Math.max(1, report.allOps))} µs CPU per poll; load average ${loadavg()[0]?.toFixed(1) ?? '?'}`;
       results.addLatency(scenario, `tasks/get, ${size} clients polling`, report.latencies, note);
       console.log(`    ${note}`);
       const within = s.p99 <= config.fleetP99Ms && report.errors === 0 && report.ops >= 0.9 * expected;
@@ -57,4 +60,9 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
     await load.stop();
     await server.stop();
   }
+}
+
+/** A share of one core's wall-clock window, as text. */
+function pct(ms: number, wallMs: number): string {
+  return `${fmt((100 * ms) / wallMs)} %`;
 }

@@ -6,9 +6,9 @@ const JSON_HEADERS = { 'content-type': 'application/json' } as const;
 
 /**
  * A 2026-07-28 request, its body already parsed: straight from node:http's request to its
- * response, with no session object and no conversion to web streams. The `closed` signal fires
- * only when the client goes away before its answer (a stream it stopped reading, a call it
- * gave up): an answered request never builds the abort's DOMException.
+ * response, with no session object and no conversion to web streams. The request's signal
+ * fires only when the client goes away before its answer (a stream it stopped reading, a call
+ * it gave up).
  */
 export async function serveStateless(
   stateless: StatelessServer,
@@ -21,15 +21,42 @@ export async function serveStateless(
     res.setHeader('Allow', 'POST');
     return sendJson(res, 405, { jsonrpc: '2.0', error: { code: -32600, message: 'Method not allowed: 2026-07-28 requests are POSTs' } });
   }
-  const closed = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) closed.abort();
+  const closed = closeSignal(res);
+  const reply = await stateless.handle({
+    body,
+    headers: req.headers,
+    principal,
+    get signal() {
+      return closed.signal;
+    },
   });
-  const reply = await stateless.handle({ body, headers: req.headers, principal, signal: closed.signal });
-  await send(res, reply, closed.signal);
+  await send(res, reply, closed);
 }
 
-async function send(res: ServerResponse, reply: StatelessReply, closed: AbortSignal): Promise<void> {
+/**
+ * Aborts when the client goes away before its answer. The controller is made on first use: a
+ * poll, which never looks at it, makes none.
+ */
+function closeSignal(res: ServerResponse): { readonly signal: AbortSignal } {
+  let controller: AbortController | null = null;
+  let gone = false;
+  res.once('close', () => {
+    if (res.writableFinished) return;
+    gone = true;
+    controller?.abort();
+  });
+  return {
+    get signal() {
+      if (controller === null) {
+        controller = new AbortController();
+        if (gone) controller.abort();
+      }
+      return controller.signal;
+    },
+  };
+}
+
+async function send(res: ServerResponse, reply: StatelessReply, closed: { readonly signal: AbortSignal }): Promise<void> {
   if (reply.kind === 'accepted') {
     res.writeHead(202).end();
     return;
@@ -42,7 +69,7 @@ async function send(res: ServerResponse, reply: StatelessReply, closed: AbortSig
       send: (message) => void res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`),
       comment: (text = '') => void res.write(`: ${text}\n\n`),
     },
-    closed,
+    closed.signal,
   );
   res.end();
 }

@@ -131,7 +131,10 @@ export class StatelessServer {
         capabilities,
         principal: request.principal,
         headers: request.headers,
-        signal: request.signal,
+        // Read when a handler needs it: the HTTP layer makes the signal on first use.
+        get signal() {
+          return request.signal;
+        },
       };
       const result = await handler(call);
       if (result instanceof StreamReply) return result;

@@ -1,5 +1,6 @@
 import { Agent, request as httpRequest } from 'node:http';
 import type { Generation, LoadClosed, LoadFleet, LoadHold, LoadReport, LoadRequest, PollTarget } from './protocol.js';
+import { runQueueWaitMs } from './run-queue.js';
 import { openSession, pollBody, pollHeaders, type Session, type WireReply } from './poll-wire.js';
 
 /**
@@ -60,6 +61,7 @@ async function closedLoop(job: LoadClosed): Promise<LoadReport> {
   const url = new URL(job.url);
   const pollers = Array.from({ length: job.concurrency }, (_, i) => new Poller(agent, url, job.generation, job.targets[i % job.targets.length] as PollTarget));
   await Promise.all(pollers.map((p) => p.open()));
+  let allOps = 0;
   const run = async (ms: number, latencies: number[] | null) => {
     let errors = 0;
     const deadline = performance.now() + ms;
@@ -68,6 +70,7 @@ async function closedLoop(job: LoadClosed): Promise<LoadReport> {
         while (performance.now() < deadline) {
           const t0 = performance.now();
           if (!(await p.poll())) errors++;
+          allOps++;
           latencies?.push(performance.now() - t0);
         }
       }),
@@ -77,11 +80,21 @@ async function closedLoop(job: LoadClosed): Promise<LoadReport> {
   await run(job.warmupMs, null);
   const latencies: number[] = [];
   const cpu = process.cpuUsage();
+  const waited = runQueueWaitMs();
   const start = performance.now();
   const errors = await run(job.durationMs, latencies);
   const wallMs = performance.now() - start;
   agent.destroy();
-  return { ops: latencies.length, rate: (latencies.length * 1000) / wallMs, latencies, errors, cpuMs: cpuMs(cpu), wallMs };
+  return {
+    ops: latencies.length,
+    rate: (latencies.length * 1000) / wallMs,
+    latencies,
+    errors,
+    cpuMs: cpuMs(cpu),
+    wallMs,
+    waitMs: runQueueWaitMs() - waited,
+    allOps,
+  };
 }
 
 /**
@@ -97,10 +110,12 @@ async function fleet(job: LoadFleet): Promise<LoadReport> {
   const latencies: number[] = [];
   let errors = 0;
   let late = 0;
+  let allOps = 0;
   const begin = performance.now();
   const countFrom = begin + job.warmupMs;
   const end = countFrom + job.durationMs;
   let cpu = process.cpuUsage();
+  let waited = runQueueWaitMs();
   let cpuTaken = false;
   await Promise.all(
     pollers.map(async (p, i) => {
@@ -112,10 +127,12 @@ async function fleet(job: LoadFleet): Promise<LoadReport> {
         if (t0 >= end) return;
         if (!cpuTaken && t0 >= countFrom) {
           cpu = process.cpuUsage();
+          waited = runQueueWaitMs();
           cpuTaken = true;
         }
         const ok = await p.poll().catch(() => false);
         const dt = performance.now() - t0;
+        allOps++;
         if (t0 >= countFrom) {
           latencies.push(dt);
           if (!ok) errors++;
@@ -127,7 +144,17 @@ async function fleet(job: LoadFleet): Promise<LoadReport> {
   );
   const wallMs = performance.now() - countFrom;
   agent.destroy();
-  return { ops: latencies.length, rate: (latencies.length * 1000) / wallMs, latencies, errors, cpuMs: cpuMs(cpu), wallMs, late };
+  return {
+    ops: latencies.length,
+    rate: (latencies.length * 1000) / wallMs,
+    latencies,
+    errors,
+    cpuMs: cpuMs(cpu),
+    wallMs,
+    waitMs: runQueueWaitMs() - waited,
+    late,
+    allOps,
+  };
 }
 
 /** Held open until 'release': sessions (memory per session) or blocked tasks/result requests. */

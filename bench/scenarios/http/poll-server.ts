@@ -8,6 +8,7 @@ import type { TaskStore } from '../../../src/store/types.js';
 import { authKeyOf, type Principal } from '../../../src/tools/principal.js';
 import { noopTool, tasklatchServer, toolArgs, TOOL, TTL_MS } from '../../lib/mcp.js';
 import type { PollTarget, ServerRequest, ServerStart } from './protocol.js';
+import { runQueueWaitMs } from './run-queue.js';
 
 /**
  * The server under test, in a process of its own (started with `fork`, `--expose-gc`): tasklatch
@@ -81,6 +82,7 @@ function rss(): number {
 
 let cpuMark = process.cpuUsage();
 let wallMark = performance.now();
+let waitMark = runQueueWaitMs();
 
 async function answer(request: ServerRequest): Promise<unknown> {
   switch (request.op) {
@@ -94,9 +96,11 @@ async function answer(request: ServerRequest): Promise<unknown> {
       // CPU used since the previous 'cpu' request, and the wall time between them.
       const used = process.cpuUsage(cpuMark);
       const wall = performance.now() - wallMark;
+      const waited = runQueueWaitMs() - waitMark;
       cpuMark = process.cpuUsage();
       wallMark = performance.now();
-      return { cpuMs: (used.user + used.system) / 1000, wallMs: wall };
+      waitMark = runQueueWaitMs();
+      return { cpuMs: (used.user + used.system) / 1000, wallMs: wall, waitMs: waited };
     }
     case 'stop':
       await close();

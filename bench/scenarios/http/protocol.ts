@@ -62,12 +62,16 @@ export type LoadRequest = LoadClosed | LoadFleet | LoadHold | { op: 'release' } 
 /** What a closed or fleet load measured. */
 export interface LoadReport {
   ops: number;
+  /** Polls sent in the whole job, warm-up included (for CPU per poll over the server's window). */
+  allOps: number;
   rate: number;
   latencies: number[];
   errors: number;
   /** CPU time the load generator used over the measured window (ms), and the window (ms). */
   cpuMs: number;
   wallMs: number;
+  /** Time the load generator waited for a CPU over the window (ms). */
+  waitMs: number;
   /** Fleet: polls that started later than their schedule by more than one interval. */
   late?: number;
 }

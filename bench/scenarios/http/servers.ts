@@ -10,13 +10,20 @@ export const TOKENS = 64;
 
 export type PollStore = 'sqlite' | 'postgres' | 'memory';
 
+/** CPU a process used and time it waited for one, over a wall-clock window (ms). */
+export interface CpuShare {
+  cpuMs: number;
+  wallMs: number;
+  waitMs: number;
+}
+
 export interface ServerUnderTest {
   url: string;
   child: Child<ServerRequest>;
   seed(n: number): Promise<PollTarget[]>;
   rss: () => Promise<number>;
   /** CPU the server used since the previous call, over the wall time between them (ms). */
-  cpu(): Promise<{ cpuMs: number; wallMs: number }>;
+  cpu(): Promise<CpuShare>;
   stop(): Promise<void>;
 }
 
@@ -37,7 +44,7 @@ export async function startServer(kind: ServerStart['kind'], store: PollStore, p
     child,
     seed: async (n) => (await child.ask<{ targets: PollTarget[] }>({ op: 'seed', n })).targets,
     rss: async () => (await child.ask<{ rss: number }>({ op: 'rss' })).rss,
-    cpu: () => child.ask<{ cpuMs: number; wallMs: number }>({ op: 'cpu' }),
+    cpu: () => child.ask<CpuShare>({ op: 'cpu' }),
     stop: async () => {
       await child.stop();
       if (dir !== null) await rm(dir, { recursive: true, force: true });
