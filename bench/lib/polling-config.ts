@@ -10,7 +10,8 @@ export interface PollingConfig {
   fleetSizes: readonly number[];
   /** How often each client of the fleet polls (the suggested pollIntervalMs). */
   pollIntervalMs: number;
-  /** Measured window per fleet size, after a warm-up of two intervals (ms). */
+  /** Measured windows per fleet size and their length (ms), after a warm-up of two intervals; the median window's p99 counts. */
+  fleetWindows: number;
   fleetWindowMs: number;
   fleetP99Ms: number;
   /** Sessions, blocked tasks/result and waiting tasks opened for the memory figures. */
@@ -28,6 +29,7 @@ export function pollingConfig(quick: boolean): PollingConfig {
         rounds: 2,
         fleetSizes: [500, 1000, 2000],
         pollIntervalMs: 1000,
+        fleetWindows: 1,
         fleetWindowMs: 2000,
         fleetP99Ms: 50,
         memorySessions: 100,
@@ -39,9 +41,10 @@ export function pollingConfig(quick: boolean): PollingConfig {
         warmupMs: 500,
         roundMs: 2000,
         rounds: 3,
-        fleetSizes: [500, 1000, 2000, 4000, 6000, 8000, 10_000, 12_000, 14_000],
+        fleetSizes: [500, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10_000],
         pollIntervalMs: 1000,
-        fleetWindowMs: 5000,
+        fleetWindows: 3,
+        fleetWindowMs: 3000,
         fleetP99Ms: 50,
         memorySessions: 500,
         memoryBlocked: 500,

@@ -36,26 +36,30 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
         targets: targets.slice(0, size),
         intervalMs: config.pollIntervalMs,
         warmupMs: 2 * config.pollIntervalMs,
+        windows: config.fleetWindows,
         durationMs: config.fleetWindowMs,
       });
       const serverCpu = await server.cpu();
-      const s = summarize(report.latencies);
-      const expected = (size * config.fleetWindowMs) / config.pollIntervalMs;
+      // The median window's p99: one burst of the machine's other load does not decide a size alone.
+      const windowP99 = (report.windows ?? [report.latencies]).map((w) => summarize(w).p99).sort((a, b) => a - b);
+      const p99 = windowP99[Math.floor(windowP99.length / 2)] ?? NaN;
+      const expected = (size * config.fleetWindows * config.fleetWindowMs) / config.pollIntervalMs;
       const note =
         `${fmt(report.rate)} polls/s of ${fmt((size * 1000) / config.pollIntervalMs)} due; errors ${report.errors}, late ${report.late ?? 0}; ` +
+        `p99 of each ${fmt(config.fleetWindowMs / 1000)} s window ${windowP99.map((x) => fmt(x)).join(' / ')} ms; ` +
         `CPU: server ${pct(serverCpu.cpuMs, serverCpu.wallMs)} busy, ${pct(serverCpu.waitMs, serverCpu.wallMs)} waiting for a CPU; ` +
         `fleet ${pct(report.cpuMs, report.wallMs)} busy, ${pct(report.waitMs, report.wallMs)} waiting; ` +
         `server ${fmt((1000 * serverCpu.cpuMs) / Math.max(1, report.allOps))} µs CPU per poll; load average ${loadavg()[0]?.toFixed(1) ?? '?'}`;
       results.addLatency(scenario, `tasks/get, ${size} clients polling`, report.latencies, note);
       console.log(`    ${note}`);
-      const within = s.p99 <= config.fleetP99Ms && report.errors === 0 && report.ops >= 0.9 * expected;
+      const within = p99 <= config.fleetP99Ms && report.errors === 0 && report.ops >= 0.9 * expected;
       if (!within) {
-        stoppedBy = `${size} clients: p99 ${fmt(s.p99)} ms, ${report.ops} of ${Math.round(expected)} polls answered, ${report.errors} errors`;
+        stoppedBy = `${size} clients: median window p99 ${fmt(p99)} ms, ${report.ops} of ${Math.round(expected)} polls answered, ${report.errors} errors`;
         break;
       }
       held = size;
     }
-    results.addFact(scenario, CAPACITY_FACT, held, 'tasks', `p99 ≤ ${config.fleetP99Ms} ms; stopped at ${stoppedBy}`);
+    results.addFact(scenario, CAPACITY_FACT, held, 'tasks', `median window p99 ≤ ${config.fleetP99Ms} ms; stopped at ${stoppedBy}`);
   } finally {
     await load.stop();
     await server.stop();

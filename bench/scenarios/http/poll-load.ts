@@ -113,7 +113,8 @@ async function fleet(job: LoadFleet): Promise<LoadReport> {
   let allOps = 0;
   const begin = performance.now();
   const countFrom = begin + job.warmupMs;
-  const end = countFrom + job.durationMs;
+  const end = countFrom + job.windows * job.durationMs;
+  const windows: number[][] = Array.from({ length: job.windows }, () => []);
   let cpu = process.cpuUsage();
   let waited = runQueueWaitMs();
   let cpuTaken = false;
@@ -135,6 +136,7 @@ async function fleet(job: LoadFleet): Promise<LoadReport> {
         allOps++;
         if (t0 >= countFrom) {
           latencies.push(dt);
+          windows[Math.min(job.windows - 1, Math.floor((t0 - countFrom) / job.durationMs))]?.push(dt);
           if (!ok) errors++;
           if (t0 - next > job.intervalMs) late++;
         }

@@ -45,6 +45,8 @@ export interface LoadFleet {
   generation: Generation;
   targets: PollTarget[];
   intervalMs: number;
+  /** Measured windows, one after another, each `durationMs` long. */
+  windows: number;
   durationMs: number;
   /** Polls in the first `warmupMs` are not counted (connections opening, phases spreading). */
   warmupMs: number;
@@ -72,6 +74,8 @@ export interface LoadReport {
   wallMs: number;
   /** Time the load generator waited for a CPU over the window (ms). */
   waitMs: number;
+  /** Fleet: the latencies of each measured window. */
+  windows?: number[][];
   /** Fleet: polls that started later than their schedule by more than one interval. */
   late?: number;
 }
