@@ -2,7 +2,7 @@ import type { BenchPostgres } from '../lib/postgres.js';
 import type { PollingConfig } from '../lib/polling-config.js';
 import { MEMORY_SCENARIO } from '../lib/polling-targets.js';
 import type { Results } from '../lib/results.js';
-import { sleep } from '../lib/stats.js';
+import { fmt, sleep } from '../lib/stats.js';
 import { startLoad, startServer, type PollStore } from './http/servers.js';
 
 /**
@@ -16,14 +16,25 @@ export async function serverMemory(results: Results, config: PollingConfig, pg: 
   for (const store of ['memory', 'sqlite', 'postgres'] as const) await perTask(results, config, pg, store);
 }
 
-/** RSS after GC, settled: the median of three readings a little apart. */
-async function settledRss(read: () => Promise<number>): Promise<number> {
-  const samples: number[] = [];
+interface Memory {
+  rss: number;
+  heap: number;
+}
+
+/** RSS and heap after GC, settled: the median of three readings a little apart. */
+async function settled(read: () => Promise<Memory>): Promise<Memory> {
+  const samples: Memory[] = [];
   for (let k = 0; k < 3; k++) {
     await sleep(200);
     samples.push(await read());
   }
-  return samples.sort((a, b) => a - b)[1] as number;
+  const mid = (f: (m: Memory) => number) => samples.map(f).sort((a, b) => a - b)[1] as number;
+  return { rss: mid((m) => m.rss), heap: mid((m) => m.heap) };
+}
+
+/** Per item: RSS (the figure) and the V8 heap (which says what the objects themselves take) in KiB. */
+function perItem(before: Memory, after: Memory, n: number): { rss: number; heap: number } {
+  return { rss: (after.rss - before.rss) / n / 1024, heap: (after.heap - before.heap) / n / 1024 };
 }
 
 async function perSessionAndWait(results: Results, config: PollingConfig, pg: BenchPostgres): Promise<void> {
@@ -34,17 +45,29 @@ async function perSessionAndWait(results: Results, config: PollingConfig, pg: Be
     const blockTargets = await server.seed(config.memoryBlocked);
     // One warm-up session, so that first-use allocations (modules, JIT) are not counted.
     await load.ask({ op: 'sessions', url: server.url, targets: sessionTargets.slice(0, 1) });
-    const base = await settledRss(() => server.rss());
+    const base = await settled(() => server.memory());
     await load.ask({ op: 'sessions', url: server.url, targets: sessionTargets });
-    const withSessions = await settledRss(() => server.rss());
-    const n = config.memorySessions;
-    results.addFact(MEMORY_SCENARIO, 'RSS per open 2025-11-25 session (HTTP, SDK transport)', (withSessions - base) / n / 1024, 'KiB', `${n} sessions`);
+    const withSessions = await settled(() => server.memory());
+    const session = perItem(base, withSessions, config.memorySessions);
+    results.addFact(
+      MEMORY_SCENARIO,
+      'RSS per open 2025-11-25 session (HTTP, SDK transport)',
+      session.rss,
+      'KiB',
+      `${config.memorySessions} sessions; V8 heap ${fmt(session.heap)} KiB`,
+    );
     // Each blocked tasks/result opens its own session first: its cost is the total less a session's.
     await load.ask({ op: 'block', url: server.url, targets: blockTargets });
     await sleep(500);
-    const withBlocked = await settledRss(() => server.rss());
-    const perBlocked = (withBlocked - withSessions) / config.memoryBlocked - (withSessions - base) / n;
-    results.addFact(MEMORY_SCENARIO, 'RSS per blocked tasks/result (beyond its session)', perBlocked / 1024, 'KiB', `${config.memoryBlocked} held open`);
+    const withBlocked = await settled(() => server.memory());
+    const both = perItem(withSessions, withBlocked, config.memoryBlocked);
+    results.addFact(
+      MEMORY_SCENARIO,
+      'RSS per blocked tasks/result (beyond its session)',
+      both.rss - session.rss,
+      'KiB',
+      `${config.memoryBlocked} held open; V8 heap ${fmt(both.heap - session.heap)} KiB`,
+    );
     await load.ask({ op: 'release' });
   } finally {
     await load.stop();
@@ -56,15 +79,15 @@ async function perTask(results: Results, config: PollingConfig, pg: BenchPostgre
   const server = await startServer('tasklatch', store, pg, 'memtasks');
   try {
     await server.seed(100);
-    const base = await settledRss(() => server.rss());
+    const base = await settled(() => server.memory());
     await server.seed(config.memoryTasks);
-    const after = await settledRss(() => server.rss());
+    const task = perItem(base, await settled(() => server.memory()), config.memoryTasks);
     results.addFact(
       MEMORY_SCENARIO,
       `RSS per waiting task (${store} store)`,
-      (after - base) / config.memoryTasks / 1024,
+      task.rss,
       'KiB',
-      `${config.memoryTasks} admitted, not run`,
+      `${config.memoryTasks} admitted, not run; V8 heap ${fmt(task.heap)} KiB`,
     );
   } finally {
     await server.stop();

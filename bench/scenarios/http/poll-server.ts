@@ -72,12 +72,14 @@ async function startBare(start: ServerStart): Promise<string> {
   return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
 }
 
-function rss(): number {
+/** Resident set and V8 heap (with external memory) after two full collections (bytes). */
+function memory(): { rss: number; heap: number } {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) throw new Error('the server process needs --expose-gc');
   gc();
   gc();
-  return process.memoryUsage().rss;
+  const usage = process.memoryUsage();
+  return { rss: usage.rss, heap: usage.heapUsed + usage.external };
 }
 
 let cpuMark = process.cpuUsage();
@@ -91,7 +93,7 @@ async function answer(request: ServerRequest): Promise<unknown> {
     case 'seed':
       return { targets: await seed(request.n) };
     case 'rss':
-      return { rss: rss() };
+      return memory();
     case 'cpu': {
       // CPU used since the previous 'cpu' request, and the wall time between them.
       const used = process.cpuUsage(cpuMark);

@@ -21,7 +21,8 @@ export interface ServerUnderTest {
   url: string;
   child: Child<ServerRequest>;
   seed(n: number): Promise<PollTarget[]>;
-  rss: () => Promise<number>;
+  /** RSS and V8 heap + external after GC (bytes). */
+  memory: () => Promise<{ rss: number; heap: number }>;
   /** CPU the server used since the previous call, over the wall time between them (ms). */
   cpu(): Promise<CpuShare>;
   stop(): Promise<void>;
@@ -43,7 +44,7 @@ export async function startServer(kind: ServerStart['kind'], store: PollStore, p
     url,
     child,
     seed: async (n) => (await child.ask<{ targets: PollTarget[] }>({ op: 'seed', n })).targets,
-    rss: async () => (await child.ask<{ rss: number }>({ op: 'rss' })).rss,
+    memory: () => child.ask<{ rss: number; heap: number }>({ op: 'rss' }),
     cpu: () => child.ask<CpuShare>({ op: 'cpu' }),
     stop: async () => {
       await child.stop();
