@@ -16,13 +16,16 @@ function hostName(authority: string): string {
   return colon < 0 ? text : text.slice(0, colon);
 }
 
+/** The normalised names of each allow-list, built once per list rather than once per request. */
+const nameSets = new WeakMap<readonly string[], Set<string>>();
+
 /**
  * DNS rebinding: a page on another site that resolves its own name to 127.0.0.1 reaches a
  * local server with a foreign `Host` (and its own `Origin`). Both must name an allowed host;
  * a request without an `Origin` (not from a browser) is judged by its `Host` alone.
  */
 export function checkHostAndOrigin(headers: IncomingHttpHeaders, allowed: readonly string[]): boolean {
-  const names = new Set(allowed.map((name) => hostName(name)));
+  const names = nameSets.get(allowed) ?? nameSets.set(allowed, new Set(allowed.map((name) => hostName(name)))).get(allowed)!;
   const host = headers.host;
   if (host === undefined || !names.has(hostName(host))) return false;
   const origin = headers.origin;

@@ -3,13 +3,14 @@ import type { AddressInfo } from 'node:net';
 import type { SessionLimits } from '../mcp/session-limits.js';
 import { SessionTransports } from '../mcp/session-transports.js';
 import type { TaskServer } from '../mcp/task-server.js';
-import { StatelessServer, type StatelessReply } from '../stateless/stateless-server.js';
+import { StatelessServer } from '../stateless/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 import { checkHostAndOrigin, loopbackHosts } from './host-check.js';
 import type { ExtraRoute } from './operator-routes.js';
 import { readBody } from './read-body.js';
 import { logRefusals } from './refusal-log.js';
 import { isModernRequest } from './route.js';
+import { serveStateless } from './stateless-dispatch.js';
 
 export interface HttpOptions {
   host: string;
@@ -61,11 +62,11 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
     const early = () => {
       if (!req.complete) res.setHeader('connection', 'close');
     };
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== MCP_PATH) {
+    const path = pathOf(req.url);
+    if (path !== MCP_PATH) {
       // The extra routes answer only past the Host/Origin check (DNS rebinding), but need no token.
       const hostOk = allowedHosts === null || checkHostAndOrigin(req.headers, allowedHosts);
-      if (hostOk && (await options.extraRoutes?.(req, res, url.pathname)) === true) return;
+      if (hostOk && (await options.extraRoutes?.(req, res, path)) === true) return;
       early();
       return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
     }
@@ -97,14 +98,7 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
       return sendJson(res, 400, modern ? error : { ...error, id: null });
     }
     if (!modern) return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
-    if (req.method !== 'POST') {
-      res.setHeader('Allow', 'POST');
-      return sendJson(res, 405, { jsonrpc: '2.0', error: { code: -32600, message: 'Method not allowed: 2026-07-28 requests are POSTs' } });
-    }
-    const closed = new AbortController();
-    res.once('close', () => closed.abort());
-    const reply = await stateless.handle({ body, headers: req.headers, principal: principal ?? ANONYMOUS, signal: closed.signal });
-    await send(res, reply, closed.signal);
+    return serveStateless(stateless, req, res, body, principal ?? ANONYMOUS);
   };
 
   const http: HttpServer = createServer((req, res) => {
@@ -135,22 +129,10 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
   };
 }
 
-async function send(res: ServerResponse, reply: StatelessReply, closed: AbortSignal): Promise<void> {
-  if (reply.kind === 'accepted') {
-    res.writeHead(202).end();
-    return;
-  }
-  if (reply.kind === 'json') return sendJson(res, reply.status, reply.body);
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-  res.flushHeaders();
-  await reply.open(
-    {
-      send: (message) => void res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`),
-      comment: (text = '') => void res.write(`: ${text}\n\n`),
-    },
-    closed,
-  );
-  res.end();
+/** The path of a request target: the endpoint's own plain form without a URL object, anything else as URL reads it. */
+function pathOf(target: string | undefined): string {
+  if (target === MCP_PATH || target?.startsWith(`${MCP_PATH}?`) === true) return MCP_PATH;
+  return new URL(target ?? '/', 'http://localhost').pathname;
 }
 
 function authenticate(req: IncomingMessage, tokens: ReadonlyMap<string, Principal> | undefined): Principal | null | 'denied' {

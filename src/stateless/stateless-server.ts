@@ -26,6 +26,7 @@ import {
   TASKS_EXTENSION,
 } from './protocol.js';
 import { openTaskSubscription, type EventSink } from './subscriptions.js';
+import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
 import { createTaskResult, detailedTask } from './task-view.js';
 
 /** One POSTed message, with what the HTTP layer knows about it. */
@@ -106,10 +107,10 @@ export class StatelessServer {
   async handle(request: StatelessRequest): Promise<StatelessReply> {
     if (Array.isArray(request.body))
       return errorReply(undefined, new ProtocolError(CODES.invalidRequest, 'a POST carries one JSON-RPC message; batches are not part of 2026-07-28'));
-    const envelope = Envelope.safeParse(request.body);
-    if (!envelope.success)
+    const envelope = plainEnvelope(request.body) ?? Envelope.safeParse(request.body);
+    if ('success' in envelope && !envelope.success)
       return errorReply(readableId(request.body), new ProtocolError(CODES.invalidRequest, `Invalid request: ${describeIssue(envelope.error)}`));
-    const { id, method, params: given = {} } = envelope.data;
+    const { id, method, params: given = {} } = 'success' in envelope ? envelope.data : envelope;
     if (typeof given !== 'object' || given === null || Array.isArray(given)) {
       return id === undefined ? { kind: 'accepted' } : errorReply(id, invalidParams(`Invalid params for ${method.slice(0, 60)}: params must be an object`));
     }
@@ -118,9 +119,7 @@ export class StatelessServer {
     // told by the stream it closes.
     if (id === undefined) return { kind: 'accepted' };
     try {
-      const meta = RequestMeta.safeParse(params._meta);
-      if (!meta.success) throw invalidParams(`Invalid _meta: ${describeIssue(meta.error)}`);
-      const version = meta.data[META.protocolVersion];
+      const { version, capabilities } = requestMeta(params._meta);
       checkRoutingHeaders(request.headers, method, params, version);
       if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
         throw new ProtocolError(CODES.unsupportedVersion, `Unsupported protocol version ${version}`, {
@@ -133,10 +132,13 @@ export class StatelessServer {
       const call: Call = {
         id,
         params,
-        capabilities: meta.data[META.clientCapabilities],
+        capabilities,
         principal: request.principal,
         headers: request.headers,
-        signal: request.signal,
+        // Read when a handler needs it: the HTTP layer makes the signal on first use.
+        get signal() {
+          return request.signal;
+        },
       };
       const result = await handler(call);
       if (result instanceof StreamReply) return result;
@@ -297,11 +299,12 @@ export class StatelessServer {
   /** The extension check comes before the id is looked at: a non-declaring request learns nothing. */
   private taskIdOf(call: Call, method: string): string {
     if (!declaresTasks(call.capabilities)) throw missingTasksExtension(method);
-    const parsed = TaskIdParams.safeParse(call.params);
-    if (!parsed.success) throw invalidParams(`Invalid params for ${method}: ${describeIssue(parsed.error)}`);
+    const taskId = plainTaskId(call.params) ?? TaskIdParams.safeParse(call.params);
+    if (typeof taskId !== 'string' && !taskId.success) throw invalidParams(`Invalid params for ${method}: ${describeIssue(taskId.error)}`);
+    const id = typeof taskId === 'string' ? taskId : taskId.data.taskId;
     // An id no store could hold is no one's task: answered as unknown, without a lookup.
-    if (!isPlausibleTaskId(parsed.data.taskId)) throw invalidParams(TASK_NOT_FOUND);
-    return parsed.data.taskId;
+    if (!isPlausibleTaskId(id)) throw invalidParams(TASK_NOT_FOUND);
+    return id;
   }
 }
 
@@ -350,6 +353,15 @@ function withoutExecution(tool: Record<string, unknown>): Record<string, unknown
 
 /** The longest error message sent: messages quote what the client sent, which may be huge. */
 const MAX_MESSAGE = 500;
+
+/** The request's `_meta`: the plain shape checked by hand, anything else by the schema. */
+function requestMeta(meta: unknown): PlainMeta {
+  const plain = plainMeta(meta);
+  if (plain !== null) return plain;
+  const parsed = RequestMeta.safeParse(meta);
+  if (!parsed.success) throw invalidParams(`Invalid _meta: ${describeIssue(parsed.error)}`);
+  return { version: parsed.data[META.protocolVersion], capabilities: parsed.data[META.clientCapabilities] };
+}
 
 /** An error reply; the id is echoed when it could be read, and left out (never null) otherwise. */
 function errorReply(id: string | number | undefined, error: ProtocolError): StatelessReply {

@@ -125,7 +125,8 @@ export class PostgresStore implements TaskStore {
   }
 
   async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
-    const visible = await this.pool.query<TaskRow>(sql.SELECT_VISIBLE, [taskId, authKey, now]);
+    // Named: each connection parses and plans the poll's statement once, not once per poll.
+    const visible = await this.pool.query<TaskRow>({ name: 'tasklatch_select_visible', text: sql.SELECT_VISIBLE, values: [taskId, authKey, now] });
     if (visible.rows[0] !== undefined) return { decision: 'FOUND', record: rowToRecord(visible.rows[0]) };
     // The visible read came back empty; a second, narrow read by id alone only says why.
     const miss = classifyMiss(await readGuard(this.pool, taskId), authKey, now);

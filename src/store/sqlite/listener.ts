@@ -27,6 +27,7 @@ interface ChangeLine {
 export class ChangeListener {
   private readonly db: Database.Database;
   private readonly changesAfter: Database.Statement;
+  private readonly lastLine: Database.Statement;
   private readonly timer: NodeJS.Timeout;
   private dataVersion: number;
   private lastSeen: number;
@@ -44,9 +45,10 @@ export class ChangeListener {
       `SELECT id, decision, task_id, version FROM task_audit
         WHERE id > ? AND decision IN (${placeholders}) AND task_id IS NOT NULL ORDER BY id`,
     );
+    this.lastLine = this.db.prepare('SELECT coalesce(max(id), 0) AS n FROM task_audit');
     // From now on: what was written before the listener started is not news.
     this.dataVersion = this.readDataVersion();
-    this.lastSeen = (this.db.prepare('SELECT coalesce(max(id), 0) AS n FROM task_audit').get() as { n: number }).n;
+    this.lastSeen = (this.lastLine.get() as { n: number }).n;
     this.timer = setInterval(() => this.poll(), pollMs);
     // A listener alone must not keep the process alive.
     this.timer.unref();
@@ -75,14 +77,20 @@ export class ChangeListener {
       const version = this.readDataVersion();
       if (version === this.dataVersion) return;
       this.dataVersion = version;
-      lines = this.changesAfter.all(this.lastSeen) as ChangeLine[];
+      // The change lines and the last line of one snapshot: the next poll starts past every line
+      // seen here, the read decisions' lines between changes included, so that a server
+      // answering polls does not rescan their lines on every tick. One writer at a time means
+      // no line below the last can commit later.
+      const read = this.db.transaction(() => ({ found: this.changesAfter.all(this.lastSeen) as ChangeLine[], last: (this.lastLine.get() as { n: number }).n }));
+      const { found, last } = read.deferred();
+      lines = found;
+      this.lastSeen = Math.max(this.lastSeen, last);
     } catch (error) {
       // A busy or vanished file: report it and try again on the next tick.
       this.onError(error as Error);
       return;
     }
     for (const line of lines) {
-      this.lastSeen = line.id;
       // An admission's line carries no version; an admitted record is always at version 1.
       const version = line.version ?? (line.decision === 'ACCEPT_TASK' ? 1 : undefined);
       try {

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import { boundedAuditLine } from '../audit-line.js';
+import { AuditWriter } from '../audit-writer.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type {
@@ -56,6 +57,9 @@ export class SqliteStore implements TaskStore {
   private readonly sql: Statements;
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
+  private readonly auditWriter: AuditWriter;
+  /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
+  onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
   private constructor(
     /** The better-sqlite3 connection (inspection and tests; writes should go through the store). */
@@ -64,6 +68,18 @@ export class SqliteStore implements TaskStore {
     readonly migrationsApplied: readonly string[] = [],
   ) {
     this.sql = prepareStatements(db);
+    // Read decisions are appended off the reply path, many lines to one transaction: a poll does
+    // not take the file's write lock for its audit line, and a burst of polls commits once.
+    this.auditWriter = new AuditWriter(
+      async (batch) => {
+        this.write(() => batch.forEach((line) => this.sql.insertAudit.run(auditToRow(line))));
+      },
+      {
+        // A constraint or type error belongs to the lines; busy, locked or I/O to the database.
+        isLineError: (error) => /^SQLITE_(CONSTRAINT|MISMATCH|TOOBIG|RANGE)/.test(String((error as { code?: unknown } | null)?.code)),
+        onProblem: (message, fields) => this.onProblem?.(message, fields),
+      },
+    );
     // A file's other connections are seen by polling it; an in-memory database has none.
     this.supports = { listenNotify: !db.memory, skipLocked: false, shared: true };
   }
@@ -85,7 +101,11 @@ export class SqliteStore implements TaskStore {
   }
 
   async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
-    // A read transaction: both reads see one snapshot, so a row another process inserts between
+    // A visible row is the whole answer, and one statement is its own snapshot: the poll's usual
+    // case pays no BEGIN/COMMIT.
+    const visible = this.sql.selectVisible.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
+    if (visible !== undefined) return { decision: 'FOUND', record: rowToRecord(visible) };
+    // A miss: both reads in one read transaction, so a row another process inserts between
     // them cannot make the classification disagree with the query.
     return this.db
       .transaction((): LookupOutcome => {
@@ -143,11 +163,13 @@ export class SqliteStore implements TaskStore {
   }
 
   /** Written at once, on the caller's turn: a local INSERT costs less than queueing it. */
+  /** Queued and written in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.sql.insertAudit.run(auditToRow(boundedAuditLine(entry)));
+    this.auditWriter.append(boundedAuditLine(entry));
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
+    await this.auditWriter.drain();
     return (this.sql.selectAudit.all(taskId) as AuditRow[]).map(rowToAudit);
   }
 
@@ -205,6 +227,7 @@ export class SqliteStore implements TaskStore {
   async close(): Promise<void> {
     for (const listener of this.listeners) listener.close();
     this.listeners.clear();
+    if (this.db.open) await this.auditWriter.drain(5_000);
     if (this.db.open) this.db.close();
   }
 

@@ -1,0 +1,79 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { StatelessReply, StatelessServer } from '../stateless/stateless-server.js';
+import type { Principal } from '../tools/principal.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json' } as const;
+
+/**
+ * A 2026-07-28 request, its body already parsed: straight from node:http's request to its
+ * response, with no session object and no conversion to web streams. The request's signal
+ * fires only when the client goes away before its answer (a stream it stopped reading, a call
+ * it gave up).
+ */
+export async function serveStateless(
+  stateless: StatelessServer,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  principal: Principal,
+): Promise<void> {
+  if (req.method !== 'POST') {
+    res.setHeader('Allow', 'POST');
+    return sendJson(res, 405, { jsonrpc: '2.0', error: { code: -32600, message: 'Method not allowed: 2026-07-28 requests are POSTs' } });
+  }
+  const closed = closeSignal(res);
+  const reply = await stateless.handle({
+    body,
+    headers: req.headers,
+    principal,
+    get signal() {
+      return closed.signal;
+    },
+  });
+  await send(res, reply, closed);
+}
+
+/**
+ * Aborts when the client goes away before its answer. The controller is made on first use: a
+ * poll, which never looks at it, makes none.
+ */
+function closeSignal(res: ServerResponse): { readonly signal: AbortSignal } {
+  let controller: AbortController | null = null;
+  let gone = false;
+  res.once('close', () => {
+    if (res.writableFinished) return;
+    gone = true;
+    controller?.abort();
+  });
+  return {
+    get signal() {
+      if (controller === null) {
+        controller = new AbortController();
+        if (gone) controller.abort();
+      }
+      return controller.signal;
+    },
+  };
+}
+
+async function send(res: ServerResponse, reply: StatelessReply, closed: { readonly signal: AbortSignal }): Promise<void> {
+  if (reply.kind === 'accepted') {
+    res.writeHead(202).end();
+    return;
+  }
+  if (reply.kind === 'json') return sendJson(res, reply.status, reply.body);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+  await reply.open(
+    {
+      send: (message) => void res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`),
+      comment: (text = '') => void res.write(`: ${text}\n\n`),
+    },
+    closed.signal,
+  );
+  res.end();
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, JSON_HEADERS).end(JSON.stringify(body));
+}
