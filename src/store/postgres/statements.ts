@@ -103,30 +103,56 @@ export const SELECT_AUDIT = `
 const OPEN_AND_VISIBLE = `task_id = $1 AND auth_key = $2 AND status IN ('working', 'input_required')`;
 
 /**
- * A status write. `sets` are extra assignments with their own parameters (from `$6` on);
- * parameters: $1 task id, $2 auth key, $3 expected version, $4 now, $5 status.
+ * A status write as one statement: the conditional task UPDATE (restating decideTransition's
+ * APPLY_TRANSITION: this task and auth key, still open, the expected version, unexpired) and,
+ * only when it changed the row, the close of its outbox entry (a terminal status), the
+ * APPLY_TRANSITION audit line and the change notification (delivered at commit). `sets` are
+ * extra assignments with their own parameters (from `$7` on); parameters: $1 task id, $2 auth
+ * key, $3 expected version, $4 now, $5 status, $6 correlation id. The outbox row is locked after
+ * the task row, the order every waiting writer keeps (see closeOutboxOf).
  */
-export function conditionalTransition(sets: readonly string[]): string {
+export function appliedTransition(sets: readonly string[], terminal: boolean): string {
   const assignments = ['status = $5', 'version = version + 1', 'last_updated_at_ms = $4', ...sets].join(', ');
-  return `UPDATE tasks SET ${assignments}
-   WHERE ${OPEN_AND_VISIBLE} AND version = $3 AND ${unexpired(4)}
-   RETURNING *`;
+  return `
+  WITH applied AS (
+    UPDATE tasks SET ${assignments}
+     WHERE ${OPEN_AND_VISIBLE} AND version = $3 AND ${unexpired(4)}
+    RETURNING *
+  )${terminal ? closeOutboxOf('$4') : ''}, audited AS (
+    INSERT INTO task_audit ${AUDIT_COLUMNS}
+    SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $6::text, status, version, NULL FROM applied
+  )
+  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
 }
 
-/** Cancellation latches `cancelled` and the intent (restates decideCancel's CANCEL_TASK); $1 task id, $2 auth key, $3 now. */
-export const CONDITIONAL_CANCEL = `
-  UPDATE tasks SET status = 'cancelled', cancel_requested = true, version = version + 1,
-         last_updated_at_ms = $3, lease_owner = NULL, lease_expires_at_ms = NULL
-   WHERE ${OPEN_AND_VISIBLE} AND ${unexpired(3)}
-   RETURNING *`;
+/**
+ * The CTE that closes the open outbox entry of the task in `applied` at the time `at`, so no
+ * claimer dispatches it again. It reads `applied`, so it locks the outbox row after the task
+ * row: every waiting writer locks in that order, and claimers (which lock both at once) never
+ * wait, so the two orders never meet in a deadlock.
+ */
+function closeOutboxOf(at: string): string {
+  return `, closed AS (
+    UPDATE task_outbox o SET done_at_ms = ${at} FROM applied a WHERE o.task_id = a.task_id AND o.done_at_ms IS NULL
+  )`;
+}
 
 /**
- * Closes a task's open outbox entry in the transaction that ends the task (terminal transition,
- * cancel), so no claimer dispatches it again. $1 task id, $2 now. It runs after the task UPDATE:
- * every waiting writer locks the task row before the outbox row, and claimers (which lock both
- * at once) never wait, so the two orders never meet in a deadlock.
+ * Cancellation as one statement: latches `cancelled` and the intent (restates decideCancel's
+ * CANCEL_TASK), closes the outbox entry, writes the CANCEL_TASK line and notifies; all only when
+ * the UPDATE changed the row. $1 task id, $2 auth key, $3 now, $4 correlation id.
  */
-export const CLOSE_OUTBOX = `UPDATE task_outbox SET done_at_ms = $2 WHERE task_id = $1 AND done_at_ms IS NULL`;
+export const CONDITIONAL_CANCEL = `
+  WITH applied AS (
+    UPDATE tasks SET status = 'cancelled', cancel_requested = true, version = version + 1,
+           last_updated_at_ms = $3, lease_owner = NULL, lease_expires_at_ms = NULL
+     WHERE ${OPEN_AND_VISIBLE} AND ${unexpired(3)}
+    RETURNING *
+  )${closeOutboxOf('$3')}, audited AS (
+    INSERT INTO task_audit ${AUDIT_COLUMNS}
+    SELECT $3::bigint, 'read', 'CANCEL_TASK', auth_key, task_id, $4::text, status, version, NULL FROM applied
+  )
+  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
 
 /** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
 export function listPage(afterPosition: boolean): string {

@@ -119,7 +119,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
-    return inTransaction(this.pool, (client) => transitionIn(client, input));
+    return transitionIn(this.pool, input);
   }
 
   async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
@@ -134,7 +134,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
-    return inTransaction(this.pool, (client) => cancelIn(client, { authKey, taskId, now, correlationId }));
+    return cancelIn(this.pool, { authKey, taskId, now, correlationId });
   }
 
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
