@@ -43,15 +43,24 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise
     const page = await client.query<DueRow>(sql.DUE_OUTBOX, [input.now, after.availableAt, after.id, wanted]);
     const close: string[] = [];
     const defer: { id: string; until: Millis }[] = [];
+    const claims: { outboxId: string; record: TaskRecord }[] = [];
     for (const row of page.rows) {
       if (visited.has(row.outbox_id)) continue;
       visited.add(row.outbox_id);
-      const { step, claimed: record } = await dispatchOne(client, input, row.outbox_id, rowToRecord(row));
-      if (record !== null) claimed.push(record);
+      const record = rowToRecord(row);
+      const step = decideDispatch(record, input.now, input.maxAttempts);
+      // Claims are written together after the page; every other step as before, in walk order.
+      if (step.kind === 'claim') {
+        claims.push({ outboxId: row.outbox_id, record });
+        continue;
+      }
+      const visit: Visit = step.kind === 'abandon' ? await dispatchOne(client, input, row.outbox_id, record) : { step, claimed: null };
+      if (visit.claimed !== null) claimed.push(visit.claimed);
       // An abandon closed its entry in its own statement; a leave touches nothing.
-      else if (step.kind === 'close') close.push(row.outbox_id);
-      else if (step.kind === 'defer') defer.push({ id: row.outbox_id, until: step.until });
+      else if (visit.step.kind === 'close') close.push(row.outbox_id);
+      else if (visit.step.kind === 'defer') defer.push({ id: row.outbox_id, until: visit.step.until });
     }
+    claimed.push(...(await claimAll(client, input, claims)));
     if (close.length > 0) await client.query(sql.CLOSE_OUTBOX_ENTRIES, [close, input.now]);
     if (defer.length > 0) await client.query(sql.DEFER_OUTBOX_ENTRIES, [defer.map((d) => d.id), defer.map((d) => d.until)]);
     const last = page.rows.at(-1);
@@ -60,6 +69,32 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise
     after = { availableAt: last.outbox_available_at_ms, id: last.outbox_id };
   }
   return claimed;
+}
+
+/**
+ * The claims of one page in one statement (CLAIM_TASKS), returned in walk order. The tasks are
+ * locked by this transaction, so the guard holds for each; one that it refuses all the same is
+ * read and judged again on its own (`dispatchOne`).
+ */
+async function claimAll(client: pg.PoolClient, input: ClaimInput, claims: readonly { outboxId: string; record: TaskRecord }[]): Promise<TaskRecord[]> {
+  if (claims.length === 0) return [];
+  const written = await client.query<DueRow>(sql.CLAIM_TASKS, [
+    claims.map((c) => c.record.taskId),
+    claims.map((c) => c.record.version),
+    claims.map((c) => c.outboxId),
+    input.now,
+    input.correlationId,
+    `claim ${input.owner}`,
+    input.owner,
+    input.now + input.leaseMs,
+  ]);
+  const byOutbox = new Map(written.rows.map((row) => [String(row.outbox_id), rowToRecord(row)]));
+  const out: TaskRecord[] = [];
+  for (const { outboxId, record } of claims) {
+    const taken = byOutbox.get(outboxId) ?? (await dispatchOne(client, input, outboxId, record)).claimed;
+    if (taken !== null) out.push(taken);
+  }
+  return out;
 }
 
 /**

@@ -243,6 +243,32 @@ export const CLAIM_TASK = dispatchWrite(
   'available_at_ms = a.lease_expires_at_ms, claimed_by = a.lease_owner, attempt = a.attempt, lease_expires_at_ms = a.lease_expires_at_ms',
 );
 
+/**
+ * Several claims as one statement, each the same conditional write as CLAIM_TASK on the version
+ * its walk read: $1 task ids, $2 versions, $3 outbox ids (in walk order), $4 now, $5 correlation
+ * id, $6 audit detail, $7 lease owner, $8 lease expiry. It returns the records it claimed, each
+ * with its `outbox_id`; a task whose guard failed is missing and is judged again on its own.
+ */
+export const CLAIM_TASKS = `
+  WITH wanted AS (
+    SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]) WITH ORDINALITY AS w (task_id, version, outbox_id, walk)
+  ), applied AS (
+    UPDATE tasks t SET version = t.version + 1, last_updated_at_ms = $4, attempt = t.attempt + 1, lease_owner = $7, lease_expires_at_ms = $8
+      FROM wanted w
+     -- restates decideDispatch's claim: working, unexpired, no lease held (leaseHeld)
+     WHERE t.task_id = w.task_id AND t.version = w.version AND t.status = 'working'
+       AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $4)
+       AND (t.lease_owner IS NULL OR t.lease_expires_at_ms IS NULL OR t.lease_expires_at_ms <= $4)
+    RETURNING t.*, w.outbox_id, w.walk
+  ), moved AS (
+    UPDATE task_outbox o SET available_at_ms = a.lease_expires_at_ms, claimed_by = a.lease_owner, attempt = a.attempt, lease_expires_at_ms = a.lease_expires_at_ms
+      FROM applied a WHERE o.id = a.outbox_id
+  ), audited AS (
+    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied ORDER BY walk
+  )
+  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+
 /** Ends a task that used up its attempts `failed` with $7 (JSON) and its digest $8. */
 export const ABANDON_TASK = dispatchWrite(
   `status = 'failed', result = $7, result_digest = $8, lease_owner = NULL, lease_expires_at_ms = NULL`,
