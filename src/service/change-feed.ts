@@ -20,7 +20,7 @@ export class ChangeFeed {
   /** `version` is the record's version after the change, where the writer said. */
   publish(taskId: string, version?: number): void {
     this.emitter.emit(taskId, version);
-    this.emitter.emit(ANY);
+    this.emitter.emit(ANY, taskId, version);
   }
 
   /** Wakes every watcher: changes may have been missed (a lost notification connection). */
@@ -28,8 +28,11 @@ export class ChangeFeed {
     for (const name of this.emitter.eventNames()) this.emitter.emit(name);
   }
 
-  /** Calls `listener` on every change of any task (idle workers). */
-  subscribeAll(listener: () => void): () => void {
+  /**
+   * Calls `listener` on every change of any task (idle workers), with the task and its version
+   * after the change where the writer said; with no task when every task may have changed.
+   */
+  subscribeAll(listener: (taskId?: string, version?: number) => void): () => void {
     this.emitter.on(ANY, listener);
     return () => this.emitter.off(ANY, listener);
   }

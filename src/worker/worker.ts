@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { TaskRecord } from '../core/types.js';
 import type { TaskService } from '../service/task-service.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
@@ -46,6 +47,12 @@ export class Worker {
    * task admitted at that moment would wait for the fallback poll.
    */
   private nudged = false;
+  /**
+   * The changes seen while a claim is in flight, by task (the highest version, or undefined when
+   * a writer did not say), and whether every task may have changed: a claimed task changed in
+   * that window (cancelled by a request, say) before its run could watch it, and its run is told.
+   */
+  private seen: { tasks: Map<string, number | undefined>; all: boolean } | null = null;
   private unsubscribe: (() => void) | null = null;
   private readonly runs = new Set<Promise<void>>();
 
@@ -69,7 +76,10 @@ export class Worker {
   start(): void {
     if (this.loop !== null) return;
     this.stopping = false;
-    this.unsubscribe = this.service.changes.subscribeAll(() => this.nudge());
+    this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => {
+      this.note(taskId, version);
+      this.nudge();
+    });
     this.loop = this.run();
   }
 
@@ -95,6 +105,7 @@ export class Worker {
       const free = this.concurrency - this.executor.active;
       let claimedAll = false;
       if (free > 0) {
+        this.seen = { tasks: new Map(), all: false };
         try {
           const claimed = await this.service.claim({
             owner: this.id,
@@ -114,13 +125,42 @@ export class Worker {
               });
             this.runs.add(run);
           }
+          this.replaySeen(claimed);
           claimedAll = claimed.length === free;
         } catch (error) {
           failures++;
           this.log('warn', 'claim failed; retrying', { error: String(error), failures });
+        } finally {
+          this.seen = null;
         }
       }
       if (!claimedAll) await this.idle(failures === 0 ? this.pollMs : Math.min(this.pollMs, 250 * 2 ** Math.min(failures, 4)));
+    }
+  }
+
+  private note(taskId: string | undefined, version: number | undefined): void {
+    const seen = this.seen;
+    if (seen === null) return;
+    if (taskId === undefined) {
+      seen.all = true;
+      return;
+    }
+    if (!seen.tasks.has(taskId)) {
+      seen.tasks.set(taskId, version);
+      return;
+    }
+    const before = seen.tasks.get(taskId);
+    // Unknown wins over any version: the run must look.
+    seen.tasks.set(taskId, before === undefined || version === undefined ? undefined : Math.max(before, version));
+  }
+
+  /** Tells each new run of the changes its task went through while the claim was in flight. */
+  private replaySeen(claimed: readonly TaskRecord[]): void {
+    const seen = this.seen;
+    if (seen === null) return;
+    for (const record of claimed) {
+      if (seen.all) this.executor.observe(record.taskId, undefined);
+      else if (seen.tasks.has(record.taskId)) this.executor.observe(record.taskId, seen.tasks.get(record.taskId));
     }
   }
 
