@@ -42,11 +42,11 @@ export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOu
     if (inserted.rows[0] === undefined) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
     return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
   }
-  const insert = withLiterals(sql.ADMIT_TASK, params);
-  if (insert !== null) {
-    const prelude = admissionPrelude(input);
-    const results = await inOneRoundTrip(pool, [...prelude, insert]);
-    const row = (results[prelude.length]?.rows as TaskRow[] | undefined)?.[0];
+  const statements = admissionStatements(input);
+  if (statements !== null) {
+    const results = await inOneRoundTrip(pool, statements);
+    // The insert is the last statement; its row is the accepted task.
+    const row = (results.at(-1)?.rows as TaskRow[] | undefined)?.[0];
     if (row !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(row) };
   }
   return inTransaction(
@@ -54,6 +54,16 @@ export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOu
     (client) => admitInTransaction(client, input, params),
     () => admissionPrelude(input),
   );
+}
+
+/**
+ * The plain SQL of admission with a key or a limit, as `admitIn` sends it in one round trip
+ * (without BEGIN and COMMIT); null when a value has no exact literal. The bench runs the same
+ * statements through pgbench.
+ */
+export function admissionStatements(input: AdmitInput): string[] | null {
+  const insert = withLiterals(sql.ADMIT_TASK, [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now]);
+  return insert === null ? null : [...admissionPrelude(input), insert];
 }
 
 /**
