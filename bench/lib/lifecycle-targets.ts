@@ -21,7 +21,7 @@ export function addLifecycleTargets(results: Results): void {
   }
   results.addRatio('keyed admission ÷ pgbench (same statements)', AT, [KEYED_GROUP, K.keyed], [KEYED_GROUP, K.pgbench]);
   results.addRatio('Node raw ceiling ÷ pgbench (same statements)', AT, [KEYED_GROUP, K.ceiling], [KEYED_GROUP, K.pgbench]);
-  results.addRatio('pgbench ÷ same without pg_notify (diagnostic)', AT, [KEYED_GROUP, K.pgbench], [KEYED_GROUP, K.pgbenchQuiet]);
+  results.addRatio('pgbench, pg_notify inside the transaction ÷ after it (diagnostic)', AT, [KEYED_GROUP, K.pgbenchInTx], [KEYED_GROUP, K.pgbench]);
   results.addRatio('keyed admission ÷ same without key or limit (diagnostic)', AT, [KEYED_GROUP, K.keyed], [KEYED_GROUP, K.bare]);
 
   const ratio = (name: string) => results.ratios.find((r) => r.name === name && r.concurrency === AT);

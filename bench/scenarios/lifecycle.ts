@@ -32,7 +32,7 @@ export const K = {
   ceiling: 'Node raw ceiling (task+outbox+audit txn)',
   bossSend: 'pg-boss send',
   pgbench: 'pgbench -c 16, the same admission statements (libpq, C)',
-  pgbenchQuiet: 'pgbench -c 16, the same without pg_notify (diagnostic)',
+  pgbenchInTx: 'pgbench -c 16, the same with pg_notify inside the admission transaction (diagnostic)',
 } as const;
 
 const RESULT = { content: [{ type: 'text', text: 'ok' }] };
@@ -167,7 +167,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
     await runGroup(results, KEYED_GROUP, keyedVariants, lifeConfig);
     if (at.includes(16)) {
       await pgbenchAdmission(results, config, pg, KEYED_GROUP, K.pgbench);
-      await pgbenchAdmission(results, config, pg, KEYED_GROUP, K.pgbenchQuiet, false);
+      await pgbenchAdmission(results, config, pg, KEYED_GROUP, K.pgbenchInTx, true);
     }
   } finally {
     await boss.stop({ graceful: false, wait: true });

@@ -7,15 +7,10 @@ import pg from 'pg';
 export const CHANGES_CHANNEL = 'tasklatch_changes';
 
 /**
- * The notification of a change to the task named by the SQL expression `taskId`, for use inside
- * a statement (a CTE's final SELECT). Like NOTIFY_CHANGE it is delivered at commit.
+ * Several notifications in one statement, sent after the writes they announce committed
+ * (`ChangeNotifier`): $1 the `taskId:version` of each.
  */
-export function notifyChange(taskId: string, version: string): string {
-  return `pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || ${taskId} || ':' || ${version})`;
-}
-
-/** Sent inside a writing transaction, so it is delivered at commit and only if it commits: $1 task id, $2 version. */
-export const NOTIFY_CHANGE = `SELECT ${notifyChange('$1::text', '$2::int')}`;
+export const NOTIFY_CHANGES = `SELECT pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || c) FROM unnest($1::text[]) AS c`;
 
 /**
  * One dedicated connection that LISTENs for task changes written by any process on the same

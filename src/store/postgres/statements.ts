@@ -1,11 +1,11 @@
-import { notifyChange } from './listener.js';
 import { TASK_COLUMNS } from '../task-columns.js';
 
 /**
  * The SQL of the PostgreSQL store. Unqualified names resolve through the connection's
  * search_path, which `?schema=` sets. Each WHERE clause that guards a write is a core rule
  * restated for one statement, and says which; every other decision is made in TypeScript by
- * the core.
+ * the core. No statement notifies: the store sends the change notifications of a write after it
+ * committed (`ChangeNotifier`), so NOTIFY's commit-time lock never serialises the writes.
  */
 
 /** `(expires_at_ms IS NULL OR expires_at_ms > now)` with `now` as parameter `$n`: restates !isExpired. */
@@ -46,7 +46,7 @@ const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}
 
 /**
  * Admission as one statement: the task row (unless its key is taken, or the caller is at its
- * active-task limit), its outbox entry, the ACCEPT_TASK audit line and the change notification.
+ * active-task limit), its outbox entry and the ACCEPT_TASK audit line.
  * Parameters: the task's columns ($1–$21), the limit ($22, null for none), now ($23). Under a
  * limit the caller has taken the auth key's advisory lock in an earlier statement, so this
  * statement's snapshot already sees every admission that committed before it.
@@ -69,7 +69,7 @@ export const ADMIT_TASK = `
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT created_at_ms, 'create', 'ACCEPT_TASK', auth_key, task_id, correlation_id, NULL, NULL, NULL FROM inserted
   )
-  SELECT inserted.*, ${notifyChange('inserted.task_id', 'inserted.version')} AS notified FROM inserted`;
+  SELECT inserted.* FROM inserted`;
 
 export const SELECT_BY_KEY = `SELECT * FROM tasks WHERE auth_key = $1 AND idempotency_key = $2`;
 
@@ -106,7 +106,7 @@ const OPEN_AND_VISIBLE = `task_id = $1 AND auth_key = $2 AND status IN ('working
  * A status write as one statement: the conditional task UPDATE (restating decideTransition's
  * APPLY_TRANSITION: this task and auth key, still open, the expected version, unexpired) and,
  * only when it changed the row, the close of its outbox entry (a terminal status), the
- * APPLY_TRANSITION audit line and the change notification (delivered at commit). `sets` are
+ * APPLY_TRANSITION audit line. `sets` are
  * extra assignments with their own parameters (from `$7` on); parameters: $1 task id, $2 auth
  * key, $3 expected version, $4 now, $5 status, $6 correlation id. The outbox row is locked after
  * the task row, the order every waiting writer keeps (see closeOutboxOf).
@@ -122,7 +122,7 @@ export function appliedTransition(sets: readonly string[], terminal: boolean): s
     INSERT INTO task_audit ${AUDIT_COLUMNS}
     SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $6::text, status, version, NULL FROM applied
   )
-  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.* FROM applied`;
 }
 
 /**
@@ -139,7 +139,7 @@ function closeOutboxOf(at: string): string {
 
 /**
  * Cancellation as one statement: latches `cancelled` and the intent (restates decideCancel's
- * CANCEL_TASK), closes the outbox entry, writes the CANCEL_TASK line and notifies; all only when
+ * CANCEL_TASK), closes the outbox entry and writes the CANCEL_TASK line; all only when
  * the UPDATE changed the row. $1 task id, $2 auth key, $3 now, $4 correlation id.
  */
 export const CONDITIONAL_CANCEL = `
@@ -152,7 +152,7 @@ export const CONDITIONAL_CANCEL = `
     INSERT INTO task_audit ${AUDIT_COLUMNS}
     SELECT $3::bigint, 'read', 'CANCEL_TASK', auth_key, task_id, $4::text, status, version, NULL FROM applied
   )
-  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.* FROM applied`;
 
 /** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
 export function listPage(afterPosition: boolean): string {
@@ -192,7 +192,7 @@ export const SELECT_SECRET = `SELECT value FROM tasklatch_meta WHERE key = 'secr
  * Locking the task as well as the entry is what keeps a claim out of deadlocks: a terminal
  * transition holds the task row and then waits for the entry (to close it); a claimer that held
  * the entry and then waited for the task would close the circle. An entry whose task is being
- * written is skipped like one another claimer holds, and the writer's NOTIFY wakes the workers.
+ * written is skipped like one another claimer holds, and the writer's notification wakes the workers.
  */
 export const DUE_OUTBOX = `
   SELECT o.id AS outbox_id, o.available_at_ms AS outbox_available_at_ms, t.*
@@ -215,7 +215,7 @@ export const DEFER_OUTBOX_ENTRIES = `
 /**
  * A dispatch write on one task as one statement: the conditional task UPDATE (the version read,
  * still working, unexpired, the lease free or run out) and, only when it changed the row, the
- * outbox entry, an audit line and the change notification (delivered at commit). It returns the
+ * outbox entry and an audit line. It returns the
  * record after the write, or no row when the guard failed.
  * Parameters: $1 task id, $2 version, $3 now, $4 outbox id, $5 correlation id, $6 audit detail;
  * `taskSets` use their own from $7.
@@ -234,7 +234,7 @@ function dispatchWrite(taskSets: string, outboxSets: string): string {
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied
   )
-  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.* FROM applied`;
 }
 
 /** A claim: a new attempt leased to $7 until $8; the entry comes due again at the lease's end. */
@@ -267,7 +267,7 @@ export const CLAIM_TASKS = `
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied ORDER BY walk
   )
-  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.* FROM applied`;
 
 /** Ends a task that used up its attempts `failed` with $7 (JSON) and its digest $8. */
 export const ABANDON_TASK = dispatchWrite(
@@ -304,7 +304,7 @@ export const RELEASE = `
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT $5::bigint, 'transition', 'RELEASE_LEASE', auth_key, task_id, $6::text, status, version, 'release ' || $4::text FROM released
   )
-  SELECT task_id, ${notifyChange('task_id', 'version')} AS notified FROM released`;
+  SELECT task_id, version FROM released`;
 
 export const COUNT_PENDING = `SELECT count(*)::int AS n FROM task_outbox WHERE done_at_ms IS NULL`;
 
@@ -314,7 +314,7 @@ export const COUNT_PENDING = `SELECT count(*)::int AS n FROM task_outbox WHERE d
 /**
  * An ask as one statement: the conditional task UPDATE, restating decideAsk's APPLY_ASK (the
  * asker's fence, as holdsFence, on a `working` task, none of the keys asked before), the
- * questions after the task's others, the audit line and the change notification; all only when
+ * questions after the task's others and the audit line; all only when
  * the UPDATE changed the row. Parameters: $1 task id, $2 auth key, $3 version, $4 lease owner,
  * $5 now, $6 keys, $7 ask seq, $8 the questions as JSON `[{ key, request, digest, deadline }]` in
  * ask order (deadline null for none), $9–$17 the audit line (`auditToRow`).
@@ -336,7 +336,7 @@ export const ASK = `
     INSERT INTO task_audit ${AUDIT_COLUMNS}
     SELECT $9::bigint, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text, $16::int, $17::text FROM applied
   )
-  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.* FROM applied`;
 
 /** What an ask that changed nothing is classified by: the task and the keys it asked, in one snapshot. */
 export const SELECT_ASKED = `
@@ -362,7 +362,7 @@ export const SELECT_VISIBLE_INPUTS = `
  * Applied answers as one statement, on the version read under the row lock: each answer only to
  * a question still outstanding (decideAnswer's APPLY_ANSWER), the task version + 1 and, when
  * nothing is left outstanding ($5), back to `working` as a first attempt with no lease and its
- * open outbox entry due at once; then the change notification. It returns the record and how
+ * open outbox entry due at once. It returns the record and how
  * many answers it stored. Parameters: $1 task id, $2 auth key, $3 version, $4 now, $5 resume,
  * $6 the answers as JSON `[{ key, response, digest }]`.
  */
@@ -384,7 +384,7 @@ export const APPLY_ANSWERS = `
     UPDATE task_outbox o SET available_at_ms = $4, claimed_by = NULL, lease_expires_at_ms = NULL
       FROM applied a WHERE $5::boolean AND o.task_id = a.task_id AND o.done_at_ms IS NULL
   )
-  SELECT applied.*, (SELECT count(*)::int FROM answered) AS answered, ${notifyChange('applied.task_id', 'applied.version')} AS notified
+  SELECT applied.*, (SELECT count(*)::int FROM answered) AS answered
     FROM applied`;
 
 /** Seeding: a question as it is (inputToRow); one already stored keeps its place. */
@@ -412,8 +412,7 @@ export const OVERDUE_INPUTS = `
 
 /**
  * Ends one overdue task as one statement: the conditional write on the version read (still
- * waiting and unexpired: awaitsInput), its outbox entry closed, the audit line, the change
- * notification. Parameters: $1 task id, $2 version, $3 now, $4 the outcome (JSON), $5 its
+ * waiting and unexpired: awaitsInput), its outbox entry closed, the audit line. Parameters: $1 task id, $2 version, $3 now, $4 the outcome (JSON), $5 its
  * digest, $6 correlation id, $7 audit detail.
  */
 export const FAIL_OVERDUE = `
@@ -428,4 +427,4 @@ export const FAIL_OVERDUE = `
     INSERT INTO task_audit ${AUDIT_COLUMNS}
     SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $6::text, status, version, $7::text FROM applied
   )
-  SELECT applied.task_id, applied.version, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.task_id, applied.version FROM applied`;
