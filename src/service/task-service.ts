@@ -317,7 +317,7 @@ export class TaskService {
   async start(onError?: (error: Error) => void): Promise<void> {
     if (this.stopListening !== null || !this.supports.listenNotify) return;
     this.stopListening = await this.store.listen(
-      (taskId, version) => (taskId === null ? this.changes.publishAll() : this.changes.publish(taskId, version)),
+      (taskId, version) => (taskId === null ? this.changes.publishAll() : this.changes.publishRemote(taskId, version)),
       onError,
     );
   }

@@ -56,6 +56,11 @@ export class TaskExecutor {
     return done;
   }
 
+  /** Whether a handler of `taskId` runs here now. */
+  runs(taskId: string): boolean {
+    return this.running.has(taskId);
+  }
+
   /**
    * Passes a change of `taskId` (at `version`, or unknown) to its run, as its own subscription
    * would have: for a change that came before the run watched the task.

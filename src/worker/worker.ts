@@ -76,10 +76,7 @@ export class Worker {
   start(): void {
     if (this.loop !== null) return;
     this.stopping = false;
-    this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => {
-      this.note(taskId, version);
-      this.nudge();
-    });
+    this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
     this.loop = this.run();
   }
 
@@ -130,6 +127,8 @@ export class Worker {
         } catch (error) {
           failures++;
           this.log('warn', 'claim failed; retrying', { error: String(error), failures });
+          // What changed meanwhile is news for the next look.
+          if (this.seen !== null && (this.seen.all || this.seen.tasks.size > 0)) this.nudge();
         } finally {
           this.seen = null;
         }
@@ -138,9 +137,18 @@ export class Worker {
     }
   }
 
-  private note(taskId: string | undefined, version: number | undefined): void {
-    const seen = this.seen;
-    if (seen === null) return;
+  /**
+   * A change event. A change of a task this worker runs is its run's business (the run watches
+   * it) and makes nothing else due; while a claim is in flight the change is noted and judged
+   * when the claim returns (`replaySeen`); any other change sends the worker to the outbox.
+   */
+  private changed(taskId: string | undefined, version: number | undefined): void {
+    if (taskId !== undefined && this.executor.runs(taskId)) return;
+    if (this.seen !== null) this.note(this.seen, taskId, version);
+    else this.nudge();
+  }
+
+  private note(seen: NonNullable<Worker['seen']>, taskId: string | undefined, version: number | undefined): void {
     if (taskId === undefined) {
       seen.all = true;
       return;
@@ -154,14 +162,26 @@ export class Worker {
     seen.tasks.set(taskId, before === undefined || version === undefined ? undefined : Math.max(before, version));
   }
 
-  /** Tells each new run of the changes its task went through while the claim was in flight. */
+  /**
+   * Tells each new run of the changes its task went through while the claim was in flight, and
+   * sends the worker to the outbox again when anything else changed meanwhile (the claim's own
+   * records at the versions it claimed them are no news).
+   */
   private replaySeen(claimed: readonly TaskRecord[]): void {
     const seen = this.seen;
     if (seen === null) return;
+    const versions = new Map(claimed.map((record) => [record.taskId, record.version] as const));
     for (const record of claimed) {
       if (seen.all) this.executor.observe(record.taskId, undefined);
       else if (seen.tasks.has(record.taskId)) this.executor.observe(record.taskId, seen.tasks.get(record.taskId));
     }
+    const news =
+      seen.all ||
+      [...seen.tasks].some(([taskId, version]) => {
+        const mine = versions.get(taskId);
+        return mine === undefined || version === undefined || version > mine;
+      });
+    if (news) this.nudge();
   }
 
   private nudge(): void {
