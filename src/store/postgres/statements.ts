@@ -5,7 +5,7 @@ import { TASK_COLUMNS } from '../task-columns.js';
  * search_path, which `?schema=` sets. Each WHERE clause that guards a write is a core rule
  * restated for one statement, and says which; every other decision is made in TypeScript by
  * the core. No statement notifies: the store sends the change notifications of a write after it
- * committed (`ChangeNotifier`), so NOTIFY's commit-time lock never serialises the writes.
+ * committed (`ChangeNotifier`, listener.ts), so NOTIFY's commit-time lock never serialises the writes.
  */
 
 /** `(expires_at_ms IS NULL OR expires_at_ms > now)` with `now` as parameter `$n`: restates !isExpired. */

@@ -29,8 +29,7 @@ import type {
 import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
-import { ChangeNotifier, type Change } from './change-notifier.js';
-import { ChangeListener } from './listener.js';
+import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
