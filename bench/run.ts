@@ -10,6 +10,8 @@ import { computeRatiosAndTargets } from './lib/targets.js';
 import { admission, httpResets } from './scenarios/admission.js';
 import { contention } from './scenarios/contention.js';
 import { endToEnd } from './scenarios/end-to-end.js';
+import { lifecycle } from './scenarios/lifecycle.js';
+import { addLifecycleTargets } from './lib/lifecycle-targets.js';
 import { readsAtScale } from './scenarios/reads.js';
 import { httpReads } from './scenarios/http-reads.js';
 import { pollingCapacity } from './scenarios/polling-capacity.js';
@@ -20,7 +22,7 @@ import { addPollingTargets } from './lib/polling-targets.js';
 /**
  * `npm run bench`: every scenario in one process, one after another, against memory, SQLite and
  * PostgreSQL; prints the tables and writes bench/results.json. TASKLATCH_BENCH_QUICK=1 runs the
- * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,reads,contention,http,polling,memory runs a subset.
+ * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,reads,contention,http,polling,memory runs a subset.
  */
 
 // Compiled to dist/bench/bench/run.js; the package root is three levels up.
@@ -52,7 +54,7 @@ function commitOf(): string {
 async function main(): Promise<void> {
   const started = performance.now();
   const quick = process.env.TASKLATCH_BENCH_QUICK === '1';
-  const only = new Set((process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,reads,contention,http,polling,memory').split(',').map((s) => s.trim()));
+  const only = new Set((process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,reads,contention,http,polling,memory').split(',').map((s) => s.trim()));
   const config = benchConfig(quick);
   linkMigrations();
   const pg = await openBenchPostgres();
@@ -61,6 +63,7 @@ async function main(): Promise<void> {
   try {
     if (only.has('admission')) await admission(results, config, pg);
     if (only.has('e2e')) await endToEnd(results, config, pg, fileURLToPath(ROOT));
+    if (only.has('lifecycle')) await lifecycle(results, config, pg);
     if (only.has('reads')) await readsAtScale(results, config, pg);
     if (only.has('contention')) await contention(results, config, pg);
     const polling = pollingConfig(quick);
@@ -73,6 +76,7 @@ async function main(): Promise<void> {
   if (httpResets.count > 0) results.notes.push(`HTTP admissions retried after ECONNRESET (keep-alive race): ${httpResets.count}`);
   computeRatiosAndTargets(results, config);
   addPollingTargets(results);
+  addLifecycleTargets(results);
   const wallMs = performance.now() - started;
   const meta = {
     ...(await machine(pg.version)),

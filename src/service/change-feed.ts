@@ -9,8 +9,13 @@ import { EventEmitter } from 'node:events';
 // A symbol cannot collide with a task id.
 const ANY = Symbol('any task');
 
+/** How many of this process's own latest versions the feed remembers to recognise their echo. */
+const REMEMBERED = 4096;
+
 export class ChangeFeed {
   private readonly emitter = new EventEmitter();
+  /** The latest version this process published per task (most recent last), for `publishRemote`. */
+  private readonly published = new Map<string, number>();
 
   constructor() {
     // One listener per waiting request; the count is bounded by open requests, not a leak.
@@ -24,8 +29,38 @@ export class ChangeFeed {
 
   /** `version` is the record's version after the change, where the writer said. */
   publish(taskId: string, version?: number): void {
+    if (version !== undefined) this.remember(taskId, version);
+    this.emit(taskId, version);
+  }
+
+  /**
+   * A change another connection reported (the store's cross-process notifications, which bring
+   * this process's own writes back too). A version this process has published already is its
+   * own write coming back: every watcher here has had it, so it is not published again (and does
+   * not send each waiter and idle worker to the store once more). Only this process's own writes
+   * are remembered: versions only grow, and the one write that leaves a version as it was (a
+   * lease given back) can only come from the lease's holder, the process that claimed at it.
+   */
+  publishRemote(taskId: string, version?: number): void {
+    const known = this.published.get(taskId);
+    if (version !== undefined && known !== undefined && version <= known) return;
+    this.emit(taskId, version);
+  }
+
+  private emit(taskId: string, version: number | undefined): void {
     this.emitter.emit(taskId, version);
-    this.emitter.emit(ANY);
+    this.emitter.emit(ANY, taskId, version);
+  }
+
+  private remember(taskId: string, version: number): void {
+    const known = this.published.get(taskId);
+    if (known !== undefined && known >= version) return;
+    this.published.delete(taskId);
+    this.published.set(taskId, version);
+    if (this.published.size > REMEMBERED) {
+      const oldest = this.published.keys().next();
+      if (oldest.done !== true) this.published.delete(oldest.value);
+    }
   }
 
   /** Wakes every watcher: changes may have been missed (a lost notification connection). */
@@ -33,8 +68,11 @@ export class ChangeFeed {
     for (const name of this.emitter.eventNames()) this.emitter.emit(name);
   }
 
-  /** Calls `listener` on every change of any task (idle workers). */
-  subscribeAll(listener: () => void): () => void {
+  /**
+   * Calls `listener` on every change of any task (idle workers), with the task and its version
+   * after the change where the writer said; with no task when every task may have changed.
+   */
+  subscribeAll(listener: (taskId?: string, version?: number) => void): () => void {
     this.emitter.on(ANY, listener);
     return () => this.emitter.off(ANY, listener);
   }

@@ -374,7 +374,7 @@ export class TaskService {
     this.stopListening = await this.store.listen(
       (taskId, version) => {
         // null: the connection is back after a loss (see TaskUpkeep.listen).
-        if (taskId !== null) return this.changes.publish(taskId, version);
+        if (taskId !== null) return this.changes.publishRemote(taskId, version);
         this.notifications = 'up';
         this.changes.publishAll();
       },

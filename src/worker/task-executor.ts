@@ -62,6 +62,19 @@ export class TaskExecutor {
     return done;
   }
 
+  /** Whether a handler of `taskId` runs here now. */
+  runs(taskId: string): boolean {
+    return this.running.has(taskId);
+  }
+
+  /**
+   * Passes a change of `taskId` (at `version`, or unknown) to its run, as its own subscription
+   * would have: for a change that came before the run watched the task.
+   */
+  observe(taskId: string, version: number | undefined): void {
+    this.running.get(taskId)?.run.observe(version);
+  }
+
   /** Aborts a running handler whose task this process saw cancelled. */
   abort(taskId: string, reason: StopReason = 'cancelled'): void {
     this.running.get(taskId)?.run.stop(reason);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { TaskRecord } from '../core/types.js';
 import type { TaskService } from '../service/task-service.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
@@ -46,6 +47,12 @@ export class Worker {
    * task admitted at that moment would wait for the fallback poll.
    */
   private nudged = false;
+  /**
+   * The changes seen while a claim is in flight, by task (the highest version, or undefined when
+   * a writer did not say), and whether every task may have changed: a claimed task changed in
+   * that window (cancelled by a request, say) before its run could watch it, and its run is told.
+   */
+  private seen: { tasks: Map<string, number | undefined>; all: boolean } | null = null;
   private unsubscribe: (() => void) | null = null;
   private readonly runs = new Set<Promise<void>>();
 
@@ -69,7 +76,7 @@ export class Worker {
   start(): void {
     if (this.loop !== null) return;
     this.stopping = false;
-    this.unsubscribe = this.service.changes.subscribeAll(() => this.nudge());
+    this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
     this.loop = this.run();
   }
 
@@ -95,6 +102,7 @@ export class Worker {
       const free = this.concurrency - this.executor.active;
       let claimedAll = false;
       if (free > 0) {
+        this.seen = { tasks: new Map(), all: false };
         try {
           const claimed = await this.service.claim({
             owner: this.id,
@@ -114,14 +122,66 @@ export class Worker {
               });
             this.runs.add(run);
           }
+          this.replaySeen(claimed);
           claimedAll = claimed.length === free;
         } catch (error) {
           failures++;
           this.log('warn', 'claim failed; retrying', { error: String(error), failures });
+          // What changed meanwhile is news for the next look.
+          if (this.seen !== null && (this.seen.all || this.seen.tasks.size > 0)) this.nudge();
+        } finally {
+          this.seen = null;
         }
       }
       if (!claimedAll) await this.idle(failures === 0 ? this.pollMs : Math.min(this.pollMs, 250 * 2 ** Math.min(failures, 4)));
     }
+  }
+
+  /**
+   * A change event. A change of a task this worker runs is its run's business (the run watches
+   * it) and makes nothing else due; while a claim is in flight the change is noted and judged
+   * when the claim returns (`replaySeen`); any other change sends the worker to the outbox.
+   */
+  private changed(taskId: string | undefined, version: number | undefined): void {
+    if (taskId !== undefined && this.executor.runs(taskId)) return;
+    if (this.seen !== null) this.note(this.seen, taskId, version);
+    else this.nudge();
+  }
+
+  private note(seen: NonNullable<Worker['seen']>, taskId: string | undefined, version: number | undefined): void {
+    if (taskId === undefined) {
+      seen.all = true;
+      return;
+    }
+    if (!seen.tasks.has(taskId)) {
+      seen.tasks.set(taskId, version);
+      return;
+    }
+    const before = seen.tasks.get(taskId);
+    // Unknown wins over any version: the run must look.
+    seen.tasks.set(taskId, before === undefined || version === undefined ? undefined : Math.max(before, version));
+  }
+
+  /**
+   * Tells each new run of the changes its task went through while the claim was in flight, and
+   * sends the worker to the outbox again when anything else changed meanwhile (the claim's own
+   * records at the versions it claimed them are no news).
+   */
+  private replaySeen(claimed: readonly TaskRecord[]): void {
+    const seen = this.seen;
+    if (seen === null) return;
+    const versions = new Map(claimed.map((record) => [record.taskId, record.version] as const));
+    for (const record of claimed) {
+      if (seen.all) this.executor.observe(record.taskId, undefined);
+      else if (seen.tasks.has(record.taskId)) this.executor.observe(record.taskId, seen.tasks.get(record.taskId));
+    }
+    const news =
+      seen.all ||
+      [...seen.tasks].some(([taskId, version]) => {
+        const mine = versions.get(taskId);
+        return mine === undefined || version === undefined || version > mine;
+      });
+    if (news) this.nudge();
   }
 
   private nudge(): void {

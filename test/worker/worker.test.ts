@@ -135,6 +135,34 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     run.release();
   });
 
+  it('stops a handler whose task was cancelled while its claim was in flight (no heartbeat needed)', async () => {
+    const store = await fresh('cancelinflight');
+    let service: TaskService | null = null;
+    let cancelled = false;
+    // The cancellation commits (and its change event fires) after the claim committed and before
+    // the worker has the claimed record: no run watches the task yet.
+    const racing = Object.assign(Object.create(store) as TaskStore, {
+      claim: async (input: Parameters<TaskStore['claim']>[0]) => {
+        const claimed = await store.claim(input);
+        for (const record of claimed) {
+          const out = await service!.read({ auth: AUTH, method: 'tasks/cancel', taskId: record.taskId });
+          cancelled = out.decision === 'CANCEL_TASK';
+        }
+        return claimed;
+      },
+    });
+    service = serviceOn(racing);
+    const { tool, runs } = steeredTool();
+    // Heartbeats (which would also find the cancellation) far beyond the test's wait.
+    startWorker(service, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
+    const taskId = await admit(service);
+    const run = await until(() => runs[0], 2000);
+    expect(run.taskId).toBe(taskId);
+    expect(cancelled).toBe(true);
+    await until(() => (run.signal.aborted ? true : undefined), 2000);
+    expect((await stored(service, taskId))?.status).toBe('cancelled');
+  });
+
   it('fences off a worker whose lease was taken over: its handler is stopped and its write refused', async () => {
     const store = await fresh('takeover');
     const service = serviceOn(store);

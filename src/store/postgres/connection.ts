@@ -117,3 +117,47 @@ export async function inTransaction<T>(
     client.release(broken);
   }
 }
+
+/**
+ * Runs `statements` (plain SQL, no parameters) as one transaction in one round trip: BEGIN, the
+ * statements and COMMIT go to the server as one simple-protocol message, and it answers with
+ * each statement's result. A statement that fails skips the rest; the transaction is then rolled
+ * back and the error thrown. Returns the results of `statements` (without BEGIN and COMMIT).
+ */
+export async function inOneRoundTrip(pool: pg.Pool, statements: readonly string[]): Promise<pg.QueryResult[]> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    const results = (await client.query(['BEGIN', ...statements, 'COMMIT'].join(';\n'))) as unknown as pg.QueryResult[];
+    return results.slice(1, 1 + statements.length);
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch (rollbackError) {
+      broken = rollbackError as Error;
+    }
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
+ * `value` as a SQL literal, for statements sent without parameters; null when it has none that
+ * reads back exactly as the parameter would (a number that is not a safe integer), so the
+ * caller keeps the parameterised path.
+ */
+export function sqlLiteral(value: unknown): string | null {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : null;
+  if (typeof value === 'string') return pg.escapeLiteral(value);
+  return null;
+}
+
+/** `text` with each `$n` replaced by the literal of `params[n - 1]`; null when one has none. */
+export function withLiterals(text: string, params: readonly unknown[]): string | null {
+  const literals = params.map((value) => sqlLiteral(value));
+  if (literals.some((literal) => literal === null)) return null;
+  return text.replace(/\$(\d+)/g, (whole, n: string) => literals[Number(n) - 1] ?? whole);
+}

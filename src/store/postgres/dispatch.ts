@@ -4,6 +4,7 @@ import { decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js'
 import { TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { ClaimInput } from '../types.js';
+import type { Change } from './listener.js';
 import { toJson, rowToRecord, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { isInt4, readById } from './task-writes.js';
@@ -28,7 +29,8 @@ interface Visit {
   claimed: TaskRecord | null;
 }
 
-export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise<TaskRecord[]> {
+/** Claims up to `input.limit` due tasks; the tasks it ended (attempts used up) are added to `abandoned`. */
+export async function claimIn(client: pg.PoolClient, input: ClaimInput, abandoned: Change[] = []): Promise<TaskRecord[]> {
   const claimed: TaskRecord[] = [];
   // A keyset, not OFFSET: entries the walk leaves in place (a task in input_required) must not
   // come back in the next page, or a page full of them would loop forever.
@@ -43,15 +45,24 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise
     const page = await client.query<DueRow>(sql.DUE_OUTBOX, [input.now, after.availableAt, after.id, wanted]);
     const close: string[] = [];
     const defer: { id: string; until: Millis }[] = [];
+    const claims: { outboxId: string; record: TaskRecord }[] = [];
     for (const row of page.rows) {
       if (visited.has(row.outbox_id)) continue;
       visited.add(row.outbox_id);
-      const { step, claimed: record } = await dispatchOne(client, input, row.outbox_id, rowToRecord(row));
-      if (record !== null) claimed.push(record);
+      const record = rowToRecord(row);
+      const step = decideDispatch(record, input.now, input.maxAttempts);
+      // Claims are written together after the page; every other step as before, in walk order.
+      if (step.kind === 'claim') {
+        claims.push({ outboxId: row.outbox_id, record });
+        continue;
+      }
+      const visit: Visit = step.kind === 'abandon' ? await dispatchOne(client, input, row.outbox_id, record, abandoned) : { step, claimed: null };
+      if (visit.claimed !== null) claimed.push(visit.claimed);
       // An abandon closed its entry in its own statement; a leave touches nothing.
-      else if (step.kind === 'close') close.push(row.outbox_id);
-      else if (step.kind === 'defer') defer.push({ id: row.outbox_id, until: step.until });
+      else if (visit.step.kind === 'close') close.push(row.outbox_id);
+      else if (visit.step.kind === 'defer') defer.push({ id: row.outbox_id, until: visit.step.until });
     }
+    claimed.push(...(await claimAll(client, input, claims, abandoned)));
     if (close.length > 0) await client.query(sql.CLOSE_OUTBOX_ENTRIES, [close, input.now]);
     if (defer.length > 0) await client.query(sql.DEFER_OUTBOX_ENTRIES, [defer.map((d) => d.id), defer.map((d) => d.until)]);
     const last = page.rows.at(-1);
@@ -63,17 +74,49 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput): Promise
 }
 
 /**
+ * The claims of one page in one statement (CLAIM_TASKS), returned in walk order. The tasks are
+ * locked by this transaction, so the guard holds for each; one that it refuses all the same is
+ * read and judged again on its own (`dispatchOne`).
+ */
+async function claimAll(
+  client: pg.PoolClient,
+  input: ClaimInput,
+  claims: readonly { outboxId: string; record: TaskRecord }[],
+  abandoned: Change[],
+): Promise<TaskRecord[]> {
+  if (claims.length === 0) return [];
+  const written = await client.query<DueRow>(sql.CLAIM_TASKS, [
+    claims.map((c) => c.record.taskId),
+    claims.map((c) => c.record.version),
+    claims.map((c) => c.outboxId),
+    input.now,
+    input.correlationId,
+    `claim ${input.owner}`,
+    input.owner,
+    input.now + input.leaseMs,
+  ]);
+  const byOutbox = new Map(written.rows.map((row) => [String(row.outbox_id), rowToRecord(row)]));
+  const out: TaskRecord[] = [];
+  for (const { outboxId, record } of claims) {
+    const taken = byOutbox.get(outboxId) ?? (await dispatchOne(client, input, outboxId, record, abandoned)).claimed;
+    if (taken !== null) out.push(taken);
+  }
+  return out;
+}
+
+/**
  * Decides (`decideDispatch`) on one entry whose task (locked by this transaction) reads `read`
  * and applies a claim or an abandon. The task write is conditional all the same; should it
  * change nothing, the task is read again and judged again once, and a second miss is a bug, not
  * a race.
  */
-async function dispatchOne(client: pg.PoolClient, input: ClaimInput, outboxId: string, read: TaskRecord): Promise<Visit> {
+async function dispatchOne(client: pg.PoolClient, input: ClaimInput, outboxId: string, read: TaskRecord, abandoned: Change[]): Promise<Visit> {
   let task: TaskRecord | null = read;
   for (let look = 0; look < 2; look++) {
     const step = decideDispatch(task, input.now, input.maxAttempts);
     if (task === null || (step.kind !== 'claim' && step.kind !== 'abandon')) return { step, claimed: null };
     const written = await writeDispatch(client, input, outboxId, task, step.kind);
+    if (written !== null && step.kind === 'abandon') abandoned.push({ taskId: written.taskId, version: written.version });
     if (written !== null) return { step, claimed: step.kind === 'claim' ? written : null };
     task = await readById(client, task.taskId);
   }
@@ -102,10 +145,12 @@ export async function heartbeatIn(pool: pg.Pool, fence: Fence, now: Millis, leas
   return renewed.rows.length > 0;
 }
 
-export async function releaseIn(pool: pg.Pool, fence: Fence, now: Millis, correlationId: string): Promise<boolean> {
-  if (!isInt4(fence.version)) return false;
-  const released = await pool.query(sql.RELEASE, [...fenceParams(fence), now, correlationId]);
-  return released.rows.length > 0;
+/** Gives a fenced lease back; the task and its (unchanged) version when the fence held, else null. */
+export async function releaseIn(pool: pg.Pool, fence: Fence, now: Millis, correlationId: string): Promise<Change | null> {
+  if (!isInt4(fence.version)) return null;
+  const released = await pool.query<{ task_id: string; version: number }>(sql.RELEASE, [...fenceParams(fence), now, correlationId]);
+  const row = released.rows[0];
+  return row === undefined ? null : { taskId: row.task_id, version: row.version };
 }
 
 /** $1–$4 of the fence guard; a version no integer column holds was refused before. */

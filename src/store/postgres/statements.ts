@@ -1,11 +1,11 @@
-import { notifyChange } from './listener.js';
 import { TASK_COLUMNS } from '../task-columns.js';
 
 /**
  * The SQL of the PostgreSQL store. Unqualified names resolve through the connection's
  * search_path, which `?schema=` sets. Each WHERE clause that guards a write is a core rule
  * restated for one statement, and says which; every other decision is made in TypeScript by
- * the core.
+ * the core. No statement notifies: the store sends the change notifications of a write after it
+ * committed (`ChangeNotifier`, listener.ts), so NOTIFY's commit-time lock never serialises the writes.
  */
 
 /** `(expires_at_ms IS NULL OR expires_at_ms > now)` with `now` as parameter `$n`: restates !isExpired. */
@@ -46,7 +46,7 @@ const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}
 
 /**
  * Admission as one statement: the task row (unless its key is taken, or the caller is at its
- * active-task limit), its outbox entry, the ACCEPT_TASK audit line and the change notification.
+ * active-task limit), its outbox entry and the ACCEPT_TASK audit line.
  * Parameters: the task's columns ($1–$21), the limit ($22, null for none), now ($23). Under a
  * limit the caller has taken the auth key's advisory lock in an earlier statement, so this
  * statement's snapshot already sees every admission that committed before it.
@@ -56,10 +56,13 @@ export const ADMIT_TASK = `
   WITH inserted AS (
     INSERT INTO tasks (${TASK_COLUMNS.join(', ')})
     SELECT ${typedPlaceholders}
-     WHERE $22::int IS NULL
+     WHERE ($22::int IS NULL
         OR (SELECT count(*) FROM tasks
              WHERE auth_key = $2::text AND status IN ('working', 'input_required')
-               AND (expires_at_ms IS NULL OR expires_at_ms > $23::bigint)) < $22::int
+               AND (expires_at_ms IS NULL OR expires_at_ms > $23::bigint)) < $22::int)
+       AND ($24::int IS NULL
+        OR (SELECT count(*) FROM tasks
+             WHERE auth_key = $2::text AND (expires_at_ms IS NULL OR expires_at_ms > $23::bigint)) < $24::int)
     ON CONFLICT (auth_key, idempotency_key) DO NOTHING
     RETURNING *
   ), queued AS (
@@ -69,7 +72,7 @@ export const ADMIT_TASK = `
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT created_at_ms, 'create', 'ACCEPT_TASK', auth_key, task_id, correlation_id, NULL, NULL, NULL FROM inserted
   )
-  SELECT inserted.*, ${notifyChange('inserted.task_id', 'inserted.version')} AS notified FROM inserted`;
+  SELECT inserted.* FROM inserted`;
 
 export const SELECT_BY_KEY = `SELECT * FROM tasks WHERE auth_key = $1 AND idempotency_key = $2`;
 
@@ -105,30 +108,56 @@ export const SELECT_AUDIT = `
 const OPEN_AND_VISIBLE = `task_id = $1 AND auth_key = $2 AND status IN ('working', 'input_required')`;
 
 /**
- * A status write. `sets` are extra assignments with their own parameters (from `$6` on);
- * parameters: $1 task id, $2 auth key, $3 expected version, $4 now, $5 status.
+ * A status write as one statement: the conditional task UPDATE (restating decideTransition's
+ * APPLY_TRANSITION: this task and auth key, still open, the expected version, unexpired) and,
+ * only when it changed the row, the close of its outbox entry (a terminal status), the
+ * APPLY_TRANSITION audit line. `sets` are
+ * extra assignments with their own parameters (from `$7` on); parameters: $1 task id, $2 auth
+ * key, $3 expected version, $4 now, $5 status, $6 correlation id. The outbox row is locked after
+ * the task row, the order every waiting writer keeps (see closeOutboxOf).
  */
-export function conditionalTransition(sets: readonly string[]): string {
+export function appliedTransition(sets: readonly string[], terminal: boolean): string {
   const assignments = ['status = $5', 'version = version + 1', 'last_updated_at_ms = $4', ...sets].join(', ');
-  return `UPDATE tasks SET ${assignments}
-   WHERE ${OPEN_AND_VISIBLE} AND version = $3 AND ${unexpired(4)}
-   RETURNING *`;
+  return `
+  WITH applied AS (
+    UPDATE tasks SET ${assignments}
+     WHERE ${OPEN_AND_VISIBLE} AND version = $3 AND ${unexpired(4)}
+    RETURNING *
+  )${terminal ? closeOutboxOf('$4') : ''}, audited AS (
+    INSERT INTO task_audit ${AUDIT_COLUMNS}
+    SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $6::text, status, version, NULL FROM applied
+  )
+  SELECT applied.* FROM applied`;
 }
 
-/** Cancellation latches `cancelled` and the intent (restates decideCancel's CANCEL_TASK); $1 task id, $2 auth key, $3 now. */
-export const CONDITIONAL_CANCEL = `
-  UPDATE tasks SET status = 'cancelled', cancel_requested = true, version = version + 1,
-         last_updated_at_ms = $3, lease_owner = NULL, lease_expires_at_ms = NULL
-   WHERE ${OPEN_AND_VISIBLE} AND ${unexpired(3)}
-   RETURNING *`;
+/**
+ * The CTE that closes the open outbox entry of the task in `applied` at the time `at`, so no
+ * claimer dispatches it again. It reads `applied`, so it locks the outbox row after the task
+ * row: every waiting writer locks in that order, and claimers (which lock both at once) never
+ * wait, so the two orders never meet in a deadlock.
+ */
+function closeOutboxOf(at: string): string {
+  return `, closed AS (
+    UPDATE task_outbox o SET done_at_ms = ${at} FROM applied a WHERE o.task_id = a.task_id AND o.done_at_ms IS NULL
+  )`;
+}
 
 /**
- * Closes a task's open outbox entry in the transaction that ends the task (terminal transition,
- * cancel), so no claimer dispatches it again. $1 task id, $2 now. It runs after the task UPDATE:
- * every waiting writer locks the task row before the outbox row, and claimers (which lock both
- * at once) never wait, so the two orders never meet in a deadlock.
+ * Cancellation as one statement: latches `cancelled` and the intent (restates decideCancel's
+ * CANCEL_TASK), closes the outbox entry and writes the CANCEL_TASK line; all only when
+ * the UPDATE changed the row. $1 task id, $2 auth key, $3 now, $4 correlation id.
  */
-export const CLOSE_OUTBOX = `UPDATE task_outbox SET done_at_ms = $2 WHERE task_id = $1 AND done_at_ms IS NULL`;
+export const CONDITIONAL_CANCEL = `
+  WITH applied AS (
+    UPDATE tasks SET status = 'cancelled', cancel_requested = true, version = version + 1,
+           last_updated_at_ms = $3, lease_owner = NULL, lease_expires_at_ms = NULL
+     WHERE ${OPEN_AND_VISIBLE} AND ${unexpired(3)}
+    RETURNING *
+  )${closeOutboxOf('$3')}, audited AS (
+    INSERT INTO task_audit ${AUDIT_COLUMNS}
+    SELECT $3::bigint, 'read', 'CANCEL_TASK', auth_key, task_id, $4::text, status, version, NULL FROM applied
+  )
+  SELECT applied.* FROM applied`;
 
 /** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
 export function listPage(afterPosition: boolean): string {
@@ -168,7 +197,7 @@ export const SELECT_SECRET = `SELECT value FROM tasklatch_meta WHERE key = 'secr
  * Locking the task as well as the entry is what keeps a claim out of deadlocks: a terminal
  * transition holds the task row and then waits for the entry (to close it); a claimer that held
  * the entry and then waited for the task would close the circle. An entry whose task is being
- * written is skipped like one another claimer holds, and the writer's NOTIFY wakes the workers.
+ * written is skipped like one another claimer holds, and the writer's notification wakes the workers.
  */
 export const DUE_OUTBOX = `
   SELECT o.id AS outbox_id, o.available_at_ms AS outbox_available_at_ms, t.*
@@ -191,7 +220,7 @@ export const DEFER_OUTBOX_ENTRIES = `
 /**
  * A dispatch write on one task as one statement: the conditional task UPDATE (the version read,
  * still working, unexpired, the lease free or run out) and, only when it changed the row, the
- * outbox entry, an audit line and the change notification (delivered at commit). It returns the
+ * outbox entry and an audit line. It returns the
  * record after the write, or no row when the guard failed.
  * Parameters: $1 task id, $2 version, $3 now, $4 outbox id, $5 correlation id, $6 audit detail;
  * `taskSets` use their own from $7.
@@ -210,7 +239,7 @@ function dispatchWrite(taskSets: string, outboxSets: string): string {
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied
   )
-  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.* FROM applied`;
 }
 
 /** A claim: a new attempt leased to $7 until $8; the entry comes due again at the lease's end. */
@@ -218,6 +247,32 @@ export const CLAIM_TASK = dispatchWrite(
   'attempt = attempt + 1, lease_owner = $7, lease_expires_at_ms = $8',
   'available_at_ms = a.lease_expires_at_ms, claimed_by = a.lease_owner, attempt = a.attempt, lease_expires_at_ms = a.lease_expires_at_ms',
 );
+
+/**
+ * Several claims as one statement, each the same conditional write as CLAIM_TASK on the version
+ * its walk read: $1 task ids, $2 versions, $3 outbox ids (in walk order), $4 now, $5 correlation
+ * id, $6 audit detail, $7 lease owner, $8 lease expiry. It returns the records it claimed, each
+ * with its `outbox_id`; a task whose guard failed is missing and is judged again on its own.
+ */
+export const CLAIM_TASKS = `
+  WITH wanted AS (
+    SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]) WITH ORDINALITY AS w (task_id, version, outbox_id, walk)
+  ), applied AS (
+    UPDATE tasks t SET version = t.version + 1, last_updated_at_ms = $4, attempt = t.attempt + 1, lease_owner = $7, lease_expires_at_ms = $8
+      FROM wanted w
+     -- restates decideDispatch's claim: working, unexpired, no lease held (leaseHeld)
+     WHERE t.task_id = w.task_id AND t.version = w.version AND t.status = 'working'
+       AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $4)
+       AND (t.lease_owner IS NULL OR t.lease_expires_at_ms IS NULL OR t.lease_expires_at_ms <= $4)
+    RETURNING t.*, w.outbox_id, w.walk
+  ), moved AS (
+    UPDATE task_outbox o SET available_at_ms = a.lease_expires_at_ms, claimed_by = a.lease_owner, attempt = a.attempt, lease_expires_at_ms = a.lease_expires_at_ms
+      FROM applied a WHERE o.id = a.outbox_id
+  ), audited AS (
+    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied ORDER BY walk
+  )
+  SELECT applied.* FROM applied`;
 
 /** Ends a task that used up its attempts `failed` with $7 (JSON) and its digest $8. */
 export const ABANDON_TASK = dispatchWrite(
@@ -254,7 +309,7 @@ export const RELEASE = `
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT $5::bigint, 'transition', 'RELEASE_LEASE', auth_key, task_id, $6::text, status, version, 'release ' || $4::text FROM released
   )
-  SELECT task_id, ${notifyChange('task_id', 'version')} AS notified FROM released`;
+  SELECT task_id, version FROM released`;
 
 export const COUNT_PENDING = `SELECT count(*)::int AS n FROM task_outbox WHERE done_at_ms IS NULL`;
 
@@ -264,7 +319,7 @@ export const COUNT_PENDING = `SELECT count(*)::int AS n FROM task_outbox WHERE d
 /**
  * An ask as one statement: the conditional task UPDATE, restating decideAsk's APPLY_ASK (the
  * asker's fence, as holdsFence, on a `working` task, none of the keys asked before), the
- * questions after the task's others, the audit line and the change notification; all only when
+ * questions after the task's others and the audit line; all only when
  * the UPDATE changed the row. Parameters: $1 task id, $2 auth key, $3 version, $4 lease owner,
  * $5 now, $6 keys, $7 ask seq, $8 the questions as JSON `[{ key, request, digest, deadline }]` in
  * ask order (deadline null for none), $9–$17 the audit line (`auditToRow`).
@@ -286,7 +341,7 @@ export const ASK = `
     INSERT INTO task_audit ${AUDIT_COLUMNS}
     SELECT $9::bigint, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text, $16::int, $17::text FROM applied
   )
-  SELECT applied.*, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.* FROM applied`;
 
 /** What an ask that changed nothing is classified by: the task and the keys it asked, in one snapshot. */
 export const SELECT_ASKED = `
@@ -312,7 +367,7 @@ export const SELECT_VISIBLE_INPUTS = `
  * Applied answers as one statement, on the version read under the row lock: each answer only to
  * a question still outstanding (decideAnswer's APPLY_ANSWER), the task version + 1 and, when
  * nothing is left outstanding ($5), back to `working` as a first attempt with no lease and its
- * open outbox entry due at once; then the change notification. It returns the record and how
+ * open outbox entry due at once. It returns the record and how
  * many answers it stored. Parameters: $1 task id, $2 auth key, $3 version, $4 now, $5 resume,
  * $6 the answers as JSON `[{ key, response, digest }]`.
  */
@@ -334,7 +389,7 @@ export const APPLY_ANSWERS = `
     UPDATE task_outbox o SET available_at_ms = $4, claimed_by = NULL, lease_expires_at_ms = NULL
       FROM applied a WHERE $5::boolean AND o.task_id = a.task_id AND o.done_at_ms IS NULL
   )
-  SELECT applied.*, (SELECT count(*)::int FROM answered) AS answered, ${notifyChange('applied.task_id', 'applied.version')} AS notified
+  SELECT applied.*, (SELECT count(*)::int FROM answered) AS answered
     FROM applied`;
 
 /** Seeding: a question as it is (inputToRow); one already stored keeps its place. */
@@ -362,8 +417,7 @@ export const OVERDUE_INPUTS = `
 
 /**
  * Ends one overdue task as one statement: the conditional write on the version read (still
- * waiting and unexpired: awaitsInput), its outbox entry closed, the audit line, the change
- * notification. Parameters: $1 task id, $2 version, $3 now, $4 the outcome (JSON), $5 its
+ * waiting and unexpired: awaitsInput), its outbox entry closed, the audit line. Parameters: $1 task id, $2 version, $3 now, $4 the outcome (JSON), $5 its
  * digest, $6 correlation id, $7 audit detail.
  */
 export const FAIL_OVERDUE = `
@@ -378,4 +432,4 @@ export const FAIL_OVERDUE = `
     INSERT INTO task_audit ${AUDIT_COLUMNS}
     SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $6::text, status, version, $7::text FROM applied
   )
-  SELECT applied.task_id, applied.version, ${notifyChange('applied.task_id', 'applied.version')} AS notified FROM applied`;
+  SELECT applied.task_id, applied.version FROM applied`;

@@ -29,7 +29,7 @@ import type {
 import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
-import { ChangeListener } from './listener.js';
+import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -55,6 +55,8 @@ export class PostgresStore implements TaskStore {
   private secret: Promise<Uint8Array> | null = null;
   private closed: Promise<void> | null = null;
   private readonly auditWriter: AuditWriter;
+  /** Tells other processes of this store's committed changes, after each commit (see {@link ChangeNotifier}). */
+  private readonly notifier: ChangeNotifier;
   /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
   onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
@@ -71,6 +73,8 @@ export class PostgresStore implements TaskStore {
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
   ) {
+    // The audit pool commits asynchronously: a notification needs no flush of its own.
+    this.notifier = new ChangeNotifier(auditPool, (message, fields) => this.onProblem?.(message, fields));
     this.auditWriter = new AuditWriter(
       async (batch) => {
         await auditPool.query(sql.insertAuditBatch(batch.length), batch.flatMap(auditToRow));
@@ -117,11 +121,15 @@ export class PostgresStore implements TaskStore {
   }
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
-    return admitIn(this.pool, input);
+    const out = await admitIn(this.pool, input);
+    if (out.decision === 'ACCEPT_TASK') await this.notified([out.record]);
+    return out;
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
-    return inTransaction(this.pool, (client) => transitionIn(client, input));
+    const out = await transitionIn(this.pool, input);
+    if (out.decision === 'APPLY_TRANSITION' && out.record !== null) await this.notified([out.record]);
+    return out;
   }
 
   async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
@@ -137,7 +145,9 @@ export class PostgresStore implements TaskStore {
   }
 
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
-    return inTransaction(this.pool, (client) => cancelIn(client, { authKey, taskId, now, correlationId }));
+    const out = await cancelIn(this.pool, { authKey, taskId, now, correlationId });
+    if (out.decision === 'CANCEL_TASK') await this.notified([out.record]);
+    return out;
   }
 
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
@@ -152,7 +162,10 @@ export class PostgresStore implements TaskStore {
 
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
     if (input.limit <= 0) return [];
-    return inTransaction(this.pool, (client) => claimIn(client, input));
+    const abandoned: Change[] = [];
+    const claimed = await inTransaction(this.pool, (client) => claimIn(client, input, abandoned));
+    await this.notified([...claimed, ...abandoned]);
+    return claimed;
   }
 
   async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
@@ -160,7 +173,9 @@ export class PostgresStore implements TaskStore {
   }
 
   async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
-    return releaseIn(this.pool, fence, now, correlationId);
+    const released = await releaseIn(this.pool, fence, now, correlationId);
+    if (released !== null) await this.notified([released]);
+    return released !== null;
   }
 
   async pendingDispatch(_input: { now: Millis }): Promise<number> {
@@ -169,11 +184,15 @@ export class PostgresStore implements TaskStore {
   }
 
   async ask(input: AskInput): Promise<AskOutcome> {
-    return askIn(this.pool, input);
+    const out = await askIn(this.pool, input);
+    if (out.decision === 'APPLY_ASK' && out.record !== null) await this.notified([out.record]);
+    return out;
   }
 
   async answer(input: AnswerInput): Promise<AnswerOutcome> {
-    return answerIn(this.pool, input);
+    const out = await answerIn(this.pool, input);
+    if (out.decision === 'APPLY_ANSWER' && out.record !== null) await this.notified([out.record]);
+    return out;
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
@@ -198,7 +217,9 @@ export class PostgresStore implements TaskStore {
   }
 
   async failOverdueInputs(input: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
-    return failOverdueIn(this.pool, input);
+    const ended = await failOverdueIn(this.pool, input);
+    await this.notified(ended);
+    return ended;
   }
 
   async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
@@ -245,6 +266,11 @@ export class PostgresStore implements TaskStore {
 
   async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
     return auditTallyIn(this.pool, after);
+  }
+
+  /** Tells other processes (and this one's listener) of committed changes; see {@link ChangeNotifier}. */
+  private notified(changes: readonly Change[]): Promise<void> {
+    return this.notifier.notify(changes.map((c) => ({ taskId: c.taskId, version: c.version })));
   }
 
   private async loadSecret(): Promise<Uint8Array> {

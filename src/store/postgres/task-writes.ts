@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { decideLimitedAdmission } from '../../core/create-rules.js';
 import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
@@ -9,8 +9,7 @@ import { isTaskStatus, isTerminal, type Millis, type TaskRecord, type TaskStatus
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
-import { inTransaction } from './connection.js';
-import { NOTIFY_CHANGE } from './listener.js';
+import { inOneRoundTrip, inTransaction, withLiterals } from './connection.js';
 import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 
@@ -25,13 +24,17 @@ import * as sql from './statements.js';
 const ADMIT_ATTEMPTS = 5;
 
 /**
- * Admission: the usual path is one statement (task, outbox entry, audit line, notification).
- * When it inserts nothing, the key's holder or the limit stopped it: the holder is read, the
+ * Admission. Without a key and a bound (active or stored tasks) it is one statement (task, outbox entry, audit line,
+ * notification). With either it is one transaction sent in one round trip: the per-auth-key
+ * lock of the active-task limit, the release of an expired holder's key and the same insert, as
+ * plain SQL in one message (`inOneRoundTrip`). When that inserts nothing, the key's holder or
+ * the limit stopped it, and the parameterised transaction below runs: the holder is read, the
  * caller's active tasks counted, and the core's `decideLimitedAdmission` classifies (a retry of
- * an existing task is never refused by the limit).
+ * an existing task is never refused by the limit). The first transaction changed nothing then
+ * but the release of an expired key, which the second one makes as well.
  */
 export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOutcome> {
-  const params = [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now];
+  const params = [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now, input.maxStored ?? null];
   // Neither a key nor a limit: nothing to look up first, so the one statement is the whole
   // transaction (it cannot conflict: task ids are unique).
   if (input.idempotencyKey === null && input.maxActive == null && input.maxStored == null) {
@@ -39,29 +42,48 @@ export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOu
     if (inserted.rows[0] === undefined) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
     return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
   }
-  return inTransaction(pool, (client) => admitInTransaction(client, input, params), admissionPrelude(input));
+  const statements = admissionStatements(input);
+  if (statements !== null) {
+    const results = await inOneRoundTrip(pool, statements);
+    // The insert is the last statement; its row is the accepted task.
+    const row = (results.at(-1)?.rows as TaskRow[] | undefined)?.[0];
+    if (row !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(row) };
+  }
+  return inTransaction(
+    pool,
+    (client) => admitInTransaction(client, input, params),
+    () => admissionPrelude(input),
+  );
 }
 
 /**
- * What admission runs before its insert, as plain SQL sent with BEGIN in one round trip: the
- * per-auth-key lock of the active-task limit (held to commit; a statement of its own, so the
- * admission's snapshot is taken after it and count-then-insert is exact), and the release of an
- * expired holder's key. Values are escaped literals; every one is a string or a checked number.
+ * The plain SQL of admission with a key or a limit, as `admitIn` sends it in one round trip
+ * (without BEGIN and COMMIT); null when a value has no exact literal. The bench runs the same
+ * statements through pgbench.
  */
-function admissionPrelude(input: AdmitInput): (client: pg.PoolClient) => string[] {
-  return (client) => {
-    const statements: string[] = [];
-    if (input.maxActive != null || input.maxStored != null) {
-      statements.push(`SELECT pg_advisory_xact_lock(hashtextextended(${client.escapeLiteral(`tasklatch:admit:${input.authKey}`)}, 0))`);
-    }
-    if (input.idempotencyKey !== null) {
-      if (!Number.isSafeInteger(input.now)) throw new TasklatchError('INVALID_INPUT', 'admission time must be whole milliseconds');
-      statements.push(
-        `UPDATE tasks SET idempotency_key = NULL WHERE auth_key = ${client.escapeLiteral(input.authKey)} AND idempotency_key = ${client.escapeLiteral(input.idempotencyKey)} AND expires_at_ms <= ${input.now}`,
-      );
-    }
-    return statements;
-  };
+export function admissionStatements(input: AdmitInput): string[] | null {
+  const insert = withLiterals(sql.ADMIT_TASK, [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now, input.maxStored ?? null]);
+  return insert === null ? null : [...admissionPrelude(input), insert];
+}
+
+/**
+ * What admission runs before its insert, as plain SQL: the per-auth-key lock of the active-task
+ * limit (held to commit; a statement of its own, so the insert's snapshot is taken after it and
+ * count-then-insert is exact), and the release of an expired holder's key. Values are escaped
+ * literals; every one is a string or a checked number.
+ */
+function admissionPrelude(input: AdmitInput): string[] {
+  const statements: string[] = [];
+  if (input.maxActive != null || input.maxStored != null) {
+    statements.push(`SELECT pg_advisory_xact_lock(hashtextextended(${pg.escapeLiteral(`tasklatch:admit:${input.authKey}`)}, 0))`);
+  }
+  if (input.idempotencyKey !== null) {
+    if (!Number.isSafeInteger(input.now)) throw new TasklatchError('INVALID_INPUT', 'admission time must be whole milliseconds');
+    statements.push(
+      `UPDATE tasks SET idempotency_key = NULL WHERE auth_key = ${pg.escapeLiteral(input.authKey)} AND idempotency_key = ${pg.escapeLiteral(input.idempotencyKey)} AND expires_at_ms <= ${input.now}`,
+    );
+  }
+  return statements;
 }
 
 async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, params: unknown[]): Promise<AdmitOutcome> {
@@ -69,14 +91,14 @@ async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, para
     if (attempt > 0 && input.idempotencyKey !== null) {
       await client.query(sql.RELEASE_EXPIRED_KEY, [input.authKey, input.idempotencyKey, input.now]);
     }
-    // The bound on stored tasks is counted under the per-auth-key lock, before the insert.
-    const storedCount = input.maxStored == null ? 0 : await countStored(client, input);
-    const full = input.maxStored != null && storedCount >= input.maxStored;
-    const inserted = full ? { rows: [] } : await client.query<TaskRow>(sql.ADMIT_TASK, params);
+    // The insert checks both bounds itself, under the per-auth-key lock; the counts below only
+    // classify an insert that did not happen.
+    const inserted = await client.query<TaskRow>(sql.ADMIT_TASK, params);
     if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
     const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
     const prior = found?.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
     const activeCount = input.maxActive == null ? 0 : await countActive(client, input);
+    const storedCount = input.maxStored == null ? 0 : await countStored(client, input);
     const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount, storedCount });
     if (decision === 'BLOCK_TASK_LIMIT' || decision === 'BLOCK_STORED_LIMIT') {
       await audit(client, 'create', input, decision, null, null);
@@ -102,31 +124,33 @@ async function countActive(client: pg.PoolClient, input: AdmitInput): Promise<nu
   return counted.rows[0]?.n ?? 0;
 }
 
-export async function transitionIn(client: pg.PoolClient, input: TransitionInput): Promise<TransitionOutcome> {
+/**
+ * A status write: the usual path is one statement on the pool (the task, its outbox entry when
+ * the status is terminal, the audit line, the notification), so it commits in one round trip.
+ * When it changes nothing the row is read and `decideTransition` says why; the refusal's audit
+ * line follows. Under READ COMMITTED the read after the miss sees no less than it would inside
+ * one transaction: each statement takes its own snapshot either way, and versions only grow.
+ */
+export async function transitionIn(pool: pg.Pool, input: TransitionInput): Promise<TransitionOutcome> {
   const { write } = input;
   // An int4 column cannot compare with 1.5 or 2^40; such a version matches no row, which is
   // what the classification below says too (without the statement failing).
   if (isTaskStatus(write.status) && isInt4(write.expectedVersion)) {
-    const params: unknown[] = [input.taskId, input.authKey, write.expectedVersion, input.now, write.status];
+    const params: unknown[] = [input.taskId, input.authKey, write.expectedVersion, input.now, write.status, input.correlationId];
     const sets: string[] = [];
     if (write.statusMessage !== undefined) sets.push(`status_message = $${params.push(write.statusMessage)}`);
-    if (isTerminal(write.status)) {
+    const terminal = isTerminal(write.status);
+    if (terminal) {
       const result = write.result ?? null;
       sets.push(`result = $${params.push(toJson(result))}`);
       sets.push(`result_digest = $${params.push(result === null ? null : resultDigest(result))}`);
       // A finished task holds no lease: a worker still running it must not renew it.
       sets.push('lease_owner = NULL', 'lease_expires_at_ms = NULL');
     }
-    const applied = await client.query<TaskRow>(sql.conditionalTransition(sets), params);
-    if (applied.rows[0] !== undefined) {
-      const record = rowToRecord(applied.rows[0]);
-      if (isTerminal(record.status)) await client.query(sql.CLOSE_OUTBOX, [input.taskId, input.now]);
-      await audit(client, 'transition', input, 'APPLY_TRANSITION', input.taskId, record);
-      await client.query(NOTIFY_CHANGE, [input.taskId, record.version]);
-      return { decision: 'APPLY_TRANSITION', record };
-    }
+    const applied = await pool.query<TaskRow>(sql.appliedTransition(sets, terminal), params);
+    if (applied.rows[0] !== undefined) return { decision: 'APPLY_TRANSITION', record: rowToRecord(applied.rows[0]) };
   }
-  const stored = await readById(client, input.taskId);
+  const stored = await readById(pool, input.taskId);
   const decision = decideTransition({ task: stored, auth: input.authKey, write, now: input.now });
   if (decision === 'APPLY_TRANSITION') {
     // The conditional write found nothing to change, yet the rules would apply: the row changed
@@ -134,31 +158,26 @@ export async function transitionIn(client: pg.PoolClient, input: TransitionInput
     throw new TasklatchError('INTERNAL', `task ${JSON.stringify(input.taskId)} changed during its transition`);
   }
   const visible = stored !== null && stored.authKey === input.authKey ? stored : null;
-  await audit(client, 'transition', input, decision, input.taskId, visible);
+  await audit(pool, 'transition', input, decision, input.taskId, visible);
   return { decision, record: visible };
 }
 
-export async function cancelIn(client: pg.PoolClient, input: { authKey: string; taskId: string; now: Millis; correlationId: string }): Promise<CancelOutcome> {
-  const cancelled = await client.query<TaskRow>(sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now]);
-  if (cancelled.rows[0] !== undefined) {
-    const record = rowToRecord(cancelled.rows[0]);
-    await client.query(sql.CLOSE_OUTBOX, [input.taskId, input.now]);
-    await audit(client, 'read', input, 'CANCEL_TASK', input.taskId, record);
-    await client.query(NOTIFY_CHANGE, [input.taskId, record.version]);
-    return { decision: 'CANCEL_TASK', record };
-  }
-  const decision = decideCancel(await readGuard(client, input.taskId), input.authKey, input.now);
+/** Cancellation: one statement when it applies; a miss is read, classified and audited after it. */
+export async function cancelIn(pool: pg.Pool, input: { authKey: string; taskId: string; now: Millis; correlationId: string }): Promise<CancelOutcome> {
+  const cancelled = await pool.query<TaskRow>(sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now, input.correlationId]);
+  if (cancelled.rows[0] !== undefined) return { decision: 'CANCEL_TASK', record: rowToRecord(cancelled.rows[0]) };
+  const decision = decideCancel(await readGuard(pool, input.taskId), input.authKey, input.now);
   if (decision === 'CANCEL_TASK') {
     throw new TasklatchError('INTERNAL', `task ${JSON.stringify(input.taskId)} changed during its cancellation`);
   }
   // Only the caller's own finished task is read in full, for the answer.
-  const stored = decision === 'ALREADY_TERMINAL' ? await readById(client, input.taskId) : null;
+  const stored = decision === 'ALREADY_TERMINAL' ? await readById(pool, input.taskId) : null;
   if (decision === 'ALREADY_TERMINAL' && stored !== null) {
-    await audit(client, 'read', input, decision, input.taskId, stored);
+    await audit(pool, 'read', input, decision, input.taskId, stored);
     return { decision, record: stored };
   }
   const miss = decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
-  await audit(client, 'read', input, miss, input.taskId, null);
+  await audit(pool, 'read', input, miss, input.taskId, null);
   return { decision: miss, record: null };
 }
 
@@ -193,7 +212,7 @@ export function isInt4(value: number): boolean {
 
 /** One audit line, with the status and version of `record` when the caller may see it. */
 async function audit(
-  client: pg.PoolClient,
+  client: pg.PoolClient | pg.Pool,
   surface: AuditEntry['surface'],
   input: { now: Millis; authKey: string; correlationId: string },
   decision: Decision,
