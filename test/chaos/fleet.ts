@@ -82,6 +82,9 @@ export class Slot {
   /** SIGTERM and wait (a clean stop: drain); SIGKILL after `graceMs`. Returns the exit code. */
   async stop(graceMs = 20_000): Promise<number | null> {
     this.stopped = true;
+    // A process still starting (a crash restart just before the stop) has no SIGTERM handler
+    // yet and would die of the signal itself: let it come up first.
+    if (this.child !== null) await this.ready.catch(() => undefined);
     const child = this.child;
     if (child === null) return 0;
     this.expectedExit = true;
