@@ -1,0 +1,72 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ROOT } from './support/cli.js';
+import { freshPostgresUrl } from './support/postgres.js';
+
+// The examples of the README's "Use it from your own server", run as a user runs them.
+
+const running: ChildProcess[] = [];
+
+afterEach(async () => {
+  await Promise.all(
+    running.splice(0).map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+});
+
+/** Starts `node FILE ARGS…` and resolves with the first stdout match of `ready`. */
+function start(file: string, args: string[], ready: RegExp): Promise<{ match: RegExpExecArray; child: ChildProcess }> {
+  const child = spawn(process.execPath, [join(ROOT, file), ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
+  });
+  running.push(child);
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${file} did not start: ${out}${err}`)), 30_000);
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = ready.exec(out);
+      if (match === null) return;
+      clearTimeout(timer);
+      resolve({ match, child });
+    });
+    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}: ${out}${err}`)));
+  });
+}
+
+/** Runs `node FILE ARGS…` to its end. */
+export function runExample(file: string, args: string[]): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(ROOT, file), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('close', (code) => resolve({ code, out }));
+  });
+}
+
+describe('examples/own-tools: a server process and a worker process of your own on PostgreSQL', () => {
+  it('admits on the server, runs on the worker, answers through the server', async () => {
+    const store = await freshPostgresUrl('example_own_tools');
+    const server = await start('examples/own-tools/server.mjs', [store, '0'], /listening on (\S+)/);
+    const worker = await start('examples/own-tools/worker.mjs', [store], /worker (\S+) running/);
+    const run = await runExample('examples/own-tools/client.mjs', [server.match[1]!]);
+    expect(run.out).toMatch(/tools: count_primes\(required\) is_prime\(forbidden\)/);
+    expect(run.out).toMatch(/created: \S+ working/);
+    expect(run.out).toMatch(/status: completed/);
+    expect(run.out).toMatch(/result: 17984 primes below 200000/);
+    expect(run.code).toBe(0);
+    expect(worker.match[1]).toContain(`:${worker.child.pid}:`);
+  });
+});
