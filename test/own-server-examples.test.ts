@@ -1,8 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT } from './support/cli.js';
 import { freshPostgresUrl } from './support/postgres.js';
+import { spawnServe } from './support/serve-process.js';
 
 // The examples of the README's "Use it from your own server", run as a user runs them.
 
@@ -68,5 +71,22 @@ describe('examples/own-tools: a server process and a worker process of your own 
     expect(run.out).toMatch(/result: 17984 primes below 200000/);
     expect(run.code).toBe(0);
     expect(worker.match[1]).toContain(`:${worker.child.pid}:`);
+  });
+});
+
+describe('examples/task-tools-client.mjs: a client without tasks against `serve --task-tools`', () => {
+  it('gets the task id as text and follows it with the task tools', async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'tasklatch-example-'));
+    const serve = await spawnServe(['--task-tools'], { cwd });
+    try {
+      const run = await runExample('examples/task-tools-client.mjs', [serve.url]);
+      expect(run.out).toMatch(/tools: export_ledger summarize lookup task_status task_result task_cancel/);
+      expect(run.out).toMatch(/answer: Started task \S+ \(working\); it runs in the background/);
+      expect(run.out).toMatch(/status: completed/);
+      expect(run.out).toMatch(/result: \{"file":".*\.csv","rows":50,"sha256":"[0-9a-f]{64}"\}/);
+      expect(run.code).toBe(0);
+    } finally {
+      await serve.stop();
+    }
   });
 });

@@ -24,6 +24,8 @@ ${WORKER_USAGE_LINES}
   --default-ttl MS       ttl of a task whose request names none (default 3600000)
   --max-ttl MS           largest ttl granted (default 604800000)
   --max-active N         non-terminal tasks one caller may hold at once (default 100)
+  --task-tools           a client without task support calling a 'required' tool gets the task and a text
+                         naming it; task_status, task_result and task_cancel are served to follow it
 Without --auth-tokens or --principal every caller shares one anonymous context.`;
 
 const tokenFile = z.record(
@@ -52,6 +54,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'default-ttl': { type: 'string' },
       'max-ttl': { type: 'string' },
       'max-active': { type: 'string' },
+      'task-tools': { type: 'boolean', default: false },
     },
   });
   if (values.help === true) {
@@ -87,6 +90,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     tools,
     callersIdentified: authenticate !== undefined,
     execute: values.workers,
+    taskTools: values['task-tools'],
     worker: workerSettings,
     limits,
     logger,
