@@ -6,3 +6,5 @@
  */
 export { SdkTaskStore, type SdkTaskStoreOptions } from './sdk/sdk-task-store.js';
 export { RequestAuth, principalFromAuthInfo, type ResolvePrincipal } from './sdk/request-auth.js';
+export { attachTasklatch, tasklatchWorker, SdkTasklatch, type AttachOptions } from './sdk/attach-tasklatch.js';
+export { SUPPORTED_SDK_RANGE } from './sdk/sdk-internals.js';

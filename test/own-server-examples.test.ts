@@ -90,3 +90,48 @@ describe('examples/task-tools-client.mjs: a client without tasks against `serve 
     }
   });
 });
+
+describe('examples/sdk-server: an McpServer of your own with tasklatch attached, two servers and two workers on PostgreSQL', () => {
+  it('creates through one server, runs on a worker, answers through the other; the plain tools stay the SDK’s', async () => {
+    const store = await freshPostgresUrl('example_sdk_server');
+    const servers = [];
+    for (let i = 0; i < 2; i++) servers.push(await start('examples/sdk-server/server.mjs', [store, '0'], /listening on (\S+)/));
+    const workers = [];
+    for (let i = 0; i < 2; i++) workers.push(await start('examples/sdk-server/worker.mjs', [store], /worker (\S+) running/));
+    const run = await runExample('examples/sdk-server/client.mjs', [servers[0]!.match[1]!, servers[1]!.match[1]!]);
+    expect(run.out).toMatch(/tools: render_report\(required\) count_words\(optional\) ping\(forbidden\)/);
+    expect(run.out).toMatch(/ping: pong/);
+    expect(run.out).toMatch(/count_words plain: 3/);
+    expect(run.out).toMatch(/created: \S+ working/);
+    expect(run.out).toMatch(/status: completed/);
+    const pid = Number(/"pid":(\d+)/.exec(run.out)?.[1]);
+    expect(workers.map((w) => w.child.pid)).toContain(pid);
+    expect(run.out).toMatch(/result: report 2026-Q2: 5 pages/);
+    expect(run.code).toBe(0);
+  });
+});
+
+describe('examples/sdk-task-store: an SDK task server on tasklatch’s durable TaskStore', () => {
+  it('serves registerToolTask tasks from the SQLite store, and a restarted server still answers for them', async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const { CallToolResultSchema, CreateTaskResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const db = `sqlite:${join(await mkdtemp(join(tmpdir(), 'tasklatch-sdk-store-')), 'tasks.db')}`;
+    const connect = async (url: string) => {
+      const client = new Client({ name: 't', version: '1' }, { capabilities: { tasks: { requests: { tools: { call: {} } } } } });
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      return client;
+    };
+    const first = await start('examples/sdk-task-store/server.mjs', [db, '0'], /listening on (\S+)/);
+    const client = await connect(first.match[1]!);
+    const { task } = await client.request({ method: 'tools/call', params: { name: 'slow_sum', arguments: { a: 2, b: 40 }, task: {} } }, CreateTaskResultSchema);
+    const result = await client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
+    expect(result.content).toEqual([{ type: 'text', text: '42' }]);
+    await client.close();
+    first.child.kill('SIGTERM');
+    const second = await start('examples/sdk-task-store/server.mjs', [db, '0'], /listening on (\S+)/);
+    const again = await connect(second.match[1]!);
+    expect((await again.experimental.tasks.getTask(task.taskId)).status).toBe('completed');
+    await again.close();
+  });
+});
