@@ -25,7 +25,7 @@ export function taskToolFrom(name: string, tool: RegisteredSdkTool, taskSupport:
   type Checked = { success: true; data: unknown } | { success: false; error: Error };
   const check = (value: unknown): Checked => {
     if (schema === undefined) return { success: true, data: undefined };
-    const parsed = safeParse(schema, value) as { success: true; data: unknown } | { success: false; error: unknown };
+    const parsed: { success: true; data: unknown } | { success: false; error: unknown } = safeParse(schema, value);
     return parsed.success ? { success: true, data: parsed.data } : { success: false, error: new Error(getParseErrorMessage(parsed.error)) };
   };
   // The subset of a zod object the registry, the wires and the worker use: parse and safeParse.
