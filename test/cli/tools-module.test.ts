@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, ROOT, runCli } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import { rpc, settle } from '../support/stateless.js';
 import { until } from '../support/until.js';
 
 const TOOLS = join(ROOT, 'examples/own-tools/tools.mjs');
@@ -135,5 +136,11 @@ describe('--tools PATH: two servers and two workers on one PostgreSQL', () => {
     // Only the workers with the module ran them; the demo worker never did.
     expect(pids.has(demoWorker.child.pid ?? -1)).toBe(false);
     for (const pid of pids) expect(own.map((w) => w.child.pid)).toContain(pid);
+
+    // The 2026-07-28 generation on the same fleet: created through one server, read through the other.
+    const created = await rpc(servers[1]!.url, 'tools/call', { name: 'count_primes', arguments: { below: 3000 } });
+    const modern = (created.result as { taskId: string }).taskId;
+    const done = await settle(servers[0]!.url, modern, {}, 30_000);
+    expect(done).toMatchObject({ status: 'completed', result: { structuredContent: { below: 3000, count: 430 } } });
   });
 });
