@@ -21,11 +21,15 @@ const runs: Array<{ caller: string | undefined; aborted: () => boolean }> = [];
 
 function userServer(): McpServer {
   const server = new McpServer({ name: 'user-server', version: '1.0.0' });
-  server.registerTool('slow_report', { description: 'slow', inputSchema: { pages: z.number().int().min(1) } }, async ({ pages }, extra) => {
+  const shape = { pages: z.number().int().min(1), progress: z.boolean().optional() };
+  server.registerTool('slow_report', { description: 'slow', inputSchema: shape }, async ({ pages, progress }, extra) => {
     runs.push({ caller: extra.authInfo?.clientId, aborted: () => extra.signal.aborted });
     for (let page = 0; page < pages; page++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       extra.signal.throwIfAborted();
+      const token = extra._meta?.progressToken;
+      if (progress === true && token !== undefined)
+        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: page + 1, total: pages } });
     }
     return { content: [{ type: 'text', text: `${pages} pages` }], structuredContent: { pages, caller: extra.authInfo?.clientId } };
   });
@@ -85,11 +89,21 @@ describe('attachTasklatch on an McpServer', () => {
     expect((await store.get({ authKey: 'acme/alice', taskId: task.taskId, now: Date.now() })).record?.toolName).toBe('slow_report');
     const result = await alice.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
     expect(result.structuredContent).toEqual({ pages: 3, caller: 'acme/alice' });
+    // What the handler reports through extra.sendNotification reaches the requestor's session.
+    const progress: number[] = [];
+    const withProgress = await alice.request(
+      { method: 'tools/call', params: { name: 'slow_report', arguments: { pages: 3, progress: true }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+      { onprogress: (p) => progress.push(p.progress) },
+    );
+    await alice.request({ method: 'tasks/result', params: { taskId: withProgress.task.taskId } }, CallToolResultSchema);
+    for (let i = 0; i < 50 && progress.length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(progress).toEqual([1, 2, 3]);
     // A task call with arguments the tool's schema refuses stores nothing.
     await expect(
       alice.request({ method: 'tools/call', params: { name: 'slow_report', arguments: { pages: 0 }, task: {} } }, CreateTaskResultSchema),
     ).rejects.toThrow(/-32602/);
-    expect((await alice.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([task.taskId]);
+    expect((await alice.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([task.taskId, withProgress.task.taskId]);
   });
 
   it('keeps tenants apart and stops the handler on cancellation', async () => {
