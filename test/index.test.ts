@@ -48,6 +48,7 @@ describe('the root entry', () => {
     mcp: () => import('../src/mcp.js'),
     sqlite: () => import('../src/sqlite.js'),
     postgres: () => import('../src/postgres.js'),
+    sdk: () => import('../src/sdk.js'),
   };
 
   // The public API is a list: a change to any entry point's exports is a decision, made here.
@@ -141,6 +142,7 @@ describe('the root entry', () => {
     ],
     ['sqlite', ['SqliteStore', 'migrateSqlite']],
     ['postgres', ['POSTGRES_MIGRATIONS_DIR', 'PostgresStore', 'migratePostgres', 'readPostgresMigrations']],
+    ['sdk', ['RequestAuth', 'SUPPORTED_SDK_RANGE', 'SdkTaskStore', 'SdkTasklatch', 'attachTasklatch', 'principalFromAuthInfo', 'tasklatchWorker']],
   ])('pins the exports of src/%s.ts', async (entry, names) => {
     const api = (await ENTRY_POINTS[entry as keyof typeof ENTRY_POINTS]()) as Record<string, unknown>;
     expect(Object.keys(api).sort()).toEqual(names);

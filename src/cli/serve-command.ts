@@ -29,6 +29,8 @@ ${WORKER_USAGE_LINES}
   --max-body-bytes N     largest HTTP request body (default 4194304)
   --max-sessions N       open 2025-11-25 sessions of all callers (default 1000)
   --session-idle-ms MS   a session idle this long is closed (default 1800000)
+  --task-tools           a client without task support calling a 'required' tool gets the task and a text
+                         naming it; task_status, task_result and task_cancel are served to follow it
 Without --auth-tokens or --principal every caller shares one anonymous context.
 Over HTTP, GET /healthz, /readyz and /metrics (Prometheus) answer beside /mcp, without a token.`;
 
@@ -62,6 +64,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'max-body-bytes': { type: 'string' },
       'max-sessions': { type: 'string' },
       'session-idle-ms': { type: 'string' },
+      'task-tools': { type: 'boolean', default: false },
     },
   });
   if (values.help === true) {
@@ -92,7 +95,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
-  const tools = toolsFrom(values);
+  const tools = await toolsFrom(values);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
     tokens !== undefined
@@ -105,6 +108,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     tools,
     callersIdentified: authenticate !== undefined,
     execute: values.workers,
+    taskTools: values['task-tools'],
     worker: workerSettings,
     limits,
     logger,

@@ -29,7 +29,7 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   if (values.metrics !== undefined) parseHostPort('--metrics', values.metrics);
   const pollInterval = values['poll-interval'] === undefined ? undefined : positiveInt('--poll-interval', values['poll-interval']);
   const worker = workerOptionsFrom(values);
-  const tools = toolsFrom(values);
+  const tools = await toolsFrom(values);
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));

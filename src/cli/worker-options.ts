@@ -8,6 +8,7 @@ import type { ExecutionHooks } from '../worker/task-executor.js';
 import type { WorkerOptions } from '../worker/worker.js';
 import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
 import type { TaskStore } from '../store/types.js';
+import { isToolsPath, loadToolsModule } from './tools-module.js';
 
 /** parseArgs options shared by `serve` and `worker`: where tasks live, which tools, how they run. */
 export const WORKER_ARG_OPTIONS = {
@@ -24,7 +25,9 @@ export const WORKER_ARG_OPTIONS = {
 
 export const WORKER_USAGE_LINES = `  --store URL            sqlite:PATH (default ${DEFAULT_STORE_URL}), postgres://…, memory
   --exports DIR          where export_ledger writes (default ./.tasklatch/exports)
-  --tools SET            the tools to serve: demo (default) or conformance (what the MCP conformance suite calls)
+  --tools SET|PATH       the tools: demo (default), conformance (what the MCP conformance suite calls), or a
+                         module of your own (./tools.js: default export or named "tools", an array of
+                         tool definitions or a function returning one); give serve and every worker the same
   --no-demo              serve no tools at all
   --concurrency N        tasks one worker runs at once (default 4)
   --lease-ms MS          lease per claimed task (default 30000); a dead worker's tasks wait this long
@@ -46,10 +49,16 @@ const TOOL_SETS: Record<string, (values: WorkerArgs) => TaskTool[]> = {
   conformance: () => conformanceTools(),
 };
 
-export function toolsFrom(values: WorkerArgs): TaskTool[] {
+/** The tools of `--tools`: a named set, or the user's module (loaded, and checked, here). */
+export async function toolsFrom(values: WorkerArgs): Promise<TaskTool[]> {
+  if (isToolsPath(values.tools)) return loadToolsModule(values.tools);
   if (!values.demo) return [];
   const set = TOOL_SETS[values.tools];
-  if (set === undefined) throw new TasklatchError('INVALID_INPUT', `--tools takes ${Object.keys(TOOL_SETS).join(' or ')}, got ${JSON.stringify(values.tools)}`);
+  if (set === undefined)
+    throw new TasklatchError(
+      'INVALID_INPUT',
+      `--tools takes ${Object.keys(TOOL_SETS).join(' or ')} or a module path (./tools.js), got ${JSON.stringify(values.tools)}`,
+    );
   return set(values);
 }
 

@@ -13,7 +13,8 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import { idempotencyKeyOf } from '../core/create-rules.js';
+import { idempotencyKeyOf, isAugmented, taskSupportOf } from '../core/create-rules.js';
+import { taskFollowUp } from '../runtime/task-tools.js';
 import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type WireRequest } from '../core/types.js';
 import { askingContext } from '../tools/asking.js';
@@ -47,7 +48,7 @@ export function registerTaskHandlers(session: SessionContext, register: Register
   const { server } = session;
   const auth = async (extra: Extra) => authKeyOf(await server.principalFor(session, extra.authInfo));
 
-  register(ListToolsRequestSchema, async () => ({ tools: server.tools.list() }));
+  register(ListToolsRequestSchema, async () => ({ tools: listedTools(session) }));
 
   register(CallToolRequestSchema, (request: { params: Record<string, unknown> & { name: string } }, extra) => callTool(session, request.params, extra));
 
@@ -107,6 +108,10 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
     ...params,
     _meta: { [CLIENT_CAPABILITIES_META]: clientCapabilities, ...meta },
   };
+  // A client that declared no task support, calling a `required` tool with the task tools on:
+  // the call is admitted as a task and answered with a text that names it.
+  const followUp = server.runtime.taskTools && clientCapabilities.tasks === undefined && taskSupportOf(tool) === 'required';
+  if (followUp && !isAugmented({ method: 'tools/call', params })) stored.task = {};
   const request: WireRequest = { method: 'tools/call', params: stored };
   const headerKey = headerValue(extra, 'idempotency-key');
   try {
@@ -157,15 +162,28 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
     case 'BLOCK_CAPABILITY':
       return runPlain(session, tool, params, principal, extra);
     case 'REPLAY_TASK':
-      return { task: wireTask(outcome.record) };
+      return followUp ? taskFollowUp(outcome.record) : { task: wireTask(outcome.record) };
     case 'ACCEPT_TASK': {
       const record = outcome.record;
+      if (followUp) return taskFollowUp(record);
       const token = extra._meta?.progressToken;
       if (token !== undefined) session.progressTokens.set(record.taskId, token);
       watchStatus(session, record.taskId, authKeyOf(principal), record.version);
       return { task: wireTask(record) };
     }
   }
+}
+
+/**
+ * `tools/list` of one session. With the task tools on, a client that declared no task support
+ * sees its `required` tools without `execution`: such a client calls them plainly (SDK clients
+ * refuse, before sending, a plain call of a tool listed `required`) and gets the task as text.
+ */
+function listedTools(session: SessionContext): Array<Record<string, unknown>> {
+  const tools = session.server.tools.list();
+  const capabilities = session.sdk.getClientCapabilities() as Record<string, unknown> | undefined;
+  if (!session.server.runtime.taskTools || capabilities?.tasks !== undefined) return tools;
+  return tools.map((tool) => ((tool.execution as { taskSupport?: string } | undefined)?.taskSupport === 'required' ? { ...tool, execution: undefined } : tool));
 }
 
 /** A plain call: the same handler, run inline, its result returned as is. */

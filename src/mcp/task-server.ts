@@ -6,7 +6,7 @@ import type { Logger } from '../runtime/log.js';
 import { createRuntime, TaskRuntime, type RuntimeOptions } from '../runtime/task-runtime.js';
 import { ANONYMOUS, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import { registerTaskHandlers, type SessionContext } from './handlers.js';
+import { registerTaskHandlers, type Register, type SessionContext } from './handlers.js';
 import { invalidParams } from './wire.js';
 
 export { ANONYMOUS };
@@ -93,46 +93,35 @@ export class TaskServer {
    */
   createSession(principal: Principal | null = null): Server {
     const server = new Server(this.identity, { capabilities: { tools: {}, tasks: { ...this.capabilities } } });
-    const session: SessionContext = {
-      server: this,
-      sdk: server,
-      principal,
-      progressTokens: new Map(),
-      watches: new Map(),
-    };
     // Requests are validated here, not by the SDK: its parse failures answer -32603, where a
     // malformed request (a missing task id, a cursor that is not a string) is invalid params.
     // And the SDK's Server wraps tools/call to check result shapes by `params.task`; a call with
     // `params.task` that this server must run as a plain call (no task capability) would be
     // refused by that check, so tools/call is installed at the protocol level.
-    registerTaskHandlers(session, (schema, handler) => {
-      const method = (schema as unknown as { shape: { method: { value: string } } }).shape.method.value;
-      const envelope = z.looseObject({ method: z.literal(method), params: z.unknown().optional() });
-      const checked = async (request: unknown, extra: Parameters<typeof handler>[1]) => {
-        const parsed = (schema as unknown as z.ZodType).safeParse(request);
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0];
-          throw invalidParams(`Invalid params for ${method}: ${issue === undefined ? 'malformed' : `${issue.path.join('.')}: ${issue.message}`}`);
-        }
-        try {
-          return await handler(parsed.data as never, extra);
-        } catch (error) {
-          if (error instanceof ProtocolError || error instanceof McpError) throw error;
-          // A server fault: logged with its stack, answered without its text (which may be a database's).
-          this.logger.error({ err: error, method, id: extra.requestId, sessionId: extra.sessionId }, 'request failed: -32603');
-          throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
-        }
-      };
+    this.adoptSession(server, principal, (schema, handler) => {
+      const envelope = z.looseObject({ method: z.literal(methodOf(schema)), params: z.unknown().optional() });
+      const checked = checkedHandler(schema, handler, this.logger);
       if (schema === CallToolRequestSchema) Protocol.prototype.setRequestHandler.call(server, envelope, checked as never);
       else server.setRequestHandler(envelope, checked as never);
     });
+    return server;
+  }
+
+  /**
+   * Serves this server's tools/list, tools/call and tasks/* on an SDK `Server` built elsewhere
+   * (the low-level server of a user's `McpServer`), each handler installed through `register`.
+   */
+  adoptSession(server: Server, principal: Principal | null, register: Register): void {
+    const session: SessionContext = { server: this, sdk: server, principal, progressTokens: new Map(), watches: new Map() };
+    registerTaskHandlers(session, register);
+    const previous = server.onclose;
     server.onclose = () => {
+      previous?.();
       for (const stop of session.watches.values()) stop();
       session.watches.clear();
       this.sessions.delete(server);
     };
     this.sessions.set(server, session);
-    return server;
   }
 
   /** Resolves the caller of a request in a session. */
@@ -163,6 +152,35 @@ export class TaskServer {
         .catch(() => undefined);
     }
   }
+}
+
+/** The method a request schema is for. */
+export function methodOf(schema: unknown): string {
+  return (schema as { shape: { method: { value: string } } }).shape.method.value;
+}
+
+/**
+ * A handler that validates its request against `schema` first: a malformed request is answered
+ * invalid params (-32602) with the first issue, before the handler sees it.
+ */
+export function checkedHandler<Extra>(schema: unknown, handler: (request: never, extra: Extra) => Promise<unknown>, logger: Logger) {
+  const method = methodOf(schema);
+  return async (request: unknown, extra: Extra) => {
+    const parsed = (schema as z.ZodType).safeParse(request);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw invalidParams(`Invalid params for ${method}: ${issue === undefined ? 'malformed' : `${issue.path.join('.')}: ${issue.message}`}`);
+    }
+    try {
+      return await handler(parsed.data as never, extra);
+    } catch (error) {
+      if (error instanceof ProtocolError || error instanceof McpError) throw error;
+      // A server fault: logged with its stack, answered without its text (which may be a database's).
+      const { requestId, sessionId } = extra as { requestId?: unknown; sessionId?: unknown };
+      logger.error({ err: error, method, id: requestId, sessionId }, 'request failed: -32603');
+      throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
+    }
+  };
 }
 
 /** Builds a task server; see `TaskServerOptions`. */

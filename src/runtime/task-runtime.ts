@@ -9,6 +9,7 @@ import type { ExecutionHooks } from '../worker/task-executor.js';
 import { Worker, type WorkerOptions } from '../worker/worker.js';
 import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
+import { taskTools } from './task-tools.js';
 
 /** Progress a task reports while it runs, for whichever wire session asked for it. */
 export type ProgressListener = (taskId: string, progress: number, total?: number, message?: string) => void | Promise<void>;
@@ -22,6 +23,13 @@ export interface RuntimeOptions {
    */
   callersIdentified?: boolean;
   limits?: Partial<TaskLimits>;
+  /**
+   * Tasks for clients that have none (default false): a plain call of a `required` tool from a
+   * client that declared no task support is admitted as a task and answered at once with a text
+   * naming the task id, and the tools `task_status`, `task_result` and `task_cancel` are served
+   * (listed only then) to follow it under the same guard and tenancy.
+   */
+  taskTools?: boolean;
   /**
    * Run admitted tasks in this process with a worker (default true). False: only admit and
    * answer; other processes' workers run the tasks.
@@ -53,12 +61,17 @@ export class TaskRuntime {
   readonly logger: Logger;
   /** The receiver's task capabilities, in the 2025-11-25 server shape the rules read. */
   readonly capabilities: TaskCapabilities;
+  /** Whether plain clients get tasks through the task tools (`RuntimeOptions.taskTools`). */
+  readonly taskTools: boolean;
   private readonly sweeper: ExpirySweeper | null;
   private readonly progressListeners = new Set<ProgressListener>();
   private readonly drainMs: number;
 
   constructor(options: RuntimeOptions) {
-    this.tools = options.tools instanceof ToolRegistry ? options.tools : new ToolRegistry(options.tools);
+    const given = options.tools instanceof ToolRegistry ? options.tools : new ToolRegistry(options.tools);
+    this.taskTools = options.taskTools === true;
+    // A tool of the user's named like a task tool is refused by the registry, as any duplicate.
+    this.tools = this.taskTools ? new ToolRegistry([...given.names().map((name) => given.get(name)!), ...taskTools(this)]) : given;
     this.logger = options.logger ?? createLogger();
     this.drainMs = options.drainMs ?? 10_000;
     options.store.onProblem ??= (message, fields) => this.logger.warn(fields, message);

@@ -28,6 +28,7 @@ import {
 import { openTaskSubscription, type EventSink } from './subscriptions.js';
 import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
 import { createTaskResult, detailedTask } from './task-view.js';
+import { taskFollowUp } from '../runtime/task-tools.js';
 
 /** One POSTed message, with what the HTTP layer knows about it. */
 export interface StatelessRequest {
@@ -178,8 +179,10 @@ export class StatelessServer {
     const args = parsed.data.arguments ?? {};
     const support = taskSupportOf(tool);
     const declared = declaresTasks(call.capabilities);
-    if (support === 'required' && !declared) throw missingTasksExtension(`Tool ${name}`);
-    const asTask = declared && support !== 'forbidden' && (support === 'required' || prefersTask(tool, args));
+    // With the task tools on, a request without the extension gets the task all the same, answered as text naming it.
+    const followUp = support === 'required' && !declared && this.runtime.taskTools;
+    if (support === 'required' && !declared && !followUp) throw missingTasksExtension(`Tool ${name}`);
+    const asTask = followUp || (declared && support !== 'forbidden' && (support === 'required' || prefersTask(tool, args)));
     if (asTask) {
       const problem = argumentProblem(tool, args);
       if (problem !== null) throw invalidParams(problem);
@@ -193,7 +196,7 @@ export class StatelessServer {
     const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
     const ctx = plainContext(call, answers);
     try {
-      if (asTask) return await this.admit(call, tool, tool.prepare === undefined ? undefined : await tool.prepare(tool.inputSchema.parse(args), ctx));
+      if (asTask) return await this.admit(call, tool, tool.prepare === undefined ? undefined : await tool.prepare(tool.inputSchema.parse(args), ctx), followUp);
       const result = await invokeTool(tool, args, ctx);
       return { ...result, resultType: 'complete' };
     } catch (error) {
@@ -202,7 +205,7 @@ export class StatelessServer {
     }
   }
 
-  private async admit(call: Call, tool: TaskTool, prepared: unknown): Promise<Record<string, unknown>> {
+  private async admit(call: Call, tool: TaskTool, prepared: unknown, followUp = false): Promise<Record<string, unknown>> {
     // The rounds' own members are not part of the task's request (nor of its digest).
     const { task: _legacy, inputResponses: _responses, requestState: _state, ...rest } = call.params;
     const params = prepared === undefined ? rest : { ...rest, _meta: { ...(rest._meta as Record<string, unknown>), [PREPARED_META]: prepared } };
@@ -219,7 +222,7 @@ export class StatelessServer {
       case 'ACCEPT_TASK':
       case 'REPLAY_TASK':
         // Only now, after the record and its outbox entry committed: a tasks/get resolves.
-        return createTaskResult(outcome.record);
+        return followUp ? { ...taskFollowUp(outcome.record), resultType: 'complete' } : createTaskResult(outcome.record);
       case 'BLOCK_IDEMPOTENCY_COLLISION':
         throw invalidParams(`Idempotency key is already used by a different request`);
       case 'BLOCK_TASK_LIMIT':

@@ -91,6 +91,12 @@ export interface ClaimInput {
   maxAttempts: number;
   abandonedResult: unknown;
   correlationId: string;
+  /**
+   * Only tasks of these tools (a worker that runs only some of them); absent, any task. An
+   * entry of another tool is not claimed, not locked and not touched: it stays due for a worker
+   * that knows its tool.
+   */
+  tools?: readonly string[];
 }
 
 /** One line of the append-only audit trail. */

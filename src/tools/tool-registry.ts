@@ -19,6 +19,11 @@ export class ToolRegistry {
     return this.byName.get(name);
   }
 
+  /** The names of the tools, in registration order. */
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
   /** True when at least one tool can run as a task. */
   get anyTaskSupport(): boolean {
     return [...this.byName.values()].some((t) => taskSupportOf(t) !== 'forbidden');

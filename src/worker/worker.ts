@@ -55,6 +55,8 @@ export class Worker {
   private seen: { tasks: Map<string, number | undefined>; all: boolean } | null = null;
   private unsubscribe: (() => void) | null = null;
   private readonly runs = new Set<Promise<void>>();
+  /** The tools this worker runs: the claim takes only their tasks and leaves the rest in place. */
+  private readonly toolNames: readonly string[];
 
   constructor(
     private readonly service: TaskService,
@@ -70,6 +72,7 @@ export class Worker {
     this.maxAttempts = options.maxAttempts ?? 5;
     this.log = options.hooks?.log ?? (() => undefined);
     this.executor = new TaskExecutor(service, tools, options.hooks);
+    this.toolNames = tools.names();
   }
 
   /** Starts claiming. */
@@ -77,6 +80,11 @@ export class Worker {
     if (this.loop !== null) return;
     this.stopping = false;
     this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
+    // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
+    this.log('info', 'worker runs only the tasks of its tools; tasks of other tools are left for workers that know them', {
+      worker: this.id,
+      tools: this.toolNames,
+    });
     this.loop = this.run();
   }
 
@@ -110,6 +118,7 @@ export class Worker {
             limit: free,
             maxAttempts: this.maxAttempts,
             abandonedResult: errorResult(`task abandoned after ${this.maxAttempts} attempts`),
+            tools: this.toolNames,
           });
           failures = 0;
           for (const record of claimed) {

@@ -196,6 +196,7 @@ export class MemoryStore implements TaskStore {
     for (const entry of due) {
       if (claimed.length >= input.limit) break;
       const task = this.tasks.get(entry.taskId) ?? null;
+      if (task !== null && input.tools !== undefined && !input.tools.includes(task.toolName ?? '')) continue;
       const step = decideDispatch(task, input.now, input.maxAttempts);
       if (step.kind === 'close') entry.doneAt = input.now;
       if (step.kind === 'defer') entry.availableAt = step.until;

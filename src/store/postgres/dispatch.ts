@@ -42,7 +42,7 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput, abandone
     // A page no larger than what is still wanted: every row read is locked until commit, and a
     // row locked here is one other claimers skip.
     const wanted = input.limit - claimed.length;
-    const page = await client.query<DueRow>(sql.DUE_OUTBOX, [input.now, after.availableAt, after.id, wanted]);
+    const page = await client.query<DueRow>(sql.DUE_OUTBOX, [input.now, after.availableAt, after.id, wanted, input.tools ?? null]);
     const close: string[] = [];
     const defer: { id: string; until: Millis }[] = [];
     const claims: { outboxId: string; record: TaskRecord }[] = [];

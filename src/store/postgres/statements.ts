@@ -192,7 +192,9 @@ export const SELECT_SECRET = `SELECT value FROM tasklatch_meta WHERE key = 'secr
 
 /**
  * One page of the claim walk: open entries due at $1, after the keyset position ($2, $3), at
- * most $4, each with its task, in dispatch order.
+ * most $4, each with its task, in dispatch order; $5 (null: any) the tools the claimer runs. The
+ * tool filter is part of the locking read: an entry of another tool is never locked, so a worker
+ * that knows the tool is not made to skip it.
  *
  * Locking the task as well as the entry is what keeps a claim out of deadlocks: a terminal
  * transition holds the task row and then waits for the entry (to close it); a claimer that held
@@ -204,6 +206,7 @@ export const DUE_OUTBOX = `
     FROM task_outbox o JOIN tasks t ON t.task_id = o.task_id
    WHERE o.done_at_ms IS NULL AND o.available_at_ms <= $1
      AND (o.available_at_ms, o.id) > ($2::bigint, $3::bigint)
+     AND ($5::text[] IS NULL OR t.tool_name = ANY($5::text[]))
    ORDER BY o.available_at_ms, o.id
    LIMIT $4
      FOR UPDATE OF o, t SKIP LOCKED`;

@@ -60,6 +60,8 @@ export function claimIn(sql: Statements, input: ClaimInput): TaskRecord[] {
 function visitEntry(sql: Statements, input: ClaimInput, entry: DueRow): TaskRecord | null {
   const { now } = input;
   const task = readById(sql, entry.task_id);
+  // A task of a tool this claimer does not run stays as it is, for a worker that does.
+  if (task !== null && input.tools !== undefined && !input.tools.includes(task.toolName ?? '')) return null;
   const step = decideDispatch(task, now, input.maxAttempts);
   if (step.kind === 'close') sql.closeOutboxEntry.run({ id: entry.id, now });
   if (step.kind === 'defer') sql.deferOutboxEntry.run({ id: entry.id, available_at_ms: step.until });

@@ -1,0 +1,72 @@
+import { getParseErrorMessage, safeParse, type AnySchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+import type { z } from 'zod';
+import { TasklatchError } from '../core/errors.js';
+import type { TaskSupport } from '../core/types.js';
+import { authKeyOf } from '../tools/principal.js';
+import type { TaskTool, ToolContext, ToolResult } from '../tools/tool.js';
+import type { RegisteredSdkTool } from './sdk-internals.js';
+
+/**
+ * A tool registered with `McpServer.registerTool`, as a tasklatch tool: its arguments are
+ * checked with its own schema (zod 3, 4 or 4-mini, through the SDK's own parsing), and its
+ * handler runs in a worker, in any process, with an SDK-shaped `extra` built from the task's
+ * context: `signal` (cancellation, expiry, shutdown), `authInfo` of the task's caller (its
+ * `clientId` is the auth key, `extra.principal` the principal; the bearer token is never
+ * stored), progress notifications as the task's progress, and `elicitation/create`,
+ * `sampling/createMessage` and `roots/list` requests as the task's questions.
+ */
+export function taskToolFrom(name: string, tool: RegisteredSdkTool, taskSupport: Exclude<TaskSupport, 'forbidden'>): TaskTool {
+  if ('createTask' in tool.handler)
+    throw new TasklatchError(
+      'INVALID_INPUT',
+      `cannot attach tasklatch: tool ${name} is registered with experimental.tasks.registerToolTask; register it with registerTool`,
+    );
+  const schema = tool.inputSchema as AnySchema | undefined;
+  type Checked = { success: true; data: unknown } | { success: false; error: Error };
+  const check = (value: unknown): Checked => {
+    if (schema === undefined) return { success: true, data: undefined };
+    const parsed: { success: true; data: unknown } | { success: false; error: unknown } = safeParse(schema, value);
+    return parsed.success ? { success: true, data: parsed.data } : { success: false, error: new Error(getParseErrorMessage(parsed.error)) };
+  };
+  // The subset of a zod object the registry, the wires and the worker use: parse and safeParse.
+  const inputSchema = {
+    shape: {},
+    safeParse: check,
+    parse: (value: unknown): unknown => {
+      const parsed = check(value);
+      if (!parsed.success) throw parsed.error;
+      return parsed.data;
+    },
+  } as unknown as z.ZodObject;
+  const handler = tool.handler as unknown as (...args: unknown[]) => Promise<ToolResult>;
+  return {
+    name,
+    ...(tool.title === undefined ? {} : { title: tool.title }),
+    description: tool.description ?? '',
+    inputSchema,
+    execution: { taskSupport },
+    handler: async (args, ctx) => (schema === undefined ? handler(sdkExtra(ctx)) : handler(args, sdkExtra(ctx))),
+  };
+}
+
+/** What an SDK tool handler expects as `extra`, for a call that runs as a task. */
+function sdkExtra(ctx: ToolContext): Record<string, unknown> {
+  return {
+    signal: ctx.signal,
+    requestId: ctx.idempotencyKey,
+    taskId: ctx.taskId ?? undefined,
+    authInfo: { token: '', clientId: authKeyOf(ctx.principal), scopes: [], extra: { principal: ctx.principal } },
+    // A progress token is always there: what the handler reports goes to the task's requestor.
+    _meta: { progressToken: ctx.idempotencyKey },
+    sendNotification: async (notification: { method: string; params?: { progress?: number; total?: number; message?: string } }) => {
+      if (notification.method === 'notifications/progress' && typeof notification.params?.progress === 'number')
+        await ctx.reportProgress(notification.params.progress, notification.params.total, notification.params.message);
+    },
+    sendRequest: async (request: { method: string; params?: Record<string, unknown> }) => {
+      if (request.method === 'elicitation/create') return ctx.elicit(request.params as Parameters<ToolContext['elicit']>[0]);
+      if (request.method === 'sampling/createMessage') return ctx.sample(request.params ?? {});
+      if (request.method === 'roots/list') return ctx.listRoots();
+      throw new Error(`${request.method} cannot be sent from a task`);
+    },
+  };
+}
