@@ -32,10 +32,12 @@ async function openStore(start: ServerStart): Promise<TaskStore> {
 
 async function startTasklatch(start: ServerStart): Promise<string> {
   const store = await openStore(start);
-  // No active-task limit: the fleet's tasks all stay working at once.
-  const server = await tasklatchServer(store, { execute: false, limits: { maxActiveTasks: null } });
+  // No active-task or stored-task bound: the fleet's tasks all stay working at once.
+  const server = await tasklatchServer(store, { execute: false, limits: { maxActiveTasks: null, maxStoredTasks: null } });
   const tokens = new Map(Array.from({ length: start.tokens }, (_, i) => [token(i), principal(i)] as const));
-  const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens });
+  // The memory scenario holds sessions and blocked results by the thousand: past the default
+  // session caps, which bound a deployment, not what one session costs.
+  const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens, sessions: { maxSessions: 1_000_000, maxPerCaller: 1_000_000 } });
   const descriptor = server.tools.descriptor(noopTool);
   seed = async (n) => {
     const out: PollTarget[] = [];
