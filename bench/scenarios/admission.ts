@@ -168,7 +168,14 @@ export async function admission(results: Results, config: BenchConfig, pg: Bench
     await boss.createQueue('bench_life');
     // Auth keys of their own: ceiling rows stay 'working' and would count against a caller's limit.
     const authKeys = Array.from({ length: maxC }, (_, i) => `ceiling/${i}`);
-    const lifeKeys = Array.from({ length: maxC }, (_, i) => `life/${i}`);
+    // Finished tasks stay stored until their ttl: a requestor moves to a fresh auth key every 500
+    // tasks, below the default bound of 1000 stored tasks per caller.
+    const lifeCounts = new Map<number, number>();
+    const lifeKey = (w: number) => {
+      const n = lifeCounts.get(w) ?? 0;
+      lifeCounts.set(w, n + 1);
+      return `life/${w}/${Math.floor(n / 500)}`;
+    };
     const descriptor = server.tools.descriptor(noopTool);
     const variants: Variant[] = [
       ...tl.variants,
@@ -185,7 +192,7 @@ export async function admission(results: Results, config: BenchConfig, pg: Bench
       {
         name: V.lifeTasklatch,
         op: async (w) => {
-          const auth = lifeKeys[w] as string;
+          const auth = lifeKey(w);
           // Completed at once, so the caller never nears its active-task limit.
           const created = await server.service.create({ auth, tool: descriptor, request: request(next()) });
           if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
