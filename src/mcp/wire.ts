@@ -1,5 +1,4 @@
 import { ErrorCode, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
-import { formatTimestamp } from '../core/time.js';
 import type { TaskRecord } from '../core/types.js';
 import { isStoredError, ProtocolError } from '../tools/protocol-error.js';
 import type { ToolResult } from '../tools/tool.js';
@@ -33,26 +32,7 @@ export function invalidParams(message: string): WireError {
   return new WireError(ErrorCode.InvalidParams, message);
 }
 
-/** The flat Task fields of the spec, from a stored record. */
-export function wireTask(record: TaskRecord): {
-  taskId: string;
-  status: TaskRecord['status'];
-  statusMessage?: string;
-  createdAt: string;
-  lastUpdatedAt: string;
-  ttl: number | null;
-  pollInterval?: number;
-} {
-  return {
-    taskId: record.taskId,
-    status: record.status,
-    ...(record.statusMessage === null ? {} : { statusMessage: record.statusMessage }),
-    createdAt: formatTimestamp(record.createdAt),
-    lastUpdatedAt: formatTimestamp(record.lastUpdatedAt),
-    ttl: record.ttl,
-    ...(record.pollInterval === null ? {} : { pollInterval: record.pollInterval }),
-  };
-}
+export { wireTask } from '../tools/task-fields.js';
 
 /**
  * What `tasks/result` returns for a terminal record: the stored `CallToolResult` with the

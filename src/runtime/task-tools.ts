@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { formatTimestamp } from '../core/time.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import type { TaskService, ReadOutcome } from '../service/task-service.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import { authKeyOf } from '../tools/principal.js';
 import { isStoredError } from '../tools/protocol-error.js';
+import { wireTask } from '../tools/task-fields.js';
 import { defineTool, type TaskTool, type ToolResult } from '../tools/tool.js';
 
 /** The names of the task tools, in the order `tools/list` shows them. */
@@ -35,7 +35,7 @@ export function taskFollowUp(record: TaskRecord): ToolResult {
           `then task_result with {"taskId":"${taskId}"} for its result; task_cancel with {"taskId":"${taskId}"} stops it.`,
       },
     ],
-    structuredContent: statusView(record),
+    structuredContent: wireTask(record),
   };
 }
 
@@ -54,7 +54,7 @@ export function taskTools(host: TaskToolsHost): TaskTool[] {
     async handler({ taskId }, ctx) {
       const out = await host.service.read({ auth: authKeyOf(ctx.principal), method: 'tasks/get', taskId });
       if (out.record === null) return notFound(taskId);
-      return { content: [{ type: 'text', text: statusText(out.record) }], structuredContent: statusView(out.record) };
+      return { content: [{ type: 'text', text: statusText(out.record) }], structuredContent: wireTask(out.record) };
     },
   });
   const result = defineTool({
@@ -66,7 +66,7 @@ export function taskTools(host: TaskToolsHost): TaskTool[] {
       if (out.record === null) return notFound(taskId);
       const { record } = out;
       if (out.decision !== 'RETURN_RESULT')
-        return { content: [{ type: 'text', text: `${statusText(record)} No result yet.` }], structuredContent: statusView(record) };
+        return { content: [{ type: 'text', text: `${statusText(record)} No result yet.` }], structuredContent: wireTask(record) };
       if (record.status === 'cancelled') return errorResult(`Task ${taskId} was cancelled`);
       if (isStoredError(record.result)) return errorResult(`Task ${taskId} failed: ${record.result.error.message}`);
       if (record.result === null || typeof record.result !== 'object') return errorResult(`Task ${taskId} ${record.status} without a result`);
@@ -81,7 +81,7 @@ export function taskTools(host: TaskToolsHost): TaskTool[] {
       const out = await host.cancel({ auth: authKeyOf(ctx.principal), taskId });
       if (out.record === null) return notFound(taskId);
       if (out.decision === 'ALREADY_TERMINAL') return errorResult(`Task ${taskId} is already ${out.record.status} and cannot be cancelled`);
-      return { content: [{ type: 'text', text: `Task ${taskId} is cancelled.` }], structuredContent: statusView(out.record) };
+      return { content: [{ type: 'text', text: `Task ${taskId} is cancelled.` }], structuredContent: wireTask(out.record) };
     },
   });
   return [status, result, cancel];
@@ -91,16 +91,4 @@ function statusText(record: TaskRecord): string {
   const message = record.statusMessage === null ? '' : ` (${record.statusMessage})`;
   const next = isTerminal(record.status) ? ' Call task_result for its outcome.' : record.status === 'input_required' ? ' It waits for input.' : '';
   return `Task ${record.taskId} is ${record.status}${message}.${next}`;
-}
-
-function statusView(record: TaskRecord): Record<string, unknown> {
-  return {
-    taskId: record.taskId,
-    status: record.status,
-    ...(record.statusMessage === null ? {} : { statusMessage: record.statusMessage }),
-    createdAt: formatTimestamp(record.createdAt),
-    lastUpdatedAt: formatTimestamp(record.lastUpdatedAt),
-    ttl: record.ttl,
-    ...(record.pollInterval === null ? {} : { pollInterval: record.pollInterval }),
-  };
 }

@@ -98,24 +98,12 @@ export async function inTransaction<T>(
   /** Statements without parameters to send with BEGIN in the same round trip (simple protocol). */
   prelude?: (client: pg.PoolClient) => string[],
 ): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
+  return onClient(pool, async (client) => {
     await client.query(['BEGIN', ...(prelude?.(client) ?? [])].join('; '));
     const value = await work(client);
     await client.query('COMMIT');
     return value;
-  } catch (error) {
-    try {
-      await client.query('ROLLBACK');
-    } catch (rollbackError) {
-      // A client that cannot roll back is in an unknown state: destroy it instead of reusing it.
-      broken = rollbackError as Error;
-    }
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  });
 }
 
 /**
@@ -125,15 +113,26 @@ export async function inTransaction<T>(
  * back and the error thrown. Returns the results of `statements` (without BEGIN and COMMIT).
  */
 export async function inOneRoundTrip(pool: pg.Pool, statements: readonly string[]): Promise<pg.QueryResult[]> {
+  return onClient(pool, async (client) => {
+    const results = (await client.query(['BEGIN', ...statements, 'COMMIT'].join(';\n'))) as unknown as pg.QueryResult[];
+    return results.slice(1, 1 + statements.length);
+  });
+}
+
+/**
+ * Runs `work` on one checked-out client that began a transaction: ROLLBACK on any error, and the
+ * client always goes back to the pool.
+ */
+async function onClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    const results = (await client.query(['BEGIN', ...statements, 'COMMIT'].join(';\n'))) as unknown as pg.QueryResult[];
-    return results.slice(1, 1 + statements.length);
+    return await work(client);
   } catch (error) {
     try {
       await client.query('ROLLBACK');
     } catch (rollbackError) {
+      // A client that cannot roll back is in an unknown state: destroy it instead of reusing it.
       broken = rollbackError as Error;
     }
     throw error;
