@@ -21,9 +21,10 @@ const NOTIFY = `pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || gen_r
 /**
  * The physical ceiling of admission: pgbench (libpq, C, no Node) runs the statements tasklatch's
  * PostgreSQL store sends for one admission with an idempotency key and the active-task limit
- * (`admissionStatements`: the per-auth-key advisory lock, the release of an expired key, the
- * one-statement insert of task, outbox entry and audit line), in one transaction sent as one
- * pipeline, as the store sends it in one round trip; then the change notification in a
+ * (`admissionStatements`: the per-auth-key advisory lock and the one-statement insert of task,
+ * outbox entry and audit line), in one transaction sent as one pipeline, as the store sends it
+ * in one round trip, prepared once per connection (-M prepared) as the store's connections
+ * prepare the insert (prepared.ts); then the change notification in a
  * transaction of its own that commits asynchronously (the store batches these across concurrent
  * writes; pgbench sends one per admission, the dearer case). Values that vary per admission are
  * SQL expressions: a fresh uuid for task and correlation ids, pgbench randoms for the auth key
@@ -49,7 +50,7 @@ export function pgbenchScript(now: number, inTransaction = false): string {
     maxActive: 100,
   });
   if (statements === null) throw new Error('admission statements have no literal form');
-  // Variables travel as untyped parameters (-M extended): cast where text is wanted.
+  // Variables travel as untyped parameters (-M prepared): cast where text is wanted.
   const auth = `('pgb/' || CAST(:client_id AS text) || '/' || CAST(:r AS text))`;
   const lines = statements.map((statement) => {
     const text = statement
@@ -109,7 +110,7 @@ export async function pgbenchAdmission(
       '-T',
       String(seconds),
       '-M',
-      'extended',
+      'prepared',
       '-f',
       script,
       '-l',

@@ -111,11 +111,25 @@ export async function inTransaction<T>(
  * statements and COMMIT go to the server as one simple-protocol message, and it answers with
  * each statement's result. A statement that fails skips the rest; the transaction is then rolled
  * back and the error thrown. Returns the results of `statements` (without BEGIN and COMMIT).
+ * `before` runs first on the checked-out client (to prepare statements the message executes).
  */
-export async function inOneRoundTrip(pool: pg.Pool, statements: readonly string[]): Promise<pg.QueryResult[]> {
+export async function inOneRoundTrip(
+  pool: pg.Pool,
+  statements: readonly string[],
+  before?: (client: pg.PoolClient) => Promise<void>,
+): Promise<pg.QueryResult[]> {
   return onClient(pool, async (client) => {
+    await before?.(client);
     const results = (await client.query(['BEGIN', ...statements, 'COMMIT'].join(';\n'))) as unknown as pg.QueryResult[];
     return results.slice(1, 1 + statements.length);
+  });
+}
+
+/** One plain statement that commits by itself, on a client `before` has run on. */
+export async function onPreparedClient(pool: pg.Pool, statement: string, before: (client: pg.PoolClient) => Promise<void>): Promise<pg.QueryResult> {
+  return onClient(pool, async (client) => {
+    await before(client);
+    return client.query(statement);
   });
 }
 

@@ -160,6 +160,12 @@ export function auditToRow(entry: AuditEntry): unknown[] {
   ];
 }
 
+/** The parameters of INSERT_AUDIT_LINES: one array per column, the lines in order. */
+export function auditColumns(entries: readonly AuditEntry[]): unknown[][] {
+  const rows = entries.map(auditToRow);
+  return Array.from({ length: 9 }, (_, column) => rows.map((row) => row[column]));
+}
+
 export function rowToInput(row: InputRow): StoredInput {
   return {
     taskId: row.task_id,

@@ -94,6 +94,14 @@ const AUDIT_PER_ROW = 9;
 
 export const INSERT_AUDIT = `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
 
+/**
+ * Any number of audit lines in one INSERT, one text for every batch size (so it is prepared once
+ * per connection): nine arrays, one per column, element i of each is line i (`auditColumns`).
+ */
+export const INSERT_AUDIT_LINES = `
+  INSERT INTO task_audit ${AUDIT_COLUMNS}
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[])`;
+
 /** `rows` audit lines in one INSERT; parameters are `auditToRow` of each, one after the other. */
 export function insertAuditBatch(rows: number): string {
   const values = Array.from({ length: rows }, (_, r) => `(${Array.from({ length: AUDIT_PER_ROW }, (_, c) => `$${r * AUDIT_PER_ROW + c + 1}`).join(', ')})`);

@@ -33,14 +33,21 @@ import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
-import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
+import { auditColumns, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
+import { WriteBatcher, type WriteBatcherOptions } from './write-batch.js';
 import { admitIn, cancelIn, readById, readGuard, transitionIn } from './task-writes.js';
 
 /** Options of {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
   /** Most connections the store opens at once (default 20). */
   poolSize?: number;
+  /**
+   * Group commit of admissions, status writes and cancellations (see {@link WriteBatcher}):
+   * batches at the server at once (default 2). `inFlight: 1` batches most; a large value
+   * batches least.
+   */
+  writeBatch?: WriteBatcherOptions;
 }
 
 /**
@@ -57,6 +64,8 @@ export class PostgresStore implements TaskStore {
   private readonly auditWriter: AuditWriter;
   /** Tells other processes of this store's committed changes, after each commit (see {@link ChangeNotifier}). */
   private readonly notifier: ChangeNotifier;
+  /** Concurrent admissions, status writes and cancellations share a transaction. */
+  private readonly writes: WriteBatcher;
   /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
   onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
@@ -72,12 +81,15 @@ export class PostgresStore implements TaskStore {
     private readonly auditPool: pg.Pool,
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
+    writeBatch: WriteBatcherOptions = {},
   ) {
+    this.writes = new WriteBatcher(pool, writeBatch);
     // The audit pool commits asynchronously: a notification needs no flush of its own.
     this.notifier = new ChangeNotifier(auditPool, (message, fields) => this.onProblem?.(message, fields));
     this.auditWriter = new AuditWriter(
       async (batch) => {
-        await auditPool.query(sql.insertAuditBatch(batch.length), batch.flatMap(auditToRow));
+        // Named: each connection of the audit pool parses and plans it once.
+        await auditPool.query({ name: 'tasklatch_insert_audit_lines', text: sql.INSERT_AUDIT_LINES, values: auditColumns(batch) });
       },
       {
         // Data exceptions (22…), integrity (23…) and program limits (54…, an index row too big)
@@ -111,7 +123,7 @@ export class PostgresStore implements TaskStore {
       throw error;
     }
     const auditPool = createPool({ ...target, options: [target.options, '-c synchronous_commit=off'].filter((o) => o !== null).join(' ') }, 4);
-    return new PostgresStore(pool, auditPool, applied);
+    return new PostgresStore(pool, auditPool, applied, options.writeBatch);
   }
 
   /** LISTENs on a dedicated connection for changes any process writes to this schema. */
@@ -121,13 +133,13 @@ export class PostgresStore implements TaskStore {
   }
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
-    const out = await admitIn(this.pool, input);
+    const out = await admitIn(this.pool, this.writes, input);
     if (out.decision === 'ACCEPT_TASK') await this.notified([out.record]);
     return out;
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
-    const out = await transitionIn(this.pool, input);
+    const out = await transitionIn(this.pool, this.writes, input);
     if (out.decision === 'APPLY_TRANSITION' && out.record !== null) await this.notified([out.record]);
     return out;
   }
@@ -145,7 +157,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
-    const out = await cancelIn(this.pool, { authKey, taskId, now, correlationId });
+    const out = await cancelIn(this.pool, this.writes, { authKey, taskId, now, correlationId });
     if (out.decision === 'CANCEL_TASK') await this.notified([out.record]);
     return out;
   }
@@ -241,8 +253,9 @@ export class PostgresStore implements TaskStore {
   }
 
   async close(): Promise<void> {
-    this.closed ??= this.auditWriter
-      .drain(5_000)
+    this.closed ??= this.writes
+      .drain()
+      .then(() => this.auditWriter.drain(5_000))
       .then(() => Promise.all([this.pool.end(), this.auditPool.end()]))
       .then(() => undefined);
     return this.closed;

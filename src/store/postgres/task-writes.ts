@@ -9,9 +9,13 @@ import { isTaskStatus, isTerminal, type Millis, type TaskRecord, type TaskStatus
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
-import { inOneRoundTrip, inTransaction, withLiterals } from './connection.js';
+import { inTransaction, withLiterals } from './connection.js';
 import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import * as sql from './statements.js';
+import { executeCall, prepared } from './prepared.js';
+import { lockAll, type WriteBatcher } from './write-batch.js';
+
+const ADMIT = prepared(sql.ADMIT_TASK);
 
 /**
  * The writing operations of the PostgreSQL store, each run by the caller inside one transaction
@@ -24,31 +28,30 @@ import * as sql from './statements.js';
 const ADMIT_ATTEMPTS = 5;
 
 /**
- * Admission. Without a key and a bound (active or stored tasks) it is one statement (task, outbox entry, audit line,
- * notification). With either it is one transaction sent in one round trip: the per-auth-key
- * lock of the active-task limit, the release of an expired holder's key and the same insert, as
- * plain SQL in one message (`inOneRoundTrip`). When that inserts nothing, the key's holder or
- * the limit stopped it, and the parameterised transaction below runs: the holder is read, the
- * caller's active tasks counted, and the core's `decideLimitedAdmission` classifies (a retry of
- * an existing task is never refused by the limit). The first transaction changed nothing then
- * but the release of an expired key, which the second one makes as well.
+ * Admission, in the next write batch (`WriteBatcher`: concurrent admissions and status writes
+ * share one transaction and one round trip). Without a key or a bound (active or stored tasks)
+ * it is one statement: task, outbox entry, audit line. With either it is the per-auth-key lock
+ * of the bounds (a statement of its own, taken with every other lock of the batch) and the same
+ * insert, which checks both bounds itself. When that inserts nothing, the key's holder or a
+ * bound stopped it, or the holder of the key expired, and the parameterised transaction below
+ * runs: the expired holder's key is released, the holder read, the caller's tasks counted, and
+ * the core's `decideLimitedAdmission` classifies (a retry of an existing task is never refused
+ * by a bound). The first attempt changed nothing then.
  */
-export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOutcome> {
+export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: AdmitInput): Promise<AdmitOutcome> {
   const params = [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now, input.maxStored ?? null];
-  // Neither a key nor a limit: nothing to look up first, so the one statement is the whole
-  // transaction (it cannot conflict: task ids are unique).
-  if (input.idempotencyKey === null && input.maxActive == null && input.maxStored == null) {
-    const inserted = await pool.query<TaskRow>(sql.ADMIT_TASK, params);
-    if (inserted.rows[0] === undefined) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
-    return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
-  }
-  const statements = admissionStatements(input);
-  if (statements !== null) {
-    const results = await inOneRoundTrip(pool, statements);
-    // The insert is the last statement; its row is the accepted task.
-    const row = (results.at(-1)?.rows as TaskRow[] | undefined)?.[0];
+  const bare = input.idempotencyKey === null && input.maxActive == null && input.maxStored == null;
+  const insert = executeCall(ADMIT, params);
+  if (insert !== null) {
+    const [inserted] = await batcher.run({ statements: [insert], locks: admissionLocks(input), orderKey: `0:${input.authKey}`, prepared: [ADMIT] });
+    const row = (inserted?.rows as TaskRow[] | undefined)?.[0];
     if (row !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(row) };
+  } else if (bare) {
+    // A value without an exact literal: the parameterised insert (it cannot conflict: task ids are unique).
+    const inserted = await pool.query<TaskRow>(sql.ADMIT_TASK, params);
+    if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
   }
+  if (bare) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
   return inTransaction(
     pool,
     (client) => admitInTransaction(client, input, params),
@@ -57,26 +60,25 @@ export async function admitIn(pool: pg.Pool, input: AdmitInput): Promise<AdmitOu
 }
 
 /**
- * The plain SQL of admission with a key or a limit, as `admitIn` sends it in one round trip
- * (without BEGIN and COMMIT); null when a value has no exact literal. The bench runs the same
- * statements through pgbench.
+ * The plain SQL of one admission with a key or a bound as it reaches the server when no other
+ * write shares its batch (without BEGIN and COMMIT): the lock, the insert. Null when a value has
+ * no exact literal. The bench runs the same statements through pgbench.
  */
 export function admissionStatements(input: AdmitInput): string[] | null {
   const insert = withLiterals(sql.ADMIT_TASK, [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now, input.maxStored ?? null]);
-  return insert === null ? null : [...admissionPrelude(input), insert];
+  const locks = admissionLocks(input);
+  return insert === null ? null : [...(locks.length === 0 ? [] : [lockAll(locks)]), insert];
 }
 
 /**
- * What admission runs before its insert, as plain SQL: the per-auth-key lock of the active-task
- * limit (held to commit; a statement of its own, so the insert's snapshot is taken after it and
- * count-then-insert is exact), and the release of an expired holder's key. Values are escaped
- * literals; every one is a string or a checked number.
+ * What the slow path of admission runs before its insert, as plain SQL: the per-auth-key lock of
+ * the bounds (held to commit; a statement of its own, so the insert's snapshot is taken after it
+ * and count-then-insert is exact), and the release of an expired holder's key. Values are
+ * escaped literals; every one is a string or a checked number.
  */
 function admissionPrelude(input: AdmitInput): string[] {
   const statements: string[] = [];
-  if (input.maxActive != null || input.maxStored != null) {
-    statements.push(`SELECT pg_advisory_xact_lock(hashtextextended(${pg.escapeLiteral(`tasklatch:admit:${input.authKey}`)}, 0))`);
-  }
+  if (input.maxActive != null || input.maxStored != null) statements.push(lockAll([admitLockKey(input.authKey)]));
   if (input.idempotencyKey !== null) {
     if (!Number.isSafeInteger(input.now)) throw new TasklatchError('INVALID_INPUT', 'admission time must be whole milliseconds');
     statements.push(
@@ -84,6 +86,20 @@ function admissionPrelude(input: AdmitInput): string[] {
     );
   }
   return statements;
+}
+
+/**
+ * The advisory lock of an admission with a bound or a key: one per auth key, so count-then-insert
+ * is exact and two admissions of one key never wait on each other's uncommitted row. Taken for a
+ * key without a bound too, so that batches order every such wait by the same locks.
+ */
+function admissionLocks(input: AdmitInput): string[] {
+  const bounded = input.maxActive != null || input.maxStored != null;
+  return bounded || input.idempotencyKey !== null ? [admitLockKey(input.authKey)] : [];
+}
+
+function admitLockKey(authKey: string): string {
+  return `tasklatch:admit:${authKey}`;
 }
 
 async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, params: unknown[]): Promise<AdmitOutcome> {
@@ -131,7 +147,7 @@ async function countActive(client: pg.PoolClient, input: AdmitInput): Promise<nu
  * line follows. Under READ COMMITTED the read after the miss sees no less than it would inside
  * one transaction: each statement takes its own snapshot either way, and versions only grow.
  */
-export async function transitionIn(pool: pg.Pool, input: TransitionInput): Promise<TransitionOutcome> {
+export async function transitionIn(pool: pg.Pool, batcher: WriteBatcher, input: TransitionInput): Promise<TransitionOutcome> {
   const { write } = input;
   // An int4 column cannot compare with 1.5 or 2^40; such a version matches no row, which is
   // what the classification below says too (without the statement failing).
@@ -147,8 +163,8 @@ export async function transitionIn(pool: pg.Pool, input: TransitionInput): Promi
       // A finished task holds no lease: a worker still running it must not renew it.
       sets.push('lease_owner = NULL', 'lease_expires_at_ms = NULL');
     }
-    const applied = await pool.query<TaskRow>(sql.appliedTransition(sets, terminal), params);
-    if (applied.rows[0] !== undefined) return { decision: 'APPLY_TRANSITION', record: rowToRecord(applied.rows[0]) };
+    const row = await appliedRow(pool, batcher, sql.appliedTransition(sets, terminal), params, input.taskId);
+    if (row !== undefined) return { decision: 'APPLY_TRANSITION', record: rowToRecord(row) };
   }
   const stored = await readById(pool, input.taskId);
   const decision = decideTransition({ task: stored, auth: input.authKey, write, now: input.now });
@@ -163,9 +179,13 @@ export async function transitionIn(pool: pg.Pool, input: TransitionInput): Promi
 }
 
 /** Cancellation: one statement when it applies; a miss is read, classified and audited after it. */
-export async function cancelIn(pool: pg.Pool, input: { authKey: string; taskId: string; now: Millis; correlationId: string }): Promise<CancelOutcome> {
-  const cancelled = await pool.query<TaskRow>(sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now, input.correlationId]);
-  if (cancelled.rows[0] !== undefined) return { decision: 'CANCEL_TASK', record: rowToRecord(cancelled.rows[0]) };
+export async function cancelIn(
+  pool: pg.Pool,
+  batcher: WriteBatcher,
+  input: { authKey: string; taskId: string; now: Millis; correlationId: string },
+): Promise<CancelOutcome> {
+  const cancelled = await appliedRow(pool, batcher, sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now, input.correlationId], input.taskId);
+  if (cancelled !== undefined) return { decision: 'CANCEL_TASK', record: rowToRecord(cancelled) };
   const decision = decideCancel(await readGuard(pool, input.taskId), input.authKey, input.now);
   if (decision === 'CANCEL_TASK') {
     throw new TasklatchError('INTERNAL', `task ${JSON.stringify(input.taskId)} changed during its cancellation`);
@@ -179,6 +199,19 @@ export async function cancelIn(pool: pg.Pool, input: { authKey: string; taskId: 
   const miss = decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
   await audit(pool, 'read', input, miss, input.taskId, null);
   return { decision: miss, record: null };
+}
+
+/**
+ * The row a conditional write changed, or undefined when it changed none: one statement, in the
+ * next write batch (a prepared statement executed with literals), or with parameters where a
+ * value has no exact literal.
+ */
+async function appliedRow(pool: pg.Pool, batcher: WriteBatcher, text: string, params: readonly unknown[], taskId: string): Promise<TaskRow | undefined> {
+  const statement = prepared(text);
+  const call = executeCall(statement, params);
+  if (call === null) return (await pool.query<TaskRow>(text, params as unknown[])).rows[0];
+  const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${taskId}`, prepared: [statement] });
+  return (result?.rows as TaskRow[] | undefined)?.[0];
 }
 
 /**
