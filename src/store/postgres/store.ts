@@ -26,7 +26,7 @@ import type {
   TransitionInput,
   TransitionOutcome,
 } from '../types.js';
-import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
+import { createPool, inTransaction, parsePostgresUrl, unavailable, WriteBatcher, type WriteBatcherOptions } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
@@ -35,7 +35,6 @@ import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } 
 import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import { auditColumns, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
-import { WriteBatcher, type WriteBatcherOptions } from './write-batch.js';
 import { admitIn, cancelIn, readById, readGuard, transitionIn } from './task-writes.js';
 
 /** Options of {@link PostgresStore.open}. */

@@ -9,11 +9,9 @@ import { isTaskStatus, isTerminal, type Millis, type TaskRecord, type TaskStatus
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
-import { inTransaction, withLiterals } from './connection.js';
+import { executeCall, inTransaction, lockAll, prepared, withLiterals, type WriteBatcher } from './connection.js';
 import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import * as sql from './statements.js';
-import { executeCall, prepared } from './prepared.js';
-import { lockAll, type WriteBatcher } from './write-batch.js';
 
 const ADMIT = prepared(sql.ADMIT_TASK);
 
