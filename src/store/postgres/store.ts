@@ -122,13 +122,13 @@ export class PostgresStore implements TaskStore {
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
     const out = await admitIn(this.pool, input);
-    if (out.decision === 'ACCEPT_TASK') await this.notified([out.record]);
+    if (out.decision === 'ACCEPT_TASK') this.notified([out.record]);
     return out;
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
     const out = await transitionIn(this.pool, input);
-    if (out.decision === 'APPLY_TRANSITION' && out.record !== null) await this.notified([out.record]);
+    if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
@@ -146,7 +146,7 @@ export class PostgresStore implements TaskStore {
 
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     const out = await cancelIn(this.pool, { authKey, taskId, now, correlationId });
-    if (out.decision === 'CANCEL_TASK') await this.notified([out.record]);
+    if (out.decision === 'CANCEL_TASK') this.notified([out.record]);
     return out;
   }
 
@@ -164,7 +164,7 @@ export class PostgresStore implements TaskStore {
     if (input.limit <= 0) return [];
     const abandoned: Change[] = [];
     const claimed = await inTransaction(this.pool, (client) => claimIn(client, input, abandoned));
-    await this.notified([...claimed, ...abandoned]);
+    this.notified([...claimed, ...abandoned]);
     return claimed;
   }
 
@@ -174,7 +174,7 @@ export class PostgresStore implements TaskStore {
 
   async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
     const released = await releaseIn(this.pool, fence, now, correlationId);
-    if (released !== null) await this.notified([released]);
+    if (released !== null) this.notified([released]);
     return released !== null;
   }
 
@@ -185,13 +185,13 @@ export class PostgresStore implements TaskStore {
 
   async ask(input: AskInput): Promise<AskOutcome> {
     const out = await askIn(this.pool, input);
-    if (out.decision === 'APPLY_ASK' && out.record !== null) await this.notified([out.record]);
+    if (out.decision === 'APPLY_ASK' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
   async answer(input: AnswerInput): Promise<AnswerOutcome> {
     const out = await answerIn(this.pool, input);
-    if (out.decision === 'APPLY_ANSWER' && out.record !== null) await this.notified([out.record]);
+    if (out.decision === 'APPLY_ANSWER' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
@@ -218,7 +218,7 @@ export class PostgresStore implements TaskStore {
 
   async failOverdueInputs(input: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
     const ended = await failOverdueIn(this.pool, input);
-    await this.notified(ended);
+    this.notified(ended);
     return ended;
   }
 
@@ -241,8 +241,10 @@ export class PostgresStore implements TaskStore {
   }
 
   async close(): Promise<void> {
+    // The notifications go out on the audit pool: every one queued before close is sent before it ends.
     this.closed ??= this.auditWriter
       .drain(5_000)
+      .then(() => this.notifier.drain())
       .then(() => Promise.all([this.pool.end(), this.auditPool.end()]))
       .then(() => undefined);
     return this.closed;
@@ -268,9 +270,12 @@ export class PostgresStore implements TaskStore {
     return auditTallyIn(this.pool, after);
   }
 
-  /** Tells other processes (and this one's listener) of committed changes; see {@link ChangeNotifier}. */
-  private notified(changes: readonly Change[]): Promise<void> {
-    return this.notifier.notify(changes.map((c) => ({ taskId: c.taskId, version: c.version })));
+  /**
+   * Queues the notifications of committed changes for other processes (and this one's listener);
+   * the write returns without waiting for them (see {@link ChangeNotifier}).
+   */
+  private notified(changes: readonly Change[]): void {
+    this.notifier.notify(changes.map((c) => ({ taskId: c.taskId, version: c.version })));
   }
 
   private async loadSecret(): Promise<Uint8Array> {
