@@ -26,7 +26,7 @@ import type {
   TransitionInput,
   TransitionOutcome,
 } from '../types.js';
-import { createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
+import { createPool, inShortTransaction, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
@@ -163,7 +163,20 @@ export class PostgresStore implements TaskStore {
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
     if (input.limit <= 0) return [];
     const abandoned: Change[] = [];
-    const claimed = await inTransaction(this.pool, (client) => claimIn(client, input, abandoned));
+    const walk = await inShortTransaction(this.pool, (tx) => claimIn(tx, input, abandoned, true));
+    let claimed = walk.claimed;
+    if (walk.refused > 0) {
+      // The guard refused a claim in the write that committed, where it could not be judged
+      // again; a second walk keeps every write before its COMMIT and judges such an entry anew.
+      try {
+        const again = await inShortTransaction(this.pool, (tx) => claimIn(tx, { ...input, limit: input.limit - claimed.length }, abandoned, false));
+        claimed = [...claimed, ...again.claimed];
+      } catch (error) {
+        // The first walk's claims are committed: returned, they run now instead of after their leases.
+        if (claimed.length === 0) throw error;
+        this.onProblem?.('second claim walk failed', { claimed: claimed.length, error: String(error) });
+      }
+    }
     this.notified([...claimed, ...abandoned]);
     return claimed;
   }
