@@ -148,6 +148,25 @@ describe('PostgreSQL claim round trips', () => {
     expect((await store.get({ authKey: a.authKey, taskId: a.taskId, now: NOW })).record).toMatchObject({ version: a.version, attempt: 0, leaseOwner: null });
     expect(await store.pendingDispatch({ now: NOW })).toBe(1);
   });
+
+  it('when the second walk fails, the claims the first one committed are returned and the failure reported', async () => {
+    const store = await fresh('claim_second_walk_fails');
+    const problems: string[] = [];
+    store.onProblem = (message) => problems.push(message);
+    const a = (await store.admit(admission({ now: NOW }))).record!;
+    const b = (await store.admit(admission({ now: NOW + 1 }))).record!;
+    await store.pool.query(`
+      CREATE FUNCTION refuse_claims_of_b() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.lease_owner IS NOT NULL AND OLD.task_id = '${b.taskId}' THEN RETURN NULL; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_claims_of_b BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION refuse_claims_of_b();`);
+    const claimed = await store.claim(claimOf('w1'));
+    expect(claimed.map((r) => [r.taskId, r.leaseOwner])).toEqual([[a.taskId, 'w1']]);
+    expect(problems).toEqual(['second claim walk failed']);
+    expect((await store.get({ authKey: b.authKey, taskId: b.taskId, now: NOW })).record).toMatchObject({ version: b.version, attempt: 0, leaseOwner: null });
+  });
 });
 
 describe('SQL literals of arrays', () => {
