@@ -112,8 +112,10 @@ export interface Change {
  * every change committed after that read (the notification always follows the commit). Waiting
  * cost every write one more round trip before its own process could act on it (the in-process
  * worker claiming an admission). `drain` sends whatever is still queued, so a store that closes
- * loses no notification. A notification that cannot be sent is reported, not thrown: the write
- * it follows is committed.
+ * loses no notification; a process that dies between a write's answer and its notification
+ * leaves the other processes to their fallback reads and polls, as a death between the commit
+ * and the notification always did. A notification that cannot be sent is reported, not thrown:
+ * the write it follows is committed.
  */
 export class ChangeNotifier {
   private pending: Change[] = [];
