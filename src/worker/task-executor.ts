@@ -17,13 +17,16 @@ export interface ExecutionHooks {
   beforeTerminalWrite?: (record: TaskRecord) => void | Promise<void>;
 }
 
+/** How a run ended: the status its terminal write stored, `refused`, or why it stopped without one. */
+export type RunOutcome = StopReason | 'completed' | 'failed' | 'refused' | 'unfinished';
+
 /**
  * Runs claimed tasks: one tool handler per task with an AbortSignal that fires on cancellation
  * (seen through change events and heartbeats, in whichever process it was written), on expiry,
  * on losing the lease and on draining. The fenced writes of each run are its `TaskRun`'s.
  */
 export class TaskExecutor {
-  private readonly running = new Map<string, { run: TaskRun; done: Promise<void> }>();
+  private readonly running = new Map<string, { run: TaskRun; done: Promise<RunOutcome> }>();
   private readonly log: RunLog;
 
   constructor(
@@ -39,8 +42,11 @@ export class TaskExecutor {
     return this.running.size;
   }
 
-  /** Runs a claimed task's handler; resolves when its terminal write (or refusal) is done. */
-  execute(record: TaskRecord, lease: Lease): Promise<void> {
+  /**
+   * Runs a claimed task's handler; resolves when its terminal write (or refusal) is done, with
+   * how the run ended: the status its terminal write stored, or why it stopped without one.
+   */
+  execute(record: TaskRecord, lease: Lease): Promise<RunOutcome> {
     const existing = this.running.get(record.taskId);
     // A run that has stopped (it suspended for input, say) is finishing: the new claim starts a
     // new run once it has.
@@ -53,11 +59,13 @@ export class TaskExecutor {
     }
     const run = new TaskRun(record, lease, this.service, this.log);
     const started = performance.now();
-    const done = this.supervise(run).finally(() => {
-      this.running.delete(record.taskId);
-      const outcome = run.stopped ?? run.ended ?? 'unfinished';
-      this.service.events.emit('runEnded', { taskId: record.taskId, tool: record.toolName, outcome, durationMs: performance.now() - started });
-    });
+    const outcome = (): RunOutcome => run.stopped ?? run.ended ?? 'unfinished';
+    const done = this.supervise(run)
+      .finally(() => {
+        this.running.delete(record.taskId);
+        this.service.events.emit('runEnded', { taskId: record.taskId, tool: record.toolName, outcome: outcome(), durationMs: performance.now() - started });
+      })
+      .then(outcome);
     this.running.set(record.taskId, { run, done });
     return done;
   }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import type { TaskRecord } from '../core/types.js';
 import type { TaskService } from '../service/task-service.js';
 import { errorResult } from '../tools/invoke-tool.js';
@@ -42,9 +43,12 @@ export class Worker {
   private stopping = false;
   private wake: (() => void) | null = null;
   /**
-   * Set by every change event and every finished run, cleared before each claim: an event that
-   * arrives while a claim is in flight (when nobody waits on `wake`) must not be lost, or a
-   * task admitted at that moment would wait for the fallback poll.
+   * Whether the outbox owes a look: set by every change event (while a claim is in flight too:
+   * an event then must not be lost, or a task admitted at that moment would wait for the
+   * fallback poll), by a claim that filled every free slot (it may have left due tasks behind),
+   * by a failed claim and by the poll; cleared before each claim. A finished run only wakes the
+   * loop: with nothing owed, a free slot is no reason to look, and the worker waits for a change
+   * event or the poll.
    */
   private nudged = false;
   /**
@@ -104,12 +108,17 @@ export class Worker {
 
   private async run(): Promise<void> {
     let failures = 0;
+    // The first look is owed: tasks may be due already.
+    this.nudged = true;
+    // The poll counts from the last look, not from the last wake-up: runs that finish more often
+    // than the poll interval must not put off the look that finds expired leases.
+    let lastLook = performance.now();
     while (!this.stopping) {
-      // Cleared before the look at the outbox: whatever comes after it is news for the next look.
-      this.nudged = false;
       const free = this.concurrency - this.executor.active;
-      let claimedAll = false;
-      if (free > 0) {
+      if (free > 0 && this.nudged) {
+        // Cleared before the look at the outbox: whatever comes after it is news for the next look.
+        this.nudged = false;
+        lastLook = performance.now();
         this.seen = { tasks: new Map(), all: false };
         try {
           const claimed = await this.service.claim({
@@ -124,15 +133,28 @@ export class Worker {
           for (const record of claimed) {
             const run = this.executor
               .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
-              .catch((error: unknown) => this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) }))
-              .finally(() => {
+              .then(
+                (outcome) => outcome === 'completed' || outcome === 'failed',
+                (error: unknown) => {
+                  this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) });
+                  return false;
+                },
+              )
+              .then((ended) => {
                 this.runs.delete(run);
-                this.nudge();
+                // A run that ended its task leaves nothing due behind, and its slot is claimed
+                // only if a look is owed (a change came while every slot was busy). Any other
+                // run (suspended, drained, refused, or one that threw) may leave its task due
+                // again, and the changes its task went through meanwhile were its own (an
+                // answer, say): the outbox is looked at.
+                if (ended) this.wake?.();
+                else this.nudge();
               });
             this.runs.add(run);
           }
           this.replaySeen(claimed);
-          claimedAll = claimed.length === free;
+          // Every free slot filled: more tasks may be due, and the next free slot looks at once.
+          if (claimed.length === free) this.nudged = true;
         } catch (error) {
           failures++;
           this.log('warn', 'claim failed; retrying', { error: String(error), failures });
@@ -142,7 +164,10 @@ export class Worker {
           this.seen = null;
         }
       }
-      if (!claimedAll) await this.idle(failures === 0 ? this.pollMs : Math.min(this.pollMs, 250 * 2 ** Math.min(failures, 4)));
+      const interval = failures === 0 ? this.pollMs : Math.min(this.pollMs, 250 * 2 ** Math.min(failures, 4));
+      // Owed already, the worker waits only for a free slot; the timer then just bounds the wait.
+      const timedOut = await this.idle(this.nudged ? interval : Math.max(0, lastLook + interval - performance.now()));
+      if (timedOut) this.nudged = true;
     }
   }
 
@@ -198,21 +223,30 @@ export class Worker {
     this.wake?.();
   }
 
-  /** Waits for a change event, a finished task, or the poll interval; at once if one came meanwhile. */
-  private idle(ms: number): Promise<void> {
+  /** Whether the loop has something to do: a look owed and a slot free for it, or a stop. */
+  private ready(): boolean {
+    return this.stopping || (this.nudged && this.executor.active < this.concurrency);
+  }
+
+  /**
+   * Waits until the loop is ready (a change event, a finished run freeing a slot for a look owed)
+   * or `ms` pass; at once if it is ready already. True when the time ran out.
+   */
+  private idle(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
-      if (this.nudged || this.stopping) {
-        resolve();
+      if (this.ready()) {
+        resolve(false);
         return;
       }
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = () => {
+      const timer = setTimeout(() => {
         this.wake = null;
-        done();
+        resolve(true);
+      }, ms);
+      this.wake = () => {
+        if (!this.ready()) return;
+        this.wake = null;
+        clearTimeout(timer);
+        resolve(false);
       };
     });
   }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import { T0, record } from '../support/records.js';
+import { PG_NOW, T0, pgAdmission, record } from '../support/records.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 
 const open: PostgresStore[] = [];
@@ -66,5 +66,61 @@ describe('PostgreSQL change notifications', () => {
     await mine.next(300);
     expect(mine.seen).toEqual(['n1']);
     expect(theirs.seen).toEqual([]);
+  });
+
+  it('a write returns without waiting for its notification, which still follows, after the commit', async () => {
+    const url = await freshPostgresUrl('listen_nowait');
+    const writer = await storeAt(url);
+    const reader = await storeAt(url);
+    const mine = collector();
+    stops.push(await reader.listen(mine.onChange));
+    // Every connection of the pool the notifications go out on is busy for a while.
+    let busy = true;
+    const auditPool = writer['auditPool'];
+    const sleeps = Promise.all(Array.from({ length: 4 }, () => auditPool.query('SELECT pg_sleep(1.5)'))).finally(() => (busy = false));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const admitted = await writer.admit(pgAdmission({ taskId: 'nowait' }));
+    expect(admitted.decision).toBe('ACCEPT_TASK');
+    expect(busy).toBe(true);
+    expect(mine.seen).toEqual([]);
+    // Committed before it returned: another connection reads it at once.
+    expect((await reader.get({ authKey: admitted.record!.authKey, taskId: 'nowait', now: PG_NOW })).decision).toBe('FOUND');
+    await sleeps;
+    while (mine.seen.length === 0) await mine.next(5000);
+    expect(mine.seen).toEqual(['nowait']);
+  });
+
+  it('close sends every notification still queued before the pools end', async () => {
+    const url = await freshPostgresUrl('listen_close');
+    const writer = await storeAt(url);
+    const reader = await storeAt(url);
+    const mine = collector();
+    stops.push(await reader.listen(mine.onChange));
+    const auditPool = writer['auditPool'];
+    const sleeps = Promise.all(Array.from({ length: 4 }, () => auditPool.query('SELECT pg_sleep(0.5)')));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const ids = Array.from({ length: 20 }, (_, i) => `closing-${i}`);
+    await Promise.all(ids.map((taskId) => writer.admit(pgAdmission({ taskId }))));
+    // Returned while every notification still waits for a connection.
+    expect(mine.seen).toEqual([]);
+    await writer.close();
+    await sleeps;
+    const deadline = performance.now() + 5000;
+    while (mine.seen.length < ids.length && performance.now() < deadline) await mine.next(deadline - performance.now());
+    expect([...mine.seen].sort()).toEqual([...ids].sort());
+  });
+
+  it('reports a notification it cannot send; the write it follows stands', async () => {
+    const url = await freshPostgresUrl('listen_fail');
+    const writer = await storeAt(url);
+    const problems: Array<{ message: string; fields: Record<string, unknown> }> = [];
+    writer.onProblem = (message, fields) => problems.push({ message, fields });
+    // pg_notify refuses a payload of 8000 bytes or more.
+    const taskId = 'x'.repeat(8100);
+    expect((await writer.admit(pgAdmission({ taskId }))).decision).toBe('ACCEPT_TASK');
+    const deadline = performance.now() + 5000;
+    while (problems.length === 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(problems).toEqual([{ message: 'change notifications not sent', fields: expect.objectContaining({ count: 1 }) }]);
+    expect((await writer.get({ authKey: 'tenant-a/alice', taskId, now: PG_NOW })).decision).toBe('FOUND');
   });
 });

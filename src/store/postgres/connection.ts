@@ -134,6 +134,88 @@ export async function onPreparedClient(pool: pg.Pool, statement: string, before:
   });
 }
 
+/** A statement with its parameters. */
+export interface Statement {
+  text: string;
+  params: readonly unknown[];
+}
+
+/**
+ * Runs `work` in one transaction whose first statement goes to the server together with BEGIN,
+ * and whose last statements may go together with COMMIT ({@link ShortTransaction}): a
+ * transaction of one read and one write takes two round trips, not four. ROLLBACK on any error,
+ * and the client always goes back to the pool.
+ */
+export async function inShortTransaction<T>(pool: pg.Pool, work: (tx: ShortTransaction) => Promise<T>): Promise<T> {
+  return onClient(pool, async (client) => {
+    const tx = new ShortTransaction(client);
+    const value = await work(tx);
+    await tx.commit();
+    return value;
+  });
+}
+
+/**
+ * One transaction on a checked-out client, begun with its first statement and committed with
+ * its last ones. Statements that travel with BEGIN or COMMIT go as one simple-protocol message
+ * with their parameters as literals (`withLiterals`); a statement in that message that fails
+ * skips the rest (COMMIT included), and the error is thrown. When a parameter has no exact
+ * literal, the same statements go one by one with their parameters instead.
+ */
+export class ShortTransaction {
+  private state: 'new' | 'open' | 'done' = 'new';
+
+  constructor(readonly client: pg.PoolClient) {}
+
+  /** Runs a statement of the transaction; the first one begins it, in the same round trip. */
+  async query<R extends pg.QueryResultRow>(text: string, params: readonly unknown[]): Promise<pg.QueryResult<R>> {
+    this.mustNotBeDone();
+    if (this.state === 'new') {
+      this.state = 'open';
+      const literal = withLiterals(text, params);
+      if (literal !== null) return (await this.send<R>(['BEGIN', literal]))[1]!;
+      await this.client.query('BEGIN');
+    }
+    return this.client.query<R>(text, params as unknown[]);
+  }
+
+  /**
+   * Runs `statements` and commits, in one round trip when each parameter has a literal; their
+   * results. Nothing is acknowledged before the COMMIT's answer: a failure of either is thrown.
+   */
+  async commitWith(statements: readonly Statement[]): Promise<pg.QueryResult[]> {
+    this.mustNotBeDone();
+    const literals = statements.map((s) => withLiterals(s.text, s.params));
+    if (literals.every((literal) => literal !== null)) {
+      const begin = this.state === 'new' ? ['BEGIN'] : [];
+      this.state = 'done';
+      const results = await this.send([...begin, ...literals, 'COMMIT']);
+      return results.slice(begin.length, begin.length + statements.length);
+    }
+    const results: pg.QueryResult[] = [];
+    for (const s of statements) results.push(await this.query(s.text, s.params));
+    await this.commit();
+    return results;
+  }
+
+  /** Commits, unless the transaction never began or was committed already. */
+  async commit(): Promise<void> {
+    const begun = this.state === 'open';
+    this.state = 'done';
+    if (begun) await this.client.query('COMMIT');
+  }
+
+  /** Statements as one simple-protocol message; pg answers with each one's result (one alone is not in an array). */
+  private async send<R extends pg.QueryResultRow>(statements: readonly string[]): Promise<pg.QueryResult<R>[]> {
+    const answer = (await this.client.query(statements.join(';\n'))) as unknown as pg.QueryResult<R> | pg.QueryResult<R>[];
+    return Array.isArray(answer) ? answer : [answer];
+  }
+
+  private mustNotBeDone(): void {
+    if (this.state === 'done') throw new TasklatchError('INTERNAL', 'statement after the transaction ended');
+  }
+}
+
 /**
  * Runs `work` on one checked-out client that began a transaction: ROLLBACK on any error, and the
  * client always goes back to the pool.
@@ -158,15 +240,32 @@ async function onClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promi
 
 /**
  * `value` as a SQL literal, for statements sent without parameters; null when it has none that
- * reads back exactly as the parameter would (a number that is not a safe integer), so the
- * caller keeps the parameterised path.
+ * reads back exactly as the parameter would (a number that is not a safe integer, an object), so
+ * the caller keeps the parameterised path. An array of strings and safe integers is written as
+ * pg writes an array parameter; the statement casts it as it casts the parameter.
  */
 export function sqlLiteral(value: unknown): string | null {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : null;
   if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (Array.isArray(value)) {
+    const elements = value.map(arrayElement);
+    return elements.some((element) => element === null) ? null : pg.escapeLiteral(`{${elements.join(',')}}`);
+  }
   return null;
+}
+
+/**
+ * An element of an array literal as pg writes an array parameter (`{"a","b"}`, NULL unquoted),
+ * so that the literal reads back as the parameter would; null for anything but a string, a safe
+ * integer or null.
+ */
+function arrayElement(value: unknown): string | null {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'number' && !Number.isSafeInteger(value)) return null;
+  if (typeof value !== 'string' && typeof value !== 'number') return null;
+  return `"${String(value).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
 /** `text` with each `$n` replaced by the literal of `params[n - 1]`; null when one has none. */

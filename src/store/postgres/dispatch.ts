@@ -4,13 +4,14 @@ import { decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js'
 import { TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { ClaimInput } from '../types.js';
+import type { ShortTransaction, Statement } from './connection.js';
 import type { Change } from './listener.js';
 import { toJson, rowToRecord, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { isInt4, readById } from './task-writes.js';
 
 /**
- * The dispatch operations of the PostgreSQL store. `claimIn` runs inside the caller's
+ * The dispatch operations of the PostgreSQL store. `claimIn` runs a claim walk in one
  * transaction; heartbeat and release are single statements. Each outbox entry due is looked at
  * once, in (available_at, id) order, until `limit` claims, and what happens to it is the core's
  * `decideDispatch`.
@@ -29,8 +30,30 @@ interface Visit {
   claimed: TaskRecord | null;
 }
 
-/** Claims up to `input.limit` due tasks; the tasks it ended (attempts used up) are added to `abandoned`. */
-export async function claimIn(client: pg.PoolClient, input: ClaimInput, abandoned: Change[] = []): Promise<TaskRecord[]> {
+/** A claim the walk decided on: the entry and its task as read. */
+interface Claim {
+  outboxId: string;
+  record: TaskRecord;
+}
+
+/** What a claim walk did: the tasks it claimed, and how many claims its committed last write refused. */
+export interface ClaimWalk {
+  claimed: TaskRecord[];
+  /**
+   * Claims the guard refused in the write sent with COMMIT (`fast`), so that they could not be
+   * judged again inside the transaction; the caller walks again with `fast` off.
+   */
+  refused: number;
+}
+
+/**
+ * Claims up to `input.limit` due tasks; the tasks it ended (attempts used up) are added to
+ * `abandoned`. The first page's read begins the transaction in the same round trip; with `fast`,
+ * the writes of the page that ends the walk go with COMMIT in one round trip, so that a walk of
+ * one page takes two round trips.
+ */
+export async function claimIn(tx: ShortTransaction, input: ClaimInput, abandoned: Change[], fast: boolean): Promise<ClaimWalk> {
+  const { client } = tx;
   const claimed: TaskRecord[] = [];
   // A keyset, not OFFSET: entries the walk leaves in place (a task in input_required) must not
   // come back in the next page, or a page full of them would loop forever.
@@ -42,10 +65,10 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput, abandone
     // A page no larger than what is still wanted: every row read is locked until commit, and a
     // row locked here is one other claimers skip.
     const wanted = input.limit - claimed.length;
-    const page = await client.query<DueRow>(sql.DUE_OUTBOX, [input.now, after.availableAt, after.id, wanted, input.tools ?? null]);
+    const page = await tx.query<DueRow>(sql.DUE_OUTBOX, [input.now, after.availableAt, after.id, wanted, input.tools ?? null]);
     const close: string[] = [];
     const defer: { id: string; until: Millis }[] = [];
-    const claims: { outboxId: string; record: TaskRecord }[] = [];
+    const claims: Claim[] = [];
     for (const row of page.rows) {
       if (visited.has(row.outbox_id)) continue;
       visited.add(row.outbox_id);
@@ -62,30 +85,36 @@ export async function claimIn(client: pg.PoolClient, input: ClaimInput, abandone
       else if (visit.step.kind === 'close') close.push(row.outbox_id);
       else if (visit.step.kind === 'defer') defer.push({ id: row.outbox_id, until: visit.step.until });
     }
-    claimed.push(...(await claimAll(client, input, claims, abandoned)));
-    if (close.length > 0) await client.query(sql.CLOSE_OUTBOX_ENTRIES, [close, input.now]);
-    if (defer.length > 0) await client.query(sql.DEFER_OUTBOX_ENTRIES, [defer.map((d) => d.id), defer.map((d) => d.until)]);
+    const writes: Statement[] = [];
+    if (claims.length > 0) writes.push({ text: sql.CLAIM_TASKS, params: claimParams(input, claims) });
+    if (close.length > 0) writes.push({ text: sql.CLOSE_OUTBOX_ENTRIES, params: [close, input.now] });
+    if (defer.length > 0) writes.push({ text: sql.DEFER_OUTBOX_ENTRIES, params: [defer.map((d) => d.id), defer.map((d) => d.until)] });
+    // A short page means no more entries are due that this transaction can lock; a page whose
+    // claims all hold fills the limit. Either way nothing follows these writes but COMMIT.
     const last = page.rows.at(-1);
-    // A short page means no more entries are due that this transaction can lock.
+    const ends = last === undefined || page.rows.length < wanted || claimed.length + claims.length >= input.limit;
+    if (fast && ends) {
+      const results = await tx.commitWith(writes);
+      const taken = claims.length === 0 ? [] : inWalkOrder(claims, results[0]!.rows as DueRow[]);
+      claimed.push(...taken.filter((record) => record !== null));
+      return { claimed, refused: taken.filter((record) => record === null).length };
+    }
+    for (const [i, write] of writes.entries()) {
+      const result = await client.query<DueRow>(write.text, write.params as unknown[]);
+      if (i === 0 && claims.length > 0) claimed.push(...(await rejudged(client, input, claims, result.rows, abandoned)));
+    }
     if (last === undefined || page.rows.length < wanted) break;
     after = { availableAt: last.outbox_available_at_ms, id: last.outbox_id };
   }
-  return claimed;
+  return { claimed, refused: 0 };
 }
 
 /**
- * The claims of one page in one statement (CLAIM_TASKS), returned in walk order. The tasks are
- * locked by this transaction, so the guard holds for each; one that it refuses all the same is
- * read and judged again on its own (`dispatchOne`).
+ * $1–$8 of CLAIM_TASKS for the claims of one page: each the same conditional write on the
+ * version its walk read. The tasks are locked by this transaction, so the guard holds for each.
  */
-async function claimAll(
-  client: pg.PoolClient,
-  input: ClaimInput,
-  claims: readonly { outboxId: string; record: TaskRecord }[],
-  abandoned: Change[],
-): Promise<TaskRecord[]> {
-  if (claims.length === 0) return [];
-  const written = await client.query<DueRow>(sql.CLAIM_TASKS, [
+function claimParams(input: ClaimInput, claims: readonly Claim[]): unknown[] {
+  return [
     claims.map((c) => c.record.taskId),
     claims.map((c) => c.record.version),
     claims.map((c) => c.outboxId),
@@ -94,11 +123,30 @@ async function claimAll(
     `claim ${input.owner}`,
     input.owner,
     input.now + input.leaseMs,
-  ]);
-  const byOutbox = new Map(written.rows.map((row) => [String(row.outbox_id), rowToRecord(row)]));
+  ];
+}
+
+/** The records CLAIM_TASKS wrote, in walk order; null for a claim whose guard refused it. */
+function inWalkOrder(claims: readonly Claim[], rows: readonly DueRow[]): (TaskRecord | null)[] {
+  const byOutbox = new Map(rows.map((row) => [String(row.outbox_id), rowToRecord(row)]));
+  return claims.map((c) => byOutbox.get(c.outboxId) ?? null);
+}
+
+/**
+ * The claims of one page as CLAIM_TASKS wrote them, in walk order; one that the guard refused
+ * all the same is read and judged again on its own (`dispatchOne`), inside the transaction.
+ */
+async function rejudged(
+  client: pg.PoolClient,
+  input: ClaimInput,
+  claims: readonly Claim[],
+  rows: readonly DueRow[],
+  abandoned: Change[],
+): Promise<TaskRecord[]> {
+  const written = inWalkOrder(claims, rows);
   const out: TaskRecord[] = [];
-  for (const { outboxId, record } of claims) {
-    const taken = byOutbox.get(outboxId) ?? (await dispatchOne(client, input, outboxId, record, abandoned)).claimed;
+  for (const [i, { outboxId, record }] of claims.entries()) {
+    const taken = written[i] ?? (await dispatchOne(client, input, outboxId, record, abandoned)).claimed;
     if (taken !== null) out.push(taken);
   }
   return out;

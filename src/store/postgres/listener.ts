@@ -105,46 +105,53 @@ export interface Change {
  * every notifying commit and holds it until the commit is flushed, so notifying writers commit
  * one at a time and never share a WAL flush (pgbench on the admission statements, 16 clients:
  * about a quarter of the rate without the NOTIFY). Sent after the commit, the notification still
- * follows the data it announces, and `notify` resolves only once it is sent: a write is
- * acknowledged to its caller after its notification, so a caller never holds an answer whose
- * change other processes cannot hear of (short of a lost listener connection, which the
- * listeners answer by looking again at everything). A notification that cannot be sent is
- * reported, not thrown: the write it follows is committed.
+ * follows the data it announces.
+ *
+ * A write does not wait for its notification: no receiver needs the notification before the
+ * write's answer, because a receiver that subscribes reads the stored state first and hears of
+ * every change committed after that read (the notification always follows the commit). Waiting
+ * cost every write one more round trip before its own process could act on it (the in-process
+ * worker claiming an admission). `drain` sends whatever is still queued, so a store that closes
+ * loses no notification; a process that dies between a write's answer and its notification
+ * leaves the other processes to their fallback reads and polls, as a death between the commit
+ * and the notification always did. A notification that cannot be sent is reported, not thrown:
+ * the write it follows is committed.
  */
 export class ChangeNotifier {
-  private pending: { changes: readonly Change[]; done: () => void }[] = [];
-  private flushing = false;
+  private pending: Change[] = [];
+  private flushing: Promise<void> | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly onProblem: (message: string, fields: Record<string, unknown>) => void,
   ) {}
 
-  /** Resolves once `changes` are sent (or their sending failed and was reported). */
-  notify(changes: readonly Change[]): Promise<void> {
-    if (changes.length === 0) return Promise.resolve();
-    return new Promise<void>((done) => {
-      this.pending.push({ changes, done });
-      if (!this.flushing) void this.flush();
-    });
+  /** Queues `changes` to be sent after the batch in flight, if any. */
+  notify(changes: readonly Change[]): void {
+    if (changes.length === 0) return;
+    this.pending.push(...changes);
+    this.flushing ??= this.flush();
+  }
+
+  /** Resolves once every change queued so far is sent (or its sending failed and was reported). */
+  async drain(): Promise<void> {
+    while (this.flushing !== null) await this.flushing;
   }
 
   private async flush(): Promise<void> {
-    this.flushing = true;
     try {
       while (this.pending.length > 0) {
         const batch = this.pending;
         this.pending = [];
-        const payloads = batch.flatMap((b) => b.changes.map((c) => `${c.taskId}:${c.version}`));
+        const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
         try {
           await this.pool.query(NOTIFY_CHANGES, [payloads]);
         } catch (error) {
           this.onProblem('change notifications not sent', { count: payloads.length, error: String(error) });
         }
-        for (const b of batch) b.done();
       }
     } finally {
-      this.flushing = false;
+      this.flushing = null;
     }
   }
 }

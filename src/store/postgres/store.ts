@@ -26,7 +26,7 @@ import type {
   TransitionInput,
   TransitionOutcome,
 } from '../types.js';
-import { createPool, inTransaction, parsePostgresUrl, unavailable, WriteBatcher, type WriteBatcherOptions } from './connection.js';
+import { createPool, inShortTransaction, inTransaction, parsePostgresUrl, unavailable, WriteBatcher, type WriteBatcherOptions } from './connection.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
@@ -133,13 +133,13 @@ export class PostgresStore implements TaskStore {
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
     const out = await admitIn(this.pool, this.writes, input);
-    if (out.decision === 'ACCEPT_TASK') await this.notified([out.record]);
+    if (out.decision === 'ACCEPT_TASK') this.notified([out.record]);
     return out;
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
     const out = await transitionIn(this.pool, this.writes, input);
-    if (out.decision === 'APPLY_TRANSITION' && out.record !== null) await this.notified([out.record]);
+    if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
@@ -157,7 +157,7 @@ export class PostgresStore implements TaskStore {
 
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     const out = await cancelIn(this.pool, this.writes, { authKey, taskId, now, correlationId });
-    if (out.decision === 'CANCEL_TASK') await this.notified([out.record]);
+    if (out.decision === 'CANCEL_TASK') this.notified([out.record]);
     return out;
   }
 
@@ -174,8 +174,21 @@ export class PostgresStore implements TaskStore {
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
     if (input.limit <= 0) return [];
     const abandoned: Change[] = [];
-    const claimed = await inTransaction(this.pool, (client) => claimIn(client, input, abandoned));
-    await this.notified([...claimed, ...abandoned]);
+    const walk = await inShortTransaction(this.pool, (tx) => claimIn(tx, input, abandoned, true));
+    let claimed = walk.claimed;
+    if (walk.refused > 0) {
+      // The guard refused a claim in the write that committed, where it could not be judged
+      // again; a second walk keeps every write before its COMMIT and judges such an entry anew.
+      try {
+        const again = await inShortTransaction(this.pool, (tx) => claimIn(tx, { ...input, limit: input.limit - claimed.length }, abandoned, false));
+        claimed = [...claimed, ...again.claimed];
+      } catch (error) {
+        // The first walk's claims are committed: returned, they run now instead of after their leases.
+        if (claimed.length === 0) throw error;
+        this.onProblem?.('second claim walk failed', { claimed: claimed.length, error: String(error) });
+      }
+    }
+    this.notified([...claimed, ...abandoned]);
     return claimed;
   }
 
@@ -185,7 +198,7 @@ export class PostgresStore implements TaskStore {
 
   async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
     const released = await releaseIn(this.pool, fence, now, correlationId);
-    if (released !== null) await this.notified([released]);
+    if (released !== null) this.notified([released]);
     return released !== null;
   }
 
@@ -196,13 +209,13 @@ export class PostgresStore implements TaskStore {
 
   async ask(input: AskInput): Promise<AskOutcome> {
     const out = await askIn(this.pool, input);
-    if (out.decision === 'APPLY_ASK' && out.record !== null) await this.notified([out.record]);
+    if (out.decision === 'APPLY_ASK' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
   async answer(input: AnswerInput): Promise<AnswerOutcome> {
     const out = await answerIn(this.pool, input);
-    if (out.decision === 'APPLY_ANSWER' && out.record !== null) await this.notified([out.record]);
+    if (out.decision === 'APPLY_ANSWER' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
@@ -229,7 +242,7 @@ export class PostgresStore implements TaskStore {
 
   async failOverdueInputs(input: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
     const ended = await failOverdueIn(this.pool, input);
-    await this.notified(ended);
+    this.notified(ended);
     return ended;
   }
 
@@ -252,9 +265,11 @@ export class PostgresStore implements TaskStore {
   }
 
   async close(): Promise<void> {
+    // The notifications go out on the audit pool: every one queued before close is sent before it ends.
     this.closed ??= this.writes
       .drain()
       .then(() => this.auditWriter.drain(5_000))
+      .then(() => this.notifier.drain())
       .then(() => Promise.all([this.pool.end(), this.auditPool.end()]))
       .then(() => undefined);
     return this.closed;
@@ -280,9 +295,12 @@ export class PostgresStore implements TaskStore {
     return auditTallyIn(this.pool, after);
   }
 
-  /** Tells other processes (and this one's listener) of committed changes; see {@link ChangeNotifier}. */
-  private notified(changes: readonly Change[]): Promise<void> {
-    return this.notifier.notify(changes.map((c) => ({ taskId: c.taskId, version: c.version })));
+  /**
+   * Queues the notifications of committed changes for other processes (and this one's listener);
+   * the write returns without waiting for them (see {@link ChangeNotifier}).
+   */
+  private notified(changes: readonly Change[]): void {
+    this.notifier.notify(changes.map((c) => ({ taskId: c.taskId, version: c.version })));
   }
 
   private async loadSecret(): Promise<Uint8Array> {

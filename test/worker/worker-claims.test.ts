@@ -1,0 +1,124 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { TaskService } from '../../src/service/task-service.js';
+import type { TaskStore } from '../../src/store/types.js';
+import { ToolRegistry } from '../../src/tools/tool-registry.js';
+import { defineTool, type TaskTool } from '../../src/tools/tool.js';
+import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
+import { ALL_CAPS } from '../support/records.js';
+import { ALL_HARNESSES } from '../support/stores.js';
+import { until } from '../support/until.js';
+
+// When the worker looks at the outbox: once per change event and whenever the last claim filled
+// every free slot; not after every finished run. The poll is far away in these tests (60 s), so
+// whatever the worker claims, it claims because it was told of it.
+
+const AUTH = 'acme/alice';
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop();
+});
+
+/** A tool whose runs end at once, or wait for the test when `held`. */
+function tool(held = false) {
+  const waiting: Array<() => void> = [];
+  const started: string[] = [];
+  const defined = defineTool({
+    name: 'job',
+    description: 'ends at once, or when the test says',
+    inputSchema: z.object({}),
+    execution: { taskSupport: 'required' },
+    handler: async (_args, ctx) => {
+      started.push(ctx.taskId ?? '');
+      if (held) await new Promise<void>((resolve) => waiting.push(resolve));
+      return { content: [{ type: 'text', text: 'done' }] };
+    },
+  }) as unknown as TaskTool;
+  return { tool: defined, waiting, started };
+}
+
+describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
+  /** A store whose claims are counted: how many, and how many tasks each returned. */
+  async function counted(label: string) {
+    const store = await harness.open(`worker_claims_${label}`);
+    stops.push(() => store.close());
+    const claims: number[] = [];
+    const counting = Object.assign(Object.create(store) as TaskStore, {
+      claim: async (input: Parameters<TaskStore['claim']>[0]) => {
+        const claimed = await store.claim(input);
+        claims.push(claimed.length);
+        return claimed;
+      },
+    });
+    const service = new TaskService({ store: counting, capabilities: ALL_CAPS, limits: { pollInterval: 100, minTtl: 1 } });
+    return { service, claims };
+  }
+
+  function start(service: TaskService, t: TaskTool, options: WorkerOptions = {}): Worker {
+    const worker = new Worker(service, new ToolRegistry([t]), { pollMs: 60_000, ...options });
+    worker.start();
+    stops.push(() => worker.stop(100));
+    return worker;
+  }
+
+  async function admit(service: TaskService): Promise<string> {
+    const out = await service.create({
+      auth: AUTH,
+      tool: { name: 'job', execution: { taskSupport: 'required' } },
+      request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {} } },
+    });
+    return out.record!.taskId;
+  }
+
+  const statusOf = async (service: TaskService, taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record?.status;
+
+  it('claims once per task: a run that ended its task sends the worker to the outbox no more', async () => {
+    const { service, claims } = await counted('per_task');
+    start(service, tool().tool);
+    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    const tasks = 10;
+    for (let i = 0; i < tasks; i++) {
+      const taskId = await admit(service);
+      await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined), 2000);
+    }
+    // A moment for a look that a finished run would cause.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The look at start, then one per admission, each finding its task.
+    expect(claims).toEqual([0, ...Array.from({ length: tasks }, () => 1)]);
+  });
+
+  it('with every slot busy, an admission is claimed as soon as a slot frees', async () => {
+    const { service, claims } = await counted('busy');
+    const { tool: held, waiting, started } = tool(true);
+    start(service, held, { concurrency: 1 });
+    const first = await admit(service);
+    await until(() => (started.length === 1 ? true : undefined), 2000);
+    const second = await admit(service);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The slot is busy: the admission is owed a look, not claimed yet.
+    expect(started).toEqual([first]);
+    waiting[0]!();
+    await until(() => (started.length === 2 ? true : undefined), 2000);
+    expect(started).toEqual([first, second]);
+    waiting[1]!();
+    await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined), 2000);
+    expect(claims.filter((n) => n > 0)).toEqual([1, 1]);
+  });
+
+  it('a claim that filled every free slot looks again as soon as a slot frees', async () => {
+    const { service, claims } = await counted('filled');
+    const { tool: held, waiting, started } = tool(true);
+    // Admitted before the worker starts: no change event will tell of them later.
+    const ids = [await admit(service), await admit(service), await admit(service)];
+    start(service, held, { concurrency: 2 });
+    await until(() => (started.length === 2 ? true : undefined), 2000);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(started).toHaveLength(2);
+    waiting[0]!();
+    await until(() => (started.length === 3 ? true : undefined), 2000);
+    expect([...started].sort()).toEqual([...ids].sort());
+    for (const release of waiting.slice(1)) release();
+    await until(async () => ((await Promise.all(ids.map((id) => statusOf(service, id)))).every((s) => s === 'completed') ? true : undefined), 2000);
+    expect(claims.filter((n) => n > 0)).toEqual([2, 1]);
+  });
+});
