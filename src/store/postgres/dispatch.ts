@@ -4,7 +4,7 @@ import { decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js'
 import { TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { ClaimInput } from '../types.js';
-import type { ShortTransaction, Statement } from './connection.js';
+import type { ShortTransaction, Statement } from './transactions.js';
 import type { Change } from './listener.js';
 import { toJson, rowToRecord, type TaskRow } from './row.js';
 import * as sql from './statements.js';

@@ -16,7 +16,7 @@ import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, AuditEntry, InputsOutcome, OverdueOutcome, TaskRef } from '../types.js';
-import { inTransaction } from './connection.js';
+import { inTransaction } from './transactions.js';
 import { auditToRow, inputToRow, rowToInput, rowToRecord, toJson, type InputRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { isInt4, readById } from './task-writes.js';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { applyMigrations, readMigrationFiles, type MigrationDialect, type MigrationFile } from '../migrations.js';
-import { checkSchemaName, createPool, inTransaction, parsePostgresUrl, unavailable } from './connection.js';
+import { checkSchemaName, createPool, parsePostgresUrl, unavailable } from './connection.js';
+import { inTransaction } from './transactions.js';
 
 export type { MigrationFile } from '../migrations.js';
 

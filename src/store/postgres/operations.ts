@@ -14,7 +14,7 @@ import {
   type TaskInspection,
   type TaskStats,
 } from '../task-operations.js';
-import { inTransaction } from './connection.js';
+import { inTransaction } from './transactions.js';
 import { readPostgresMigrations } from './migrate.js';
 import { rowToInput, rowToRecord, type InputRow, type TaskRow } from './row.js';
 

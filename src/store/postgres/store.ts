@@ -26,7 +26,8 @@ import type {
   TransitionInput,
   TransitionOutcome,
 } from '../types.js';
-import { createPool, inShortTransaction, inTransaction, parsePostgresUrl, unavailable, WriteBatcher, type WriteBatcherOptions } from './connection.js';
+import { createPool, parsePostgresUrl, unavailable } from './connection.js';
+import { inShortTransaction, inTransaction, WriteBatcher, type WriteBatcherOptions } from './transactions.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';

@@ -9,7 +9,8 @@ import { isTaskStatus, isTerminal, type Millis, type TaskRecord, type TaskStatus
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
-import { executeCall, inTransaction, lockAll, prepared, withLiterals, type WriteBatcher } from './connection.js';
+import { executeCall, prepared, withLiterals } from './connection.js';
+import { inTransaction, lockAll, type WriteBatcher } from './transactions.js';
 import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 

@@ -48,22 +48,6 @@ export function unavailable(path: string, cause: unknown): TasklatchError {
   });
 }
 
-/**
- * Runs `fn` in a `BEGIN IMMEDIATE` transaction: the write lock is taken before the first read,
- * so two processes can never both read one version and both write. A lock still held by another
- * process after the busy timeout is `STORE_UNAVAILABLE`.
- */
-export function inTransaction<T>(db: Database.Database, fn: () => T): T {
-  try {
-    return db.transaction(fn).immediate();
-  } catch (error) {
-    if (isBusy(error)) {
-      throw new TasklatchError('STORE_UNAVAILABLE', 'SQLite store is locked by another process (busy timeout)', { cause: error });
-    }
-    throw error;
-  }
-}
-
 /** better-sqlite3 reports a lock it could not get as SQLITE_BUSY (or one of its extended codes). */
 export function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;

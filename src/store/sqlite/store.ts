@@ -26,7 +26,8 @@ import type {
   TransitionInput,
   TransitionOutcome,
 } from '../types.js';
-import { inTransaction, openDatabase } from './connection.js';
+import { openDatabase } from './connection.js';
+import { inTransaction } from './transactions.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
