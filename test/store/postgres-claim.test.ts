@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
-import { sqlLiteral, withLiterals } from '../../src/store/postgres/connection.js';
+import { prepared, sqlLiteral, withLiterals } from '../../src/store/postgres/connection.js';
+import * as sql from '../../src/store/postgres/statements.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { ClaimInput } from '../../src/store/types.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -59,15 +60,36 @@ async function messagesOf<T>(store: PostgresStore, run: () => Promise<T>): Promi
   }
 }
 
-/** The first words of each message, enough to tell the statements apart. */
-const shapes = (messages: readonly string[]) =>
-  messages.map((m) =>
-    m
-      .split(';')
-      .map((part) => part.trim().split(/\s+/).slice(0, 2).join(' '))
-      .filter((part) => part !== '')
-      .join(' | '),
+/**
+ * The first words of each message, enough to tell the statements apart. A connection prepares a
+ * statement the first time it executes it (one PREPARE message, once per connection): those are
+ * left out, and an EXECUTE is shown as the statement it runs.
+ */
+const shapes = (messages: readonly string[]) => {
+  // Every statement of the store by its prepared name, and whatever a message prepared.
+  const texts = new Map<string, string>(
+    Object.values(sql)
+      .filter((v): v is string => typeof v === 'string')
+      .map((text) => [prepared(text).name, text]),
   );
+  for (const m of messages) {
+    const prepared = /^PREPARE (\w+) AS ([\s\S]*)$/.exec(m);
+    if (prepared !== null) texts.set(prepared[1] as string, prepared[2] as string);
+  }
+  const firstWords = (part: string) => part.trim().split(/\s+/).slice(0, 2).join(' ');
+  return messages
+    .filter((m) => !m.startsWith('PREPARE '))
+    .map((m) =>
+      m
+        .split(/;(?=\s*(?:BEGIN|COMMIT|EXECUTE|SELECT|WITH|UPDATE|INSERT)\b)/)
+        .map((part) => {
+          const executed = /^\s*EXECUTE (\w+)\(/.exec(part);
+          return firstWords(executed === null ? part : (texts.get(executed[1] as string) ?? part));
+        })
+        .filter((part) => part !== '')
+        .join(' | '),
+    );
+};
 
 describe('PostgreSQL claim round trips', () => {
   it('claims in two round trips: BEGIN with the locking read, the claim write with COMMIT', async () => {

@@ -145,7 +145,8 @@ export class ChangeNotifier {
         this.pending = [];
         const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
         try {
-          await this.pool.query(NOTIFY_CHANGES, [payloads]);
+          // Named: parsed and planned once per connection of the audit pool.
+          await this.pool.query({ name: 'tasklatch_notify_changes', text: NOTIFY_CHANGES, values: [payloads] });
         } catch (error) {
           this.onProblem('change notifications not sent', { count: payloads.length, error: String(error) });
         }

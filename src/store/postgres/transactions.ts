@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
-import { ensurePrepared, withLiterals, type Prepared } from './connection.js';
+import { ensurePrepared, executeCall, prepared, type Prepared } from './connection.js';
 
 /**
  * How the PostgreSQL store's statements become transactions: one on a checked-out client
@@ -76,12 +76,14 @@ export async function inShortTransaction<T>(pool: pg.Pool, work: (tx: ShortTrans
 /**
  * One transaction on a checked-out client, begun with its first statement and committed with
  * its last ones. Statements that travel with BEGIN or COMMIT go as one simple-protocol message
- * with their parameters as literals (`withLiterals`); a statement in that message that fails
+ * as `EXECUTE` of statements the connection prepared once, parameters as literals; a statement in that message that fails
  * skips the rest (COMMIT included), and the error is thrown. When a parameter has no exact
  * literal, the same statements go one by one with their parameters instead.
  */
 export class ShortTransaction {
   private state: 'new' | 'open' | 'done' = 'new';
+  /** Prepared statements the next message executes (the client prepares them first, once). */
+  private needed: Prepared[] = [];
 
   constructor(readonly client: pg.PoolClient) {}
 
@@ -90,8 +92,8 @@ export class ShortTransaction {
     this.mustNotBeDone();
     if (this.state === 'new') {
       this.state = 'open';
-      const literal = withLiterals(text, params);
-      if (literal !== null) return (await this.send<R>(['BEGIN', literal]))[1]!;
+      const call = this.call(text, params);
+      if (call !== null) return (await this.send<R>(['BEGIN', call]))[1]!;
       await this.client.query('BEGIN');
     }
     return this.client.query<R>(text, params as unknown[]);
@@ -103,7 +105,7 @@ export class ShortTransaction {
    */
   async commitWith(statements: readonly Statement[]): Promise<pg.QueryResult[]> {
     this.mustNotBeDone();
-    const literals = statements.map((s) => withLiterals(s.text, s.params));
+    const literals = statements.map((s) => this.call(s.text, s.params));
     if (literals.every((literal) => literal !== null)) {
       const begin = this.state === 'new' ? ['BEGIN'] : [];
       this.state = 'done';
@@ -123,8 +125,23 @@ export class ShortTransaction {
     if (begun) await this.client.query('COMMIT');
   }
 
+  /**
+   * `EXECUTE` of the statement prepared from `text`, with `params` as literals (parsed and
+   * planned once per connection, not per claim); null when a parameter has no exact literal.
+   */
+  private call(text: string, params: readonly unknown[]): string | null {
+    const statement = prepared(text);
+    const call = executeCall(statement, params);
+    if (call !== null) this.needed.push(statement);
+    return call;
+  }
+
   /** Statements as one simple-protocol message; pg answers with each one's result (one alone is not in an array). */
   private async send<R extends pg.QueryResultRow>(statements: readonly string[]): Promise<pg.QueryResult<R>[]> {
+    if (this.needed.length > 0) {
+      await ensurePrepared(this.client, this.needed);
+      this.needed = [];
+    }
     const answer = (await this.client.query(statements.join(';\n'))) as unknown as pg.QueryResult<R> | pg.QueryResult<R>[];
     return Array.isArray(answer) ? answer : [answer];
   }
