@@ -2,17 +2,28 @@ import { isExpired } from '../core/time.js';
 import type { Millis, TaskRecord } from '../core/types.js';
 import type { LookupOutcome, TaskRef } from '../store/types.js';
 
-/** How many records, and about how many characters of their JSON request and result, a cache keeps. */
+/**
+ * How many records, about how many characters of their JSON request and result, and for how
+ * long (ms of real time since the record was written or read) a cache keeps.
+ */
 export interface RecordCacheBounds {
   maxEntries: number;
   maxChars: number;
+  /**
+   * The one change no notification announces: a PostgreSQL writer that dies between its commit
+   * and its notification. An entry is trusted this long at most, so that such a read trails by
+   * no more than this.
+   */
+  maxAgeMs: number;
 }
 
-export const DEFAULT_CACHE_BOUNDS: RecordCacheBounds = { maxEntries: 10_000, maxChars: 32 * 1024 * 1024 };
+export const DEFAULT_CACHE_BOUNDS: RecordCacheBounds = { maxEntries: 10_000, maxChars: 32 * 1024 * 1024, maxAgeMs: 5_000 };
 
 interface Entry {
   record: TaskRecord;
   chars: number;
+  /** When the record was known to be the latest (performance.now(): real time, whatever the service's clock). */
+  at: number;
 }
 
 /** A store read under way: spoiled by any change of its task (or a clear) before it returns. */
@@ -63,11 +74,10 @@ export class RecordCache {
       return load();
     }
     const entry = this.entries.get(ref.taskId);
-    if (entry !== undefined && entry.record.authKey === ref.authKey && !isExpired(entry.record, ref.now)) {
-      return { decision: 'FOUND', record: { ...entry.record } };
-    }
-    // Another caller's (or an expired) entry answers nothing: the store decides, and the entry stays for its owner.
-    if (entry !== undefined && isExpired(entry.record, ref.now)) this.drop(ref.taskId);
+    const fresh = entry !== undefined && performance.now() - entry.at <= this.bounds.maxAgeMs && !isExpired(entry.record, ref.now);
+    if (fresh && entry.record.authKey === ref.authKey) return { decision: 'FOUND', record: { ...entry.record } };
+    // Another caller's entry answers nothing: the store decides, and the entry stays for its owner.
+    if (entry !== undefined && !fresh) this.drop(ref.taskId);
     const fill: Fill = { spoiled: false };
     const fills = this.filling.get(ref.taskId) ?? new Set<Fill>();
     fills.add(fill);
@@ -117,7 +127,7 @@ export class RecordCache {
     const chars = sizeOf(record);
     if (chars > this.bounds.maxChars) return this.drop(record.taskId);
     this.drop(record.taskId);
-    this.entries.set(record.taskId, { record: { ...record }, chars });
+    this.entries.set(record.taskId, { record: { ...record }, chars, at: performance.now() });
     this.chars += chars;
     while (this.entries.size > this.bounds.maxEntries || this.chars > this.bounds.maxChars) {
       const oldest = this.entries.keys().next();

@@ -41,7 +41,7 @@ function notifyingStore(inner: MemoryStore) {
   };
 }
 
-async function setup(options: { readCache?: boolean } = {}) {
+async function setup(options: { readCache?: boolean | { maxAgeMs: number } } = {}) {
   let now = T0;
   const clock = () => now;
   const inner = new MemoryStore();
@@ -85,6 +85,17 @@ describe('the tasks/get record cache', () => {
     expect((await get(s.local, ALICE, task.taskId)).decision).toBe('RETURN_STATUS');
     s.advance(1);
     expect(await get(s.local, ALICE, task.taskId)).toEqual({ decision: 'BLOCK_EXPIRED', record: null });
+    expect(s.gets).toEqual([task.taskId]);
+  });
+
+  it('trusts an entry for maxAgeMs at most: a change whose notification never came is read then', async () => {
+    const s = await setup({ readCache: { maxAgeMs: 30 } });
+    const task = await s.create(s.local, ALICE);
+    // Another process commits and dies before it notifies.
+    await s.remote.transition({ auth: ALICE, taskId: task.taskId, write: { status: 'completed', expectedVersion: 1, result: { content: [] } } });
+    expect((await get(s.local, ALICE, task.taskId)).record?.status).toBe('working');
+    await new Promise((r) => setTimeout(r, 40));
+    expect((await get(s.local, ALICE, task.taskId)).record?.status).toBe('completed');
     expect(s.gets).toEqual([task.taskId]);
   });
 
