@@ -12,12 +12,14 @@ export interface RecordCacheBounds {
   /**
    * The one change no notification announces: a PostgreSQL writer that dies between its commit
    * and its notification. An entry is trusted this long at most, so that such a read trails by
-   * no more than this.
+   * no more than this: by default as long as a held `tasks/result` sleeps in the same case
+   * (`TaskService.fallbackPollMs` on a notifying store). Each miss it causes is a store read on
+   * a poll, so a shorter bound costs polls their tail latency.
    */
   maxAgeMs: number;
 }
 
-export const DEFAULT_CACHE_BOUNDS: RecordCacheBounds = { maxEntries: 10_000, maxChars: 32 * 1024 * 1024, maxAgeMs: 5_000 };
+export const DEFAULT_CACHE_BOUNDS: RecordCacheBounds = { maxEntries: 10_000, maxChars: 32 * 1024 * 1024, maxAgeMs: 30_000 };
 
 interface Entry {
   record: TaskRecord;
