@@ -26,9 +26,11 @@ export function logRefusals(req: IncomingMessage, res: ServerResponse, logger: L
   res.end = ((...args: unknown[]) => (keep(args[0]), end(...args))) as typeof res.end;
   res.once('close', () => {
     const status = res.statusCode;
+    const gone = !res.writableFinished;
+    // An answered request below 400 logs nothing: no context is built for it (every poll is one).
+    if (!gone && (status < 400 || status >= 500)) return;
     const context = { status, httpMethod: req.method, sessionId: req.headers['mcp-session-id'], ...messageOf(body()) };
-    if (!res.writableFinished) return req.method === 'POST' ? logger.info(context, 'client went away before its answer') : undefined;
-    if (status < 400 || status >= 500) return;
+    if (gone) return req.method === 'POST' ? logger.info(context, 'client went away before its answer') : undefined;
     logger.info({ ...context, ...errorOf(Buffer.concat(kept).toString('utf8')) }, 'request refused');
   });
 }

@@ -1,10 +1,13 @@
 import { EventEmitter } from 'node:events';
+import type { TaskRecord } from '../core/types.js';
+import type { RecordCache } from './record-cache.js';
 
 /**
  * Wakes whoever waits on a task when its record changes: in-process for this process's own
  * writes, and fed by the store's cross-process notifications where the store has them
- * (PostgreSQL LISTEN/NOTIFY). A waiter always re-reads the store: an event says "look again",
- * never what the record now is.
+ * (PostgreSQL LISTEN/NOTIFY). A change this process made carries the record it wrote (that
+ * commit's outcome), which a waiter may decide from; any other change only says "look again".
+ * The feed keeps the service's record cache coherent: every change passes through it.
  */
 // A symbol cannot collide with a task id.
 const ANY = Symbol('any task');
@@ -17,7 +20,7 @@ export class ChangeFeed {
   /** The latest version this process published per task (most recent last), for `publishRemote`. */
   private readonly published = new Map<string, number>();
 
-  constructor() {
+  constructor(private readonly cache: RecordCache | null = null) {
     // One listener per waiting request; the count is bounded by open requests, not a leak.
     this.emitter.setMaxListeners(0);
   }
@@ -27,10 +30,15 @@ export class ChangeFeed {
     return this.emitter.eventNames().reduce((sum, name) => sum + (name === ANY ? 0 : this.emitter.listenerCount(name)), 0);
   }
 
-  /** `version` is the record's version after the change, where the writer said. */
-  publish(taskId: string, version?: number): void {
+  /**
+   * A change this process committed: `version` is the record's version after it, where the
+   * writer said, and `record` the record the write returned, where it returned one.
+   */
+  publish(taskId: string, version?: number, record?: TaskRecord): void {
     if (version !== undefined) this.remember(taskId, version);
-    this.emit(taskId, version);
+    if (record !== undefined && record.taskId === taskId && record.version === version) this.cache?.written(record);
+    else this.cache?.changed(taskId, version);
+    this.emit(taskId, version, record);
   }
 
   /**
@@ -44,11 +52,12 @@ export class ChangeFeed {
   publishRemote(taskId: string, version?: number): void {
     const known = this.published.get(taskId);
     if (version !== undefined && known !== undefined && version <= known) return;
+    this.cache?.changed(taskId, version, true);
     this.emit(taskId, version);
   }
 
-  private emit(taskId: string, version: number | undefined): void {
-    this.emitter.emit(taskId, version);
+  private emit(taskId: string, version: number | undefined, record?: TaskRecord): void {
+    this.emitter.emit(taskId, version, record);
     this.emitter.emit(ANY, taskId, version);
   }
 
@@ -65,6 +74,7 @@ export class ChangeFeed {
 
   /** Wakes every watcher: changes may have been missed (a lost notification connection). */
   publishAll(): void {
+    this.cache?.clear();
     for (const name of this.emitter.eventNames()) this.emitter.emit(name);
   }
 
@@ -77,7 +87,8 @@ export class ChangeFeed {
     return () => this.emitter.off(ANY, listener);
   }
 
-  subscribe(taskId: string, listener: (version: number | undefined) => void): () => void {
+  /** `record` is given for a change this process made, as its write returned it. */
+  subscribe(taskId: string, listener: (version: number | undefined, record?: TaskRecord) => void): () => void {
     this.emitter.on(taskId, listener);
     return () => this.emitter.off(taskId, listener);
   }
@@ -86,23 +97,34 @@ export class ChangeFeed {
    * Starts watching `taskId` now, so that a change between the caller's read and its wait is not
    * missed: `changed()` resolves at once if anything happened since the watch (or the previous
    * `changed()`) began, else on the next change, after `timeoutMs`, or when `signal` aborts.
+   * It resolves with the record of the latest change when every change since then was this
+   * process's own and carried one; with null otherwise (a remote change, a timeout, an abort),
+   * when only the store can say what the record is now.
    */
   watch(taskId: string): TaskWatch {
     let pending = false;
+    // Some change came without a record: a newer commit may exist than any record carried.
+    let unknown = false;
+    let carried: TaskRecord | null = null;
     let wake: (() => void) | null = null;
-    const unsubscribe = this.subscribe(taskId, () => {
+    const unsubscribe = this.subscribe(taskId, (_version, record) => {
       pending = true;
+      if (record === undefined) unknown = true;
+      else if (carried === null || record.version > carried.version) carried = record;
       wake?.();
     });
     return {
       changed: (timeoutMs, signal) =>
-        new Promise<void>((resolve) => {
+        new Promise<TaskRecord | null>((resolve) => {
           const done = () => {
             clearTimeout(timer);
             signal?.removeEventListener('abort', done);
+            const record = pending && !unknown && signal?.aborted !== true ? carried : null;
             wake = null;
             pending = false;
-            resolve();
+            unknown = false;
+            carried = null;
+            resolve(record);
           };
           const timer = setTimeout(done, timeoutMs);
           wake = done;
@@ -115,6 +137,7 @@ export class ChangeFeed {
 }
 
 export interface TaskWatch {
-  changed(timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /** The record of this process's own latest change when it alone is news; else null (see `watch`). */
+  changed(timeoutMs: number, signal?: AbortSignal): Promise<TaskRecord | null>;
   close(): void;
 }

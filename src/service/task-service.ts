@@ -22,9 +22,11 @@ import type {
   TransitionOutcome,
 } from '../store/types.js';
 import { ChangeFeed } from './change-feed.js';
+import { DEFAULT_CACHE_BOUNDS, RecordCache, type RecordCacheBounds } from './record-cache.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DEFAULT_LIMITS, grantTtl, jsonBytes, type TaskLimits } from './limits.js';
 import { claimEventOf, reportOverdue, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
+import { waitForResult } from './result-wait.js';
 import { timedStore } from './timed-store.js';
 
 export interface TaskServiceOptions {
@@ -38,6 +40,12 @@ export interface TaskServiceOptions {
   newTaskId?: () => string;
   /** Write read decisions (`tasks/get`, `tasks/result`, `tasks/list`) to the audit trail too. */
   auditReads?: boolean;
+  /**
+   * Answer `tasks/get` from this process's latest known records (see `RecordCache`), default
+   * true. Used only while the store's change notifications are up, so that a read trails a
+   * commit of another process by at most the notification delay; false always reads the store.
+   */
+  readCache?: boolean | Partial<RecordCacheBounds>;
 }
 
 export type CreateOutcome = { decision: Exclude<CreateEntry, 'ADMIT'>; record: null } | AdmitOutcome;
@@ -64,7 +72,9 @@ export class TaskService {
   private readonly newTaskId: () => string;
   private readonly auditReads: boolean;
   /** Wakes waiters when a task changes; fed by this service's writes and the store's notifications. */
-  readonly changes = new ChangeFeed();
+  readonly changes: ChangeFeed;
+  /** The records `tasks/get` answers from while notifications are up; null when turned off. */
+  readonly cache: RecordCache | null;
   private stopListening: (() => Promise<void>) | null = null;
   /**
    * Who hears every decision, task end, claim and store round trip (the logger, the metrics).
@@ -81,6 +91,14 @@ export class TaskService {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.newTaskId = options.newTaskId ?? randomUUID;
     this.auditReads = options.auditReads ?? true;
+    const cached = options.readCache ?? true;
+    // Coherent only while every process's every change reaches this one: a store that sends no
+    // notifications also makes writes this service never sees (a claim's abandons).
+    this.cache =
+      cached === false
+        ? null
+        : new RecordCache(() => this.supports.listenNotify && this.notifications === 'up', { ...DEFAULT_CACHE_BOUNDS, ...(cached === true ? {} : cached) });
+    this.changes = new ChangeFeed(this.cache);
   }
 
   now(): Millis {
@@ -141,7 +159,7 @@ export class TaskService {
       maxActive: this.limits.maxActiveTasks,
       maxStored: this.limits.maxStoredTasks,
     });
-    if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId, outcome.record.version);
+    if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId, outcome.record.version, outcome.record);
     const { decision, record } = outcome;
     this.decided({ ...who, surface: 'create', decision, taskId: record?.taskId ?? null, status: record?.status ?? null });
     return outcome;
@@ -157,7 +175,7 @@ export class TaskService {
       correlationId,
       now: this.clock(),
     });
-    if (outcome.decision === 'APPLY_TRANSITION') this.changes.publish(input.taskId, outcome.record?.version);
+    if (outcome.decision === 'APPLY_TRANSITION') this.changes.publish(input.taskId, outcome.record?.version, outcome.record ?? undefined);
     const status = outcome.record?.status ?? null;
     this.decided({ surface: 'transition', decision: outcome.decision, authKey: input.auth, taskId: input.taskId, correlationId, status });
     if (outcome.decision === 'APPLY_TRANSITION' && outcome.record !== null) this.ended(outcome.record, correlationId);
@@ -178,7 +196,7 @@ export class TaskService {
     const correlationId = randomUUID();
     const claimed = await this.store.claim({ ...input, now, correlationId });
     for (const record of claimed) {
-      this.changes.publish(record.taskId, record.version);
+      this.changes.publish(record.taskId, record.version, record);
       const { authKey, taskId, status } = record;
       this.decided({ surface: 'transition', decision: 'APPLY_TRANSITION', authKey, taskId, correlationId, status, detail: `claim ${input.owner}` });
       this.events.emit('claimed', claimEventOf(record, now));
@@ -218,7 +236,7 @@ export class TaskService {
     const questions = rest.questions.map((q) => ({ ...q, deadlineAt }));
     const correlationId = randomUUID();
     const out = await this.store.ask({ ...rest, questions, now, correlationId });
-    if (out.decision === 'APPLY_ASK') this.changes.publish(input.fence.taskId, out.record?.version);
+    if (out.decision === 'APPLY_ASK') this.changes.publish(input.fence.taskId, out.record?.version, out.record ?? undefined);
     const { authKey, taskId } = input.fence;
     this.decided({ surface: 'input', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null });
     return out;
@@ -234,7 +252,7 @@ export class TaskService {
       now: this.clock(),
       correlationId,
     });
-    if (out.decision === 'APPLY_ANSWER') this.changes.publish(input.taskId, out.record?.version);
+    if (out.decision === 'APPLY_ANSWER') this.changes.publish(input.taskId, out.record?.version, out.record ?? undefined);
     this.decided({ surface: 'input', decision: out.decision, authKey: input.auth, taskId: input.taskId, correlationId, status: out.record?.status ?? null });
     return out;
   }
@@ -292,12 +310,22 @@ export class TaskService {
       }
       // The store classifies and writes its own audit line in the cancel transaction.
       const cancelled = await this.store.cancel({ authKey: input.auth, taskId: input.taskId, now, correlationId });
-      if (cancelled.decision === 'CANCEL_TASK') this.changes.publish(input.taskId, cancelled.record.version);
+      if (cancelled.decision === 'CANCEL_TASK') this.changes.publish(input.taskId, cancelled.record.version, cancelled.record);
       this.decided({ ...base, decision: cancelled.decision, status: cancelled.record?.status ?? null });
       if (cancelled.decision === 'CANCEL_TASK') this.ended(cancelled.record, correlationId);
       return cancelled;
     }
-    const found = await this.store.get({ authKey: input.auth, taskId: input.taskId, now });
+    const ref = { authKey: input.auth, taskId: input.taskId, now };
+    const found = input.method === 'tasks/get' && this.cache !== null ? await this.cache.get(ref, () => this.store.get(ref)) : await this.store.get(ref);
+    return this.decideFound(input, found, base);
+  }
+
+  /** The audit line, the event and the outcome of a get or result decision on a looked-up record. */
+  private async decideFound(
+    input: { method: ReadMethod; quietIf?: ((decision: ReadOutcome['decision']) => boolean) | undefined },
+    found: LookupOutcome,
+    base: { at: Millis; surface: 'read'; authKey: string; taskId: string; correlationId: string },
+  ): Promise<ReadOutcome> {
     if (found.decision !== 'FOUND') {
       if (input.quietIf?.(found.decision) !== true) {
         await this.audit({ ...base, decision: found.decision }, true);
@@ -345,23 +373,25 @@ export class TaskService {
     onWaitInput?: (record: TaskRecord) => void | Promise<void>;
   }): Promise<ReadOutcome> {
     const watch = this.changes.watch(input.taskId);
-    // One audit line per decision this wait goes through (waiting, waiting for input, the
-    // result), not one per wake: a long wait must not grow the trail.
-    let said: ReadOutcome['decision'] | null = null;
-    const quietIf = (decision: ReadOutcome['decision']) => decision === said;
     this.events.emit('waiting', 'result', 1);
     try {
-      for (;;) {
-        const outcome = await this.read({ auth: input.auth, method: 'tasks/result', taskId: input.taskId, quietIf });
-        said = outcome.decision;
-        if (outcome.decision !== 'WAIT_TERMINAL' && outcome.decision !== 'WAIT_INPUT') return outcome;
-        if (input.signal?.aborted === true) return outcome;
-        if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
-        const untilExpiry = outcome.record.expiresAt === null ? Infinity : outcome.record.expiresAt - this.clock();
-        await watch.changed(Math.max(1, Math.min(input.fallbackPollMs ?? this.fallbackPollMs(), untilExpiry)), input.signal);
-        // A requestor that went away while this waited gets nothing more: no read, no audit line.
-        if (isAborted(input.signal)) return outcome;
-      }
+      const { auth, taskId } = input;
+      return await waitForResult(
+        {
+          watch,
+          clock: this.clock,
+          readStore: (quietIf) => this.read({ auth, method: 'tasks/result', taskId, quietIf }),
+          // A record this process just wrote: the same decision, audit line and event as a store read finding it.
+          decideOn: (record, quietIf) =>
+            this.decideFound(
+              { method: 'tasks/result', quietIf },
+              { decision: 'FOUND', record: { ...record } },
+              { at: this.clock(), surface: 'read', authKey: auth, taskId, correlationId: randomUUID() },
+            ),
+          fallbackPollMs: () => input.fallbackPollMs ?? this.fallbackPollMs(),
+        },
+        input,
+      );
     } finally {
       watch.close();
       this.events.emit('waiting', 'result', -1);
@@ -380,6 +410,7 @@ export class TaskService {
       },
       (error) => {
         this.notifications = 'down';
+        this.cache?.clear();
         onError?.(error);
       },
     );
@@ -390,6 +421,7 @@ export class TaskService {
     const stop = this.stopListening;
     this.stopListening = null;
     this.notifications = 'off';
+    this.cache?.clear();
     await stop?.();
   }
 
@@ -416,9 +448,4 @@ export class TaskService {
     if (isRead && !this.auditReads) return;
     await this.store.recordDecision(entry);
   }
-}
-
-/** Read through a call, so that a check after an await is not narrowed away by one before it. */
-function isAborted(signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true;
 }
