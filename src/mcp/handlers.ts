@@ -16,7 +16,8 @@ import {
 import { idempotencyKeyOf, isAugmented, taskSupportOf } from '../core/create-rules.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
 import { isTasklatchError } from '../core/errors.js';
-import { isTerminal, type WireRequest } from '../core/types.js';
+import { isTerminal, type TaskRecord, type WireRequest } from '../core/types.js';
+import { isExpired } from '../core/time.js';
 import { askingContext } from '../tools/asking.js';
 import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
 import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
@@ -219,17 +220,19 @@ function watchStatus(session: SessionContext, taskId: string, authKey: string, c
   const { server } = session;
   // The requestor has the task as created; only later versions are news.
   let lastVersion = createdVersion;
-  const onChange = async () => {
-    const found = await server.service.lookup({ auth: authKey, taskId });
+  // A change this process wrote carries its record: no read for it (the caller's own, unexpired).
+  const onChange = async (carried: TaskRecord | undefined) => {
+    const own = carried !== undefined && carried.authKey === authKey && !isExpired(carried, server.service.now());
+    const found = own ? { record: carried } : await server.service.lookup({ auth: authKey, taskId });
     if (found.record === null) return stop();
     if (found.record.version <= lastVersion) return;
     lastVersion = found.record.version;
     await session.sdk.notification({ method: 'notifications/tasks/status', params: wireTask(found.record) });
     if (isTerminal(found.record.status)) stop();
   };
-  const unsubscribe = server.service.changes.subscribe(taskId, (version) => {
+  const unsubscribe = server.service.changes.subscribe(taskId, (version, record) => {
     if (version !== undefined && version <= lastVersion) return;
-    onChange().catch(() => undefined);
+    onChange(record).catch(() => undefined);
   });
   const stop = () => {
     unsubscribe();

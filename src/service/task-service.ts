@@ -316,7 +316,9 @@ export class TaskService {
       return cancelled;
     }
     const ref = { authKey: input.auth, taskId: input.taskId, now };
-    const found = input.method === 'tasks/get' && this.cache !== null ? await this.cache.get(ref, () => this.store.get(ref)) : await this.store.get(ref);
+    // tasks/result too: a cached record that trails a commit elsewhere only makes the wait wait
+    // for that commit's notification, and a terminal record is final.
+    const found = this.cache !== null ? await this.cache.get(ref, () => this.store.get(ref)) : await this.store.get(ref);
     return this.decideFound(input, found, base);
   }
 

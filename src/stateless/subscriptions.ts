@@ -1,3 +1,5 @@
+import { isExpired } from '../core/time.js';
+import type { TaskRecord } from '../core/types.js';
 import type { TaskService } from '../service/task-service.js';
 import { META } from './protocol.js';
 import { detailedTask } from './task-view.js';
@@ -34,10 +36,12 @@ export async function openTaskSubscription(input: {
   const accepted = visible.filter((taskId): taskId is string => taskId !== null);
   /** The version each task was last sent at: notifications never repeat or go back. */
   const sent = new Map<string, number>();
-  const look = async (taskId: string) => {
+  const look = async (taskId: string, carried?: TaskRecord) => {
     // A stream its client closed reads nothing more.
     if (closed.aborted) return;
-    const record = (await service.lookup({ auth, taskId }).catch(() => null))?.record ?? null;
+    // A change this process wrote carries its record: no read for it (the caller's own, unexpired).
+    const own = carried !== undefined && carried.authKey === auth && !isExpired(carried, service.now());
+    const record = own ? carried : ((await service.lookup({ auth, taskId }).catch(() => null))?.record ?? null);
     if (record === null || closed.aborted || (sent.get(taskId) ?? 0) >= record.version) return;
     sent.set(taskId, record.version);
     const { resultType: _resultType, ...task } = detailedTask(record);
@@ -46,10 +50,10 @@ export async function openTaskSubscription(input: {
   // Watch before the first read: a change between the two is then not lost.
   const unsubscribes = accepted.map((taskId) => {
     let reading: Promise<void> = Promise.resolve();
-    return service.changes.subscribe(taskId, (version) => {
+    return service.changes.subscribe(taskId, (version, record) => {
       if (version !== undefined && version <= (sent.get(taskId) ?? 0)) return;
       // One read at a time per task, in order.
-      reading = reading.then(() => look(taskId));
+      reading = reading.then(() => look(taskId, record));
     });
   });
   const keepAlive = setInterval(() => sink.comment(), KEEP_ALIVE_MS);
