@@ -46,8 +46,15 @@ describe('resources come back (SQLite)', () => {
       const held = postRaw(url, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tasks/result', params: { taskId } }), headers, abort.signal);
       waits.push({ abort, held });
     }
-    // Every waiter has read its task once and waits.
-    await until(() => ((wire!.calls.get ?? 0) >= 20 && wire!.server.service.changes.watchers >= baseline + 40 ? true : undefined), 10_000);
+    // Every waiter has decided once (from the store or from this process's cached record) and waits.
+    await until(() => (wire!.server.service.changes.watchers >= baseline + 40 ? true : undefined), 10_000);
+    await until(async () => {
+      for (const taskId of taskIds) {
+        const trail = await wire!.store.auditTrail({ taskId });
+        if (!trail.some((line) => line.surface === 'read' && line.decision === 'WAIT_TERMINAL')) return undefined;
+      }
+      return true;
+    }, 10_000);
     for (const w of waits) w.abort.abort();
     await Promise.allSettled(waits.map((w) => w.held));
     // The status watches of the creating sessions stay (they are the session's, freed with it); the waits are gone.
