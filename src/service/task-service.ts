@@ -22,6 +22,7 @@ import type {
   TransitionOutcome,
 } from '../store/types.js';
 import { ChangeFeed } from './change-feed.js';
+import { AdmissionClaimers } from './admission-claims.js';
 import { DEFAULT_CACHE_BOUNDS, RecordCache, type RecordCacheBounds } from './record-cache.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DEFAULT_LIMITS, grantTtl, jsonBytes, type TaskLimits } from './limits.js';
@@ -75,6 +76,8 @@ export class TaskService {
   readonly changes: ChangeFeed;
   /** The records `tasks/get` answers from while notifications are up; null when turned off. */
   readonly cache: RecordCache | null;
+  /** Workers of this process that take an admitted task at once (see `AdmissionClaimers`). */
+  readonly admissionClaims = new AdmissionClaimers();
   private stopListening: (() => Promise<void>) | null = null;
   /**
    * Who hears every decision, task end, claim and store round trip (the logger, the metrics).
@@ -145,21 +148,37 @@ export class TaskService {
       throw new TasklatchError('INVALID_INPUT', `the request is ${requestBytes} bytes as stored; at most ${this.limits.maxRequestBytes} bytes are kept`);
     }
     const task = input.request.params.task as { ttl?: unknown };
-    const outcome = await this.store.admit({
-      taskId: this.newTaskId(),
-      authKey: input.auth,
-      toolName: input.tool.name,
-      request: input.request,
-      requestDigest: requestDigest(input.request),
-      idempotencyKey: metaKey ?? headerKey,
-      ttl: grantTtl(task.ttl, this.limits),
-      pollInterval: this.limits.pollInterval,
-      correlationId,
-      now,
-      maxActive: this.limits.maxActiveTasks,
-      maxStored: this.limits.maxStoredTasks,
-    });
+    const reservation = this.store.supports.claimsOnAdmit === true ? this.admissionClaims.reserve(input.tool.name) : null;
+    const claim =
+      reservation === null
+        ? null
+        : { owner: reservation.owner, leaseMs: reservation.leaseMs, maxAttempts: reservation.maxAttempts, correlationId: randomUUID() };
+    const outcome = await this.store
+      .admit({
+        taskId: this.newTaskId(),
+        authKey: input.auth,
+        toolName: input.tool.name,
+        request: input.request,
+        requestDigest: requestDigest(input.request),
+        idempotencyKey: metaKey ?? headerKey,
+        ttl: grantTtl(task.ttl, this.limits),
+        pollInterval: this.limits.pollInterval,
+        correlationId,
+        now,
+        maxActive: this.limits.maxActiveTasks,
+        maxStored: this.limits.maxStoredTasks,
+        claim,
+      })
+      .catch((error: unknown) => {
+        reservation?.release();
+        throw error;
+      });
+    const claimed = outcome.decision === 'ACCEPT_TASK' ? (outcome.claimed ?? null) : null;
+    // The run starts before the changes are published: the worker's own task is no news to it.
+    if (claimed !== null) reservation?.run(claimed);
+    else reservation?.release();
     if (outcome.decision === 'ACCEPT_TASK') this.changes.publish(outcome.record.taskId, outcome.record.version, outcome.record);
+    if (claimed !== null && claim !== null) this.claimedWith(claimed, claim.correlationId, claim.owner, now);
     const { decision, record } = outcome;
     this.decided({ ...who, surface: 'create', decision, taskId: record?.taskId ?? null, status: record?.status ?? null });
     return outcome;
@@ -188,6 +207,14 @@ export class TaskService {
    */
   async lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome> {
     return this.store.get({ authKey: input.auth, taskId: input.taskId, now: this.clock() });
+  }
+
+  /** A claim made with the admission: published and told as a claim from the outbox is. */
+  private claimedWith(record: TaskRecord, correlationId: string, owner: string, now: Millis): void {
+    this.changes.publish(record.taskId, record.version, record);
+    const { authKey, taskId, status } = record;
+    this.decided({ surface: 'transition', decision: 'APPLY_TRANSITION', authKey, taskId, correlationId, status, detail: `claim ${owner}` });
+    this.events.emit('claimed', claimEventOf(record, now));
   }
 
   /** Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. */

@@ -14,6 +14,18 @@ export interface StoreCapabilities {
   readonly skipLocked: boolean;
   /** Several processes may share the store. */
   readonly shared: boolean;
+  /** An admission can lease its task to a claimer in the same transaction (`AdmitInput.claim`). */
+  readonly claimsOnAdmit?: boolean;
+}
+
+/** The claimer an admission leases its task to at once (see `AdmitInput.claim`). */
+export interface AdmitClaim {
+  owner: string;
+  leaseMs: number;
+  /** The claimer's bound on attempts, for the dispatch rule (a fresh task has made none). */
+  maxAttempts: number;
+  /** Of the claim's audit line. */
+  correlationId: string;
 }
 
 /** Everything the store needs to admit a task-augmented call (the service has decided rules 1–4). */
@@ -39,10 +51,18 @@ export interface AdmitInput {
    * checked like `maxActive` and after it.
    */
   maxStored?: number | null;
+  /**
+   * A claimer with a free slot for this tool (a worker of the admitting process). A store that
+   * `claimsOnAdmit` leases an accepted task to it in the admission's own transaction, as a
+   * claim would (a new attempt, version + 1, the outbox entry moved to the lease's end, an audit
+   * line), and returns that record as `claimed`; other stores ignore it, and a worker claims the
+   * task from the outbox as usual. A replay is never claimed here.
+   */
+  claim?: AdmitClaim | null;
 }
 
 export type AdmitOutcome =
-  | { decision: 'ACCEPT_TASK' | 'REPLAY_TASK'; record: TaskRecord }
+  | { decision: 'ACCEPT_TASK' | 'REPLAY_TASK'; record: TaskRecord; claimed?: TaskRecord | null }
   | { decision: 'BLOCK_IDEMPOTENCY_COLLISION' | 'BLOCK_TASK_LIMIT' | 'BLOCK_STORED_LIMIT'; record: null };
 
 export interface TransitionInput {

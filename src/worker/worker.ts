@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { TaskRecord } from '../core/types.js';
+import type { ClaimReservation } from '../service/admission-claims.js';
 import type { TaskService } from '../service/task-service.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
@@ -58,6 +59,9 @@ export class Worker {
    */
   private seen: { tasks: Map<string, number | undefined>; all: boolean } | null = null;
   private unsubscribe: (() => void) | null = null;
+  /** Slots held for admissions in flight that may lease their task to this worker. */
+  private reserved = 0;
+  private withdraw: (() => void) | null = null;
   private readonly runs = new Set<Promise<void>>();
   /** The tools this worker runs: the claim takes only their tasks and leaves the rest in place. */
   private readonly toolNames: readonly string[];
@@ -84,6 +88,7 @@ export class Worker {
     if (this.loop !== null) return;
     this.stopping = false;
     this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
+    this.withdraw = this.service.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
     this.log('info', 'worker runs only the tasks of its tools; tasks of other tools are left for workers that know them', {
       worker: this.id,
@@ -98,6 +103,8 @@ export class Worker {
    */
   async stop(drainMs = 10_000): Promise<void> {
     this.stopping = true;
+    this.withdraw?.();
+    this.withdraw = null;
     this.nudge();
     await this.loop;
     this.loop = null;
@@ -114,7 +121,7 @@ export class Worker {
     // than the poll interval must not put off the look that finds expired leases.
     let lastLook = performance.now();
     while (!this.stopping) {
-      const free = this.concurrency - this.executor.active;
+      const free = this.concurrency - this.executor.active - this.reserved;
       if (free > 0 && this.nudged) {
         // Cleared before the look at the outbox: whatever comes after it is news for the next look.
         this.nudged = false;
@@ -130,28 +137,7 @@ export class Worker {
             tools: this.toolNames,
           });
           failures = 0;
-          for (const record of claimed) {
-            const run = this.executor
-              .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
-              .then(
-                (outcome) => outcome === 'completed' || outcome === 'failed',
-                (error: unknown) => {
-                  this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) });
-                  return false;
-                },
-              )
-              .then((ended) => {
-                this.runs.delete(run);
-                // A run that ended its task leaves nothing due behind, and its slot is claimed
-                // only if a look is owed (a change came while every slot was busy). Any other
-                // run (suspended, drained, refused, or one that threw) may leave its task due
-                // again, and the changes its task went through meanwhile were its own (an
-                // answer, say): the outbox is looked at.
-                if (ended) this.wake?.();
-                else this.nudge();
-              });
-            this.runs.add(run);
-          }
+          for (const record of claimed) this.launch(record);
           this.replaySeen(claimed);
           // Every free slot filled: more tasks may be due, and the next free slot looks at once.
           if (claimed.length === free) this.nudged = true;
@@ -169,6 +155,59 @@ export class Worker {
       const timedOut = await this.idle(this.nudged ? interval : Math.max(0, lastLook + interval - performance.now()));
       if (timedOut) this.nudged = true;
     }
+  }
+
+  /** Runs a task this worker holds the lease of. */
+  private launch(record: TaskRecord): void {
+    const run = this.executor
+      .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
+      .then(
+        (outcome) => outcome === 'completed' || outcome === 'failed',
+        (error: unknown) => {
+          this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) });
+          return false;
+        },
+      )
+      .then((ended) => {
+        this.runs.delete(run);
+        // A run that ended its task leaves nothing due behind, and its slot is claimed only if a
+        // look is owed (a change came while every slot was busy). Any other run (suspended,
+        // drained, refused, or one that threw) may leave its task due again, and the changes
+        // its task went through meanwhile were its own (an answer, say): the outbox is looked at.
+        if (ended) this.wake?.();
+        else this.nudge();
+      });
+    this.runs.add(run);
+  }
+
+  /**
+   * A free slot for a task of `tool` admitted in this process, leased to this worker by the
+   * admission itself (see `AdmissionClaimers`); null when every slot is taken or held, for a
+   * tool this worker does not run, and once it stops.
+   */
+  reserve(tool: string): ClaimReservation | null {
+    if (this.loop === null || this.stopping || !this.toolNames.includes(tool)) return null;
+    if (this.concurrency - this.executor.active - this.reserved <= 0) return null;
+    this.reserved++;
+    let held = true;
+    const free = () => {
+      if (!held) return false;
+      held = false;
+      this.reserved--;
+      return true;
+    };
+    return {
+      owner: this.id,
+      leaseMs: this.leaseMs,
+      maxAttempts: this.maxAttempts,
+      run: (record) => {
+        if (free()) this.launch(record);
+      },
+      // A slot free again: the loop may have waited for it with a look owed.
+      release: () => {
+        if (free()) this.wake?.();
+      },
+    };
   }
 
   /**

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { IDEMPOTENCY_META_KEY } from '../../src/core/create-rules.js';
 import { TaskService } from '../../src/service/task-service.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
@@ -83,8 +84,10 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     }
     // A moment for a look that a finished run would cause.
     await new Promise((resolve) => setTimeout(resolve, 100));
-    // The look at start, then one per admission, each finding its task.
-    expect(claims).toEqual([0, ...Array.from({ length: tasks }, () => 1)]);
+    // The look at start, then one per admission, each finding its task; a store that leases an
+    // admitted task to a free slot in the admission itself needs none of them.
+    const perAdmission = service.supports.claimsOnAdmit === true ? [] : Array.from({ length: tasks }, () => 1);
+    expect(claims).toEqual([0, ...perAdmission]);
   });
 
   it('with every slot busy, an admission is claimed as soon as a slot frees', async () => {
@@ -102,7 +105,8 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     expect(started).toEqual([first, second]);
     waiting[1]!();
     await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined), 2000);
-    expect(claims.filter((n) => n > 0)).toEqual([1, 1]);
+    // The first found a free slot (leased by its admission where the store can); the second none.
+    expect(claims.filter((n) => n > 0)).toEqual(service.supports.claimsOnAdmit === true ? [1] : [1, 1]);
   });
 
   it('a claim that filled every free slot looks again as soon as a slot frees', async () => {
@@ -120,5 +124,38 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     for (const release of waiting.slice(1)) release();
     await until(async () => ((await Promise.all(ids.map((id) => statusOf(service, id)))).every((s) => s === 'completed') ? true : undefined), 2000);
     expect(claims.filter((n) => n > 0)).toEqual([2, 1]);
+  });
+
+  it.runIf(harness.name === 'postgres')('leases an admission to a free slot in the admission itself: one attempt, one claim line, no claim', async () => {
+    const { service, claims } = await counted('on_admit');
+    start(service, tool().tool);
+    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    const out = await service.create({
+      auth: AUTH,
+      tool: { name: 'job', execution: { taskSupport: 'required' } },
+      request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {}, _meta: { [IDEMPOTENCY_META_KEY]: 'k1' } } },
+    });
+    const taskId = out.record!.taskId;
+    expect(out.record).toMatchObject({ version: 1, attempt: 0 });
+    await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined), 2000);
+    const done = (await service.lookup({ auth: AUTH, taskId })).record!;
+    expect(done).toMatchObject({ attempt: 1, version: 3, leaseOwner: null });
+    const trail = await service.store.auditTrail({ taskId });
+    expect(trail.map((line) => [line.surface, line.decision, line.version ?? null])).toEqual([
+      ['create', 'ACCEPT_TASK', null],
+      ['transition', 'APPLY_TRANSITION', 2],
+      ['transition', 'APPLY_TRANSITION', 3],
+    ]);
+    expect(trail[1]!.detail).toMatch(/^claim /);
+    // A retry of the same call replays the task: nothing is leased again, nothing runs again.
+    const again = await service.create({
+      auth: AUTH,
+      tool: { name: 'job', execution: { taskSupport: 'required' } },
+      request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {}, _meta: { [IDEMPOTENCY_META_KEY]: 'k1' } } },
+    });
+    expect(again.decision).toBe('REPLAY_TASK');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await service.lookup({ auth: AUTH, taskId })).record).toMatchObject({ attempt: 1, version: 3 });
+    expect(claims).toEqual([0]);
   });
 });

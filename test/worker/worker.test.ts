@@ -141,7 +141,9 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     let cancelled = false;
     // The cancellation commits (and its change event fires) after the claim committed and before
     // the worker has the claimed record: no run watches the task yet.
+    // The claim from the outbox, not the admission's own (a store that can lease on admission is told not to).
     const racing = Object.assign(Object.create(store) as TaskStore, {
+      supports: { ...store.supports, claimsOnAdmit: false },
       claim: async (input: Parameters<TaskStore['claim']>[0]) => {
         const claimed = await store.claim(input);
         for (const record of claimed) {

@@ -57,7 +57,7 @@ export interface PostgresStoreOptions {
  */
 export class PostgresStore implements TaskStore {
   readonly kind = 'postgres';
-  readonly supports: StoreCapabilities = { listenNotify: true, skipLocked: true, shared: true };
+  readonly supports: StoreCapabilities = { listenNotify: true, skipLocked: true, shared: true, claimsOnAdmit: true };
 
   private secret: Promise<Uint8Array> | null = null;
   private closed: Promise<void> | null = null;
@@ -134,7 +134,7 @@ export class PostgresStore implements TaskStore {
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
     const out = await admitIn(this.pool, this.writes, input);
-    if (out.decision === 'ACCEPT_TASK') this.notified([out.record]);
+    if (out.decision === 'ACCEPT_TASK') this.notified(out.claimed == null ? [out.record] : [out.record, out.claimed]);
     return out;
   }
 

@@ -4,6 +4,7 @@ import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
 import { decideCancel } from '../../core/read-rules.js';
+import { decideDispatch } from '../../core/dispatch-rules.js';
 import { decideTransition, type GuardedRecord } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
@@ -15,6 +16,7 @@ import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './ro
 import * as sql from './statements.js';
 
 const ADMIT = prepared(sql.ADMIT_TASK);
+const CLAIM_ADMITTED = prepared(sql.CLAIM_ADMITTED);
 
 /**
  * The writing operations of the PostgreSQL store, each run by the caller inside one transaction
@@ -42,9 +44,17 @@ export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: Admit
   const bare = input.idempotencyKey === null && input.maxActive == null && input.maxStored == null;
   const insert = executeCall(ADMIT, params);
   if (insert !== null) {
-    const [inserted] = await batcher.run({ statements: [insert], locks: admissionLocks(input), orderKey: `0:${input.authKey}`, prepared: [ADMIT] });
+    const claim = claimOnAdmission(input);
+    const statements = claim === null ? [insert] : [insert, claim];
+    const [inserted, claimedNow] = await batcher.run({
+      statements,
+      locks: admissionLocks(input),
+      orderKey: `0:${input.authKey}`,
+      prepared: claim === null ? [ADMIT] : [ADMIT, CLAIM_ADMITTED],
+    });
     const row = (inserted?.rows as TaskRow[] | undefined)?.[0];
-    if (row !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(row) };
+    const claimedRow = (claimedNow?.rows as TaskRow[] | undefined)?.[0];
+    if (row !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(row), claimed: claimedRow === undefined ? null : rowToRecord(claimedRow) };
   } else if (bare) {
     // A value without an exact literal: the parameterised insert (it cannot conflict: task ids are unique).
     const inserted = await pool.query<TaskRow>(sql.ADMIT_TASK, params);
@@ -56,6 +66,26 @@ export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: Admit
     (client) => admitInTransaction(client, input, params),
     () => admissionPrelude(input),
   );
+}
+
+/**
+ * The claim that goes with the admission's insert, in its transaction, when the admission names
+ * a claimer and the dispatch rule would claim the task as admitted (it always does, for a fresh
+ * working task with attempts left); null otherwise, or when a value has no exact literal.
+ */
+function claimOnAdmission(input: AdmitInput): string | null {
+  const claim = input.claim;
+  if (claim == null) return null;
+  if (decideDispatch(admissionRecord(input), input.now, claim.maxAttempts).kind !== 'claim') return null;
+  return executeCall(CLAIM_ADMITTED, [
+    input.taskId,
+    input.correlationId,
+    input.now,
+    claim.correlationId,
+    `claim ${claim.owner}`,
+    claim.owner,
+    input.now + claim.leaseMs,
+  ]);
 }
 
 /**
