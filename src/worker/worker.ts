@@ -264,7 +264,7 @@ export class Worker {
 
   /** Whether the loop has something to do: a look owed and a slot free for it, or a stop. */
   private ready(): boolean {
-    return this.stopping || (this.nudged && this.executor.active < this.concurrency);
+    return this.stopping || (this.nudged && this.executor.active + this.reserved < this.concurrency);
   }
 
   /**

@@ -158,4 +158,23 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     expect((await service.lookup({ auth: AUTH, taskId })).record).toMatchObject({ attempt: 1, version: 3 });
     expect(claims).toEqual([0]);
   });
+
+  it('waits, without spinning, while every free slot is held for admissions in flight', async () => {
+    const { service, claims } = await counted('reserved');
+    const worker = start(service, tool().tool, { concurrency: 2 });
+    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    const held = [worker.reserve('job'), worker.reserve('job')];
+    expect(held.every((r) => r !== null)).toBe(true);
+    expect(worker.reserve('job')).toBeNull();
+    // A change while every slot is held: a look is owed but no slot is free. A loop that did not
+    // count the held slots would spin on it and starve this timer.
+    service.changes.publish('some-task', 2);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(claims).toEqual([0]);
+    // A slot given back: the owed look happens.
+    held[0]!.release();
+    await until(() => (claims.length > 1 ? true : undefined), 2000);
+    expect(claims).toEqual([0, 0]);
+    held[1]!.release();
+  });
 });
