@@ -65,11 +65,16 @@ export function compareCodePoints(a: string, b: string): number {
   return left.length - right.length;
 }
 
+/** Whether `record` is within `auth`'s reach at `now`: its own auth key, unexpired (the stores' visibility rule). */
+export function visibleTo(record: Pick<TaskRecord, 'authKey' | 'expiresAt'>, auth: string, now: Millis): boolean {
+  return record.authKey === auth && !isExpired(record, now);
+}
+
 /** List rule 2 over a set of records: the caller's unexpired tasks in list order. */
 export function visibleTasks<T extends Pick<TaskRecord, 'authKey' | 'expiresAt' | 'createdAt' | 'taskId'>>(
   records: readonly T[],
   auth: string,
   now: Millis,
 ): T[] {
-  return records.filter((r) => r.authKey === auth && !isExpired(r, now)).sort(compareListOrder);
+  return records.filter((r) => visibleTo(r, auth, now)).sort(compareListOrder);
 }

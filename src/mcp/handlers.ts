@@ -17,7 +17,7 @@ import { idempotencyKeyOf, isAugmented, taskSupportOf } from '../core/create-rul
 import { taskFollowUp } from '../runtime/task-tools.js';
 import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type TaskRecord, type WireRequest } from '../core/types.js';
-import { isExpired } from '../core/time.js';
+import { visibleTo } from '../core/read-rules.js';
 import { askingContext } from '../tools/asking.js';
 import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
 import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
@@ -222,7 +222,7 @@ function watchStatus(session: SessionContext, taskId: string, authKey: string, c
   let lastVersion = createdVersion;
   // A change this process wrote carries its record: no read for it (the caller's own, unexpired).
   const onChange = async (carried: TaskRecord | undefined) => {
-    const own = carried !== undefined && carried.authKey === authKey && !isExpired(carried, server.service.now());
+    const own = carried !== undefined && visibleTo(carried, authKey, server.service.now());
     const found = own ? { record: carried } : await server.service.lookup({ auth: authKey, taskId });
     if (found.record === null) return stop();
     if (found.record.version <= lastVersion) return;

@@ -1,4 +1,4 @@
-import { isExpired } from '../core/time.js';
+import { visibleTo } from '../core/read-rules.js';
 import type { Millis, TaskRecord } from '../core/types.js';
 import type { TaskWatch } from './change-feed.js';
 import type { ReadOutcome } from './task-service.js';
@@ -34,7 +34,7 @@ export async function waitForResult(
   let seen = 0;
   for (;;) {
     const outcome =
-      carried !== null && carried.version > seen && carried.authKey === input.auth && !isExpired(carried, parts.clock())
+      carried !== null && carried.version > seen && visibleTo(carried, input.auth, parts.clock())
         ? await parts.decideOn(carried, quietIf)
         : await parts.readStore(quietIf);
     said = outcome.decision;

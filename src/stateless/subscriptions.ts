@@ -1,4 +1,4 @@
-import { isExpired } from '../core/time.js';
+import { visibleTo } from '../core/read-rules.js';
 import type { TaskRecord } from '../core/types.js';
 import type { TaskService } from '../service/task-service.js';
 import { META } from './protocol.js';
@@ -40,7 +40,7 @@ export async function openTaskSubscription(input: {
     // A stream its client closed reads nothing more.
     if (closed.aborted) return;
     // A change this process wrote carries its record: no read for it (the caller's own, unexpired).
-    const own = carried !== undefined && carried.authKey === auth && !isExpired(carried, service.now());
+    const own = carried !== undefined && visibleTo(carried, auth, service.now());
     const record = own ? carried : ((await service.lookup({ auth, taskId }).catch(() => null))?.record ?? null);
     if (record === null || closed.aborted || (sent.get(taskId) ?? 0) >= record.version) return;
     sent.set(taskId, record.version);

@@ -17,7 +17,7 @@ import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, AuditEntry, InputsOutcome, OverdueOutcome, TaskRef } from '../types.js';
 import { inTransaction } from './transactions.js';
-import { auditToRow, inputToRow, rowToInput, rowToRecord, toJson, type InputRow, type TaskRow } from './row.js';
+import { auditColumns, auditToRow, inputToRow, rowToInput, rowToRecord, toJson, type InputRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { isInt4, readById } from './task-writes.js';
 
@@ -101,7 +101,7 @@ export async function answerIn(pool: pg.Pool, input: AnswerInput): Promise<Answe
     const lines = Object.entries(keys).map(([key, decision]) =>
       auditLine({ at: now, surface: 'input', decision, authKey, taskId, correlationId, record, detail: `answer ${key}` }),
     );
-    if (lines.length > 0) await client.query(sql.insertAuditBatch(lines.length), lines.flatMap(auditToRow));
+    if (lines.length > 0) await client.query({ name: sql.INSERT_AUDIT_LINES_NAME, text: sql.INSERT_AUDIT_LINES, values: auditColumns(lines) });
     return { decision: answers.length > 0 ? 'APPLY_ANSWER' : 'IGNORE_ANSWER', keys, record };
   });
 }

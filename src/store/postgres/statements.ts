@@ -90,7 +90,6 @@ export const SELECT_GUARD_BY_ID = `SELECT auth_key, status, version, expires_at_
 export const SELECT_VISIBLE = `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND ${unexpired(3)}`;
 
 const AUDIT_COLUMNS = '(at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)';
-const AUDIT_PER_ROW = 9;
 
 export const INSERT_AUDIT = `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
 
@@ -98,15 +97,12 @@ export const INSERT_AUDIT = `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ($1,
  * Any number of audit lines in one INSERT, one text for every batch size (so it is prepared once
  * per connection): nine arrays, one per column, element i of each is line i (`auditColumns`).
  */
+/** The name INSERT_AUDIT_LINES is prepared under on every connection that sends it. */
+export const INSERT_AUDIT_LINES_NAME = 'tasklatch_insert_audit_lines';
+
 export const INSERT_AUDIT_LINES = `
   INSERT INTO task_audit ${AUDIT_COLUMNS}
   SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[])`;
-
-/** `rows` audit lines in one INSERT; parameters are `auditToRow` of each, one after the other. */
-export function insertAuditBatch(rows: number): string {
-  const values = Array.from({ length: rows }, (_, r) => `(${Array.from({ length: AUDIT_PER_ROW }, (_, c) => `$${r * AUDIT_PER_ROW + c + 1}`).join(', ')})`);
-  return `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ${values.join(', ')}`;
-}
 
 export const SELECT_AUDIT = `
   SELECT at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail

@@ -89,7 +89,7 @@ export class PostgresStore implements TaskStore {
     this.auditWriter = new AuditWriter(
       async (batch) => {
         // Named: each connection of the audit pool parses and plans it once.
-        await auditPool.query({ name: 'tasklatch_insert_audit_lines', text: sql.INSERT_AUDIT_LINES, values: auditColumns(batch) });
+        await auditPool.query({ name: sql.INSERT_AUDIT_LINES_NAME, text: sql.INSERT_AUDIT_LINES, values: auditColumns(batch) });
       },
       {
         // Data exceptions (22…), integrity (23…) and program limits (54…, an index row too big)
