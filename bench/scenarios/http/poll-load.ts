@@ -56,6 +56,20 @@ function cpuMs(since: NodeJS.CpuUsage): number {
   return (used.user + used.system) / 1000;
 }
 
+/** The report of a measured window: its latencies, errors, polls sent, and the CPU used and waited for since `cpu` / `waited`. */
+function report(w: { latencies: number[]; errors: number; allOps: number; cpu: NodeJS.CpuUsage; waited: number; wallMs: number }): LoadReport {
+  return {
+    ops: w.latencies.length,
+    rate: (w.latencies.length * 1000) / w.wallMs,
+    latencies: w.latencies,
+    errors: w.errors,
+    cpuMs: cpuMs(w.cpu),
+    wallMs: w.wallMs,
+    waitMs: runQueueWaitMs() - w.waited,
+    allOps: w.allOps,
+  };
+}
+
 async function closedLoop(job: LoadClosed): Promise<LoadReport> {
   const agent = new Agent({ keepAlive: true, maxSockets: job.concurrency });
   const url = new URL(job.url);
@@ -83,18 +97,8 @@ async function closedLoop(job: LoadClosed): Promise<LoadReport> {
   const waited = runQueueWaitMs();
   const start = performance.now();
   const errors = await run(job.durationMs, latencies);
-  const wallMs = performance.now() - start;
   agent.destroy();
-  return {
-    ops: latencies.length,
-    rate: (latencies.length * 1000) / wallMs,
-    latencies,
-    errors,
-    cpuMs: cpuMs(cpu),
-    wallMs,
-    waitMs: runQueueWaitMs() - waited,
-    allOps,
-  };
+  return report({ latencies, errors, allOps, cpu, waited, wallMs: performance.now() - start });
 }
 
 /**
@@ -144,19 +148,8 @@ async function fleet(job: LoadFleet): Promise<LoadReport> {
       }
     }),
   );
-  const wallMs = performance.now() - countFrom;
   agent.destroy();
-  return {
-    ops: latencies.length,
-    rate: (latencies.length * 1000) / wallMs,
-    latencies,
-    errors,
-    cpuMs: cpuMs(cpu),
-    wallMs,
-    waitMs: runQueueWaitMs() - waited,
-    late,
-    allOps,
-  };
+  return { ...report({ latencies, errors, allOps, cpu, waited, wallMs: performance.now() - countFrom }), late };
 }
 
 /** Held open until 'release': sessions (memory per session) or blocked tasks/result requests. */
