@@ -45,11 +45,6 @@ export interface RuntimeOptions {
   inputDeadlineIntervalMs?: number;
   clock?: () => Millis;
   logger?: Logger;
-  /**
-   * Answer `tasks/get` from this process's latest known records while the store's change
-   * notifications are up (default true; see `TaskServiceOptions.readCache`); false reads the store every time.
-   */
-  readCache?: boolean;
 }
 
 /**
@@ -90,7 +85,6 @@ export class TaskRuntime {
       capabilities: this.capabilities,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
-      ...(options.readCache === undefined ? {} : { readCache: options.readCache }),
     });
     this.service.events.add(decisionLog(this.logger));
     const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;

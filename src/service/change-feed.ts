@@ -1,13 +1,12 @@
 import { EventEmitter } from 'node:events';
 import type { TaskRecord } from '../core/types.js';
-import type { RecordCache } from './record-cache.js';
 
 /**
  * Wakes whoever waits on a task when its record changes: in-process for this process's own
  * writes, and fed by the store's cross-process notifications where the store has them
  * (PostgreSQL LISTEN/NOTIFY). A change this process made carries the record it wrote (that
  * commit's outcome), which a waiter may decide from; any other change only says "look again".
- * The feed keeps the service's record cache coherent: every change passes through it.
+ * A change is news, never the state: whoever answers a request reads the store.
  */
 // A symbol cannot collide with a task id.
 const ANY = Symbol('any task');
@@ -20,7 +19,7 @@ export class ChangeFeed {
   /** The latest version this process published per task (most recent last), for `publishRemote`. */
   private readonly published = new Map<string, number>();
 
-  constructor(private readonly cache: RecordCache | null = null) {
+  constructor() {
     // One listener per waiting request; the count is bounded by open requests, not a leak.
     this.emitter.setMaxListeners(0);
   }
@@ -36,9 +35,7 @@ export class ChangeFeed {
    */
   publish(taskId: string, version?: number, record?: TaskRecord): void {
     if (version !== undefined) this.remember(taskId, version);
-    if (record !== undefined && record.taskId === taskId && record.version === version) this.cache?.written(record);
-    else this.cache?.changed(taskId, version);
-    this.emit(taskId, version, record);
+    this.emit(taskId, version, record !== undefined && record.taskId === taskId && record.version === version ? record : undefined);
   }
 
   /**
@@ -52,7 +49,6 @@ export class ChangeFeed {
   publishRemote(taskId: string, version?: number): void {
     const known = this.published.get(taskId);
     if (version !== undefined && known !== undefined && version <= known) return;
-    this.cache?.changed(taskId, version, true);
     this.emit(taskId, version);
   }
 
@@ -74,7 +70,6 @@ export class ChangeFeed {
 
   /** Wakes every watcher: changes may have been missed (a lost notification connection). */
   publishAll(): void {
-    this.cache?.clear();
     for (const name of this.emitter.eventNames()) this.emitter.emit(name);
   }
 

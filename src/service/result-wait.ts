@@ -1,5 +1,5 @@
 import { visibleTo } from '../core/read-rules.js';
-import type { Millis, TaskRecord } from '../core/types.js';
+import { isTerminal, type Millis, type TaskRecord } from '../core/types.js';
 import type { TaskWatch } from './change-feed.js';
 import type { ReadOutcome } from './task-service.js';
 
@@ -19,8 +19,9 @@ export interface ResultWaitParts {
 /**
  * The loop of a held `tasks/result` (see `TaskService.awaitResult`): decide, and while the task
  * waits, sleep until a change, the fallback poll or the task's expiry. A wake by this process's
- * own write decides from the record that write returned, when it is the caller's, unexpired and
- * newer than the one decided last; any other wake reads the store.
+ * own write decides from the record that write returned when that record is terminal (final: no
+ * later write can change it), the caller's, unexpired and newer than the one decided last; any
+ * other wake reads the store, since another process may have written after this one.
  */
 export async function waitForResult(
   parts: ResultWaitParts,
@@ -34,7 +35,7 @@ export async function waitForResult(
   let seen = 0;
   for (;;) {
     const outcome =
-      carried !== null && carried.version > seen && visibleTo(carried, input.auth, parts.clock())
+      carried !== null && isTerminal(carried.status) && carried.version > seen && visibleTo(carried, input.auth, parts.clock())
         ? await parts.decideOn(carried, quietIf)
         : await parts.readStore(quietIf);
     said = outcome.decision;

@@ -23,7 +23,6 @@ import type {
 } from '../store/types.js';
 import { ChangeFeed } from './change-feed.js';
 import { AdmissionClaimers } from './admission-claims.js';
-import { DEFAULT_CACHE_BOUNDS, RecordCache, type RecordCacheBounds } from './record-cache.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { DEFAULT_LIMITS, grantTtl, jsonBytes, type TaskLimits } from './limits.js';
 import { claimEventOf, reportOverdue, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
@@ -41,12 +40,6 @@ export interface TaskServiceOptions {
   newTaskId?: () => string;
   /** Write read decisions (`tasks/get`, `tasks/result`, `tasks/list`) to the audit trail too. */
   auditReads?: boolean;
-  /**
-   * Answer `tasks/get` from this process's latest known records (see `RecordCache`), default
-   * true. Used only while the store's change notifications are up, so that a read trails a
-   * commit of another process by at most the notification delay; false always reads the store.
-   */
-  readCache?: boolean | Partial<RecordCacheBounds>;
 }
 
 export type CreateOutcome = { decision: Exclude<CreateEntry, 'ADMIT'>; record: null } | AdmitOutcome;
@@ -74,8 +67,6 @@ export class TaskService {
   private readonly auditReads: boolean;
   /** Wakes waiters when a task changes; fed by this service's writes and the store's notifications. */
   readonly changes: ChangeFeed;
-  /** The records `tasks/get` answers from while notifications are up; null when turned off. */
-  readonly cache: RecordCache | null;
   /** Workers of this process that take an admitted task at once (see `AdmissionClaimers`). */
   readonly admissionClaims = new AdmissionClaimers();
   private stopListening: (() => Promise<void>) | null = null;
@@ -94,14 +85,7 @@ export class TaskService {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.newTaskId = options.newTaskId ?? randomUUID;
     this.auditReads = options.auditReads ?? true;
-    const cached = options.readCache ?? true;
-    // Coherent only while every process's every change reaches this one: a store that sends no
-    // notifications also makes writes this service never sees (a claim's abandons).
-    this.cache =
-      cached === false
-        ? null
-        : new RecordCache(() => this.supports.listenNotify && this.notifications === 'up', { ...DEFAULT_CACHE_BOUNDS, ...(cached === true ? {} : cached) });
-    this.changes = new ChangeFeed(this.cache);
+    this.changes = new ChangeFeed();
   }
 
   now(): Millis {
@@ -342,10 +326,10 @@ export class TaskService {
       if (cancelled.decision === 'CANCEL_TASK') this.ended(cancelled.record, correlationId);
       return cancelled;
     }
-    const ref = { authKey: input.auth, taskId: input.taskId, now };
-    // tasks/result too: a cached record that trails a commit elsewhere only makes the wait wait
-    // for that commit's notification, and a terminal record is final.
-    const found = this.cache !== null ? await this.cache.get(ref, () => this.store.get(ref)) : await this.store.get(ref);
+    // The stored fact, read now: another process may have written since any notification came,
+    // and a notification may be late or lost. Reads stay cheap by sharing statements (the
+    // PostgreSQL store batches concurrent reads), never by answering from memory.
+    const found = await this.store.get({ authKey: input.auth, taskId: input.taskId, now });
     return this.decideFound(input, found, base);
   }
 
@@ -439,7 +423,6 @@ export class TaskService {
       },
       (error) => {
         this.notifications = 'down';
-        this.cache?.clear();
         onError?.(error);
       },
     );
@@ -450,7 +433,6 @@ export class TaskService {
     const stop = this.stopListening;
     this.stopListening = null;
     this.notifications = 'off';
-    this.cache?.clear();
     await stop?.();
   }
 

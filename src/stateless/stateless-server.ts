@@ -243,15 +243,20 @@ export class StatelessServer {
   private async getTask(call: Call): Promise<Record<string, unknown>> {
     const taskId = this.taskIdOf(call, 'tasks/get');
     const auth = authKeyOf(call.principal);
-    const out = await this.runtime.service.read({ auth, method: 'tasks/get', taskId });
-    if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
-    const view = detailedTask(out.record);
-    if (out.record.status === 'input_required') {
+    // Bounded: a record seeded input_required without questions stays so, and is shown so.
+    for (let attempt = 1; ; attempt += 1) {
+      const out = await this.runtime.service.read({ auth, method: 'tasks/get', taskId });
+      if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
+      const view = detailedTask(out.record);
+      if (out.record.status !== 'input_required') return view;
       // Every outstanding question, as the extension asks: a partial answer leaves the rest.
-      const asked = await this.runtime.service.lookupInputs({ auth, taskId });
-      view.inputRequests = Object.fromEntries(outstanding(asked).map((q) => [q.key, q.request]));
+      const asked = outstanding(await this.runtime.service.lookupInputs({ auth, taskId }));
+      // None left: the last answer landed between the two reads and the task moved on (the
+      // answer and the status change are one write); the record read again says to what.
+      if (asked.length === 0 && attempt < 3) continue;
+      view.inputRequests = Object.fromEntries(asked.map((q) => [q.key, q.request]));
+      return view;
     }
-    return view;
   }
 
   /**

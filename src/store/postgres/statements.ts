@@ -87,8 +87,6 @@ export const SELECT_BY_ID = `SELECT * FROM tasks WHERE task_id = $1`;
 /** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */
 export const SELECT_GUARD_BY_ID = `SELECT auth_key, status, version, expires_at_ms FROM tasks WHERE task_id = $1`;
 
-export const SELECT_VISIBLE = `SELECT * FROM tasks WHERE task_id = $1 AND auth_key = $2 AND ${unexpired(3)}`;
-
 const AUDIT_COLUMNS = '(at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)';
 
 export const INSERT_AUDIT = `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;

@@ -27,6 +27,7 @@ import type {
   TransitionOutcome,
 } from '../types.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
+import { ReadBatcher } from './read-batcher.js';
 import { inShortTransaction, inTransaction, WriteBatcher, type WriteBatcherOptions } from './transactions.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
@@ -66,6 +67,8 @@ export class PostgresStore implements TaskStore {
   private readonly notifier: ChangeNotifier;
   /** Concurrent admissions, status writes and cancellations share a transaction. */
   private readonly writes: WriteBatcher;
+  /** Concurrent `tasks/get` reads share a statement. */
+  private readonly reads: ReadBatcher;
   /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
   onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
@@ -84,6 +87,7 @@ export class PostgresStore implements TaskStore {
     writeBatch: WriteBatcherOptions = {},
   ) {
     this.writes = new WriteBatcher(pool, writeBatch);
+    this.reads = new ReadBatcher(pool);
     // The audit pool commits asynchronously: a notification needs no flush of its own.
     this.notifier = new ChangeNotifier(auditPool, (message, fields) => this.onProblem?.(message, fields));
     this.auditWriter = new AuditWriter(
@@ -145,9 +149,10 @@ export class PostgresStore implements TaskStore {
   }
 
   async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
-    // Named: each connection parses and plans the poll's statement once, not once per poll.
-    const visible = await this.pool.query<TaskRow>({ name: 'tasklatch_select_visible', text: sql.SELECT_VISIBLE, values: [taskId, authKey, now] });
-    if (visible.rows[0] !== undefined) return { decision: 'FOUND', record: rowToRecord(visible.rows[0]) };
+    // Always the stored row, read by a statement sent after this call began: never an older
+    // version than a write any process acknowledged before it (see ReadBatcher).
+    const visible = await this.reads.visible(taskId, authKey, now);
+    if (visible !== undefined) return { decision: 'FOUND', record: rowToRecord(visible) };
     // The visible read came back empty; a second, narrow read by id alone only says why.
     const miss = classifyMiss(await readGuard(this.pool, taskId), authKey, now);
     if (miss !== null) return { decision: miss, record: null };

@@ -1,0 +1,89 @@
+import type pg from 'pg';
+import type { Millis } from '../../core/types.js';
+import type { TaskRow } from './row.js';
+
+/**
+ * Visible tasks of many readers in one statement: element i of the three arrays is reader i
+ * (task id, auth key, its clock), and a row found for it comes back with `reader_index` i (from 1). The join carries each reader's auth key, so a reader only
+ * ever gets its own task; `unexpired` is restated per reader (`!isExpired`). One text for any
+ * batch size, so each connection prepares it once.
+ */
+export const SELECT_VISIBLE_MANY = `
+  SELECT r.i::int AS reader_index, t.* FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(task_id, auth_key, now_ms, i)
+    JOIN tasks t ON t.task_id = r.task_id AND t.auth_key = r.auth_key
+   WHERE t.expires_at_ms IS NULL OR t.expires_at_ms > r.now_ms`;
+
+const SELECT_VISIBLE_MANY_NAME = 'tasklatch_select_visible_many';
+
+export interface ReadBatcherOptions {
+  /** Statements at the server at once (default 2); a read arriving while all are out waits for the next. */
+  inFlight?: number;
+  /** Most reads in one statement (default 500). */
+  maxBatch?: number;
+}
+
+interface Pending {
+  taskId: string;
+  authKey: string;
+  now: Millis;
+  resolve: (row: TaskRow | undefined) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Groups concurrent `tasks/get` reads into one statement. Every read is answered by a statement
+ * sent after the read was asked for: a read never joins a statement already on its way, so it
+ * sees every write acknowledged before it began (PostgreSQL's read committed takes each
+ * statement's snapshot when the statement starts). Under low load a read goes out at once (a
+ * batch of one); under load the reads that arrive while `inFlight` statements are out share
+ * the next one, which is what turns sixteen polls into one round trip.
+ */
+export class ReadBatcher {
+  private queue: Pending[] = [];
+  private out = 0;
+  private readonly inFlight: number;
+  private readonly maxBatch: number;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    options: ReadBatcherOptions = {},
+  ) {
+    this.inFlight = Math.max(1, options.inFlight ?? 2);
+    this.maxBatch = Math.max(1, options.maxBatch ?? 500);
+  }
+
+  /** The caller's visible row of `taskId` (its own, unexpired at `now`), or undefined. */
+  visible(taskId: string, authKey: string, now: Millis): Promise<TaskRow | undefined> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ taskId, authKey, now, resolve, reject });
+      this.send();
+    });
+  }
+
+  private send(): void {
+    while (this.out < this.inFlight && this.queue.length > 0) {
+      const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
+      this.queue = this.queue.length <= this.maxBatch ? [] : this.queue.slice(this.maxBatch);
+      this.out += 1;
+      void this.run(batch).finally(() => {
+        this.out -= 1;
+        this.send();
+      });
+    }
+  }
+
+  private async run(batch: Pending[]): Promise<void> {
+    try {
+      const found = await this.pool.query<TaskRow & { reader_index: number }>({
+        name: SELECT_VISIBLE_MANY_NAME,
+        text: SELECT_VISIBLE_MANY,
+        values: [batch.map((p) => p.taskId), batch.map((p) => p.authKey), batch.map((p) => p.now)],
+      });
+      const rows: Array<TaskRow | undefined> = new Array<TaskRow | undefined>(batch.length);
+      for (const { reader_index: index, ...row } of found.rows) rows[index - 1] = row;
+      batch.forEach((p, index) => p.resolve(rows[index]));
+    } catch (error) {
+      for (const p of batch) p.reject(error);
+    }
+  }
+}

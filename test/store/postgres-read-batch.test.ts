@@ -1,0 +1,89 @@
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ReadBatcher } from '../../src/store/postgres/read-batcher.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
+import { freshPostgresUrl } from '../support/postgres.js';
+import { pgAdmission } from '../support/records.js';
+
+const open: Array<{ close(): Promise<unknown> }> = [];
+afterEach(async () => {
+  for (const item of open.splice(0).reverse()) await item.close();
+});
+
+async function storeAt(label: string): Promise<PostgresStore> {
+  const store = await PostgresStore.open(await freshPostgresUrl(label), { poolSize: 4 });
+  open.push(store);
+  return store;
+}
+
+/** A pool of the store's schema that counts the statements it sends. */
+function countingPool(store: PostgresStore): { pool: pg.Pool; sent: () => number } {
+  // The store's own connection settings: its schema, on its search path.
+  const pool = new pg.Pool({ ...store.pool.options, max: 4 });
+  open.push({ close: () => pool.end() });
+  let sent = 0;
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args: unknown[]) => {
+    sent += 1;
+    return query(...args);
+  };
+  return { pool, sent: () => sent };
+}
+
+describe('PostgreSQL reads of many callers in one statement', () => {
+  it('answers each reader for its own auth key and clock, whatever else shares the statement', async () => {
+    const store = await storeAt('read_batch_auth');
+    const alice = await store.admit(pgAdmission({ authKey: 'acme/alice', ttl: 1000 }));
+    const bob = await store.admit(pgAdmission({ authKey: 'globex/bob', ttl: null }));
+    const created = alice.record!.createdAt;
+    const { pool, sent } = countingPool(store);
+    const reads = new ReadBatcher(pool, { inFlight: 1 });
+    const asked = [
+      reads.visible(alice.record!.taskId, 'acme/alice', created),
+      // The same task, another caller: nothing, though the row shares the statement.
+      reads.visible(alice.record!.taskId, 'globex/bob', created),
+      // The same task and caller at a clock past its expiry: nothing for this reader only.
+      reads.visible(alice.record!.taskId, 'acme/alice', created + 1000),
+      reads.visible(bob.record!.taskId, 'globex/bob', created + 10_000_000),
+      reads.visible('no-such-task', 'acme/alice', created),
+    ];
+    const rows = await Promise.all(asked);
+    expect(rows.map((r) => r?.task_id ?? null)).toEqual([alice.record!.taskId, null, null, bob.record!.taskId, null]);
+    // The first read went out alone; the four asked while it was out shared the next statement.
+    expect(sent()).toBe(2);
+  });
+
+  it('never answers a read from a statement sent before it was asked', async () => {
+    const store = await storeAt('read_batch_fresh');
+    const admitted = await store.admit(pgAdmission({ authKey: 'acme/alice', ttl: null }));
+    const { taskId, version } = admitted.record!;
+    const { pool } = countingPool(store);
+    const reads = new ReadBatcher(pool, { inFlight: 1 });
+    // A read goes out; a write commits while it is out; a read asked after the commit must see it.
+    const first = reads.visible(taskId, 'acme/alice', admitted.record!.createdAt);
+    await store.transition({
+      taskId,
+      authKey: 'acme/alice',
+      write: { status: 'completed', expectedVersion: version, result: { content: [] } },
+      correlationId: 'c',
+      now: admitted.record!.createdAt,
+    });
+    const second = await reads.visible(taskId, 'acme/alice', admitted.record!.createdAt);
+    expect(second?.status).toBe('completed');
+    expect(second?.version).toBe(version + 1);
+    expect((await first)?.task_id).toBe(taskId);
+  });
+
+  it('fails every read of a statement that fails, and goes on with the next', async () => {
+    const store = await storeAt('read_batch_fail');
+    const admitted = await store.admit(pgAdmission({ authKey: 'acme/alice', ttl: null }));
+    const { pool } = countingPool(store);
+    const reads = new ReadBatcher(pool, { inFlight: 1 });
+    // An id PostgreSQL cannot hold (a NUL in text) fails the statement it is in.
+    const bad = [reads.visible('bad\u0000id', 'acme/alice', 0), reads.visible(admitted.record!.taskId, 'acme/alice', 0)];
+    const settled = await Promise.allSettled(bad);
+    expect(settled[0]!.status).toBe('rejected');
+    const next = await reads.visible(admitted.record!.taskId, 'acme/alice', 0);
+    expect(next?.task_id).toBe(admitted.record!.taskId);
+  });
+});
