@@ -32,6 +32,7 @@ export async function doctorCommand(argv: string[], io: CliIo): Promise<number> 
     });
   } else {
     checks.push({ name: 'store', ok: true, detail: `${probe.where} answers` });
+    if (probe.driver !== undefined) checks.push({ name: 'driver', ok: true, detail: probe.driver });
     const schema = probe.schema!;
     if (schema.mismatch !== null)
       checks.push({ name: 'migrations', ok: false, detail: schema.mismatch, fix: 'use the tasklatch version that migrated this store, or a newer one' });

@@ -116,7 +116,10 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const server = createTaskServer({ runtime, ...(authenticate === undefined ? {} : { authenticate }) });
   await runtime.start();
   await server.start();
-  logger.info({ store: describeStoreUrl(values.store), tools: server.tools.list().map((t) => t.name) }, 'tasklatch serving');
+  logger.info(
+    { store: describeStoreUrl(values.store), ...(store.driver === undefined ? {} : { driver: store.driver }), tools: server.tools.list().map((t) => t.name) },
+    'tasklatch serving',
+  );
 
   const stopped = untilSignal();
   let closeTransport: () => Promise<void>;

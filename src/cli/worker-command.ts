@@ -39,7 +39,10 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   const operator = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics);
   if (operator !== null) io.out(`tasklatch worker metrics on ${operator.url}/metrics`);
   const id = runtime.worker?.id ?? '';
-  logger.info({ store: describeStoreUrl(values.store), worker: id }, 'tasklatch worker started');
+  logger.info(
+    { store: describeStoreUrl(values.store), ...(store.driver === undefined ? {} : { driver: store.driver }), worker: id },
+    'tasklatch worker started',
+  );
   io.out(`tasklatch worker ${id} running`);
   const signal = await untilSignal();
   logger.info({ signal }, 'draining');

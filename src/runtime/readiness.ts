@@ -2,7 +2,7 @@ import type { TaskService } from '../service/task-service.js';
 
 /** One check of `/readyz` and `tasklatch doctor`: ok, or what is wrong and what to do. */
 export interface ReadinessCheck {
-  name: 'store' | 'migrations' | 'notifications';
+  name: 'store' | 'driver' | 'migrations' | 'notifications';
   ok: boolean;
   detail: string;
   /** What to do about it, when not ok. */

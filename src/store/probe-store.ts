@@ -11,6 +11,8 @@ export interface StoreProbe {
   schema: SchemaState | null;
   /** PostgreSQL: `ok` when LISTEN works, else why not; null where there is nothing to listen on. */
   notifications: string | null;
+  /** The driver the store is read with, where there is a choice (SQLite). */
+  driver?: string;
 }
 
 /**

@@ -287,6 +287,8 @@ export interface TaskUpkeep {
  */
 export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskUpkeep, TaskOperations {
   readonly kind: string;
+  /** The database driver it runs on, where there is a choice (SQLite: `better-sqlite3` or `node:sqlite`). */
+  readonly driver?: string;
   readonly supports: StoreCapabilities;
   /** SQL stores: the migrations their `open` applied (they migrate on first use). */
   readonly migrationsApplied?: readonly string[];

@@ -129,7 +129,10 @@ describe('SQLite dispatch', () => {
     await store.claim(claimIn('w1', T0 + 10, { limit: 2 }));
     expect(store.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(await store.sweepExpired({ now: T0 + 200, limit: 10 })).toBe(4);
-    expect(store.db.prepare('SELECT task_id FROM task_outbox ORDER BY id').pluck().all()).toEqual(['t-004', 't-005']);
+    expect((store.db.prepare('SELECT task_id FROM task_outbox ORDER BY id').all() as Array<{ task_id: string }>).map((r) => r.task_id)).toEqual([
+      't-004',
+      't-005',
+    ]);
     expect(await store.pendingDispatch({ now: T0 + 200 })).toBe(2);
     expect((await store.claim(claimIn('w2', T0 + 200))).map((r) => r.taskId)).toEqual(['t-004', 't-005']);
   });

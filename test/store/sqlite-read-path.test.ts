@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TaskService } from '../../src/service/task-service.js';
+import { openSqlite, type SqliteDatabase } from '../../src/store/sqlite/driver.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { ALL_CAPS, record, T0 } from '../support/records.js';
 
@@ -14,13 +14,13 @@ import { ALL_CAPS, record, T0 } from '../support/records.js';
 describe('SQLite read path', () => {
   let dir: string;
   let store: SqliteStore;
-  let other: Database.Database;
+  let other: SqliteDatabase;
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'tasklatch-read-path-'));
     store = await SqliteStore.open(join(dir, 'tasks.db'), { busyTimeoutMs: 100 });
     await store.seed([record({ taskId: 't-1' })]);
-    other = new Database(join(dir, 'tasks.db'));
+    other = openSqlite(join(dir, 'tasks.db'));
   });
 
   afterEach(async () => {

@@ -11,6 +11,16 @@ import type { ClaimReport } from '../support/sqlite-claim-child.js';
 import { makeRacePlan, raceSeedRecord, SEED_VERSION, type RaceReport } from '../support/sqlite-race-plan.js';
 import { distBuilt, runChildren, writeChildScript, DIST_STORE_URL } from '../support/sqlite-race-run.js';
 
+/** The first column of each row. */
+function column(rows: unknown[]): unknown[] {
+  return rows.map((row) => firstOf(row));
+}
+
+/** The first column of one row. */
+function firstOf(row: unknown): unknown {
+  return Object.values(row as Record<string, unknown>)[0];
+}
+
 /** The schema a fresh file must have after migrating from zero: [column, type, notnull, pk]. */
 const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
   tasks: [
@@ -112,7 +122,9 @@ describe('SQLite migrations', () => {
   it('migrates a fresh file to the expected schema', async () => {
     const store = await SqliteStore.open(join(dir, 'fresh.db'));
     const { db } = store;
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all();
+    const tables = (
+      db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>
+    ).map((r) => r.name);
     expect(tables).toEqual(Object.keys(EXPECTED_COLUMNS).sort());
     for (const [table, columns] of Object.entries(EXPECTED_COLUMNS)) {
       const info = db.pragma(`table_info(${table})`) as { name: string; type: string; notnull: number; pk: number }[];
@@ -121,8 +133,10 @@ describe('SQLite migrations', () => {
         table,
       ).toEqual(columns);
     }
-    const indexes = db.prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name").raw().all();
-    expect(indexes.map((row) => (row as string[]).map((v) => v.replace(/\s+/g, ' ')))).toEqual(EXPECTED_INDEXES);
+    const indexes = db.prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name").all() as Array<
+      Record<string, string>
+    >;
+    expect(indexes.map((row) => Object.values(row).map((v) => v.replace(/\s+/g, ' ')))).toEqual(EXPECTED_INDEXES);
     const unique = (db.pragma('index_list(tasks)') as { name: string; unique: number; origin: string }[]).filter((i) => i.origin === 'u');
     expect(unique).toHaveLength(1);
     expect((db.pragma(`index_info(${unique[0]!.name})`) as { name: string }[]).map((c) => c.name)).toEqual(['auth_key', 'idempotency_key']);
@@ -137,7 +151,7 @@ describe('SQLite migrations', () => {
     const inputKeys = (db.pragma('index_list(task_inputs)') as { name: string; origin: string }[]).filter((i) => i.origin === 'pk');
     expect(inputKeys.map((i) => (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name))).toEqual([['task_id', 'input_key']]);
     const all = ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_task_inputs.sql'];
-    expect(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').pluck().all()).toEqual(all);
+    expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
     await store.close();
   });
@@ -151,7 +165,7 @@ describe('SQLite migrations', () => {
     await first.close();
     const second = await SqliteStore.open(path);
     expect(Buffer.from(await second.sharedSecret()).toString('hex')).toBe(secret);
-    expect(second.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(MIGRATION_FILES);
+    expect(firstOf(second.db.prepare('SELECT count(*) FROM tasklatch_migrations').get())).toBe(MIGRATION_FILES);
     await second.close();
   });
 
@@ -213,8 +227,8 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
       JSON.stringify(replies),
     ).toEqual([true, true, true, true]);
     const store = await SqliteStore.open(path);
-    expect(store.db.prepare('SELECT count(*) FROM tasklatch_migrations').pluck().get()).toBe(MIGRATION_FILES);
-    expect(store.db.prepare('SELECT count(*) FROM tasklatch_meta').pluck().get()).toBe(1);
+    expect(firstOf(store.db.prepare('SELECT count(*) FROM tasklatch_migrations').get())).toBe(MIGRATION_FILES);
+    expect(firstOf(store.db.prepare('SELECT count(*) FROM tasklatch_meta').get())).toBe(1);
     await store.close();
   });
 
@@ -366,7 +380,7 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
         outbox_attempt: 1,
       });
     }
-    const claimLines = store.db.prepare("SELECT count(*) FROM task_audit WHERE detail LIKE 'claim %'").pluck().get();
+    const claimLines = firstOf(store.db.prepare("SELECT count(*) FROM task_audit WHERE detail LIKE 'claim %'").get());
     expect(claimLines).toBe(tasks);
     expect(await store.pendingDispatch({ now: now + tasks })).toBe(tasks); // claimed, not finished: still open
     await store.close();

@@ -58,6 +58,7 @@ export interface PostgresStoreOptions {
  */
 export class PostgresStore implements TaskStore {
   readonly kind = 'postgres';
+  readonly driver = 'pg';
   readonly supports: StoreCapabilities = { listenNotify: true, skipLocked: true, shared: true, claimsOnAdmit: true };
 
   private secret: Promise<Uint8Array> | null = null;

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
+import { openSqlite, type SqliteDatabase } from './driver.js';
 import { TasklatchError, isTasklatchError } from '../../core/errors.js';
 
 /**
@@ -14,15 +14,15 @@ import { TasklatchError, isTasklatchError } from '../../core/errors.js';
  * it at the same moment. Such a SQLITE_BUSY during opening is retried, with the whole open, for
  * as long as the busy timeout allows; the migrations it runs are safe to run again.
  */
-export async function openDatabase<T>(path: string, busyTimeoutMs: number, setup: (db: Database.Database) => Promise<T>): Promise<T> {
+export async function openDatabase<T>(path: string, busyTimeoutMs: number, setup: (db: SqliteDatabase) => Promise<T>): Promise<T> {
   const giveUpAt = Date.now() + busyTimeoutMs;
   for (let attempt = 0; ; attempt++) {
-    let db: Database.Database | null = null;
+    let db: SqliteDatabase | null = null;
     try {
       if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
       // The busy timeout is set by the constructor, before the first pragma: switching a fresh
       // file to WAL takes a lock that a second process opening it at the same moment must wait on.
-      db = new Database(path, { timeout: busyTimeoutMs });
+      db = openSqlite(path, { timeout: busyTimeoutMs });
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from './driver.js';
 import type { Decision } from '../../core/decisions.js';
 import { jcsSha256, resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
@@ -26,7 +26,7 @@ import { readById } from './task-writes.js';
  * answer reads are the ones its writes find, and no other process answers in between.
  */
 
-export function askIn(db: Database.Database, sql: Statements, input: AskInput): AskOutcome {
+export function askIn(db: SqliteDatabase, sql: Statements, input: AskInput): AskOutcome {
   const { fence, now } = input;
   const keys = input.questions.map((q) => q.key);
   // A key twice in one ask, or a version SQLite would coerce, cannot apply: straight to the rules.
@@ -49,7 +49,7 @@ export function askIn(db: Database.Database, sql: Statements, input: AskInput): 
  * a key the guard did not see, both are undone and the caller classifies (BLOCK_INPUT_KEY_REUSED)
  * instead of failing. Null when nothing was written.
  */
-function applyAsk(db: Database.Database, sql: Statements, input: AskInput, keys: string[]): TaskRecord | null {
+function applyAsk(db: SqliteDatabase, sql: Statements, input: AskInput, keys: string[]): TaskRecord | null {
   const { fence, now } = input;
   const guard = { task_id: fence.taskId, auth_key: fence.authKey, version: fence.version, owner: fence.owner, now, keys: JSON.stringify(keys) };
   try {

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { openSqlite, type SqliteDatabase, type SqliteStatement } from './driver.js';
 
 /**
  * The decisions whose audit line accompanies a change of the task record (admission, applied
@@ -25,9 +25,9 @@ interface ChangeLine {
  * connection are reported, this process's own included, as PostgreSQL reports them too.
  */
 export class ChangeListener {
-  private readonly db: Database.Database;
-  private readonly changesAfter: Database.Statement;
-  private readonly lastLine: Database.Statement;
+  private readonly db: SqliteDatabase;
+  private readonly changesAfter: SqliteStatement;
+  private readonly lastLine: SqliteStatement;
   private readonly timer: NodeJS.Timeout;
   private dataVersion: number;
   private lastSeen: number;
@@ -39,7 +39,7 @@ export class ChangeListener {
     private readonly onError: (error: Error) => void,
     pollMs: number,
   ) {
-    this.db = new Database(path, { fileMustExist: true });
+    this.db = openSqlite(path, { fileMustExist: true });
     const placeholders = CHANGE_DECISIONS.map((d) => `'${d}'`).join(', ');
     this.changesAfter = this.db.prepare(
       `SELECT id, decision, task_id, version FROM task_audit

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from './driver.js';
 import { applyMigrations, readMigrationFiles, type AppliedMigration, type MigrationDialect, type MigrationSession } from '../migrations.js';
 
 /**
@@ -17,12 +17,12 @@ const MIGRATIONS_DIR = new URL('../../../migrations/sqlite/', import.meta.url);
  * the first's write lock (busy_timeout) and then finds the file already applied, instead of
  * running `CREATE TABLE` twice. What is refused (`SCHEMA_MISMATCH`) is the shared planner's.
  */
-export async function migrateSqlite(db: Database.Database): Promise<string[]> {
+export async function migrateSqlite(db: SqliteDatabase): Promise<string[]> {
   return applyMigrations(await readMigrationFiles(MIGRATIONS_DIR), sqliteDialect(db));
 }
 
 /** SQLite's hooks: the file's write lock is the migration lock, one transaction per file. */
-function sqliteDialect(db: Database.Database): MigrationDialect {
+function sqliteDialect(db: SqliteDatabase): MigrationDialect {
   const session: MigrationSession = {
     async readApplied() {
       db.exec('CREATE TABLE IF NOT EXISTS tasklatch_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)');

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from './driver.js';
 import { TasklatchError, isTasklatchError } from '../../core/errors.js';
 import type { Millis, TaskStatus } from '../../core/types.js';
 import { readMigrationFiles, pendingMigrations, type AppliedMigration } from '../migrations.js';
@@ -53,11 +53,11 @@ interface OutboxRow {
   done_at_ms: number | null;
 }
 
-function read<T>(db: Database.Database, work: () => T): T {
+function read<T>(db: SqliteDatabase, work: () => T): T {
   return db.transaction(work).deferred();
 }
 
-export function findTasksIn(db: Database.Database, input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): OperatorPage {
+export function findTasksIn(db: SqliteDatabase, input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): OperatorPage {
   const params: unknown[] = [];
   const param = (value: unknown): string => {
     params.push(value);
@@ -71,7 +71,7 @@ export function findTasksIn(db: Database.Database, input: { filter: TaskFilter; 
   return { records: records.slice(0, input.limit), hasMore: records.length > input.limit };
 }
 
-export function inspectTaskIn(db: Database.Database, taskId: string): TaskInspection | null {
+export function inspectTaskIn(db: SqliteDatabase, taskId: string): TaskInspection | null {
   return read(db, () => {
     const row = db.prepare(SQL.taskById).get(taskId) as TaskRow | undefined;
     if (row === undefined) return null;
@@ -94,7 +94,7 @@ export function inspectTaskIn(db: Database.Database, taskId: string): TaskInspec
   });
 }
 
-export function taskStatsIn(db: Database.Database, now: Millis): TaskStats {
+export function taskStatsIn(db: SqliteDatabase, now: Millis): TaskStats {
   return read(db, () => {
     const stats = emptyStats();
     for (const row of db.prepare(SQL.countsByTool).all() as Array<{ tool_name: string | null; status: TaskStatus; n: number }>) {
@@ -110,7 +110,7 @@ export function taskStatsIn(db: Database.Database, now: Millis): TaskStats {
   });
 }
 
-export function auditTallyIn(db: Database.Database, after: number | null): AuditTally {
+export function auditTallyIn(db: SqliteDatabase, after: number | null): AuditTally {
   return read(db, () => {
     const position = (db.prepare(SQL.lastAudit).get() as { id: number }).id;
     if (after === null || position <= after) return { position, abandoned: 0 };
@@ -119,7 +119,7 @@ export function auditTallyIn(db: Database.Database, after: number | null): Audit
 }
 
 /** The ledger against this code's files, read without changing anything (a read-only handle may ask). */
-export async function schemaStateOf(db: Database.Database): Promise<SchemaState> {
+export async function schemaStateOf(db: SqliteDatabase): Promise<SchemaState> {
   let applied: AppliedMigration[];
   try {
     const exists = (db.prepare(SQL.ledgerExists).get() as { n: number }).n > 0;

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import { openSqlite, sqliteDriver, type SqliteDatabase } from './driver.js';
 import type { StoreProbe } from '../probe-store.js';
 import { schemaStateOf } from './operations.js';
 
@@ -7,12 +7,13 @@ import { schemaStateOf } from './operations.js';
 export async function probeSqlite(path: string): Promise<StoreProbe> {
   const where = `SQLite store at ${path}`;
   if (!existsSync(path)) return { where, unreachable: 'no such file', schema: null, notifications: null };
-  let db: Database.Database | null = null;
+  let db: SqliteDatabase | null = null;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = openSqlite(path, { readonly: true, fileMustExist: true });
     const schema = await schemaStateOf(db);
+    const driver = sqliteDriver().name;
     // Other processes' writes are seen by polling the file: there is no connection to lose.
-    return { where, unreachable: null, schema, notifications: null };
+    return { where, unreachable: null, schema, notifications: null, driver };
   } catch (error) {
     return { where, unreachable: (error as Error).message, schema: null, notifications: null };
   } finally {

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import { TASK_COLUMNS } from '../task-columns.js';
 
 const COLUMNS = TASK_COLUMNS.join(', ');
@@ -176,9 +176,9 @@ const SQL = {
 } as const;
 
 /** The store's statements, prepared once per connection. */
-export type Statements = { readonly [K in keyof typeof SQL]: Database.Statement };
+export type Statements = { readonly [K in keyof typeof SQL]: SqliteStatement };
 
-export function prepareStatements(db: Database.Database): Statements {
+export function prepareStatements(db: SqliteDatabase): Statements {
   const entries = Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)] as const);
   return Object.fromEntries(entries) as Statements;
 }

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import { sqliteDriver, type SqliteDatabase } from './driver.js';
 import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import { boundedAuditLine } from '../audit-line.js';
@@ -53,6 +53,7 @@ export interface SqliteStoreOptions {
  */
 export class SqliteStore implements TaskStore {
   readonly kind = 'sqlite';
+  readonly driver: string;
   readonly supports: StoreCapabilities;
 
   private readonly sql: Statements;
@@ -64,7 +65,7 @@ export class SqliteStore implements TaskStore {
 
   private constructor(
     /** The better-sqlite3 connection (inspection and tests; writes should go through the store). */
-    readonly db: Database.Database,
+    readonly db: SqliteDatabase,
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
   ) {
@@ -81,6 +82,7 @@ export class SqliteStore implements TaskStore {
         onProblem: (message, fields) => this.onProblem?.(message, fields),
       },
     );
+    this.driver = sqliteDriver().name;
     // A file's other connections are seen by polling it; an in-memory database has none.
     this.supports = { listenNotify: !db.memory, skipLocked: false, shared: true };
   }

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from './driver.js';
 import { TasklatchError } from '../../core/errors.js';
 import { isBusy } from './connection.js';
 
@@ -13,7 +13,7 @@ import { isBusy } from './connection.js';
  * so two processes can never both read one version and both write. A lock still held by another
  * process after the busy timeout is `STORE_UNAVAILABLE`.
  */
-export function inTransaction<T>(db: Database.Database, fn: () => T): T {
+export function inTransaction<T>(db: SqliteDatabase, fn: () => T): T {
   try {
     return db.transaction(fn).immediate();
   } catch (error) {
