@@ -81,6 +81,7 @@ export type {
   ListPosition,
   ListPage,
   AuditEntry,
+  ProgressEvent,
 } from './store/types.js';
 export { MemoryStore } from './store/memory/memory-store.js';
 export { openStore } from './store/open-store.js';

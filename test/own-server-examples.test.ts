@@ -111,6 +111,38 @@ describe('examples/sdk-server: an McpServer of your own with tasklatch attached,
   });
 });
 
+describe('examples/sdk-server: progress of a task run by a worker process', () => {
+  it('reaches the requestor through the server its session is on', async () => {
+    const store = await freshPostgresUrl('example_sdk_progress');
+    const server = await start('examples/sdk-server/server.mjs', [store, '0'], /listening on (\S+)/);
+    await start('examples/sdk-server/worker.mjs', [store], /worker (\S+) running/);
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const { CallToolResultSchema, CreateTaskResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const client = new Client({ name: 'test', version: '1.0.0' }, { capabilities: { tasks: { requests: { tools: { call: {} } } } } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.match[1]!)));
+    try {
+      const heard: Array<{ progress: number; total?: number }> = [];
+      const created = await client.request(
+        { method: 'tools/call', params: { name: 'render_report', arguments: { quarter: '2026-Q2', pages: 5 }, task: { ttl: 60_000 } } },
+        CreateTaskResultSchema,
+        { onprogress: (p) => heard.push(p) },
+      );
+      const result = await client.request({ method: 'tasks/result', params: { taskId: created.task.taskId } }, CallToolResultSchema);
+      expect(result.structuredContent).toMatchObject({ pages: 5 });
+      for (let i = 0; i < 100 && heard.at(-1)?.progress !== 5; i++) await new Promise((r) => setTimeout(r, 20));
+      // Pages 40 ms apart: a page may be coalesced into the next, but the last is never lost to
+      // the end of the task, and none comes twice or out of order.
+      expect(heard.length).toBeGreaterThanOrEqual(1);
+      expect(heard.at(-1)).toEqual({ progress: 5, total: 5 });
+      const values = heard.map((p) => p.progress);
+      expect(values).toEqual([...new Set(values)].sort((a, b) => a - b));
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('examples/sdk-task-store: an SDK task server on tasklatch’s durable TaskStore', () => {
   it('serves registerToolTask tasks from the SQLite store, and a restarted server still answers for them', async () => {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');

@@ -65,6 +65,7 @@ export class TaskRuntime {
   readonly taskTools: boolean;
   private readonly sweeper: ExpirySweeper | null;
   private readonly progressListeners = new Set<ProgressListener>();
+  private readonly stopRemoteProgress: () => void;
   private readonly drainMs: number;
 
   constructor(options: RuntimeOptions) {
@@ -87,6 +88,10 @@ export class TaskRuntime {
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
     this.service.events.add(decisionLog(this.logger));
+    // Progress of tasks other processes run, for the sessions here that asked for it.
+    this.stopRemoteProgress = this.service.changes.subscribeProgress((event) => {
+      void this.emitProgress(event.taskId, event.progress, event.total, event.message);
+    });
     const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
     const inputDeadlineIntervalMs = options.inputDeadlineIntervalMs ?? 1000;
     // The service, not the store: a task a deadline ends is published to this process's waiters.
@@ -106,7 +111,11 @@ export class TaskRuntime {
             ...workerOptions,
             hooks: {
               log: (level, message, fields) => this.logger[level](fields ?? {}, message),
-              progress: (record, progress, total, message) => this.emitProgress(record.taskId, progress, total, message),
+              progress: (record, progress, total, message) => {
+                // Other processes' requestors hear it through the store; this one's at once.
+                this.service.publishProgress(record, progress, total, message);
+                return this.emitProgress(record.taskId, progress, total, message);
+              },
               ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }),
             },
           });
@@ -130,7 +139,11 @@ export class TaskRuntime {
     return out;
   }
 
-  /** Hears the progress of every task this process runs; returns the function that stops it. */
+  /**
+   * Hears the progress of every task this process runs and, where the store carries progress
+   * between processes (`TaskUpkeep.publishProgress`), of the tasks other processes run (best
+   * effort); returns the function that stops it.
+   */
   onProgress(listener: ProgressListener): () => void {
     this.progressListeners.add(listener);
     return () => this.progressListeners.delete(listener);
@@ -141,6 +154,7 @@ export class TaskRuntime {
     await this.sweeper?.stop();
     await this.worker?.stop(drainMs);
     await this.service.stop();
+    this.stopRemoteProgress();
   }
 
   private async emitProgress(taskId: string, progress: number, total?: number, message?: string): Promise<void> {

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { TaskRecord } from '../core/types.js';
+import type { ProgressEvent } from '../store/types.js';
 
 /**
  * Wakes whoever waits on a task when its record changes: in-process for this process's own
@@ -18,6 +20,10 @@ export class ChangeFeed {
   private readonly emitter = new EventEmitter();
   /** The latest version this process published per task (most recent last), for `publishRemote`. */
   private readonly published = new Map<string, number>();
+  /** Who hears other processes' progress (`publishRemoteProgress`). */
+  private readonly progressListeners = new Set<(event: ProgressEvent) => void>();
+  /** This process's id on the store's progress feed (`ProgressEvent.origin`): its own progress coming back is dropped. */
+  readonly origin: string = randomUUID();
 
   constructor() {
     // One listener per waiting request; the count is bounded by open requests, not a leak.
@@ -66,6 +72,23 @@ export class ChangeFeed {
       const oldest = this.published.keys().next();
       if (oldest.done !== true) this.published.delete(oldest.value);
     }
+  }
+
+  /**
+   * Progress as the store's feed brought it. Another process's run reported it: relayed to the
+   * listeners. This process's own comes back too and is dropped: the runtime that ran the task
+   * delivered it already, and it must not reach a requestor twice. Not a change: no watcher
+   * wakes.
+   */
+  publishRemoteProgress(event: ProgressEvent): void {
+    if (event.origin === this.origin) return;
+    for (const listener of this.progressListeners) listener(event);
+  }
+
+  /** Calls `listener` with every progress `publishRemoteProgress` relays; returns the function that stops it. */
+  subscribeProgress(listener: (event: ProgressEvent) => void): () => void {
+    this.progressListeners.add(listener);
+    return () => this.progressListeners.delete(listener);
   }
 
   /** Wakes every watcher: changes may have been missed (a lost notification connection). */

@@ -425,8 +425,31 @@ export class TaskService {
         this.notifications = 'down';
         onError?.(error);
       },
+      (event) => this.changes.publishRemoteProgress(event),
     );
     this.notifications = 'up';
+  }
+
+  /**
+   * A running task's progress, for requestors connected to other processes: handed to the
+   * store's feed, best effort (see `TaskUpkeep.publishProgress`); this process's own listeners
+   * hear it from the runtime directly. Never throws to the handler that reported it.
+   */
+  publishProgress(record: TaskRecord, progress: number, total?: number, message?: string): void {
+    const { taskId, version } = record;
+    const event = {
+      taskId,
+      version,
+      progress,
+      origin: this.changes.origin,
+      ...(total === undefined ? {} : { total }),
+      ...(message === undefined ? {} : { message }),
+    };
+    try {
+      this.store.publishProgress(event);
+    } catch (error) {
+      this.store.onProblem?.('progress not published', { taskId, error: String(error) });
+    }
   }
 
   async stop(): Promise<void> {

@@ -239,7 +239,23 @@ export interface TaskInputs {
   inputs(input: TaskRef & { now: Millis }): Promise<InputsOutcome>;
 }
 
-/** The upkeep role: audit trail, expiry, seeding, change notifications, shared secret. */
+/**
+ * Progress a running task reported (`ctx.reportProgress`), on its way to requestors connected to
+ * other processes. Best effort, unlike a status: it may be coalesced with the task's next
+ * progress or lost, and it is never stored as a fact of the task.
+ */
+export interface ProgressEvent {
+  taskId: string;
+  /** The task's version held by the run that reported it. */
+  version?: number;
+  progress: number;
+  total?: number;
+  message?: string;
+  /** Who published it (a service's random id): a process hearing its own progress come back drops it. */
+  origin: string;
+}
+
+/** The upkeep role: audit trail, expiry, seeding, change notifications, progress, shared secret. */
 export interface TaskUpkeep {
   /** Appends a decision made outside a store write (blocks, reads) to the audit trail. */
   recordDecision(entry: AuditEntry): Promise<void>;
@@ -265,9 +281,22 @@ export interface TaskUpkeep {
    * Calls `onChange(taskId, version)` whenever another process changes a task record (stores
    * whose `supports.listenNotify` is true; the others never call it), and `onChange(null)` when
    * changes may have been missed (the connection was lost and is back). Resolves once
-   * listening; the returned function stops.
+   * listening; the returned function stops. `onProgress` hears the progress any process
+   * publishes (`publishProgress`, this process's own included) on the same feed.
    */
-  listen(onChange: (taskId: string | null, version?: number) => void, onError?: (error: Error) => void): Promise<() => Promise<void>>;
+  listen(
+    onChange: (taskId: string | null, version?: number) => void,
+    onError?: (error: Error) => void,
+    onProgress?: (event: ProgressEvent) => void,
+  ): Promise<() => Promise<void>>;
+  /**
+   * Passes a running task's progress to the listeners of every process (`listen`), best effort:
+   * it returns at once, never throws and never holds up a status write. The message is clipped
+   * and a task's bursts are coalesced (its latest progress wins), so that a chatty handler
+   * cannot flood the channel; a task's pending progress goes out ahead of its next change
+   * notification. Stores that are not shared between processes drop it.
+   */
+  publishProgress(event: ProgressEvent): void;
   /**
    * Where the store reports what it could not do and could not throw to anyone (audit lines it
    * had to drop); the runtime points it at its logger. Stores with nothing to report ignore it.

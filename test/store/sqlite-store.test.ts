@@ -81,6 +81,10 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['answered_at_ms', 'INTEGER', 0, 0],
     ['deadline_ms', 'INTEGER', 0, 0],
   ],
+  task_progress: [
+    ['id', 'INTEGER', 0, 1],
+    ['payload', 'TEXT', 1, 0],
+  ],
   tasklatch_meta: [
     ['key', 'TEXT', 0, 1],
     ['value', 'TEXT', 1, 0],
@@ -150,7 +154,7 @@ describe('SQLite migrations', () => {
     // The primary key (task_id, input_key) is the autoindex that keeps a key unique for the task's lifetime.
     const inputKeys = (db.pragma('index_list(task_inputs)') as { name: string; origin: string }[]).filter((i) => i.origin === 'pk');
     expect(inputKeys.map((i) => (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name))).toEqual([['task_id', 'input_key']]);
-    const all = ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_task_inputs.sql'];
+    const all = ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_task_inputs.sql', '007_task_progress.sql'];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
     await store.close();

@@ -335,6 +335,9 @@ export class MemoryStore implements TaskStore {
     return async () => undefined;
   }
 
+  /** No other process shares this store: the service delivers progress in this process itself. */
+  publishProgress(): void {}
+
   async close(): Promise<void> {}
 
   private readonly operations: MemoryOperationsState = { tasks: this.tasks, outbox: this.outbox, questions: this.questions, audit: this.audit };

@@ -1,4 +1,7 @@
 import pg from 'pg';
+import { decodeProgress } from '../progress-event.js';
+import type { ProgressEvent } from '../types.js';
+import { NOTIFY_PROGRESS_AND_CHANGES, PROGRESS_CHANNEL } from './progress.js';
 
 /**
  * The channel every tasklatch writer notifies on; the payload is `schema:taskId:version`. The
@@ -26,14 +29,17 @@ export class ChangeListener {
     private readonly config: pg.ClientConfig,
     private readonly onChange: (taskId: string | null, version?: number) => void,
     private readonly onError: (error: Error) => void,
+    private readonly onProgress: ((event: ProgressEvent) => void) | null,
   ) {}
 
+  /** `onProgress`: also LISTENs for progress, on the same connection. */
   static async start(
     config: pg.ClientConfig,
     onChange: (taskId: string | null, version?: number) => void,
     onError: (error: Error) => void,
+    onProgress: ((event: ProgressEvent) => void) | null = null,
   ): Promise<ChangeListener> {
-    const listener = new ChangeListener(config, onChange, onError);
+    const listener = new ChangeListener(config, onChange, onError, onProgress);
     await listener.connect();
     return listener;
   }
@@ -54,6 +60,11 @@ export class ChangeListener {
     const schema = (await client.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]?.s ?? 'public';
     const prefix = `${schema}:`;
     client.on('notification', (message) => {
+      if (message.channel === PROGRESS_CHANNEL && message.payload?.startsWith(prefix) === true) {
+        const event = decodeProgress(message.payload.slice(prefix.length));
+        if (event !== null) this.onProgress?.(event);
+        return;
+      }
       if (message.channel === CHANGES_CHANNEL && message.payload?.startsWith(prefix) === true) {
         const rest = message.payload.slice(prefix.length);
         const colon = rest.lastIndexOf(':');
@@ -63,6 +74,7 @@ export class ChangeListener {
       }
     });
     await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+    if (this.onProgress !== null) await client.query(`LISTEN ${PROGRESS_CHANNEL}`);
     this.client = client;
   }
 
@@ -119,6 +131,8 @@ export interface Change {
  */
 export class ChangeNotifier {
   private pending: Change[] = [];
+  /** Encoded progress events, sent ahead of the changes of the same batch. */
+  private progress: string[] = [];
   private flushing: Promise<void> | null = null;
 
   constructor(
@@ -126,10 +140,14 @@ export class ChangeNotifier {
     private readonly onProblem: (message: string, fields: Record<string, unknown>) => void,
   ) {}
 
-  /** Queues `changes` to be sent after the batch in flight, if any. */
-  notify(changes: readonly Change[]): void {
-    if (changes.length === 0) return;
+  /**
+   * Queues `changes` to be sent after the batch in flight, if any, and `progress` (encoded
+   * events) ahead of them: a lost progress is acceptable, a late one only for its own task.
+   */
+  notify(changes: readonly Change[], progress: readonly string[] = []): void {
+    if (changes.length === 0 && progress.length === 0) return;
     this.pending.push(...changes);
+    this.progress.push(...progress);
     this.flushing ??= this.flush();
   }
 
@@ -140,15 +158,21 @@ export class ChangeNotifier {
 
   private async flush(): Promise<void> {
     try {
-      while (this.pending.length > 0) {
+      while (this.pending.length > 0 || this.progress.length > 0) {
         const batch = this.pending;
+        const progress = this.progress;
         this.pending = [];
+        this.progress = [];
         const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
         try {
           // Named: parsed and planned once per connection of the audit pool.
-          await this.pool.query({ name: 'tasklatch_notify_changes', text: NOTIFY_CHANGES, values: [payloads] });
+          if (progress.length === 0) await this.pool.query({ name: 'tasklatch_notify_changes', text: NOTIFY_CHANGES, values: [payloads] });
+          else {
+            const channels = [...progress.map(() => PROGRESS_CHANNEL), ...payloads.map(() => CHANGES_CHANNEL)];
+            await this.pool.query({ name: 'tasklatch_notify_progress', text: NOTIFY_PROGRESS_AND_CHANGES, values: [channels, [...progress, ...payloads]] });
+          }
         } catch (error) {
-          this.onProblem('change notifications not sent', { count: payloads.length, error: String(error) });
+          this.onProblem('change notifications not sent', { count: payloads.length, progress: progress.length, error: String(error) });
         }
       }
     } finally {

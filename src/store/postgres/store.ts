@@ -20,6 +20,7 @@ import type {
   ListPosition,
   LookupOutcome,
   OverdueOutcome,
+  ProgressEvent,
   StoreCapabilities,
   TaskRef,
   TaskStore,
@@ -32,6 +33,8 @@ import { inShortTransaction, inTransaction, WriteBatcher, type WriteBatcherOptio
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
+import { ProgressBuffer } from '../progress-buffer.js';
+import { encodedProgress } from './progress.js';
 import { migratePostgres } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -70,6 +73,8 @@ export class PostgresStore implements TaskStore {
   private readonly writes: WriteBatcher;
   /** Concurrent `tasks/get` reads share a statement. */
   private readonly reads: ReadBatcher;
+  /** Running tasks' progress, coalesced per task, on its way out with the change notifications. */
+  private readonly progress: ProgressBuffer;
   /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
   onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
@@ -91,6 +96,7 @@ export class PostgresStore implements TaskStore {
     this.reads = new ReadBatcher(pool);
     // The audit pool commits asynchronously: a notification needs no flush of its own.
     this.notifier = new ChangeNotifier(auditPool, (message, fields) => this.onProblem?.(message, fields));
+    this.progress = new ProgressBuffer((events) => this.notifier.notify([], encodedProgress(events)));
     this.auditWriter = new AuditWriter(
       async (batch) => {
         // Named: each connection of the audit pool parses and plans it once.
@@ -131,10 +137,19 @@ export class PostgresStore implements TaskStore {
     return new PostgresStore(pool, auditPool, applied, options.writeBatch);
   }
 
-  /** LISTENs on a dedicated connection for changes any process writes to this schema. */
-  async listen(onChange: (taskId: string | null, version?: number) => void, onError: (error: Error) => void = () => undefined): Promise<() => Promise<void>> {
-    const listener = await ChangeListener.start(this.pool.options, onChange, onError);
+  /** LISTENs on a dedicated connection for changes (and progress) any process writes to this schema. */
+  async listen(
+    onChange: (taskId: string | null, version?: number) => void,
+    onError: (error: Error) => void = () => undefined,
+    onProgress?: (event: ProgressEvent) => void,
+  ): Promise<() => Promise<void>> {
+    const listener = await ChangeListener.start(this.pool.options, onChange, onError, onProgress ?? null);
     return () => listener.close();
+  }
+
+  /** A NOTIFY on the progress channel, off the write path (see `ProgressBuffer`, `ChangeNotifier`). */
+  publishProgress(event: ProgressEvent): void {
+    this.progress.add(event);
   }
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
@@ -273,6 +288,8 @@ export class PostgresStore implements TaskStore {
 
   async close(): Promise<void> {
     // The notifications go out on the audit pool: every one queued before close is sent before it ends.
+    // What progress still waits goes out with the last notifications; later progress is dropped.
+    this.progress.close();
     this.closed ??= this.writes
       .drain()
       .then(() => this.auditWriter.drain(5_000))
@@ -307,7 +324,12 @@ export class PostgresStore implements TaskStore {
    * the write returns without waiting for them (see {@link ChangeNotifier}).
    */
   private notified(changes: readonly Change[]): void {
-    this.notifier.notify(changes.map((c) => ({ taskId: c.taskId, version: c.version })));
+    // A task's waiting progress goes ahead of its change: its last progress is not overtaken by its end.
+    const ahead = encodedProgress(this.progress.take(changes.map((c) => c.taskId)));
+    this.notifier.notify(
+      changes.map((c) => ({ taskId: c.taskId, version: c.version })),
+      ahead,
+    );
   }
 
   private async loadSecret(): Promise<Uint8Array> {

@@ -20,6 +20,7 @@ import type {
   ListPosition,
   LookupOutcome,
   OverdueOutcome,
+  ProgressEvent,
   StoreCapabilities,
   TaskRef,
   TaskStore,
@@ -31,6 +32,8 @@ import { inTransaction } from './transactions.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
+import { ProgressBuffer } from '../progress-buffer.js';
+import { ProgressWriter } from './progress.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -60,6 +63,8 @@ export class SqliteStore implements TaskStore {
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
   private readonly auditWriter: AuditWriter;
+  /** Running tasks' progress for the other processes on this file (null: an in-memory database has none). */
+  private readonly progress: ProgressBuffer | null;
   /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
   onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
@@ -85,6 +90,8 @@ export class SqliteStore implements TaskStore {
     this.driver = sqliteDriver().name;
     // A file's other connections are seen by polling it; an in-memory database has none.
     this.supports = { listenNotify: !db.memory, skipLocked: false, shared: true };
+    const progress = db.memory ? null : new ProgressWriter(db, (message, fields) => this.onProblem?.(message, fields));
+    this.progress = progress === null ? null : new ProgressBuffer((events) => progress.write(events));
   }
 
   /**
@@ -100,7 +107,11 @@ export class SqliteStore implements TaskStore {
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
-    return this.write(() => transitionIn(this.sql, input));
+    const out = this.write(() => transitionIn(this.sql, input));
+    // After the status, never before it or in its transaction; a listener reads both in one poll
+    // and reports the progress first (see ChangeListener).
+    this.progress?.flush([input.taskId]);
+    return out;
   }
 
   async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
@@ -217,9 +228,13 @@ export class SqliteStore implements TaskStore {
    * Reports the record changes any connection commits to this file (see {@link ChangeListener}),
    * polling a dedicated read connection; the returned function stops it, and so does `close`.
    */
-  async listen(onChange: (taskId: string | null, version?: number) => void, onError: (error: Error) => void = () => undefined): Promise<() => Promise<void>> {
+  async listen(
+    onChange: (taskId: string | null, version?: number) => void,
+    onError: (error: Error) => void = () => undefined,
+    onProgress?: (event: ProgressEvent) => void,
+  ): Promise<() => Promise<void>> {
     if (!this.supports.listenNotify) return async () => undefined;
-    const listener = ChangeListener.start(this.db.name, onChange, onError);
+    const listener = ChangeListener.start(this.db.name, onChange, onError, onProgress ?? null);
     this.listeners.add(listener);
     return async () => {
       this.listeners.delete(listener);
@@ -227,9 +242,16 @@ export class SqliteStore implements TaskStore {
     };
   }
 
+  /** A row of `task_progress` for the file's other connections, coalesced (see `ProgressBuffer`, `ProgressWriter`). */
+  publishProgress(event: ProgressEvent): void {
+    this.progress?.add(event);
+  }
+
   async close(): Promise<void> {
     for (const listener of this.listeners) listener.close();
     this.listeners.clear();
+    // What progress still waits is written now; later progress is dropped.
+    if (this.db.open) this.progress?.close();
     if (this.db.open) await this.auditWriter.drain(5_000);
     if (this.db.open) this.db.close();
   }

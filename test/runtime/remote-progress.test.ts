@@ -1,0 +1,63 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createLogger } from '../../src/runtime/log.js';
+import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
+import type { TaskStore } from '../../src/store/types.js';
+import { defineTool, type TaskTool } from '../../src/tools/tool.js';
+import { postgresHarness, sqliteHarness } from '../support/stores.js';
+
+// Progress between runtimes on one shared store: the runtime that runs the task delivers it to
+// its own listeners once (its echo from the store is dropped), another runtime hears it through
+// the store's feed.
+
+const AUTH = 'acme/alice';
+const opened: Array<TaskRuntime | TaskStore> = [];
+afterEach(async () => {
+  for (const item of opened.splice(0).reverse()) await item.close();
+});
+
+/** Reports three steps, 120 ms apart (each its own coalescing window), then finishes. */
+const steps = defineTool({
+  name: 'steps',
+  description: 'three steps',
+  inputSchema: z.object({}),
+  execution: { taskSupport: 'required' },
+  handler: async (_args, ctx) => {
+    for (let step = 1; step <= 3; step++) {
+      await ctx.reportProgress(step, 3, `step ${step}`);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+    }
+    return { content: [] };
+  },
+}) as unknown as TaskTool;
+
+describe.each([sqliteHarness, postgresHarness])('$name: progress between runtimes', (harness) => {
+  it('reaches another runtime’s listeners through the store, and its own runtime’s once', async () => {
+    const [runStore, serveStore] = await harness.openMany('remote-progress', 2);
+    opened.push(runStore!, serveStore!);
+    const make = (store: TaskStore, execute: boolean) => {
+      const r = createRuntime({ store, tools: [steps], execute, logger: createLogger('silent'), sweepIntervalMs: 0, inputDeadlineIntervalMs: 0 });
+      opened.push(r);
+      return r;
+    };
+    const running = make(runStore!, true);
+    const serving = make(serveStore!, false);
+    const heard = { running: [] as string[], serving: [] as string[] };
+    running.onProgress((taskId, progress, total, message) => void heard.running.push(`${taskId} ${progress}/${total} ${message}`));
+    serving.onProgress((taskId, progress, total, message) => void heard.serving.push(`${taskId} ${progress}/${total} ${message}`));
+    await Promise.all([running.start(), serving.start()]);
+
+    const created = await serving.service.create({
+      auth: AUTH,
+      tool: { name: 'steps', execution: { taskSupport: 'required' } },
+      request: { method: 'tools/call', params: { name: 'steps', arguments: {}, task: {} } },
+    });
+    const taskId = created.record!.taskId;
+    const done = await serving.service.awaitResult({ auth: AUTH, taskId });
+    expect(done.record?.status).toBe('completed');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const expected = [1, 2, 3].map((step) => `${taskId} ${step}/3 step ${step}`);
+    expect(heard.serving).toEqual(expected);
+    expect(heard.running).toEqual(expected);
+  });
+});
