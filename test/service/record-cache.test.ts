@@ -66,7 +66,8 @@ describe('the tasks/get record cache', () => {
     for (let i = 0; i < 3; i++) expect((await get(s.local, ALICE, task.taskId)).record?.version).toBe(task.version);
     expect(s.gets).toEqual([]);
     const reads = (await s.truth.store.auditTrail({ taskId: task.taskId })).filter((e) => e.surface === 'read');
-    expect(reads.map((e) => e.decision)).toEqual(['RETURN_STATUS', 'RETURN_STATUS', 'RETURN_STATUS']);
+    // Counted, not appended: one row of three reads.
+    expect(reads.map((e) => [e.decision, e.count])).toEqual([['RETURN_STATUS', 3]]);
   });
 
   it('never answers another caller: the store decides, and foreign stays missing', async () => {

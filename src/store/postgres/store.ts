@@ -4,6 +4,8 @@ import { classifyMiss } from '../../core/transition-rules.js';
 import { boundedAuditLine } from '../audit-line.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { AuditWriter } from '../audit-writer.js';
+import { mergeTrail, readAuditRow } from '../read-audit.js';
+import { readAuditOf, sweepIn, upsertReadAudit } from './audit.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type {
   AnswerInput,
@@ -14,6 +16,7 @@ import type {
   AdmitInput,
   AdmitOutcome,
   AuditEntry,
+  SweepOutcome,
   CancelOutcome,
   ClaimInput,
   ListPage,
@@ -34,7 +37,7 @@ import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
-import { auditColumns, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
+import { recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { admitIn, cancelIn, readById, readGuard, transitionIn } from './task-writes.js';
 
@@ -89,7 +92,7 @@ export class PostgresStore implements TaskStore {
     this.auditWriter = new AuditWriter(
       async (batch) => {
         // Named: each connection of the audit pool parses and plans it once.
-        await auditPool.query({ name: sql.INSERT_AUDIT_LINES_NAME, text: sql.INSERT_AUDIT_LINES, values: auditColumns(batch) });
+        await upsertReadAudit(auditPool, batch);
       },
       {
         // Data exceptions (22…), integrity (23…) and program limits (54…, an index row too big)
@@ -224,21 +227,21 @@ export class PostgresStore implements TaskStore {
     return inputsIn(this.pool, ref);
   }
 
-  /** Queued and written in batches off the reply path: see {@link AuditWriter}. */
+  /** Counted and upserted in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.auditWriter.append(boundedAuditLine(entry));
+    this.auditWriter.append(readAuditRow(boundedAuditLine(entry)));
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     await this.auditWriter.drain();
-    const found = await this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]);
-    return found.rows.map(rowToAudit);
+    const [lines, reads] = await Promise.all([this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]), readAuditOf(this.pool, taskId)]);
+    return mergeTrail(lines.rows.map(rowToAudit), reads);
   }
 
-  async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
-    if (limit <= 0) return 0;
-    const deleted = await this.pool.query(sql.SWEEP_EXPIRED, [now, limit]);
-    return deleted.rowCount ?? 0;
+  async sweepExpired(input: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
+    // Rows still queued for a task about to go would come back as orphans after it.
+    await this.auditWriter.drain();
+    return sweepIn(this.pool, input);
   }
 
   async failOverdueInputs(input: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
