@@ -57,6 +57,16 @@ export class MemoryAudit {
     return removed;
   }
 
+  /** How many lines and rows `removeTask` of each of `taskIds` and `removeOrphans` without a bound would remove. */
+  due(taskIds: ReadonlySet<string>, cutoff: Millis, isStored: (taskId: string) => boolean): number {
+    const orphanLine = (l: AuditEntry) => l.at <= cutoff && (l.taskId === null || !isStored(l.taskId));
+    const lines = this.lines.filter(({ line }) => (line.taskId !== null && taskIds.has(line.taskId)) || orphanLine(line)).length;
+    const reads = [...this.reads.values()].filter(
+      (row) => taskIds.has(row.taskKey) || (row.lastAt <= cutoff && (row.taskKey === '' || !isStored(row.taskKey))),
+    ).length;
+    return lines + reads;
+  }
+
   /** Up to `limit` lines and `limit` rows older than `cutoff` whose task is not stored (or that named none). */
   removeOrphans(cutoff: Millis, limit: number, isStored: (taskId: string) => boolean): { lines: number; reads: number } {
     let lines = 0;

@@ -13,7 +13,7 @@ import { auditLine } from '../audit-line.js';
 import { MemoryAudit } from './memory-audit.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
-import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
+import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
   AnswerInput,
   AnswerOutcome,
@@ -364,6 +364,11 @@ export class MemoryStore implements TaskStore {
 
   async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
     return auditTallyIn(this.operations, after);
+  }
+
+  async retentionDue({ now, retentionMs }: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
+    const due = new Set([...this.tasks.values()].filter((r) => isPastRetention(r, now, retentionMs)).map((r) => r.taskId));
+    return { tasks: due.size, auditRows: this.audit.due(due, now - retentionMs, (id) => this.tasks.has(id) && !due.has(id)) };
   }
 
   private log(

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Decision } from '../../core/decisions.js';
 import type { Millis } from '../../core/types.js';
 import { mergeReadAuditRows, readAuditEntry, readAuditKey, type ReadAuditRow } from '../read-audit.js';
+import type { RetentionDue } from '../task-operations.js';
 import type { AuditEntry, SweepOutcome } from '../types.js';
 
 /**
@@ -84,6 +85,20 @@ const SWEEP_ORPHANS = `
   )
   SELECT (SELECT count(*) FROM lines)::int AS lines, (SELECT count(*) FROM reads)::int AS reads`;
 
+/** What SWEEP_TASKS and SWEEP_ORPHANS would remove with no bound, $1 the cutoff. */
+const RETENTION_DUE = `
+  WITH due AS (
+    SELECT task_id FROM tasks
+     WHERE expires_at_ms <= $1 OR (expires_at_ms IS NULL AND status IN ('completed', 'failed', 'cancelled') AND last_updated_at_ms <= $1)
+  )
+  SELECT (SELECT count(*) FROM due)::int AS tasks,
+    ((SELECT count(*) FROM task_audit a
+       WHERE a.task_id COLLATE "C" IN (SELECT task_id FROM due)
+          OR (a.at_ms <= $1 AND (a.task_id IS NULL OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = a.task_id COLLATE "C"))))
+     + (SELECT count(*) FROM task_read_audit r
+       WHERE r.task_key IN (SELECT task_id FROM due)
+          OR (r.last_at_ms <= $1 AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key)))))::int AS audit_rows`;
+
 interface ReadAuditDbRow {
   task_key: string;
   auth_key: string;
@@ -143,6 +158,11 @@ export async function readAuditOf(pool: pg.Pool, taskId: string): Promise<AuditE
       detail: row.detail,
     }),
   );
+}
+
+export async function retentionDueIn(pool: pg.Pool, input: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
+  const found = await pool.query<{ tasks: number; audit_rows: number }>(RETENTION_DUE, [input.now - input.retentionMs]);
+  return { tasks: found.rows[0]?.tasks ?? 0, auditRows: found.rows[0]?.audit_rows ?? 0 };
 }
 
 /** One retention batch: tasks past retention with their trails, then orphaned audit rows. */

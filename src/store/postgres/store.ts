@@ -5,7 +5,7 @@ import { boundedAuditLine } from '../audit-line.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { AuditWriter } from '../audit-writer.js';
 import { mergeTrail, readAuditRow } from '../read-audit.js';
-import { readAuditOf, sweepIn, upsertReadAudit } from './audit.js';
+import { readAuditOf, retentionDueIn, sweepIn, upsertReadAudit } from './audit.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type {
   AnswerInput,
@@ -36,7 +36,7 @@ import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
 import { migratePostgres } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
-import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
+import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import { recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { admitIn, cancelIn, readById, readGuard, transitionIn } from './task-writes.js';
@@ -297,6 +297,11 @@ export class PostgresStore implements TaskStore {
 
   async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
     return auditTallyIn(this.pool, after);
+  }
+
+  async retentionDue(input: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
+    await this.auditWriter.drain();
+    return retentionDueIn(this.pool, input);
   }
 
   /**

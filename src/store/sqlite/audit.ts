@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { Decision } from '../../core/decisions.js';
 import type { Millis } from '../../core/types.js';
 import { readAuditEntry, type ReadAuditRow } from '../read-audit.js';
+import type { RetentionDue } from '../task-operations.js';
 import type { AuditEntry, SweepOutcome } from '../types.js';
 
 /**
@@ -49,6 +50,17 @@ const SQL = {
        SELECT r.task_key, r.auth_key, r.surface, r.decision, r.window_start_ms FROM task_read_audit r
         WHERE r.last_at_ms <= @cutoff AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key))
         LIMIT @limit)`,
+  /** What dueTasks, orphanLines and orphanReads would remove with no bound. */
+  retentionDue: `WITH due AS (
+       SELECT task_id FROM tasks
+        WHERE expires_at_ms <= @cutoff OR (expires_at_ms IS NULL AND status IN ('completed', 'failed', 'cancelled') AND last_updated_at_ms <= @cutoff))
+     SELECT (SELECT count(*) FROM due) AS tasks,
+       (SELECT count(*) FROM task_audit a
+         WHERE a.task_id IN (SELECT task_id FROM due)
+            OR (a.at_ms <= @cutoff AND (a.task_id IS NULL OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = a.task_id))))
+       + (SELECT count(*) FROM task_read_audit r
+         WHERE r.task_key IN (SELECT task_id FROM due)
+            OR (r.last_at_ms <= @cutoff AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key)))) AS audit_rows`,
 } as const;
 
 type AuditStatements = { readonly [K in keyof typeof SQL]: Database.Statement };
@@ -113,6 +125,11 @@ export function readAuditIn(sql: AuditStatements, taskId: string): AuditEntry[] 
       detail: row.detail,
     }),
   );
+}
+
+export function retentionDueIn(sql: AuditStatements, input: { now: Millis; retentionMs: number }): RetentionDue {
+  const row = sql.retentionDue.get({ cutoff: input.now - input.retentionMs }) as { tasks: number; audit_rows: number };
+  return { tasks: row.tasks, auditRows: row.audit_rows };
 }
 
 /** One retention batch: tasks past retention with their trails, then orphaned audit rows. Inside a write transaction. */

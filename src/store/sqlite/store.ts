@@ -4,7 +4,7 @@ import { classifyMiss } from '../../core/transition-rules.js';
 import { boundedAuditLine } from '../audit-line.js';
 import { AuditWriter } from '../audit-writer.js';
 import { mergeTrail, readAuditRow } from '../read-audit.js';
-import { prepareAuditStatements, readAuditIn, sweepIn, upsertReadAuditIn } from './audit.js';
+import { prepareAuditStatements, readAuditIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type {
@@ -36,8 +36,8 @@ import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } fro
 import { ChangeListener } from './listener.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
-import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
-import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
+import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
+import { recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, readGuard, transitionIn } from './task-writes.js';
 
@@ -175,9 +175,7 @@ export class SqliteStore implements TaskStore {
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     await this.auditWriter.drain();
-    return this.db
-      .transaction(() => mergeTrail((this.sql.selectAudit.all(taskId) as AuditRow[]).map(rowToAudit), readAuditIn(this.audit, taskId)))
-      .deferred();
+    return this.db.transaction(() => mergeTrail((this.sql.selectAudit.all(taskId) as AuditRow[]).map(rowToAudit), readAuditIn(this.audit, taskId))).deferred();
   }
 
   async sweepExpired(input: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
@@ -257,6 +255,11 @@ export class SqliteStore implements TaskStore {
 
   async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
     return auditTallyIn(this.db, after);
+  }
+
+  async retentionDue(input: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
+    await this.auditWriter.drain();
+    return retentionDueIn(this.audit, input);
   }
 
   private write<T>(fn: () => T): T {

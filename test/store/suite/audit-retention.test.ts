@@ -28,7 +28,15 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       }
       const trail = await store.auditTrail({ taskId: 'p' });
       expect(trail).toEqual([
-        expect.objectContaining({ decision: 'RETURN_STATUS', authKey: A, taskId: 'p', count: 1800, firstAt: HALF_PAST, lastAt: HALF_PAST + 1799_000, at: HALF_PAST }),
+        expect.objectContaining({
+          decision: 'RETURN_STATUS',
+          authKey: A,
+          taskId: 'p',
+          count: 1800,
+          firstAt: HALF_PAST,
+          lastAt: HALF_PAST + 1799_000,
+          at: HALF_PAST,
+        }),
         expect.objectContaining({
           decision: 'RETURN_STATUS',
           count: 1800,
@@ -51,7 +59,13 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       for (let i = 0; i < 5; i++) await service.read({ auth: A, method: 'tasks/get', taskId: id });
       for (let i = 0; i < 3; i++) await service.read({ auth: B, method: 'tasks/get', taskId: id });
       clock.now = T0 + 10;
-      const done = await store.transition({ taskId: id, authKey: A, write: { status: 'completed', expectedVersion: 1, result: ok }, correlationId: 'w', now: T0 + 10 });
+      const done = await store.transition({
+        taskId: id,
+        authKey: A,
+        write: { status: 'completed', expectedVersion: 1, result: ok },
+        correlationId: 'w',
+        now: T0 + 10,
+      });
       expect(done.decision).toBe('APPLY_TRANSITION');
       clock.now = T0 + 20;
       await service.read({ auth: A, method: 'tasks/result', taskId: id });
@@ -71,7 +85,9 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       const service = serviceAt(store, { now: T0 });
       for (let i = 0; i < 300; i++) expect((await service.read({ auth: B, method: 'tasks/get', taskId: `guess-${i}` })).decision).toBe('NOT_FOUND');
       expect(await store.auditTrail({ taskId: 'guess-0' })).toEqual([]);
-      expect(await store.auditTrail({ taskId: 'guess-299' })).toEqual([expect.objectContaining({ decision: 'NOT_FOUND', authKey: B, taskId: 'guess-299', count: 300 })]);
+      expect(await store.auditTrail({ taskId: 'guess-299' })).toEqual([
+        expect.objectContaining({ decision: 'NOT_FOUND', authKey: B, taskId: 'guess-299', count: 300 }),
+      ]);
     });
   });
 
@@ -88,6 +104,7 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       // The key of an expired task is free again while the task is kept.
       expect((await store.admit(admission({ now: clock.now, idempotencyKey: 'k' }))).decision).toBe('ACCEPT_TASK');
       expect((await store.sweepExpired({ now: T0 + HOUR + DAY - 1, limit: 10, retentionMs: DAY })).tasks).toBe(0);
+      expect(await store.retentionDue({ now: T0 + HOUR + DAY, retentionMs: DAY })).toEqual({ tasks: 1, auditRows: 2 });
       expect(await store.sweepExpired({ now: T0 + HOUR + DAY, limit: 10, retentionMs: DAY })).toEqual({ tasks: 1, auditRows: 2, more: false });
       expect(await store.auditTrail({ taskId: id })).toEqual([]);
       expect(await store.inspectTask({ taskId: id })).toBeNull();
@@ -105,6 +122,9 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       await service.read({ auth: A, method: 'tasks/get', taskId: 'gone-long-ago' });
       await service.list({ auth: A });
       const later = T0 + 3 * DAY;
+      // Counted first, and counting removes nothing.
+      expect(await store.retentionDue({ now: later, retentionMs: 2 * DAY })).toEqual({ tasks: 1, auditRows: 2 });
+      expect(await store.retentionDue({ now: later, retentionMs: 2 * DAY })).toEqual({ tasks: 1, auditRows: 2 });
       const swept = await store.sweepExpired({ now: later, limit: 10, retentionMs: 2 * DAY });
       // 'done' (it had no audit rows), then the miss and the list rows: older than the retention, no task.
       expect(swept).toEqual({ tasks: 1, auditRows: 2, more: false });
