@@ -144,7 +144,12 @@ export class AuditWriter {
           await this.insertBatch([line]);
         } catch (lineError) {
           if (this.options.isLineError(lineError) !== true) throw lineError;
-          this.report('audit line refused by the database; dropped', { decision: line.decision, surface: line.surface, count: line.count, error: String(lineError) });
+          this.report('audit line refused by the database; dropped', {
+            decision: line.decision,
+            surface: line.surface,
+            count: line.count,
+            error: String(lineError),
+          });
         }
       }
     }

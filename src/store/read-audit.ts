@@ -22,7 +22,14 @@ export const READ_AUDIT_WINDOW_MS = 3_600_000;
  * is keyed by the caller alone and keeps the id only as the latest one named: a caller spraying
  * random ids adds one row per window, not one per id.
  */
-const ON_A_STORED_TASK: ReadonlySet<Decision> = new Set<Decision>(['RETURN_STATUS', 'WAIT_TERMINAL', 'WAIT_INPUT', 'RETURN_RESULT', 'BLOCK_AUTH', 'BLOCK_EXPIRED']);
+const ON_A_STORED_TASK: ReadonlySet<Decision> = new Set<Decision>([
+  'RETURN_STATUS',
+  'WAIT_TERMINAL',
+  'WAIT_INPUT',
+  'RETURN_RESULT',
+  'BLOCK_AUTH',
+  'BLOCK_EXPIRED',
+]);
 
 /** One aggregated row of `task_read_audit`. */
 export interface ReadAuditRow {
@@ -125,4 +132,3 @@ export function mergeTrail(lines: readonly AuditEntry[], rows: readonly AuditEnt
 export function rowConcerns(row: Pick<ReadAuditRow, 'taskKey' | 'taskId'>, taskId: string): boolean {
   return row.taskKey === taskId || (row.taskKey === '' && row.taskId === taskId);
 }
-

@@ -269,7 +269,7 @@ export interface TaskUpkeep {
   /**
    * One retention batch: removes up to `limit` tasks past retention (`isPastRetention`: expired
    * `retentionMs` ago, or finished that long ago without a ttl) with their outbox entries,
-   * questions and audit rows, then up to `limit` audit rows of each table older than the
+   * questions and audit rows, then (when fewer than `limit` tasks were due) up to `limit` audit rows of each table older than the
    * retention whose task is gone (or that named none). With `retentionMs` 0 an expired task goes
    * at once. A task past its expiry and not yet removed answers every caller as expired.
    */

@@ -298,7 +298,8 @@ export class MemoryStore implements TaskStore {
       }
       deleted++;
     }
-    const orphans = limit > 0 ? this.audit.removeOrphans(now - retentionMs, limit, (id) => this.tasks.has(id)) : { lines: 0, reads: 0 };
+    // Orphans once the tasks due are gone, as the SQL stores do.
+    const orphans = limit > 0 && deleted < limit ? this.audit.removeOrphans(now - retentionMs, limit, (id) => this.tasks.has(id)) : { lines: 0, reads: 0 };
     const more = deleted >= limit || orphans.lines >= limit || orphans.reads >= limit;
     return { tasks: deleted, auditRows: auditRows + orphans.lines + orphans.reads, more: limit > 0 && more };
   }

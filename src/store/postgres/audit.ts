@@ -170,6 +170,9 @@ export async function sweepIn(pool: pg.Pool, input: { now: Millis; limit: number
   if (input.limit <= 0) return { tasks: 0, auditRows: 0, more: false };
   const cutoff = input.now - input.retentionMs;
   const swept = await pool.query<{ tasks: number; audit_rows: number }>(SWEEP_TASKS, [cutoff, input.limit]);
+  // Orphans once the tasks due are gone: before that, the old rows of the tasks still to go
+  // would be walked (and skipped) by every batch.
+  if ((swept.rows[0]?.tasks ?? 0) >= input.limit) return { tasks: input.limit, auditRows: swept.rows[0]?.audit_rows ?? 0, more: true };
   const orphans = await pool.query<{ lines: number; reads: number }>(SWEEP_ORPHANS, [cutoff, input.limit]);
   const tasks = swept.rows[0]?.tasks ?? 0;
   const lines = orphans.rows[0]?.lines ?? 0;

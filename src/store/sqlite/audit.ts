@@ -142,6 +142,9 @@ export function sweepIn(sql: AuditStatements, input: { now: Millis; limit: numbe
     auditRows += sql.deleteLines.run(taskId).changes + sql.deleteReads.run(taskId).changes;
     sql.deleteTask.run(taskId);
   }
+  // Orphans once the tasks due are gone: before that, the old rows of the tasks still to go
+  // would be walked (and skipped) by every batch.
+  if (due.length >= input.limit) return { tasks: due.length, auditRows, more: true };
   const lines = sql.orphanLines.run(bounds).changes;
   const reads = sql.orphanReads.run(bounds).changes;
   return { tasks: due.length, auditRows: auditRows + lines + reads, more: due.length >= input.limit || lines >= input.limit || reads >= input.limit };
