@@ -82,6 +82,7 @@ export type {
   ListPage,
   AuditEntry,
   ProgressEvent,
+  SweepOutcome,
 } from './store/types.js';
 export { MemoryStore } from './store/memory/memory-store.js';
 export { openStore } from './store/open-store.js';
@@ -97,7 +98,7 @@ export { createLogger, type Logger } from './runtime/log.js';
 export { Worker, type WorkerOptions } from './worker/worker.js';
 export { TaskExecutor, type ExecutionHooks } from './worker/task-executor.js';
 export { ChangeFeed, type TaskWatch } from './service/change-feed.js';
-export { ExpirySweeper, type SweeperOptions } from './service/expiry-sweeper.js';
+export { ExpirySweeper, type SweeperOptions, type SweepTotals } from './service/expiry-sweeper.js';
 export type { TaskObserver, DecisionEvent, TaskEndEvent, ClaimEvent, RunEvent, TaskEvents } from './service/task-events.js';
 export type {
   TaskOperations,
@@ -108,6 +109,7 @@ export type {
   OperatorPage,
   OperatorPosition,
   SchemaState,
+  RetentionDue,
 } from './store/task-operations.js';
 export type { Readiness, ReadinessCheck } from './runtime/readiness.js';
 export { parseFixture, type ReplayFixture, type ReplayCase } from './replay/fixture.js';

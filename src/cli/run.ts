@@ -2,6 +2,7 @@ import { TasklatchError } from '../core/errors.js';
 import { processIo, type CliIo } from './io.js';
 import { doctorCommand } from './doctor-command.js';
 import { migrateCommand } from './migrate-command.js';
+import { pruneCommand } from './prune-command.js';
 import { replayCommand } from './replay-command.js';
 import { serveCommand } from './serve-command.js';
 import { tasksCommand } from './tasks-command.js';
@@ -17,6 +18,7 @@ Commands:
   migrate [--store URL]                 create or upgrade the store's schema
   replay FILE [--store URL] [--json]    replay a contract fixture through a store
   tasks ls|show|audit|cancel|stats      look at and repair the tasks of every tenant in a store
+  prune [--retention D] [--dry-run]     remove finished and expired tasks and audit rows past the retention
   doctor [--store URL]                  check the store as /readyz does, and say what to fix
 
 Run 'tasklatch <command> --help' for a command's options.`;
@@ -29,6 +31,7 @@ const COMMANDS: Record<string, Command> = {
   migrate: migrateCommand,
   worker: workerCommand,
   tasks: tasksCommand,
+  prune: pruneCommand,
   doctor: doctorCommand,
 };
 

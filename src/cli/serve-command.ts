@@ -11,7 +11,16 @@ import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { operatorEndpointsFor } from './operator-endpoints.js';
-import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+import {
+  openStoreWaiting,
+  positiveInt,
+  retentionFrom,
+  toolsFrom,
+  untilSignal,
+  WORKER_ARG_OPTIONS,
+  WORKER_USAGE_LINES,
+  workerOptionsFrom,
+} from './worker-options.js';
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
 
@@ -95,6 +104,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
+  const retention = retentionFrom(values);
   const tools = await toolsFrom(values);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
@@ -112,6 +122,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     worker: workerSettings,
     limits,
     logger,
+    ...retention,
   });
   const server = createTaskServer({ runtime, ...(authenticate === undefined ? {} : { authenticate }) });
   await runtime.start();

@@ -91,6 +91,8 @@ export function auditView(line: AuditEntry) {
     status: line.status ?? null,
     version: line.version ?? null,
     detail: line.detail ?? null,
+    // An aggregated row: how many such decisions, the first and the last.
+    ...(line.count === undefined ? {} : { count: line.count, firstAt: iso(line.firstAt ?? line.at), lastAt: iso(line.lastAt ?? line.at) }),
   };
 }
 
@@ -149,11 +151,18 @@ export function detailText(seen: TaskInspection, now: Millis): string {
   return lines.join('\n');
 }
 
+/**
+ * One row per line; an aggregated row says how many decisions (TIMES) and the last (LAST, UTC)
+ * beside its first (AT), with the latest one's correlation id, status and version.
+ */
 export function auditTable(lines: readonly AuditEntry[]): string {
+  const time = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
   return renderTable(
-    ['AT (UTC)', 'SURFACE', 'DECISION', 'AUTH KEY', 'CORRELATION', 'STATUS', 'VERSION', 'DETAIL'],
+    ['AT (UTC)', 'LAST (UTC)', 'TIMES', 'SURFACE', 'DECISION', 'AUTH KEY', 'CORRELATION', 'STATUS', 'VERSION', 'DETAIL'],
     lines.map((l) => [
-      new Date(l.at).toISOString().replace('T', ' ').replace('Z', ''),
+      time(l.at),
+      l.count === undefined ? '-' : time(l.lastAt ?? l.at),
+      String(l.count ?? 1),
       l.surface,
       l.decision,
       l.authKey,

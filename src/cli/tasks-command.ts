@@ -18,7 +18,8 @@ Looks at the tasks of every tenant in a store, and repairs them through the guar
     --since TIME --before TIME   created at/after, before (ISO date-time, or 15m, 2h, 7d ago)
     --limit N (default 50, at most 500)   --page TOKEN (printed after a page that has more)
   show ID                the record, lease, attempts, outbox entry and questions of one task
-  audit ID               every decision about a task: time, auth key, correlation id, detail
+  audit ID               every decision about a task: time, auth key, correlation id, detail; reads
+                         and refusals counted per caller and hour (how often, first and last)
   cancel ID --as T/S     cancel as the task's principal (tenant/subject), like its client would:
                          latched, signalled to the worker running it, audited (correlation operator:…)
   stats                  counts by status and tool, the oldest working task, expired records

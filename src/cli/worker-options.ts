@@ -20,6 +20,7 @@ export const WORKER_ARG_OPTIONS = {
   'lease-ms': { type: 'string' },
   'poll-interval': { type: 'string' },
   'wait-for-store': { type: 'string' },
+  retention: { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -32,7 +33,9 @@ export const WORKER_USAGE_LINES = `  --store URL            sqlite:PATH (default
   --concurrency N        tasks one worker runs at once (default 4)
   --lease-ms MS          lease per claimed task (default 30000); a dead worker's tasks wait this long
   --poll-interval MS     pollInterval suggested to clients, and the heartbeat bound (default 1000)
-  --wait-for-store MS    keep retrying an unreachable store this long at start (default 30000)`;
+  --wait-for-store MS    keep retrying an unreachable store this long at start (default 30000)
+  --retention DURATION   keep finished and expired tasks and their audit trails this long, then remove
+                         them (7d, 36h, 90m, 30s or milliseconds; default 7d)`;
 
 export interface WorkerArgs {
   store: string;
@@ -84,6 +87,24 @@ export function workerOptionsFrom(values: WorkerArgs): WorkerSettings {
 
 /** Worker options as the command line gives them. */
 export type WorkerSettings = Omit<WorkerOptions, 'hooks'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
+
+const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
+const DURATION_UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A span of time: `7d`, `36h`, `90m`, `30s`, `250ms`, or a whole number of milliseconds (0 or more). */
+export function parseDuration(flag: string, text: string): number {
+  const match = DURATION.exec(text);
+  const ms = match === null ? Number.NaN : Number(match[1]) * DURATION_UNIT_MS[(match[2] ?? 'ms') as keyof typeof DURATION_UNIT_MS];
+  if (!Number.isSafeInteger(ms)) {
+    throw new TasklatchError('INVALID_INPUT', `${flag} takes a duration (7d, 36h, 90m, 30s) or milliseconds, got ${JSON.stringify(text)}`);
+  }
+  return ms;
+}
+
+/** The runtime's retention from `--retention`, checked before anything starts. */
+export function retentionFrom(values: { retention?: string | undefined }): { retentionMs?: number } {
+  return values.retention === undefined ? {} : { retentionMs: parseDuration('--retention', values.retention) };
+}
 
 export function positiveInt(flag: string, text: string): number {
   const n = Number(text);

@@ -1,5 +1,5 @@
 import { TasklatchError } from './errors.js';
-import type { Millis } from './types.js';
+import { isTerminal, type Millis, type TaskStatus } from './types.js';
 
 // RFC 3339 date-time: full date, 'T' (or 't'/space is not allowed here), time, optional fraction,
 // and a mandatory offset. Anything else is refused rather than guessed at.
@@ -37,4 +37,17 @@ export function formatTimestamp(ms: Millis): string {
 /** A record with `expiresAt` set is expired once `expiresAt <= now`. */
 export function isExpired(record: { expiresAt: Millis | null }, now: Millis): boolean {
   return record.expiresAt !== null && record.expiresAt <= now;
+}
+
+/**
+ * Whether a stored task is past its retention and may be removed: `retentionMs` after it
+ * expired (a task with a ttl, which answers as expired until then), or after its last update (a
+ * terminal task without one); never while it runs without a ttl. The SQL stores' sweep restates
+ * it as `expires_at_ms <= cutoff OR (no ttl, terminal, last_updated_at_ms <= cutoff)` with
+ * `cutoff = now - retentionMs`.
+ */
+export function isPastRetention(record: { expiresAt: Millis | null; lastUpdatedAt: Millis; status: TaskStatus }, now: Millis, retentionMs: number): boolean {
+  const cutoff = now - retentionMs;
+  if (record.expiresAt !== null) return record.expiresAt <= cutoff;
+  return isTerminal(record.status) && record.lastUpdatedAt <= cutoff;
 }

@@ -39,8 +39,13 @@ export interface RuntimeOptions {
   worker?: Omit<WorkerOptions, 'hooks'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
   /** How long `close()` lets running tasks finish before giving their leases back (ms, default 10000). */
   drainMs?: number;
-  /** How often expired records are deleted (ms; default 60000; 0 turns the sweeper off). */
+  /** How often tasks past their retention are removed (ms; default 60000; 0 turns the sweep off). */
   sweepIntervalMs?: number;
+  /**
+   * How long a finished or expired task and its audit trail are kept before the sweep removes
+   * them (ms; default 7 days; see `SweeperOptions.retentionMs`).
+   */
+  retentionMs?: number;
   /** How often tasks whose question is past its deadline are ended (ms; default 1000; 0 turns it off). */
   inputDeadlineIntervalMs?: number;
   clock?: () => Millis;
@@ -100,6 +105,7 @@ export class TaskRuntime {
         ? new ExpirySweeper(this.service, () => this.service.now(), {
             intervalMs: sweepIntervalMs,
             inputDeadlineIntervalMs,
+            ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
             onError: (error) => this.logger.warn({ err: error }, 'upkeep pass failed (expiry sweep or input deadlines)'),
           })
         : null;

@@ -1,11 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { TasklatchError } from '../core/errors.js';
 import type { Millis } from '../core/types.js';
-import type { TaskStore } from '../store/types.js';
+import type { SweepOutcome, TaskStore } from '../store/types.js';
 import { TaskService } from './task-service.js';
 
 export interface SweeperOptions {
   /** Time between sweeps (ms; 0 turns the expiry sweep off). */
   intervalMs?: number;
+  /**
+   * How long a finished or expired task and its audit trail are kept (ms; default 7 days): a
+   * task with a ttl goes this long after it expired, a terminal one without a ttl this long
+   * after its last update, and audit rows whose task is gone once they are this old.
+   */
+  retentionMs?: number;
   /** Records deleted (tasks ended) per statement: bounded, so a pass never holds long locks. */
   batchSize?: number;
   /** Batches per pass at most; the rest waits for the next pass. */
@@ -18,9 +25,20 @@ export interface SweeperOptions {
   onError?: (error: unknown) => void;
 }
 
+/** The default retention: a week. */
+export const DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000;
+
+/** What a sweep removed: tasks, and rows of both audit tables. */
+export interface SweepTotals {
+  tasks: number;
+  auditRows: number;
+}
+
 /**
- * Upkeep on timers: deletes expired records in bounded batches, and ends tasks whose question
- * went unanswered past its deadline. Every operation already treats an expired record as gone;
+ * Upkeep on timers: removes tasks past their retention with their audit trails (and audit rows
+ * whose task is gone) in bounded batches, and ends tasks whose question went unanswered past
+ * its deadline. Every operation already treats an expired record as out of reach (a read
+ * answers it as expired until it is removed, then as not found: the same reply on the wire);
  * the sweep only reclaims the space. The deadline pass is what makes a deadline happen at all.
  * Several processes may run both against one store at once: every write is conditional.
  *
@@ -30,14 +48,15 @@ export interface SweeperOptions {
 export class ExpirySweeper {
   private timer: NodeJS.Timeout | null = null;
   private deadlineTimer: NodeJS.Timeout | null = null;
-  private running: Promise<number> | null = null;
-  private deadlineRunning: Promise<number> | null = null;
+  private running: Promise<unknown> | null = null;
+  private deadlineRunning: Promise<unknown> | null = null;
   private readonly store: TaskStore;
   private readonly service: TaskService | null;
   private readonly intervalMs: number;
   private readonly deadlineIntervalMs: number;
   private readonly batchSize: number;
   private readonly maxBatches: number;
+  private readonly retentionMs: number;
 
   constructor(
     source: TaskStore | TaskService,
@@ -50,6 +69,10 @@ export class ExpirySweeper {
     this.deadlineIntervalMs = options.inputDeadlineIntervalMs ?? 1000;
     this.batchSize = options.batchSize ?? 500;
     this.maxBatches = options.maxBatches ?? 100;
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+    if (!Number.isSafeInteger(this.retentionMs) || this.retentionMs < 0) {
+      throw new TasklatchError('INVALID_INPUT', `retentionMs takes a whole number of milliseconds, 0 or more, got ${String(options.retentionMs)}`);
+    }
   }
 
   /** Runs each pass on its own timer until `stop()`; the timers never keep the process alive. */
@@ -69,15 +92,9 @@ export class ExpirySweeper {
     }
   }
 
-  /** One sweep: batches until one comes back short (or `maxBatches`); returns records deleted. */
-  async sweepOnce(): Promise<number> {
-    let total = 0;
-    for (let i = 0; i < this.maxBatches; i++) {
-      const deleted = await this.store.sweepExpired({ now: this.clock(), limit: this.batchSize });
-      total += deleted;
-      if (deleted < this.batchSize) break;
-    }
-    return total;
+  /** One sweep: batches until one reaches no bound (or `maxBatches`); returns what went. */
+  async sweepOnce(): Promise<SweepTotals> {
+    return sweepStore(this.store, { now: this.clock(), retentionMs: this.retentionMs, batchSize: this.batchSize, maxBatches: this.maxBatches });
   }
 
   /** One deadline pass: batches until one comes back short (or `maxBatches`); returns tasks ended. */
@@ -106,10 +123,25 @@ export class ExpirySweeper {
   }
 
   /** A failed pass is reported and tried again on the next tick, never thrown from a timer. */
-  private guarded(pass: () => Promise<number>): Promise<number> {
+  private guarded<T>(pass: () => Promise<T>): Promise<T | null> {
     return pass().catch((error: unknown) => {
       this.options.onError?.(error);
-      return 0;
+      return null;
     });
   }
+}
+
+/** Retention batches of `store` at `now` until one reaches no bound, at most `maxBatches` (`tasklatch prune` too). */
+export async function sweepStore(
+  store: Pick<TaskStore, 'sweepExpired'>,
+  input: { now: Millis; retentionMs: number; batchSize: number; maxBatches: number },
+): Promise<SweepTotals> {
+  const total: SweepTotals = { tasks: 0, auditRows: 0 };
+  for (let i = 0; i < input.maxBatches; i++) {
+    const batch: SweepOutcome = await store.sweepExpired({ now: input.now, limit: input.batchSize, retentionMs: input.retentionMs });
+    total.tasks += batch.tasks;
+    total.auditRows += batch.auditRows;
+    if (!batch.more) break;
+  }
+  return total;
 }

@@ -1,7 +1,7 @@
-import type { AuditEntry } from './types.js';
+import { mergeReadAudit, readAuditKey, type ReadAuditRow } from './read-audit.js';
 
-/** Stores one batch of audit lines, all or none (one multi-row INSERT). */
-export type AuditBatchInsert = (batch: readonly AuditEntry[]) => Promise<void>;
+/** Stores one batch of aggregated rows, all or none (one upsert of distinct keys). */
+export type AuditBatchInsert = (batch: readonly ReadAuditRow[]) => Promise<void>;
 
 /** What the writer tells its store's owner: lines it could not store, and why. */
 export type AuditProblem = (message: string, fields: Record<string, unknown>) => void;
@@ -9,7 +9,7 @@ export type AuditProblem = (message: string, fields: Record<string, unknown>) =>
 export interface AuditWriterOptions {
   /** Whether an insert error belongs to the lines (bad data: drop them) rather than to the database (retry). */
   isLineError?: (error: unknown) => boolean;
-  /** Most lines queued; past it the oldest are dropped, and said so (default 10,000). */
+  /** Most rows queued (distinct keys); past it the oldest are dropped, and said so (default 10,000). */
   maxQueue?: number;
   onProblem?: AuditProblem;
 }
@@ -18,10 +18,12 @@ export interface AuditWriterOptions {
 const MAX_BATCH = 500;
 
 /**
- * Appends audit lines for decisions made outside a store write (reads, blocked requests) without
- * holding up the reply: lines queue in memory and go out together, many rows to one INSERT, on
- * the next turn of the event loop. How a batch is stored is the store's (`insertBatch`); the
- * queueing, batching and retrying are the same for any store.
+ * Records decisions made outside a store write (reads, blocked requests) without holding up the
+ * reply: they queue in memory as aggregated rows (`task_read_audit`, see read-audit.ts), so a
+ * burst of polls of one task is one queued row whatever its length, and the queue goes out
+ * together, one upsert of distinct keys, on the next turn of the event loop. How a batch is
+ * stored is the store's (`insertBatch`); the queueing, batching and retrying are the same for
+ * any store.
  *
  * It cannot be jammed: a batch that fails for its data is retried line by line and the lines
  * the database refuses are dropped (and reported), so one bad line never holds up the others; a
@@ -32,10 +34,13 @@ const MAX_BATCH = 500;
  * written with one (those are in the write's own transaction).
  */
 export class AuditWriter {
-  private readonly queue: AuditEntry[] = [];
+  /** Rows waiting, by key, oldest key first; a decision of a queued key adds to its row. */
+  private readonly queue = new Map<string, ReadAuditRow>();
   private flushing: Promise<void> | null = null;
   private failures = 0;
+  /** Decisions dropped (the counts of the rows that fell off the queue) since the last stored batch. */
   private dropped = 0;
+  private reportedFull = false;
   private readonly maxQueue: number;
 
   constructor(
@@ -45,21 +50,31 @@ export class AuditWriter {
     this.maxQueue = options.maxQueue ?? 10_000;
   }
 
-  /** Lines waiting to be stored. */
+  /** Rows waiting to be stored. */
   get pending(): number {
-    return this.queue.length;
+    return this.queue.size;
   }
 
-  append(entry: AuditEntry): void {
-    this.queue.push(entry);
-    if (this.queue.length > this.maxQueue) {
-      const over = this.queue.length - this.maxQueue;
-      this.queue.splice(0, over);
+  append(row: ReadAuditRow): void {
+    this.merge(row);
+    if (this.queue.size > this.maxQueue) {
+      let over = this.queue.size - this.maxQueue;
+      for (const key of this.queue.keys()) {
+        if (over-- <= 0) break;
+        this.dropped += this.queue.get(key)?.count ?? 0;
+        this.queue.delete(key);
+      }
       // Reported once per run of drops, not once per line: a stalled database must not flood the log.
-      if (this.dropped === 0) this.report('audit queue full: dropping the oldest read-decision lines', { maxQueue: this.maxQueue });
-      this.dropped += over;
+      if (this.dropped > 0 && !this.reportedFull) this.report('audit queue full: dropping the oldest read-decision lines', { maxQueue: this.maxQueue });
+      this.reportedFull = true;
     }
     this.flushing ??= this.flush();
+  }
+
+  private merge(row: ReadAuditRow): void {
+    const key = readAuditKey(row);
+    const held = this.queue.get(key);
+    this.queue.set(key, held === undefined ? row : mergeReadAudit(held, row));
   }
 
   /** Resolves once every line appended so far is stored, or after `timeoutMs`; what is left is reported. */
@@ -69,7 +84,7 @@ export class AuditWriter {
       const left = giveUpAt - Date.now();
       await (Number.isFinite(left) ? Promise.race([this.flushing, new Promise((resolve) => setTimeout(resolve, left))]) : this.flushing);
     }
-    if (this.queue.length > 0) this.report('audit lines not stored before the writer stopped', { lines: this.queue.length });
+    if (this.queue.size > 0) this.report('audit lines not stored before the writer stopped', { lines: this.queue.size });
   }
 
   private report(message: string, fields: Record<string, unknown>): void {
@@ -84,14 +99,28 @@ export class AuditWriter {
     // One turn of the event loop lets the replies go first and concurrent reads join the batch.
     await new Promise((resolve) => setImmediate(resolve));
     try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.slice(0, MAX_BATCH);
-        await this.store(batch);
-        this.queue.splice(0, batch.length);
+      while (this.queue.size > 0) {
+        // Taken off the queue while stored, so decisions arriving meanwhile start new rows (the
+        // upsert adds them up); a failed batch is merged back in.
+        const batch: ReadAuditRow[] = [];
+        for (const [key, row] of this.queue) {
+          if (batch.length >= MAX_BATCH) break;
+          batch.push(row);
+          this.queue.delete(key);
+        }
+        try {
+          await this.store(batch);
+        } catch (error) {
+          const newer = [...this.queue.values()];
+          this.queue.clear();
+          for (const row of [...batch, ...newer]) this.merge(row);
+          throw error;
+        }
         this.failures = 0;
         if (this.dropped > 0) {
           this.report('audit queue drained after dropping lines', { dropped: this.dropped });
           this.dropped = 0;
+          this.reportedFull = false;
         }
       }
       this.flushing = null;
@@ -104,8 +133,8 @@ export class AuditWriter {
     }
   }
 
-  /** One batch; when its data is at fault, each line on its own, dropping those refused. */
-  private async store(batch: readonly AuditEntry[]): Promise<void> {
+  /** One batch; when its data is at fault, each row on its own, dropping those refused. */
+  private async store(batch: readonly ReadAuditRow[]): Promise<void> {
     try {
       await this.insertBatch(batch);
     } catch (error) {
@@ -115,7 +144,12 @@ export class AuditWriter {
           await this.insertBatch([line]);
         } catch (lineError) {
           if (this.options.isLineError(lineError) !== true) throw lineError;
-          this.report('audit line refused by the database; dropped', { decision: line.decision, surface: line.surface, error: String(lineError) });
+          this.report('audit line refused by the database; dropped', {
+            decision: line.decision,
+            surface: line.surface,
+            count: line.count,
+            error: String(lineError),
+          });
         }
       }
     }

@@ -95,6 +95,17 @@ export interface TaskOperations {
   schemaState(): Promise<SchemaState>;
   /** Abandoned tasks among the audit lines after `after` (null: none counted, only the position). */
   auditTally(input: { after: number | null }): Promise<AuditTally>;
+  /**
+   * What the retention sweep would remove at `now` (`sweepExpired` with no bound), counted and
+   * left in place (`tasklatch prune --dry-run`).
+   */
+  retentionDue(input: { now: Millis; retentionMs: number }): Promise<RetentionDue>;
+}
+
+/** Tasks past their retention, and the audit rows that would go with them or are orphaned. */
+export interface RetentionDue {
+  tasks: number;
+  auditRows: number;
 }
 
 /** The stats of no tasks at all; stores fill in what they count. */

@@ -119,7 +119,12 @@ export interface ClaimInput {
   tools?: readonly string[];
 }
 
-/** One line of the append-only audit trail. */
+/**
+ * One entry of the audit trail: an exact line (a decision written with a store write), or an
+ * aggregated row (decisions made outside one: reads, lists, refusals, misses; see
+ * read-audit.ts), which carries `count`, `firstAt` and `lastAt` and the latest decision's
+ * correlation id, status, version and detail.
+ */
 export interface AuditEntry {
   at: Millis;
   surface: 'create' | 'transition' | 'read' | 'list' | 'input';
@@ -131,6 +136,19 @@ export interface AuditEntry {
   status?: string | null;
   version?: number | null;
   detail?: string | null;
+  /** Aggregated rows only: how many decisions, the first and the last (`at` is the first). */
+  count?: number;
+  firstAt?: Millis;
+  lastAt?: Millis;
+}
+
+/** What one retention batch removed (`sweepExpired`). */
+export interface SweepOutcome {
+  tasks: number;
+  /** Rows of both audit tables: those of the removed tasks and those whose task was already gone. */
+  auditRows: number;
+  /** A bound was reached: more may be due now. */
+  more: boolean;
 }
 
 /** One task as its own auth context names it: every lookup carries both. */
@@ -257,12 +275,21 @@ export interface ProgressEvent {
 
 /** The upkeep role: audit trail, expiry, seeding, change notifications, progress, shared secret. */
 export interface TaskUpkeep {
-  /** Appends a decision made outside a store write (blocks, reads) to the audit trail. */
+  /**
+   * Counts a decision made outside a store write (blocks, reads) in the aggregated audit: one row
+   * per (task, auth key, surface, decision, hour), see read-audit.ts.
+   */
   recordDecision(entry: AuditEntry): Promise<void>;
-  /** The audit trail of one task, oldest first (tests, inspection). */
+  /** The audit trail of one task, exact lines and aggregated rows, oldest first (`mergeTrail`). */
   auditTrail(input: { taskId: string }): Promise<AuditEntry[]>;
-  /** Deletes up to `limit` expired records; returns how many went. */
-  sweepExpired(input: { now: Millis; limit: number }): Promise<number>;
+  /**
+   * One retention batch: removes up to `limit` tasks past retention (`isPastRetention`: expired
+   * `retentionMs` ago, or finished that long ago without a ttl) with their outbox entries,
+   * questions and audit rows, then (when fewer than `limit` tasks were due) up to `limit` audit rows of each table older than the
+   * retention whose task is gone (or that named none). With `retentionMs` 0 an expired task goes
+   * at once. A task past its expiry and not yet removed answers every caller as expired.
+   */
+  sweepExpired(input: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome>;
   /**
    * Ends up to `limit` tasks whose outstanding question is past its deadline (`overdueQuestion`
    * on a task `awaitsInput`): one conditional write each, on the status and version read, to

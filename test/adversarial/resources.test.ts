@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuditWriter } from '../../src/store/audit-writer.js';
+import { readAuditRow, type ReadAuditRow } from '../../src/store/read-audit.js';
 import type { AuditEntry } from '../../src/store/types.js';
 import { listen, readEvents } from '../support/stateless.js';
 import { sqliteHarness } from '../support/stores.js';
@@ -99,7 +100,7 @@ describe('the audit queue under a flood', () => {
   it('stays bounded while the database stalls, says what it dropped, and empties when it recovers', async () => {
     let release!: () => void;
     const stalled = new Promise<void>((resolve) => (release = resolve));
-    const stored: AuditEntry[] = [];
+    const stored: ReadAuditRow[] = [];
     const problems: string[] = [];
     const writer = new AuditWriter(
       async (batch) => {
@@ -116,7 +117,7 @@ describe('the audit queue under a flood', () => {
       taskId: `t-${i}`,
       correlationId: `c-${i}`,
     });
-    for (let i = 0; i < 20_000; i++) writer.append(line(i));
+    for (let i = 0; i < 20_000; i++) writer.append(readAuditRow(line(i)));
     expect(writer.pending).toBeLessThanOrEqual(1000);
     expect(problems.some((p) => p.includes('dropping'))).toBe(true);
     release();

@@ -12,24 +12,45 @@ describe('ExpirySweeper', () => {
     ]);
     const calls: number[] = [];
     const counting = Object.assign(Object.create(store) as MemoryStore, {
-      sweepExpired: async (input: { now: number; limit: number }) => {
-        const n = await store.sweepExpired(input);
-        calls.push(n);
-        return n;
+      sweepExpired: async (input: { now: number; limit: number; retentionMs: number }) => {
+        const out = await store.sweepExpired(input);
+        calls.push(out.tasks);
+        return out;
       },
     });
-    const sweeper = new ExpirySweeper(counting, () => T0, { batchSize: 5 });
-    expect(await sweeper.sweepOnce()).toBe(23);
+    const sweeper = new ExpirySweeper(counting, () => T0, { batchSize: 5, retentionMs: 0 });
+    expect(await sweeper.sweepOnce()).toEqual({ tasks: 23, auditRows: 0 });
     expect(calls).toEqual([5, 5, 5, 5, 3]);
     expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'live', now: T0 })).decision).toBe('FOUND');
-    expect(await sweeper.sweepOnce()).toBe(0);
+    expect(await sweeper.sweepOnce()).toEqual({ tasks: 0, auditRows: 0 });
+  });
+
+  it('keeps expired and finished tasks for the retention period (default 7 days), then removes them', async () => {
+    const DAY = 24 * 3_600_000;
+    const store = new MemoryStore();
+    await store.seed([
+      record({ taskId: 'expired', expiresAt: T0 - 1 }),
+      record({ taskId: 'done', status: 'completed', version: 2, expiresAt: null, ttl: null, lastUpdatedAt: T0 }),
+      record({ taskId: 'running', expiresAt: null, ttl: null }),
+    ]);
+    let now = T0;
+    const sweeper = new ExpirySweeper(store, () => now);
+    expect(await sweeper.sweepOnce()).toEqual({ tasks: 0, auditRows: 0 });
+    now = T0 + 7 * DAY - 1;
+    expect((await sweeper.sweepOnce()).tasks).toBe(1);
+    now = T0 + 7 * DAY;
+    expect((await sweeper.sweepOnce()).tasks).toBe(1);
+    now = T0 + 365 * DAY;
+    expect((await sweeper.sweepOnce()).tasks).toBe(0);
+    expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'running', now })).decision).toBe('FOUND');
+    expect(() => new ExpirySweeper(store, () => now, { retentionMs: -1 })).toThrow(/retentionMs/);
   });
 
   it('stops after maxBatches and sweeps on its interval', async () => {
     const store = new MemoryStore();
     await store.seed(Array.from({ length: 10 }, (_, i) => record({ taskId: `old${i}`, expiresAt: T0 - 1 })));
-    const sweeper = new ExpirySweeper(store, () => T0, { batchSize: 2, maxBatches: 2, intervalMs: 20 });
-    expect(await sweeper.sweepOnce()).toBe(4);
+    const sweeper = new ExpirySweeper(store, () => T0, { batchSize: 2, maxBatches: 2, intervalMs: 20, retentionMs: 0 });
+    expect((await sweeper.sweepOnce()).tasks).toBe(4);
     sweeper.start();
     await new Promise((r) => setTimeout(r, 150));
     await sweeper.stop();

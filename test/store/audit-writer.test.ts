@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AuditWriter } from '../../src/store/audit-writer.js';
 import { boundedAuditLine } from '../../src/store/audit-line.js';
+import { readAuditRow, type ReadAuditRow } from '../../src/store/read-audit.js';
 import type { AuditEntry } from '../../src/store/types.js';
 import { ALL_HARNESSES } from '../support/stores.js';
 
@@ -17,15 +18,17 @@ const line = (taskId: string | null, decision: AuditEntry['decision'] = 'RETURN_
 
 /** A database that refuses lines whose task id is 'bad' (as PostgreSQL refuses an index row too large), and can be down. */
 function database() {
-  const stored: AuditEntry[] = [];
+  const stored: ReadAuditRow[] = [];
   let down = false;
-  const insert = async (batch: readonly AuditEntry[]) => {
+  const insert = async (batch: readonly ReadAuditRow[]) => {
     if (down) throw Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' });
     if (batch.some((l) => l.taskId === 'bad')) throw Object.assign(new Error('index row size exceeds maximum'), { code: '54000' });
     stored.push(...batch);
   };
   return { stored, insert, setDown: (value: boolean) => (down = value) };
 }
+
+const row = (taskId: string | null, decision: AuditEntry['decision'] = 'RETURN_STATUS'): ReadAuditRow => readAuditRow(line(taskId, decision));
 
 const isLineError = (error: unknown) => (error as { code?: string }).code === '54000';
 
@@ -34,11 +37,11 @@ describe('AuditWriter', () => {
     const db = database();
     const problems: string[] = [];
     const writer = new AuditWriter(db.insert, { isLineError, onProblem: (m) => problems.push(m) });
-    for (const id of ['a', 'bad', 'b', 'c']) writer.append(line(id));
+    for (const id of ['a', 'bad', 'b', 'c']) writer.append(row(id));
     await writer.drain(2000);
     expect(db.stored.map((l) => l.taskId)).toEqual(['a', 'b', 'c']);
     expect(problems).toEqual(['audit line refused by the database; dropped']);
-    writer.append(line('d'));
+    writer.append(row('d'));
     await writer.drain(2000);
     expect(db.stored.map((l) => l.taskId)).toEqual(['a', 'b', 'c', 'd']);
   });
@@ -47,8 +50,8 @@ describe('AuditWriter', () => {
     const db = database();
     db.setDown(true);
     const writer = new AuditWriter(db.insert, { isLineError });
-    writer.append(line('a'));
-    writer.append(line('b'));
+    writer.append(row('a'));
+    writer.append(row('b'));
     await writer.drain(150);
     expect(db.stored).toEqual([]);
     expect(writer.pending).toBe(2);
@@ -62,7 +65,7 @@ describe('AuditWriter', () => {
     db.setDown(true);
     const problems: Array<[string, Record<string, unknown>]> = [];
     const writer = new AuditWriter(db.insert, { isLineError, maxQueue: 3, onProblem: (m, f) => problems.push([m, f]) });
-    for (const id of ['1', '2', '3', '4', '5']) writer.append(line(id));
+    for (const id of ['1', '2', '3', '4', '5']) writer.append(row(id));
     expect(writer.pending).toBe(3);
     db.setDown(false);
     await writer.drain(5000);
@@ -71,12 +74,37 @@ describe('AuditWriter', () => {
     expect(problems.at(-1)?.[1]).toEqual({ dropped: 2 });
   });
 
+  it('queues a burst of one key as one row and stores its count, and a row stored while more arrive adds up', async () => {
+    const db = database();
+    const writer = new AuditWriter(db.insert, { isLineError });
+    for (let i = 0; i < 1000; i++) writer.append(readAuditRow({ ...line('t'), at: 1000 + i, correlationId: `c${i}` }));
+    writer.append(row('u'));
+    expect(writer.pending).toBe(2);
+    await writer.drain(2000);
+    expect(db.stored).toHaveLength(2);
+    expect(db.stored[0]).toMatchObject({ taskKey: 't', count: 1000, firstAt: 1000, lastAt: 1999, correlationId: 'c999' });
+    expect(db.stored[1]).toMatchObject({ taskKey: 'u', count: 1 });
+  });
+
+  it('keeps the counts of a failed batch and adds the decisions that came meanwhile', async () => {
+    const db = database();
+    db.setDown(true);
+    const writer = new AuditWriter(db.insert, { isLineError });
+    writer.append(row('t'));
+    writer.append(row('t'));
+    await writer.drain(120);
+    writer.append(row('t'));
+    db.setDown(false);
+    await writer.drain(5000);
+    expect(db.stored.map((r) => [r.taskKey, r.count])).toEqual([['t', 3]]);
+  });
+
   it('says what it could not store when it has to stop', async () => {
     const db = database();
     db.setDown(true);
     const problems: Array<[string, Record<string, unknown>]> = [];
     const writer = new AuditWriter(db.insert, { isLineError, onProblem: (m, f) => problems.push([m, f]) });
-    writer.append(line('a'));
+    writer.append(row('a'));
     await writer.drain(100);
     expect(problems.at(-1)).toEqual(['audit lines not stored before the writer stopped', { lines: 1 }]);
   });

@@ -22,6 +22,9 @@ task_inputs: task_id text NO, input_key text NO, ask_seq integer NO, input_ordin
   deadline_ms bigint YES
 task_outbox: id bigint NO, task_id text NO, created_at_ms bigint NO, available_at_ms bigint NO, claimed_by text YES,
   lease_expires_at_ms bigint YES, attempt integer NO, done_at_ms bigint YES
+task_read_audit: task_key text NO, auth_key text NO, surface text NO, decision text NO, window_start_ms bigint NO,
+  count bigint NO, first_at_ms bigint NO, last_at_ms bigint NO, task_id text YES, correlation_id text NO, status text YES,
+  version integer YES, detail text YES
 tasklatch_meta: key text NO, value text NO
 tasklatch_migrations: name text NO, applied_at_ms bigint NO, checksum text YES
 tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, status_message text YES, version integer NO,
@@ -33,6 +36,10 @@ tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, st
 const EXPECTED_INDEXES = [
   'task_audit USING btree (task_id, id)',
   'task_audit USING btree (id)',
+  'task_audit USING btree (at_ms)',
+  'task_read_audit USING btree (last_at_ms)',
+  'task_read_audit USING btree (task_key, auth_key, surface, decision, window_start_ms)',
+  "tasks USING btree (last_updated_at_ms) WHERE ((expires_at_ms IS NULL) AND (status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])))",
   'task_inputs USING btree (deadline_ms) WHERE ((answered_at_ms IS NULL) AND (deadline_ms IS NOT NULL))',
   'task_inputs USING btree (task_id, input_key)',
   'task_outbox USING btree (available_at_ms, id) WHERE (done_at_ms IS NULL)',
@@ -77,12 +84,14 @@ describe('PostgresStore schema and migrations', () => {
   it('orders task ids by code point (COLLATE "C") and refuses unknown statuses', async () => {
     const collation = await store.pool.query<{ t: string; c: string }>(
       `SELECT table_name AS t, collation_name AS c FROM information_schema.columns
-        WHERE table_schema = $1 AND column_name = 'task_id' AND table_name <> 'task_audit' ORDER BY table_name`,
+        WHERE table_schema = $1 AND (column_name = 'task_id' AND table_name NOT IN ('task_audit', 'task_read_audit') OR column_name = 'task_key')
+        ORDER BY table_name`,
       [schemaOf(url)],
     );
     expect(collation.rows).toEqual([
       { t: 'task_inputs', c: 'C' },
       { t: 'task_outbox', c: 'C' },
+      { t: 'task_read_audit', c: 'C' },
       { t: 'tasks', c: 'C' },
     ]);
     await expect(
@@ -98,6 +107,7 @@ describe('PostgresStore schema and migrations', () => {
       '003_active_tasks.sql',
       '004_migration_checksums.sql',
       '005_task_inputs.sql',
+      '007_read_audit.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -142,7 +152,7 @@ describe('PostgresStore schema and migrations', () => {
     const fresh = await freshPostgresUrl('pg_concurrent_migrate');
     const runs = await Promise.all(Array.from({ length: 6 }, () => migratePostgres(fresh)));
     expect(runs.filter((r) => r.length > 0)).toEqual([
-      ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_migration_checksums.sql', '005_task_inputs.sql'],
+      ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_migration_checksums.sql', '005_task_inputs.sql', '007_read_audit.sql'],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);
     const opened = await Promise.all([PostgresStore.open(fresh), PostgresStore.open(fresh)]);

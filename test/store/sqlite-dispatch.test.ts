@@ -128,7 +128,7 @@ describe('SQLite dispatch', () => {
     for (let i = 0; i < 6; i++) await store.admit(admission(i, { ttl: i < 4 ? 100 : HOUR }));
     await store.claim(claimIn('w1', T0 + 10, { limit: 2 }));
     expect(store.db.pragma('foreign_keys', { simple: true })).toBe(1);
-    expect(await store.sweepExpired({ now: T0 + 200, limit: 10 })).toBe(4);
+    expect((await store.sweepExpired({ now: T0 + 200, limit: 10, retentionMs: 0 })).tasks).toBe(4);
     expect((store.db.prepare('SELECT task_id FROM task_outbox ORDER BY id').all() as Array<{ task_id: string }>).map((r) => r.task_id)).toEqual([
       't-004',
       't-005',

@@ -68,6 +68,21 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['version', 'INTEGER', 0, 0],
     ['detail', 'TEXT', 0, 0],
   ],
+  task_read_audit: [
+    ['task_key', 'TEXT', 1, 1],
+    ['auth_key', 'TEXT', 1, 2],
+    ['surface', 'TEXT', 1, 3],
+    ['decision', 'TEXT', 1, 4],
+    ['window_start_ms', 'INTEGER', 1, 5],
+    ['count', 'INTEGER', 1, 0],
+    ['first_at_ms', 'INTEGER', 1, 0],
+    ['last_at_ms', 'INTEGER', 1, 0],
+    ['task_id', 'TEXT', 0, 0],
+    ['correlation_id', 'TEXT', 1, 0],
+    ['status', 'TEXT', 0, 0],
+    ['version', 'INTEGER', 0, 0],
+    ['detail', 'TEXT', 0, 0],
+  ],
   task_inputs: [
     ['task_id', 'TEXT', 1, 1],
     ['input_key', 'TEXT', 1, 2],
@@ -101,6 +116,7 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
 const MIGRATION_FILES = readdirSync(new URL('../../migrations/sqlite/', import.meta.url)).filter((f) => f.endsWith('.sql')).length;
 
 const EXPECTED_INDEXES = [
+  ['task_audit_at_idx', 'task_audit', 'CREATE INDEX task_audit_at_idx ON task_audit (at_ms)'],
   ['task_audit_task_idx', 'task_audit', 'CREATE INDEX task_audit_task_idx ON task_audit (task_id, id)'],
   [
     'task_inputs_deadline_idx',
@@ -109,9 +125,15 @@ const EXPECTED_INDEXES = [
   ],
   ['task_outbox_available_idx', 'task_outbox', 'CREATE INDEX task_outbox_available_idx ON task_outbox (available_at_ms) WHERE done_at_ms IS NULL'],
   ['task_outbox_task_idx', 'task_outbox', 'CREATE INDEX task_outbox_task_idx ON task_outbox (task_id)'],
+  ['task_read_audit_last_idx', 'task_read_audit', 'CREATE INDEX task_read_audit_last_idx ON task_read_audit (last_at_ms)'],
   ['tasks_active_by_auth', 'tasks', "CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')"],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
   ['tasks_expires_idx', 'tasks', 'CREATE INDEX tasks_expires_idx ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL'],
+  [
+    'tasks_finished_idx',
+    'tasks',
+    "CREATE INDEX tasks_finished_idx ON tasks (last_updated_at_ms) WHERE expires_at_ms IS NULL AND status IN ('completed', 'failed', 'cancelled')",
+  ],
 ];
 
 let dir: string;
@@ -154,7 +176,7 @@ describe('SQLite migrations', () => {
     // The primary key (task_id, input_key) is the autoindex that keeps a key unique for the task's lifetime.
     const inputKeys = (db.pragma('index_list(task_inputs)') as { name: string; origin: string }[]).filter((i) => i.origin === 'pk');
     expect(inputKeys.map((i) => (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name))).toEqual([['task_id', 'input_key']]);
-    const all = ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_task_inputs.sql', '007_task_progress.sql'];
+    const all = ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_task_inputs.sql', '006_read_audit.sql', '007_task_progress.sql'];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
     await store.close();

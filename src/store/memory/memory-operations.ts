@@ -4,7 +4,6 @@ import type { Millis, TaskRecord } from '../../core/types.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import { principalOfAuthKey } from '../operator-filter.js';
 import {
-  ABANDONED_DETAIL,
   emptyStats,
   type AuditTally,
   type OperatorPage,
@@ -13,14 +12,14 @@ import {
   type TaskInspection,
   type TaskStats,
 } from '../task-operations.js';
-import type { AuditEntry } from '../types.js';
+import type { MemoryAudit } from './memory-audit.js';
 
 /** What the memory store's operator reads see of it. */
 export interface MemoryOperationsState {
   tasks: ReadonlyMap<string, TaskRecord>;
   outbox: ReadonlyMap<string, { createdAt: Millis; availableAt: Millis; doneAt: Millis | null }>;
   questions: ReadonlyMap<string, StoredInput[]>;
-  audit: readonly AuditEntry[];
+  audit: Pick<MemoryAudit, 'tally'>;
 }
 
 /** Whether `record` passes every field of `filter` (the SQL stores' WHERE clauses). */
@@ -94,10 +93,7 @@ export function compareToolRows(a: { tool: string | null; status: string }, b: {
   return a.status < b.status ? -1 : a.status > b.status ? 1 : 0;
 }
 
-/** Positions are 1-based line numbers of the trail, as the SQL stores' ids are. */
+/** Positions are line ids of the trail, as the SQL stores' are. */
 export function auditTallyIn(state: MemoryOperationsState, after: number | null): AuditTally {
-  const position = state.audit.length;
-  if (after === null) return { position, abandoned: 0 };
-  const abandoned = state.audit.slice(after).filter((line) => line.detail === ABANDONED_DETAIL).length;
-  return { position, abandoned };
+  return state.audit.tally(after);
 }

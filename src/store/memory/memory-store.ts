@@ -4,15 +4,16 @@ import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
 import { decideDispatch, holdsFence } from '../../core/dispatch-rules.js';
 import { compareListOrder, decideCancel } from '../../core/read-rules.js';
-import { isExpired } from '../../core/time.js';
+import { isExpired, isPastRetention } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
 import { deadlineDetail, deadlineOutcome, type StoredInput } from '../../core/input-rules.js';
 import { admissionRecord } from '../admission-record.js';
-import { auditLine, boundedAuditLine } from '../audit-line.js';
+import { auditLine } from '../audit-line.js';
+import { MemoryAudit } from './memory-audit.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
-import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
+import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
   AnswerInput,
   AnswerOutcome,
@@ -29,6 +30,7 @@ import type {
   LookupOutcome,
   OverdueOutcome,
   StoreCapabilities,
+  SweepOutcome,
   TaskRef,
   TaskStore,
   TransitionInput,
@@ -58,7 +60,7 @@ export class MemoryStore implements TaskStore {
   private readonly keys = new Map<string, string>();
   /** Insertion order is dispatch order among entries available at the same time. */
   private readonly outbox = new Map<string, OutboxEntry>();
-  private readonly audit: AuditEntry[] = [];
+  private readonly audit = new MemoryAudit();
   /** taskId → its questions in ask order: the task_inputs table of the SQL stores. */
   private readonly questions = new Map<string, StoredInput[]>();
   private readonly inputState: MemoryInputState = {
@@ -68,7 +70,7 @@ export class MemoryStore implements TaskStore {
       const entry = this.outbox.get(taskId);
       if (entry !== undefined && entry.doneAt === null) entry.availableAt = now;
     },
-    audit: (line) => this.audit.push(line),
+    audit: (line) => this.audit.append(line),
   };
   private readonly secret = randomBytes(32);
 
@@ -272,18 +274,20 @@ export class MemoryStore implements TaskStore {
   }
 
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.audit.push({ ...boundedAuditLine(entry) });
+    this.audit.count(entry);
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
-    return this.audit.filter((e) => e.taskId === taskId).map((e) => ({ ...e }));
+    return this.audit.trail(taskId);
   }
 
-  async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
+  async sweepExpired({ now, limit, retentionMs }: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
     let deleted = 0;
+    let auditRows = 0;
     for (const record of this.tasks.values()) {
       if (deleted >= limit) break;
-      if (!isExpired(record, now)) continue;
+      if (!isPastRetention(record, now, retentionMs)) continue;
+      auditRows += this.audit.removeTask(record.taskId);
       this.tasks.delete(record.taskId);
       this.track(record, false);
       this.outbox.delete(record.taskId);
@@ -294,7 +298,10 @@ export class MemoryStore implements TaskStore {
       }
       deleted++;
     }
-    return deleted;
+    // Orphans once the tasks due are gone, as the SQL stores do.
+    const orphans = limit > 0 && deleted < limit ? this.audit.removeOrphans(now - retentionMs, limit, (id) => this.tasks.has(id)) : { lines: 0, reads: 0 };
+    const more = deleted >= limit || orphans.lines >= limit || orphans.reads >= limit;
+    return { tasks: deleted, auditRows: auditRows + orphans.lines + orphans.reads, more: limit > 0 && more };
   }
 
   async failOverdueInputs({ now, limit, correlationId }: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
@@ -363,6 +370,11 @@ export class MemoryStore implements TaskStore {
     return auditTallyIn(this.operations, after);
   }
 
+  async retentionDue({ now, retentionMs }: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
+    const due = new Set([...this.tasks.values()].filter((r) => isPastRetention(r, now, retentionMs)).map((r) => r.taskId));
+    return { tasks: due.size, auditRows: this.audit.due(due, now - retentionMs, (id) => this.tasks.has(id) && !due.has(id)) };
+  }
+
   private log(
     at: Millis,
     surface: AuditEntry['surface'],
@@ -373,7 +385,7 @@ export class MemoryStore implements TaskStore {
     record: TaskRecord | null,
     detail?: string,
   ): void {
-    this.audit.push(auditLine({ at, surface, decision, authKey, taskId, correlationId, record, detail }));
+    this.audit.append(auditLine({ at, surface, decision, authKey, taskId, correlationId, record, detail }));
   }
 }
 

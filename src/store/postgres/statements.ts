@@ -168,12 +168,6 @@ export function listPage(afterPosition: boolean): string {
    ORDER BY created_at_ms, task_id LIMIT $3`;
 }
 
-/** Deletes up to $2 records expired at $1; their outbox rows cascade, the audit stays. */
-export const SWEEP_EXPIRED = `
-  DELETE FROM tasks WHERE task_id IN (
-    SELECT task_id FROM tasks WHERE expires_at_ms <= $1
-     ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED)`;
-
 /** Seeding replaces a record verbatim; the key it carries moves to it from any other record. */
 export const RELEASE_KEY_FOR_SEED = `
   UPDATE tasks SET idempotency_key = NULL

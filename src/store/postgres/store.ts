@@ -4,6 +4,8 @@ import { classifyMiss } from '../../core/transition-rules.js';
 import { boundedAuditLine } from '../audit-line.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { AuditWriter } from '../audit-writer.js';
+import { mergeTrail, readAuditRow } from '../read-audit.js';
+import { readAuditOf, retentionDueIn, sweepIn, upsertReadAudit } from './audit.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type {
   AnswerInput,
@@ -14,6 +16,7 @@ import type {
   AdmitInput,
   AdmitOutcome,
   AuditEntry,
+  SweepOutcome,
   CancelOutcome,
   ClaimInput,
   ListPage,
@@ -37,8 +40,8 @@ import { ProgressBuffer } from '../progress-buffer.js';
 import { encodedProgress } from './progress.js';
 import { migratePostgres } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
-import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
-import { auditColumns, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
+import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
+import { recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import * as sql from './statements.js';
 import { admitIn, cancelIn, readById, readGuard, transitionIn } from './task-writes.js';
 
@@ -100,7 +103,7 @@ export class PostgresStore implements TaskStore {
     this.auditWriter = new AuditWriter(
       async (batch) => {
         // Named: each connection of the audit pool parses and plans it once.
-        await auditPool.query({ name: sql.INSERT_AUDIT_LINES_NAME, text: sql.INSERT_AUDIT_LINES, values: auditColumns(batch) });
+        await upsertReadAudit(auditPool, batch);
       },
       {
         // Data exceptions (22…), integrity (23…) and program limits (54…, an index row too big)
@@ -245,21 +248,21 @@ export class PostgresStore implements TaskStore {
     return inputsIn(this.pool, ref);
   }
 
-  /** Queued and written in batches off the reply path: see {@link AuditWriter}. */
+  /** Counted and upserted in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.auditWriter.append(boundedAuditLine(entry));
+    this.auditWriter.append(readAuditRow(boundedAuditLine(entry)));
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     await this.auditWriter.drain();
-    const found = await this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]);
-    return found.rows.map(rowToAudit);
+    const [lines, reads] = await Promise.all([this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]), readAuditOf(this.pool, taskId)]);
+    return mergeTrail(lines.rows.map(rowToAudit), reads);
   }
 
-  async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
-    if (limit <= 0) return 0;
-    const deleted = await this.pool.query(sql.SWEEP_EXPIRED, [now, limit]);
-    return deleted.rowCount ?? 0;
+  async sweepExpired(input: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
+    // Rows still queued for a task about to go would come back as orphans after it.
+    await this.auditWriter.drain();
+    return sweepIn(this.pool, input);
   }
 
   async failOverdueInputs(input: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
@@ -317,6 +320,11 @@ export class PostgresStore implements TaskStore {
 
   async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
     return auditTallyIn(this.pool, after);
+  }
+
+  async retentionDue(input: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
+    await this.auditWriter.drain();
+    return retentionDueIn(this.pool, input);
   }
 
   /**

@@ -79,8 +79,6 @@ const SQL = {
   insertAudit: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
      VALUES (@at_ms, @surface, @decision, @auth_key, @task_id, @correlation_id, @status, @version, @detail)`,
   selectAudit: 'SELECT * FROM task_audit WHERE task_id = ? ORDER BY id',
-  sweep: `DELETE FROM tasks WHERE task_id IN (
-       SELECT task_id FROM tasks WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
   /** Seeding imports records as they are: the seeded record takes its key over from any other holder. */
   releaseKeyForSeed: 'UPDATE tasks SET idempotency_key = NULL WHERE auth_key = @auth_key AND idempotency_key = @idempotency_key AND task_id <> @task_id',
   // An upsert, not INSERT OR REPLACE: REPLACE deletes the old row, and the cascade would take

@@ -3,6 +3,8 @@ import { TasklatchError } from '../../core/errors.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import { boundedAuditLine } from '../audit-line.js';
 import { AuditWriter } from '../audit-writer.js';
+import { mergeTrail, readAuditRow } from '../read-audit.js';
+import { prepareAuditStatements, readAuditIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type {
@@ -22,6 +24,7 @@ import type {
   OverdueOutcome,
   ProgressEvent,
   StoreCapabilities,
+  SweepOutcome,
   TaskRef,
   TaskStore,
   TransitionInput,
@@ -36,8 +39,8 @@ import { ProgressBuffer } from '../progress-buffer.js';
 import { ProgressWriter } from './progress.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
-import type { AuditTally, OperatorPage, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
-import { auditToRow, recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
+import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
+import { recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, readGuard, transitionIn } from './task-writes.js';
 
@@ -60,6 +63,7 @@ export class SqliteStore implements TaskStore {
   readonly supports: StoreCapabilities;
 
   private readonly sql: Statements;
+  private readonly audit: ReturnType<typeof prepareAuditStatements>;
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
   private readonly auditWriter: AuditWriter;
@@ -75,11 +79,12 @@ export class SqliteStore implements TaskStore {
     readonly migrationsApplied: readonly string[] = [],
   ) {
     this.sql = prepareStatements(db);
+    this.audit = prepareAuditStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
     // not take the file's write lock for its audit line, and a burst of polls commits once.
     this.auditWriter = new AuditWriter(
       async (batch) => {
-        this.write(() => batch.forEach((line) => this.sql.insertAudit.run(auditToRow(line))));
+        this.write(() => upsertReadAuditIn(this.audit, batch));
       },
       {
         // A constraint or type error belongs to the lines; busy, locked or I/O to the database.
@@ -176,20 +181,20 @@ export class SqliteStore implements TaskStore {
     return (this.sql.countPending.get() as { n: number }).n;
   }
 
-  /** Written at once, on the caller's turn: a local INSERT costs less than queueing it. */
-  /** Queued and written in batches off the reply path: see {@link AuditWriter}. */
+  /** Counted and upserted in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.auditWriter.append(boundedAuditLine(entry));
+    this.auditWriter.append(readAuditRow(boundedAuditLine(entry)));
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     await this.auditWriter.drain();
-    return (this.sql.selectAudit.all(taskId) as AuditRow[]).map(rowToAudit);
+    return this.db.transaction(() => mergeTrail((this.sql.selectAudit.all(taskId) as AuditRow[]).map(rowToAudit), readAuditIn(this.audit, taskId))).deferred();
   }
 
-  async sweepExpired({ now, limit }: { now: Millis; limit: number }): Promise<number> {
-    // The outbox entries and questions go by ON DELETE CASCADE (open turns foreign_keys on for the connection).
-    return this.write(() => this.sql.sweep.run(now, limit).changes);
+  async sweepExpired(input: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
+    // Rows still queued for a task about to go would come back as orphans after it.
+    await this.auditWriter.drain();
+    return this.write(() => sweepIn(this.audit, input));
   }
 
   async failOverdueInputs({ now, limit, correlationId }: { now: Millis; limit: number; correlationId: string }): Promise<OverdueOutcome> {
@@ -274,6 +279,11 @@ export class SqliteStore implements TaskStore {
 
   async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
     return auditTallyIn(this.db, after);
+  }
+
+  async retentionDue(input: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
+    await this.auditWriter.drain();
+    return retentionDueIn(this.audit, input);
   }
 
   private write<T>(fn: () => T): T {

@@ -203,7 +203,7 @@ defineStoreSuite('inputs', ({ harness, fresh, freshMany }) => {
     await ask(store, fence, ['k1', 'k2']);
     await answer(store, fence, { k1: accept(1) });
     const { task, inputs } = await snapshot(store, fence);
-    expect(await store.sweepExpired({ now: T0 + HOUR, limit: 10 })).toBe(1);
+    expect((await store.sweepExpired({ now: T0 + HOUR, limit: 10, retentionMs: 0 })).tasks).toBe(1);
     await store.seed([task!]);
     expect((await store.inputs({ ...fence, now: T0 + 30 })).inputs).toEqual([]);
     await store.seed([], inputs!);

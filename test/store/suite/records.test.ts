@@ -237,18 +237,24 @@ defineStoreSuite('records', ({ fresh }) => {
   });
 
   describe('expiry', () => {
-    it('sweeps expired records in bounded batches and keeps the audit trail', async () => {
+    it('sweeps expired records in bounded batches, with their audit trails (retention 0)', async () => {
       const store = await fresh('sweep');
       const expired = Array.from({ length: 25 }, (_, i) => record({ taskId: `x${i}`, expiresAt: T0 - i }));
       await store.seed([...expired, record({ taskId: 'live' }), record({ taskId: 'forever', expiresAt: null })]);
       await store.recordDecision({ at: T0, surface: 'read', decision: 'RETURN_STATUS', authKey: A, taskId: 'x3', correlationId: 'c' });
       const batches = [];
-      for (let i = 0; i < 4; i++) batches.push(await store.sweepExpired({ now: T0, limit: 10 }));
-      expect(batches).toEqual([10, 10, 5, 0]);
+      for (let i = 0; i < 4; i++) batches.push(await store.sweepExpired({ now: T0, limit: 10, retentionMs: 0 }));
+      expect(batches.map((b) => [b.tasks, b.more])).toEqual([
+        [10, true],
+        [10, true],
+        [5, false],
+        [0, false],
+      ]);
+      expect(batches.reduce((n, b) => n + b.auditRows, 0)).toBe(1);
       expect((await store.get({ authKey: A, taskId: 'live', now: T0 })).decision).toBe('FOUND');
       expect((await store.get({ authKey: A, taskId: 'forever', now: T0 })).decision).toBe('FOUND');
       expect((await store.get({ authKey: A, taskId: 'x3', now: T0 - 100 })).decision).toBe('NOT_FOUND');
-      expect(await store.auditTrail({ taskId: 'x3' })).toHaveLength(1);
+      expect(await store.auditTrail({ taskId: 'x3' })).toEqual([]);
     });
   });
 
