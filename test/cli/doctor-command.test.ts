@@ -24,6 +24,7 @@ describe('tasklatch doctor', () => {
       ready: true,
       checks: [
         { name: 'store', ok: true, detail: `SQLite store at ${path} answers` },
+        { name: 'driver', ok: true, detail: expect.stringMatching(/^(better-sqlite3|node:sqlite)$/) as unknown },
         { name: 'migrations', ok: true, detail: 'schema current' },
       ],
     });
