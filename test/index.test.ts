@@ -30,6 +30,8 @@ describe('the root entry', () => {
     expect(packages.has('pg')).toBe(false);
     expect(packages.has('better-sqlite3')).toBe(false);
     expect(packages.has('@modelcontextprotocol/sdk')).toBe(false);
+    expect(packages.has('@modelcontextprotocol/server')).toBe(false);
+    expect(packages.has('@modelcontextprotocol/client')).toBe(false);
     // pino: the runtime's logger.
     expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['canonicalize', 'pino', 'zod']);
   });
@@ -49,6 +51,8 @@ describe('the root entry', () => {
     sqlite: () => import('../src/sqlite.js'),
     postgres: () => import('../src/postgres.js'),
     sdk: () => import('../src/sdk.js'),
+    'sdk-v2': () => import('../src/sdk-v2.js'),
+    client: () => import('../src/client.js'),
   };
 
   // The public API is a list: a change to any entry point's exports is a decision, made here.
@@ -143,6 +147,8 @@ describe('the root entry', () => {
     ['sqlite', ['SqliteStore', 'migrateSqlite']],
     ['postgres', ['POSTGRES_MIGRATIONS_DIR', 'PostgresStore', 'migratePostgres', 'readPostgresMigrations']],
     ['sdk', ['RequestAuth', 'SUPPORTED_SDK_RANGE', 'SdkTaskStore', 'SdkTasklatch', 'attachTasklatch', 'principalFromAuthInfo', 'tasklatchWorker']],
+    ['sdk-v2', ['SUPPORTED_SDK_V2_RANGE', 'SdkV2Tasklatch', 'attachTasklatchV2', 'tasklatchWorkerV2']],
+    ['client', ['MODERN_PROTOCOL_VERSION', 'framed', 'httpDispatch', 'legacyRequester', 'modernRequester', 'post']],
   ])('pins the exports of src/%s.ts', async (entry, names) => {
     const api = (await ENTRY_POINTS[entry as keyof typeof ENTRY_POINTS]()) as Record<string, unknown>;
     expect(Object.keys(api).sort()).toEqual(names);
