@@ -36,6 +36,14 @@ describe('the root entry', () => {
     expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['canonicalize', 'pino', 'zod']);
   });
 
+  it('tasklatch/sdk-v2 loads no MCP SDK (it works on the caller’s McpServer); tasklatch/client only the 2.x client packages', () => {
+    const sdkV2 = staticGraph(resolve(SRC, 'sdk-v2.ts')).packages;
+    expect(sdkV2.has('@modelcontextprotocol/server')).toBe(false);
+    expect(sdkV2.has('@modelcontextprotocol/sdk')).toBe(false);
+    const client = [...staticGraph(resolve(SRC, 'client.ts')).packages].sort();
+    expect(client).toEqual(['@modelcontextprotocol/client', '@modelcontextprotocol/ext-tasks']);
+  });
+
   it('keeps the core free of I/O: only node:crypto and its own files', () => {
     const { files, packages } = staticGraph(resolve(SRC, 'core/create-rules.ts'));
     for (const f of ['digest.ts', 'time.ts', 'types.ts', 'errors.ts', 'transition-rules.ts', 'read-rules.ts', 'text.ts', 'dispatch-rules.ts', 'decisions.ts']) {

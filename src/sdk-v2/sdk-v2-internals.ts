@@ -57,11 +57,19 @@ function internalsOf(mcpServer: McpServer): ServerInternals {
   return mcpServer.server as unknown as ServerInternals;
 }
 
+const NOT_INSTALLED = 'not installed';
+
 /** The version of `@modelcontextprotocol/server` this process loads, from its package.json. */
 export function sdkV2Version(): string {
   // The package exports no `./package.json`: it is found by walking up from the entry point.
   const require = createRequire(import.meta.url);
-  for (let dir = dirname(require.resolve('@modelcontextprotocol/server')); dir !== dirname(dir); dir = dirname(dir)) {
+  let entry: string;
+  try {
+    entry = require.resolve('@modelcontextprotocol/server');
+  } catch {
+    return NOT_INSTALLED;
+  }
+  for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
     const file = join(dir, 'package.json');
     if (!existsSync(file)) continue;
     const manifest = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
@@ -80,6 +88,7 @@ export function isSupportedSdkV2Version(version: string): boolean {
 
 /** Refuses an SDK outside the supported range, or a server of another shape than that range's. */
 export function checkSdkV2(mcpServer: McpServer, version = sdkV2Version()): void {
+  if (version === NOT_INSTALLED) throw refuse(`@modelcontextprotocol/server is not installed (supported: ${SUPPORTED_SDK_V2_RANGE})`);
   if (!isSupportedSdkV2Version(version)) throw refuse(`@modelcontextprotocol/server ${version} is not supported (supported: ${SUPPORTED_SDK_V2_RANGE})`);
   const server = internalsOf(mcpServer);
   const tools = (mcpServer as unknown as { _registeredTools?: unknown })._registeredTools;

@@ -38,7 +38,7 @@ async function serving(options: { execute?: boolean } = {}) {
   const store = new MemoryStore();
   const tasklatch = new SdkV2Tasklatch(buildServer(), {
     store,
-    tasks: { echo: 'required', confirm: 'required' },
+    tasks: { echo: 'required', confirm: 'optional' },
     worker: { pollMs: 20 },
     logger: createLogger('silent'),
     ...options,
@@ -93,6 +93,9 @@ describe('attachTasklatchV2: the supported range and the refusals', () => {
       expect(() => checkSdkV2(buildServer(), version)).toThrow(
         `cannot attach tasklatch: @modelcontextprotocol/server ${version} is not supported (supported: >=2.3.0 <3)`,
       );
+    expect(() => checkSdkV2(buildServer(), 'not installed')).toThrow(
+      'cannot attach tasklatch: @modelcontextprotocol/server is not installed (supported: >=2.3.0 <3)',
+    );
     expect(() => checkSdkV2({ server: {} } as never)).toThrow(
       /^cannot attach tasklatch: this McpServer does not have the shape of @modelcontextprotocol\/server/,
     );
@@ -157,6 +160,23 @@ describe('attachTasklatchV2 on createMcpHandler (2026-07-28)', () => {
     await answer('why', { reason: 'old' });
     const done = await until(handler, id, (t) => t.status === 'completed');
     expect(done.result).toMatchObject({ content: [{ type: 'text', text: 'a.txt: true (old)' }] });
+  });
+
+  it('an optional tool called without the extension runs plainly, its questions asked in the call’s own rounds', async () => {
+    const { handler } = await serving();
+    const plainly = { capabilities: { elicitation: {} } };
+    const first = (await rpc(handler, 'tools/call', { name: 'confirm', arguments: { file: 'b.txt' } }, plainly)).result!;
+    expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { sure: { method: 'elicitation/create' } } });
+    const again = async (state: unknown, inputResponses: Record<string, unknown>) =>
+      (await rpc(handler, 'tools/call', { name: 'confirm', arguments: { file: 'b.txt' }, requestState: state, inputResponses }, plainly)).result!;
+    const second = await again(first.requestState, { sure: { action: 'accept', content: { ok: false } } });
+    expect(second).toMatchObject({ resultType: 'input_required', inputRequests: { why: {} } });
+    const third = await again(second.requestState, { why: { action: 'accept', content: { reason: 'kept' } } });
+    expect(third).toMatchObject({ resultType: 'complete', content: [{ text: 'b.txt: false (kept)' }] });
+    // A state that was not issued for this call is refused.
+    expect((await rpc(handler, 'tools/call', { name: 'confirm', arguments: { file: 'c.txt' }, requestState: second.requestState }, plainly)).error?.code).toBe(
+      -32602,
+    );
   });
 
   it('refuses what the extension forbids: tasks/* and a required tool without it (-32021)', async () => {
