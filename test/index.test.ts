@@ -30,8 +30,18 @@ describe('the root entry', () => {
     expect(packages.has('pg')).toBe(false);
     expect(packages.has('better-sqlite3')).toBe(false);
     expect(packages.has('@modelcontextprotocol/sdk')).toBe(false);
+    expect(packages.has('@modelcontextprotocol/server')).toBe(false);
+    expect(packages.has('@modelcontextprotocol/client')).toBe(false);
     // pino: the runtime's logger.
     expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['canonicalize', 'pino', 'zod']);
+  });
+
+  it('tasklatch/sdk-v2 loads no MCP SDK (it works on the caller’s McpServer); tasklatch/client only the 2.x client packages', () => {
+    const sdkV2 = staticGraph(resolve(SRC, 'sdk-v2.ts')).packages;
+    expect(sdkV2.has('@modelcontextprotocol/server')).toBe(false);
+    expect(sdkV2.has('@modelcontextprotocol/sdk')).toBe(false);
+    const client = [...staticGraph(resolve(SRC, 'client.ts')).packages].sort();
+    expect(client).toEqual(['@modelcontextprotocol/client', '@modelcontextprotocol/ext-tasks']);
   });
 
   it('keeps the core free of I/O: only node:crypto and its own files', () => {
@@ -49,6 +59,8 @@ describe('the root entry', () => {
     sqlite: () => import('../src/sqlite.js'),
     postgres: () => import('../src/postgres.js'),
     sdk: () => import('../src/sdk.js'),
+    'sdk-v2': () => import('../src/sdk-v2.js'),
+    client: () => import('../src/client.js'),
   };
 
   // The public API is a list: a change to any entry point's exports is a decision, made here.
@@ -143,6 +155,8 @@ describe('the root entry', () => {
     ['sqlite', ['SqliteStore', 'migrateSqlite']],
     ['postgres', ['POSTGRES_MIGRATIONS_DIR', 'PostgresStore', 'migratePostgres', 'readPostgresMigrations']],
     ['sdk', ['RequestAuth', 'SUPPORTED_SDK_RANGE', 'SdkTaskStore', 'SdkTasklatch', 'attachTasklatch', 'principalFromAuthInfo', 'tasklatchWorker']],
+    ['sdk-v2', ['SUPPORTED_SDK_V2_RANGE', 'SdkV2Tasklatch', 'attachTasklatchV2', 'tasklatchWorkerV2']],
+    ['client', ['MODERN_PROTOCOL_VERSION', 'framed', 'httpDispatch', 'legacyRequester', 'modernRequester', 'post']],
   ])('pins the exports of src/%s.ts', async (entry, names) => {
     const api = (await ENTRY_POINTS[entry as keyof typeof ENTRY_POINTS]()) as Record<string, unknown>;
     expect(Object.keys(api).sort()).toEqual(names);

@@ -1,16 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { taskSupportOf } from '../core/create-rules.js';
 import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
 import { isTasklatchError } from '../core/errors.js';
 import type { WireRequest } from '../core/types.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
-import { outstanding, type InputRequest } from '../core/input-rules.js';
-import { askingContext, InputNeeded, isAnswerTo, type Ask } from '../tools/asking.js';
+import { outstanding } from '../core/input-rules.js';
+import { InputNeeded, isAnswerTo } from '../tools/asking.js';
 import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import { PREPARED_META, type TaskTool, type ToolContext } from '../tools/tool.js';
+import { PREPARED_META, type TaskTool } from '../tools/tool.js';
 import { signRoundState, verifyRoundState } from './request-state.js';
 import { checkRoutingHeaders } from './headers.js';
 import { CallToolParams, describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
@@ -29,6 +28,7 @@ import { openTaskSubscription, type EventSink } from './subscriptions.js';
 import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
 import { createTaskResult, detailedTask } from './task-view.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
+import { plainContext, prefersTask, withoutExecution, type Call } from './plain-context.js';
 
 /** One POSTed message, with what the HTTP layer knows about it. */
 export interface StatelessRequest {
@@ -49,16 +49,6 @@ export interface StatelessOptions {
   version?: string;
   /** How long clients may cache `server/discover` and the list results (ms). */
   listTtlMs?: number;
-}
-
-/** What a method handler is given: the request's own parts, already checked. */
-interface Call {
-  id: string | number;
-  params: Record<string, unknown>;
-  capabilities: Record<string, unknown>;
-  principal: Principal;
-  headers: IncomingHttpHeaders;
-  signal: AbortSignal;
 }
 
 /** A reply that is not a JSON result: the SSE stream of a subscription. */
@@ -122,14 +112,6 @@ export class StatelessServer {
     try {
       const { version, capabilities } = requestMeta(params._meta);
       checkRoutingHeaders(request.headers, method, params, version);
-      if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
-        throw new ProtocolError(CODES.unsupportedVersion, `Unsupported protocol version ${version}`, {
-          supported: [...SUPPORTED_VERSIONS],
-          requested: version,
-        });
-      }
-      const handler = this.methods[method];
-      if (handler === undefined) throw methodNotFound(method);
       const call: Call = {
         id,
         params,
@@ -141,15 +123,53 @@ export class StatelessServer {
           return request.signal;
         },
       };
-      const result = await handler(call);
+      const result = await this.serve(method, version, call);
       if (result instanceof StreamReply) return result;
       return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id, result } };
     } catch (error) {
-      if (error instanceof ProtocolError) return errorReply(id, error);
-      if (isTasklatchError(error, 'INVALID_INPUT')) return errorReply(id, invalidParams(error.message));
-      this.runtime.logger.error({ err: error, method }, 'request failed');
-      return errorReply(id, new ProtocolError(CODES.internalError, 'Internal error'));
+      return errorReply(id, this.protocolErrorOf(error, method));
     }
+  }
+
+  /**
+   * One request of a host that parsed the envelope and checked the routing headers itself (an
+   * SDK's own 2026-07-28 HTTP entry): the same methods and decisions as `handle`, with the
+   * result returned and every failure thrown as the `ProtocolError` to answer. `params` are the
+   * request's params as sent, `_meta` included. Subscriptions are the host's own.
+   */
+  async dispatch(
+    method: string,
+    request: Omit<StatelessRequest, 'body'> & { id: string | number; params: Record<string, unknown> },
+  ): Promise<Record<string, unknown>> {
+    try {
+      const { version, capabilities } = requestMeta(request.params._meta);
+      const { id, params, principal, headers, signal } = request;
+      const result = await this.serve(method, version, { id, params, capabilities, principal, headers, signal });
+      if (result instanceof StreamReply) throw methodNotFound(method);
+      return result;
+    } catch (error) {
+      throw this.protocolErrorOf(error, method);
+    }
+  }
+
+  private async serve(method: string, version: string, call: Call): Promise<Record<string, unknown> | StreamReply> {
+    if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
+      throw new ProtocolError(CODES.unsupportedVersion, `Unsupported protocol version ${version}`, {
+        supported: [...SUPPORTED_VERSIONS],
+        requested: version,
+      });
+    }
+    const handler = this.methods[method];
+    if (handler === undefined) throw methodNotFound(method);
+    return handler(call);
+  }
+
+  /** The error a failed request answers: its own, -32602 for refused input, else a logged -32603. */
+  private protocolErrorOf(error: unknown, method: string): ProtocolError {
+    if (error instanceof ProtocolError) return error;
+    if (isTasklatchError(error, 'INVALID_INPUT')) return invalidParams(error.message);
+    this.runtime.logger.error({ err: error, method }, 'request failed');
+    return new ProtocolError(CODES.internalError, 'Internal error');
   }
 
   private discover(): Record<string, unknown> {
@@ -314,49 +334,6 @@ export class StatelessServer {
     if (!isPlausibleTaskId(id)) throw invalidParams(TASK_NOT_FOUND);
     return id;
   }
-}
-
-/** A tool that may run either way runs as a task unless it says these arguments are quick. */
-function prefersTask(tool: TaskTool, args: Record<string, unknown>): boolean {
-  if (tool.runsAsTask === undefined) return true;
-  const parsed = tool.inputSchema.safeParse(args);
-  return parsed.success ? tool.runsAsTask(parsed.data) : true;
-}
-
-/**
- * A plain call's context: what it asks is answered from the call's rounds (MRTR); a question
- * without a well-formed answer yet ends this round with `input_required`.
- */
-function plainContext(call: Call, answers: Record<string, unknown>): ToolContext {
-  const used: Record<string, unknown> = {};
-  const ask: Ask = async (requests) => {
-    const missing: Record<string, InputRequest> = {};
-    const got: Record<string, unknown> = {};
-    for (const [key, request] of Object.entries(requests)) {
-      if (isAnswerTo(request, answers[key])) got[key] = answers[key];
-      else missing[key] = request;
-    }
-    if (Object.keys(missing).length > 0) throw new InputNeeded(missing, { ...used, ...got });
-    Object.assign(used, got);
-    return got;
-  };
-  return {
-    ...askingContext(ask, call.capabilities),
-    taskId: null,
-    principal: call.principal,
-    signal: call.signal,
-    idempotencyKey: `call:${randomUUID()}`,
-    clientCapabilities: call.capabilities,
-    reportStatus: async () => undefined,
-    reportProgress: async () => undefined,
-    checkpoint: async () => call.signal.throwIfAborted(),
-  };
-}
-
-/** 2026-07-28 tools carry no `execution.taskSupport`: whether a call becomes a task is the server's. */
-function withoutExecution(tool: Record<string, unknown>): Record<string, unknown> {
-  const { execution: _execution, ...rest } = tool;
-  return rest;
 }
 
 /** The longest error message sent: messages quote what the client sent, which may be huge. */

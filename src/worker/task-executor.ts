@@ -94,8 +94,12 @@ export class TaskExecutor {
    */
   async drain(timeoutMs: number): Promise<void> {
     const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
-    const timer = sleep(timeoutMs, 'timeout' as const);
-    if ((await Promise.race([all, timer])) === 'timeout') {
+    // Cleared when the runs end first: a pending timer would keep a closed process alive for timeoutMs.
+    const cancel = new AbortController();
+    const timer = sleep(timeoutMs, 'timeout' as const, { signal: cancel.signal }).catch(() => 'cleared' as const);
+    const first = await Promise.race([all, timer]);
+    cancel.abort();
+    if (first === 'timeout') {
       for (const taskId of this.running.keys()) this.abort(taskId, 'drained');
       await all;
     }

@@ -6,7 +6,7 @@ import type { CallToolResultV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { taskId, type JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { framed, legacyRequester, modernRequester, post, type Requester } from '../support/requester.js';
+import { framed, legacyRequester, modernRequester, post, type Requester } from '../../src/client.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -29,7 +29,7 @@ afterAll(async () => {
 });
 
 async function open(generation: 'modern' | 'legacy', token: string): Promise<Requester> {
-  const requester = await (generation === 'modern' ? modernRequester : legacyRequester)(serve.url, token);
+  const requester = await (generation === 'modern' ? modernRequester : legacyRequester)(serve.url, { token });
   opened.push(requester);
   return requester;
 }
@@ -104,7 +104,7 @@ describe('2026-07-28 through @modelcontextprotocol/ext-tasks', () => {
     await execution.settle();
     const unknown = randomUUID();
     const ask = async (method: string, target: string) => {
-      const { status, reply } = await post(serve.url, 'token-bob', framed(method, { taskId: target }));
+      const { status, reply } = await post(serve.url, framed(method, { taskId: target }), { token: 'token-bob' });
       return JSON.parse(JSON.stringify({ status, error: reply.error }).replaceAll(target, '<id>')) as unknown;
     };
     for (const method of ['tasks/get', 'tasks/cancel']) {
@@ -113,7 +113,7 @@ describe('2026-07-28 through @modelcontextprotocol/ext-tasks', () => {
       expect(await ask(method, id), method).toEqual(missing);
     }
     const bob = await open('modern', 'token-bob');
-    const notFound = (await post(serve.url, 'token-bob', framed('tasks/get', { taskId: unknown }))).reply.error;
+    const notFound = (await post(serve.url, framed('tasks/get', { taskId: unknown }), { token: 'token-bob' })).reply.error;
     await expect(bob.session.task(taskId(id)).snapshot()).rejects.toMatchObject({ code: notFound?.code, message: notFound?.message });
     expect((await alice.session.task(taskId(id)).snapshot()).status).toBe('completed');
   });

@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { InputRequest } from '../core/input-rules.js';
+import { askingContext, InputNeeded, isAnswerTo, type Ask } from '../tools/asking.js';
+import type { Principal } from '../tools/principal.js';
+import type { TaskTool, ToolContext } from '../tools/tool.js';
+
+/** What a method handler is given: the request's own parts, already checked. */
+export interface Call {
+  id: string | number;
+  params: Record<string, unknown>;
+  capabilities: Record<string, unknown>;
+  principal: Principal;
+  headers: IncomingHttpHeaders;
+  signal: AbortSignal;
+}
+
+/** A tool that may run either way runs as a task unless it says these arguments are quick. */
+export function prefersTask(tool: TaskTool, args: Record<string, unknown>): boolean {
+  if (tool.runsAsTask === undefined) return true;
+  const parsed = tool.inputSchema.safeParse(args);
+  return parsed.success ? tool.runsAsTask(parsed.data) : true;
+}
+
+/**
+ * A plain call's context: what it asks is answered from the call's rounds (MRTR); a question
+ * without a well-formed answer yet ends this round with `input_required`.
+ */
+export function plainContext(call: Call, answers: Record<string, unknown>): ToolContext {
+  const used: Record<string, unknown> = {};
+  const ask: Ask = async (requests) => {
+    const missing: Record<string, InputRequest> = {};
+    const got: Record<string, unknown> = {};
+    for (const [key, request] of Object.entries(requests)) {
+      if (isAnswerTo(request, answers[key])) got[key] = answers[key];
+      else missing[key] = request;
+    }
+    if (Object.keys(missing).length > 0) throw new InputNeeded(missing, { ...used, ...got });
+    Object.assign(used, got);
+    return got;
+  };
+  return {
+    ...askingContext(ask, call.capabilities),
+    taskId: null,
+    principal: call.principal,
+    signal: call.signal,
+    idempotencyKey: `call:${randomUUID()}`,
+    clientCapabilities: call.capabilities,
+    reportStatus: async () => undefined,
+    reportProgress: async () => undefined,
+    checkpoint: async () => call.signal.throwIfAborted(),
+  };
+}
+
+/** 2026-07-28 tools carry no `execution.taskSupport`: whether a call becomes a task is the server's. */
+export function withoutExecution(tool: Record<string, unknown>): Record<string, unknown> {
+  const { execution: _execution, ...rest } = tool;
+  return rest;
+}
