@@ -11,7 +11,8 @@ import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { operatorEndpointsFor } from './operator-endpoints.js';
-import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+import { untilStopped } from './until-stopped.js';
+import { openStoreWaiting, positiveInt, toolsFrom, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
 
@@ -118,7 +119,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   await server.start();
   logger.info({ store: describeStoreUrl(values.store), tools: server.tools.list().map((t) => t.name) }, 'tasklatch serving');
 
-  const stopped = untilSignal();
+  const stopped = untilStopped().then((reason) => logger.info({ reason }, 'stopping'));
   let closeTransport: () => Promise<void>;
   if (values.stdio) {
     const transport = new StdioServerTransport();
