@@ -96,4 +96,18 @@ describe('the packed package, installed into a fresh app', () => {
     const stopped = await stopsWithItsLauncher(served, 'SIGTERM');
     expect(stopped).toEqual({ remaining: [], portOpen: false });
   }, 60_000);
+
+  it("runs the README's tools module as written", async () => {
+    const readme = readFileSync(join(app, 'node_modules/tasklatch/README.md'), 'utf8');
+    const module = /```js\n\/\/ tools\.mjs\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(module).toBeDefined();
+    await writeFile(join(app, 'tools.mjs'), module!);
+    served = await startUnderNpx(['serve', '--http', '127.0.0.1:0', '--store', 'sqlite:./own.db', '--tools', './tools.mjs'], app);
+    const listed = await rpc(served.url, 'tools/list');
+    expect((listed.result?.tools as Array<{ name: string }>).map((t) => t.name)).toEqual(['slow_sum']);
+    const created = await rpc(served.url, 'tools/call', { name: 'slow_sum', arguments: { a: 2, b: 3 } });
+    const done = await settle(served.url, created.result!.taskId as string, {}, 20_000);
+    expect(done).toMatchObject({ status: 'completed', result: { structuredContent: { sum: 5 } } });
+    expect(await stopsWithItsLauncher(served, 'SIGTERM')).toEqual({ remaining: [], portOpen: false });
+  }, 60_000);
 });
