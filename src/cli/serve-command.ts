@@ -11,16 +11,8 @@ import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { operatorEndpointsFor } from './operator-endpoints.js';
-import {
-  openStoreWaiting,
-  positiveInt,
-  retentionFrom,
-  toolsFrom,
-  untilSignal,
-  WORKER_ARG_OPTIONS,
-  WORKER_USAGE_LINES,
-  workerOptionsFrom,
-} from './worker-options.js';
+import { untilStopped } from './until-stopped.js';
+import { openStoreWaiting, positiveInt, retentionFrom, toolsFrom, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
 
@@ -132,7 +124,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     'tasklatch serving',
   );
 
-  const stopped = untilSignal();
+  const stopped = untilStopped().then((reason) => logger.info({ reason }, 'stopping'));
   let closeTransport: () => Promise<void>;
   if (values.stdio) {
     const transport = new StdioServerTransport();

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TasklatchError } from '../core/errors.js';
+import { inputJsonSchema, zodMajorOf } from '../tools/input-schema.js';
 import type { TaskTool } from '../tools/tool.js';
 
 /**
@@ -14,9 +15,10 @@ export function isToolsPath(value: string): boolean {
 
 /**
  * Loads the user's tools module of `--tools PATH`: its default export, or else a named `tools`,
- * as an array of tool definitions or a function (sync or async) returning one. Every problem
- * (the module does not load, exports nothing usable, a definition is malformed, a tool is
- * defined twice) is a TasklatchError naming the file, thrown before anything starts.
+ * as an array of tool definitions or a function (sync or async) returning one. Schemas may come
+ * from zod 4 or zod 3. Every problem (the module does not load, exports nothing usable, a
+ * definition is malformed, a schema has no JSON Schema, a tool is defined twice) is a
+ * TasklatchError naming the file, thrown before anything starts.
  */
 export async function loadToolsModule(file: string): Promise<TaskTool[]> {
   const path = resolve(file);
@@ -44,6 +46,13 @@ export async function loadToolsModule(file: string): Promise<TaskTool[]> {
   return value.map((tool: unknown, index) => {
     const why = toolProblem(tool);
     if (why !== null) throw problem(`tool #${index + 1}${nameOf(tool)}: ${why}`);
+    // tools/list converts the schema on every listing: one that cannot be converted (z.date(),
+    // a transform zod cannot describe) is refused here rather than on a client's first request.
+    try {
+      inputJsonSchema((tool as TaskTool).inputSchema);
+    } catch (error) {
+      throw problem(`tool #${index + 1}${nameOf(tool)}: its inputSchema has no JSON Schema: ${oneLine(error)}`);
+    }
     const { name } = tool as TaskTool;
     if (seen.has(name)) throw problem(`defines tool ${JSON.stringify(name)} twice`);
     seen.add(name);
@@ -59,11 +68,16 @@ function toolProblem(tool: unknown): string | null {
   if (typeof t.description !== 'string') return 'has no description';
   if (typeof t.handler !== 'function') return 'has no handler function';
   const schema = t.inputSchema as { safeParse?: unknown; shape?: unknown } | undefined;
-  if (typeof schema?.safeParse !== 'function' || typeof schema.shape !== 'object') return 'has no zod object inputSchema (z.object({...}))';
+  if (typeof schema?.safeParse !== 'function' || typeof schema.shape !== 'object' || zodMajorOf(schema) === null)
+    return 'has no zod object inputSchema (z.object({...}) of zod 4 or zod 3)';
   const support = (t.execution as { taskSupport?: unknown } | undefined)?.taskSupport;
   if (t.execution !== undefined && support !== 'required' && support !== 'optional' && support !== 'forbidden')
     return `has execution.taskSupport ${JSON.stringify(support)}; expected "required", "optional" or "forbidden"`;
   return null;
+}
+
+function oneLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
 }
 
 function nameOf(tool: unknown): string {

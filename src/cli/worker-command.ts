@@ -4,16 +4,8 @@ import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
-import {
-  openStoreWaiting,
-  positiveInt,
-  retentionFrom,
-  toolsFrom,
-  untilSignal,
-  WORKER_ARG_OPTIONS,
-  WORKER_USAGE_LINES,
-  workerOptionsFrom,
-} from './worker-options.js';
+import { untilStopped } from './until-stopped.js';
+import { openStoreWaiting, positiveInt, retentionFrom, toolsFrom, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const WORKER_USAGE = `Usage: tasklatch worker [options]
 
@@ -54,8 +46,8 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
     'tasklatch worker started',
   );
   io.out(`tasklatch worker ${id} running`);
-  const signal = await untilSignal();
-  logger.info({ signal }, 'draining');
+  const reason = await untilStopped();
+  logger.info({ reason }, 'draining');
   await runtime.close();
   await operator?.close();
   await store.close();

@@ -128,11 +128,3 @@ export async function openStoreWaiting(url: string, waitMs: number, onRetry: (er
     }
   }
 }
-
-/** Resolves on the first SIGINT or SIGTERM. */
-export function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((done) => {
-    process.once('SIGINT', () => done('SIGINT'));
-    process.once('SIGTERM', () => done('SIGTERM'));
-  });
-}

@@ -1,7 +1,7 @@
-import { z } from 'zod';
 import type { ToolDescriptor } from '../core/types.js';
 import { taskSupportOf } from '../core/create-rules.js';
 import { TasklatchError } from '../core/errors.js';
+import { inputJsonSchema } from './input-schema.js';
 import type { TaskTool } from './tool.js';
 
 /** The tools a server offers, by name, with their `tools/list` entries prepared once. */
@@ -40,7 +40,7 @@ export class ToolRegistry {
       name: tool.name,
       ...(tool.title === undefined ? {} : { title: tool.title }),
       description: tool.description,
-      inputSchema: z.toJSONSchema(tool.inputSchema, { target: 'draft-7', io: 'input' }),
+      inputSchema: inputJsonSchema(tool.inputSchema),
       ...(tool.execution === undefined ? {} : { execution: tool.execution }),
     }));
   }

@@ -28,6 +28,14 @@ describe('--tools PATH: bad modules', () => {
     await writeFile(join(dir, 'empty.mjs'), 'export const tools = () => [];\n');
     await writeFile(join(dir, 'twice.mjs'), `${zod}\nexport default [${tool('same')}, ${tool('same')}];\n`);
     await writeFile(join(dir, 'no-handler.mjs'), `${zod}\nexport default [{ name: 'x', description: 'd', inputSchema: z.object({}) }];\n`);
+    // Looks like a zod object (safeParse, shape) but is neither zod 4 nor zod 3.
+    const fake = `{ safeParse: () => ({ success: true, data: {} }), shape: {} }`;
+    await writeFile(
+      join(dir, 'not-zod.mjs'),
+      `export default [{ name: 'x', description: 'd', inputSchema: ${fake}, handler: async () => ({ content: [] }) }];\n`,
+    );
+    const dated = `{ name: 'when', description: 'd', inputSchema: z.object({ at: z.date() }), handler: async () => ({ content: [] }) }`;
+    await writeFile(join(dir, 'no-json-schema.mjs'), `${zod}\nexport default [${dated}];\n`);
   });
 
   const cases: Array<[string, RegExp]> = [
@@ -39,6 +47,8 @@ describe('--tools PATH: bad modules', () => {
     ['empty.mjs', /exports an empty list of tools/],
     ['twice.mjs', /defines tool "same" twice/],
     ['no-handler.mjs', /tool #1 \(x\): has no handler function/],
+    ['not-zod.mjs', /tool #1 \(x\): has no zod object inputSchema/],
+    ['no-json-schema.mjs', /tool #1 \(when\): its inputSchema has no JSON Schema: Date cannot be represented/],
   ];
 
   for (const command of ['serve', 'worker'] as const) {
