@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { decideCreateEntry, idempotencyKeyOf, type CreateEntry } from '../core/create-rules.js';
 import { isTerminal } from '../core/types.js';
 import type { ListDecision, MissDecision, ReadDecision } from '../core/decisions.js';
@@ -47,6 +48,10 @@ export interface TaskServiceOptions {
    * commit of another process by at most the notification delay; false always reads the store.
    */
   readCache?: boolean | Partial<RecordCacheBounds>;
+  /** The application admitting tasks here (a checked name; default `DEFAULT_APP`): stored with each task. */
+  app?: string;
+  /** The digest of a tool's definition (`toolDigest`), stored with each task of it; absent: none recorded. */
+  toolDigest?: (toolName: string) => string | null;
 }
 
 export type CreateOutcome = { decision: Exclude<CreateEntry, 'ADMIT'>; record: null } | AdmitOutcome;
@@ -72,6 +77,9 @@ export class TaskService {
   private readonly clock: () => Millis;
   private readonly newTaskId: () => string;
   private readonly auditReads: boolean;
+  /** The app every admission of this service records (`TaskServiceOptions.app`). */
+  readonly app: string;
+  private readonly toolDigest: (toolName: string) => string | null;
   /** Wakes waiters when a task changes; fed by this service's writes and the store's notifications. */
   readonly changes: ChangeFeed;
   /** The records `tasks/get` answers from while notifications are up; null when turned off. */
@@ -94,6 +102,8 @@ export class TaskService {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.newTaskId = options.newTaskId ?? randomUUID;
     this.auditReads = options.auditReads ?? true;
+    this.app = checkAppName(options.app ?? DEFAULT_APP);
+    this.toolDigest = options.toolDigest ?? (() => null);
     const cached = options.readCache ?? true;
     // Coherent only while every process's every change reaches this one: a store that sends no
     // notifications also makes writes this service never sees (a claim's abandons).
@@ -157,7 +167,9 @@ export class TaskService {
       .admit({
         taskId: this.newTaskId(),
         authKey: input.auth,
+        app: this.app,
         toolName: input.tool.name,
+        toolDigest: this.toolDigest(input.tool.name),
         request: input.request,
         requestDigest: requestDigest(input.request),
         idempotencyKey: metaKey ?? headerKey,

@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import type { ToolDescriptor } from '../core/types.js';
 import { taskSupportOf } from '../core/create-rules.js';
+import { toolDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
 import type { TaskTool } from './tool.js';
 
 /** The tools a server offers, by name, with their `tools/list` entries prepared once. */
 export class ToolRegistry {
   private readonly byName = new Map<string, TaskTool>();
+  private readonly digests = new Map<string, string>();
 
   constructor(tools: readonly TaskTool[]) {
     for (const tool of tools) {
@@ -22,6 +24,23 @@ export class ToolRegistry {
   /** The names of the tools, in registration order. */
   names(): string[] {
     return [...this.byName.keys()];
+  }
+
+  /**
+   * The digest of a tool's definition (`toolDigest`: name, input and output schema, execution),
+   * computed once; null for a tool not in the registry. Admission stores it with the task, and a
+   * worker compares it with its own before it runs the task.
+   */
+  digest(name: string): string | null {
+    const tool = this.byName.get(name);
+    if (tool === undefined) return null;
+    let digest = this.digests.get(name);
+    if (digest === undefined) {
+      const schemas = tool.definition ?? { inputSchema: inputJsonSchema(tool) };
+      digest = toolDigest({ name, ...schemas, ...(tool.execution === undefined ? {} : { execution: tool.execution }) });
+      this.digests.set(name, digest);
+    }
+    return digest;
   }
 
   /** True when at least one tool can run as a task. */
@@ -40,8 +59,13 @@ export class ToolRegistry {
       name: tool.name,
       ...(tool.title === undefined ? {} : { title: tool.title }),
       description: tool.description,
-      inputSchema: z.toJSONSchema(tool.inputSchema, { target: 'draft-7', io: 'input' }),
+      inputSchema: inputJsonSchema(tool),
       ...(tool.execution === undefined ? {} : { execution: tool.execution }),
     }));
   }
+}
+
+/** The JSON Schema `tools/list` shows for a tool's arguments. */
+function inputJsonSchema(tool: TaskTool): unknown {
+  return z.toJSONSchema(tool.inputSchema, { target: 'draft-7', io: 'input' });
 }
