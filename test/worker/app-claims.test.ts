@@ -6,7 +6,7 @@ import { isTasklatchError } from '../../src/core/errors.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { ClaimInput, TaskStore } from '../../src/store/types.js';
-import { defineTool, type TaskTool } from '../../src/tools/tool.js';
+import { defineTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
 
 const AUTH = 'acme/alice';
@@ -28,7 +28,7 @@ const buildReport = (app: string, inputSchema: z.ZodObject = z.object({ month: z
     inputSchema,
     execution: { taskSupport: 'required' },
     handler: async () => ({ content: [{ type: 'text', text: `report of ${app}` }], structuredContent: { app } }),
-  }) as unknown as TaskTool;
+  });
 
 /** Log lines as objects, from a pino logger writing to memory. */
 function capturedLogger() {
@@ -108,7 +108,7 @@ describe('workers of two applications on one store', () => {
     });
     expect(warning!.admittedDigest).not.toBe(warning!.workerDigest);
     // The same definition says nothing: rewording the description changes no digest.
-    const same = defineTool({ ...buildReport('old'), description: 'reworded' }) as unknown as TaskTool;
+    const same = defineTool({ ...buildReport('old'), description: 'reworded' });
     expect(createRuntime({ store, tools: [same], execute: false }).tools.digest('build_report')).toBe(admitted.toolDigest);
   });
 
