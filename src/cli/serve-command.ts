@@ -11,7 +11,7 @@ import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { operatorEndpointsFor } from './operator-endpoints.js';
-import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+import { appFrom, openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
 
@@ -95,6 +95,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
+  const app = appFrom(values);
   const tools = await toolsFrom(values);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
@@ -106,6 +107,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const runtime = createRuntime({
     store,
     tools,
+    app,
     callersIdentified: authenticate !== undefined,
     execute: values.workers,
     taskTools: values['task-tools'],
@@ -116,7 +118,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const server = createTaskServer({ runtime, ...(authenticate === undefined ? {} : { authenticate }) });
   await runtime.start();
   await server.start();
-  logger.info({ store: describeStoreUrl(values.store), tools: server.tools.list().map((t) => t.name) }, 'tasklatch serving');
+  logger.info({ store: describeStoreUrl(values.store), app, tools: server.tools.list().map((t) => t.name) }, 'tasklatch serving');
 
   const stopped = untilSignal();
   let closeTransport: () => Promise<void>;

@@ -4,7 +4,7 @@ import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
-import { openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+import { appFrom, openStoreWaiting, positiveInt, toolsFrom, untilSignal, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
 
 export const WORKER_USAGE = `Usage: tasklatch worker [options]
 
@@ -29,18 +29,19 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   if (values.metrics !== undefined) parseHostPort('--metrics', values.metrics);
   const pollInterval = values['poll-interval'] === undefined ? undefined : positiveInt('--poll-interval', values['poll-interval']);
   const worker = workerOptionsFrom(values);
+  const app = appFrom(values);
   const tools = await toolsFrom(values);
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   // The same composition as `serve`, without a wire in front of it.
-  const runtime = createRuntime({ store, tools, worker, drainMs, logger, ...(pollInterval === undefined ? {} : { limits: { pollInterval } }) });
+  const runtime = createRuntime({ store, tools, app, worker, drainMs, logger, ...(pollInterval === undefined ? {} : { limits: { pollInterval } }) });
   await runtime.start();
   const operator = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics);
   if (operator !== null) io.out(`tasklatch worker metrics on ${operator.url}/metrics`);
   const id = runtime.worker?.id ?? '';
-  logger.info({ store: describeStoreUrl(values.store), worker: id }, 'tasklatch worker started');
-  io.out(`tasklatch worker ${id} running`);
+  logger.info({ store: describeStoreUrl(values.store), app, worker: id }, 'tasklatch worker started');
+  io.out(`tasklatch worker ${id} running for app ${app}`);
   const signal = await untilSignal();
   logger.info({ signal }, 'draining');
   await runtime.close();
