@@ -229,11 +229,14 @@ export class TaskService {
     this.events.emit('claimed', claimEventOf(record, now));
   }
 
-  /** Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. */
+  /**
+   * Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. The tasks are
+   * this service's app's unless `input.app` names another: what it admits is what it claims.
+   */
   async claim(input: Omit<ClaimInput, 'now' | 'correlationId'>): Promise<TaskRecord[]> {
     const now = this.clock();
     const correlationId = randomUUID();
-    const claimed = await this.store.claim({ ...input, now, correlationId });
+    const claimed = await this.store.claim({ ...input, app: input.app ?? this.app, now, correlationId });
     for (const record of claimed) {
       this.changes.publish(record.taskId, record.version, record);
       const { authKey, taskId, status } = record;
