@@ -40,9 +40,11 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   const operator = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics);
   if (operator !== null) io.out(`tasklatch worker metrics on ${operator.url}/metrics`);
   const id = runtime.worker?.id ?? '';
+  // Listening before the line that says it runs: a SIGTERM sent on reading it must drain, not kill.
+  const stopped = untilSignal();
   logger.info({ store: describeStoreUrl(values.store), app, worker: id }, 'tasklatch worker started');
   io.out(`tasklatch worker ${id} running for app ${app}`);
-  const signal = await untilSignal();
+  const signal = await stopped;
   logger.info({ signal }, 'draining');
   await runtime.close();
   await operator?.close();
