@@ -37,7 +37,8 @@ export {
   type Surface,
 } from './core/decisions.js';
 export { TasklatchError, isTasklatchError, ERROR_CODES, type ErrorCode } from './core/errors.js';
-export { requestDigest, resultDigest, jcsSha256 } from './core/digest.js';
+export { requestDigest, resultDigest, jcsSha256, toolDigest, type ToolDefinition } from './core/digest.js';
+export { checkAppName, DEFAULT_APP, APP_NAME_MAX } from './core/app-name.js';
 export { parseTimestamp, formatTimestamp, isExpired } from './core/time.js';
 export {
   IDEMPOTENCY_META_KEY,
@@ -57,11 +58,13 @@ export { decideRead, decideVisibleRead, decideCancel, decideList, visibleTasks, 
 export {
   decideDispatch,
   holdsFence,
+  isForClaimer,
   leaseHeld,
   type DispatchStep,
   type DispatchKind,
   type DispatchedRecord,
   type FencedRecord,
+  type Claimer,
 } from './core/dispatch-rules.js';
 export type {
   TaskStore,

@@ -12,7 +12,16 @@ import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { operatorEndpointsFor } from './operator-endpoints.js';
 import { untilStopped } from './until-stopped.js';
-import { openStoreWaiting, positiveInt, retentionFrom, toolsFrom, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+import {
+  appFrom,
+  openStoreWaiting,
+  positiveInt,
+  retentionFrom,
+  toolsFrom,
+  WORKER_ARG_OPTIONS,
+  WORKER_USAGE_LINES,
+  workerOptionsFrom,
+} from './worker-options.js';
 
 export const SERVE_USAGE = `Usage: tasklatch serve [--http [HOST:]PORT | --stdio] [options]
 
@@ -97,6 +106,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
   const retention = retentionFrom(values);
+  const app = appFrom(values);
   const tools = await toolsFrom(values);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
@@ -108,6 +118,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const runtime = createRuntime({
     store,
     tools,
+    app,
     callersIdentified: authenticate !== undefined,
     execute: values.workers,
     taskTools: values['task-tools'],
@@ -120,7 +131,12 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   await runtime.start();
   await server.start();
   logger.info(
-    { store: describeStoreUrl(values.store), ...(store.driver === undefined ? {} : { driver: store.driver }), tools: server.tools.list().map((t) => t.name) },
+    {
+      store: describeStoreUrl(values.store),
+      ...(store.driver === undefined ? {} : { driver: store.driver }),
+      app,
+      tools: server.tools.list().map((t) => t.name),
+    },
     'tasklatch serving',
   );
 

@@ -1,3 +1,4 @@
+import { checkAppName } from '../core/app-name.js';
 import { TasklatchError } from '../core/errors.js';
 import { isTaskStatus, TASK_STATUSES, type Millis } from '../core/types.js';
 import type { OperatorPosition, TaskFilter } from '../store/task-operations.js';
@@ -14,6 +15,7 @@ export interface TaskQueryArgs {
   tenant?: string | undefined;
   subject?: string | undefined;
   status?: string | undefined;
+  app?: string | undefined;
   tool?: string | undefined;
   since?: string | undefined;
   before?: string | undefined;
@@ -49,6 +51,7 @@ export function parseTaskQuery(args: TaskQueryArgs, now: Millis): TaskQuery {
       throw new TasklatchError('INVALID_INPUT', `--status takes one of ${TASK_STATUSES.join(', ')}, got ${JSON.stringify(args.status)}`);
     filter.status = args.status;
   }
+  if (args.app !== undefined) filter.app = checkAppName(args.app, '--app');
   if (args.tool !== undefined) filter.tool = nonEmpty('--tool', args.tool);
   if (args.since !== undefined) filter.createdSince = parseTime('--since', args.since, now);
   if (args.before !== undefined) filter.createdBefore = parseTime('--before', args.before, now);

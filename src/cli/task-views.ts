@@ -21,6 +21,7 @@ export function taskSummary(record: TaskRecord, now: Millis) {
     taskId: record.taskId,
     tenant,
     subject,
+    app: record.app,
     tool: record.toolName,
     status: record.status,
     statusMessage: record.statusMessage,
@@ -47,6 +48,7 @@ export function taskDetail(seen: TaskInspection, now: Millis) {
       idempotencyKey: record.idempotencyKey,
       correlationId: record.correlationId,
       requestDigest: record.requestDigest,
+      toolDigest: record.toolDigest,
       request: record.request,
       result: record.result,
       resultDigest: record.resultDigest,
@@ -114,13 +116,14 @@ export function taskTable(records: readonly TaskRecord[], now: Millis): string {
   const rows = records.map((r) => [
     r.taskId,
     r.authKey,
+    r.app,
     r.toolName ?? '-',
     isExpired(r, now) ? `${r.status} (expired)` : r.status,
     String(r.attempt),
     shortTime(r.createdAt),
     shortTime(r.lastUpdatedAt),
   ]);
-  return renderTable(['TASK', 'PRINCIPAL', 'TOOL', 'STATUS', 'ATTEMPT', 'CREATED (UTC)', 'UPDATED (UTC)'], rows);
+  return renderTable(['TASK', 'PRINCIPAL', 'APP', 'TOOL', 'STATUS', 'ATTEMPT', 'CREATED (UTC)', 'UPDATED (UTC)'], rows);
 }
 
 export function detailText(seen: TaskInspection, now: Millis): string {
@@ -129,7 +132,8 @@ export function detailText(seen: TaskInspection, now: Millis): string {
   const lines = [
     `task        ${t.taskId}`,
     `principal   ${t.tenant}/${t.subject}`,
-    `tool        ${t.tool ?? '-'}`,
+    `app         ${t.app}`,
+    `tool        ${t.tool ?? '-'}${t.toolDigest === null ? '' : `   definition ${t.toolDigest.slice(0, 12)}`}`,
     `status      ${t.status}${t.expired ? ' (expired, awaiting the sweep)' : ''}${t.statusMessage === null ? '' : ` — ${t.statusMessage}`}`,
     `version     ${t.version}   attempt ${t.attempt}${t.cancelRequested ? '   cancellation requested' : ''}`,
     `created     ${shortTime(seen.record.createdAt)}   updated ${shortTime(seen.record.lastUpdatedAt)}   expires ${shortTime(seen.record.expiresAt)}`,

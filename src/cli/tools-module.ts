@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TasklatchError } from '../core/errors.js';
 import { inputJsonSchema, zodMajorOf } from '../tools/input-schema.js';
@@ -89,4 +89,31 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/**
+ * The app a tools module belongs to when `--app` names none: the `name` of the nearest
+ * `package.json` above the module (the package it ships in, the same in every process that
+ * loads it), else the module's file name without its extension.
+ */
+export function appOfToolsModule(file: string): string {
+  const path = resolve(file);
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    const name = packageNameIn(dir);
+    if (name !== null) return name;
+    if (dirname(dir) === dir) break;
+  }
+  return basename(path, extname(path));
+}
+
+/** The `name` of `dir/package.json`, or null when there is none (no file, no name, not JSON). */
+function packageNameIn(dir: string): string | null {
+  const file = join(dir, 'package.json');
+  if (!existsSync(file)) return null;
+  try {
+    const name = (JSON.parse(readFileSync(file, 'utf8')) as { name?: unknown } | null)?.name;
+    return typeof name === 'string' && name !== '' ? name : null;
+  } catch {
+    return null;
+  }
 }

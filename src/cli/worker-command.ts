@@ -5,7 +5,16 @@ import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
 import { untilStopped } from './until-stopped.js';
-import { openStoreWaiting, positiveInt, retentionFrom, toolsFrom, WORKER_ARG_OPTIONS, WORKER_USAGE_LINES, workerOptionsFrom } from './worker-options.js';
+import {
+  appFrom,
+  openStoreWaiting,
+  positiveInt,
+  retentionFrom,
+  toolsFrom,
+  WORKER_ARG_OPTIONS,
+  WORKER_USAGE_LINES,
+  workerOptionsFrom,
+} from './worker-options.js';
 
 export const WORKER_USAGE = `Usage: tasklatch worker [options]
 
@@ -31,22 +40,34 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   const pollInterval = values['poll-interval'] === undefined ? undefined : positiveInt('--poll-interval', values['poll-interval']);
   const worker = workerOptionsFrom(values);
   const retention = retentionFrom(values);
+  const app = appFrom(values);
   const tools = await toolsFrom(values);
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   // The same composition as `serve`, without a wire in front of it.
-  const runtime = createRuntime({ store, tools, worker, drainMs, logger, ...retention, ...(pollInterval === undefined ? {} : { limits: { pollInterval } }) });
+  const runtime = createRuntime({
+    store,
+    tools,
+    app,
+    worker,
+    drainMs,
+    logger,
+    ...retention,
+    ...(pollInterval === undefined ? {} : { limits: { pollInterval } }),
+  });
   await runtime.start();
   const operator = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics);
   if (operator !== null) io.out(`tasklatch worker metrics on ${operator.url}/metrics`);
   const id = runtime.worker?.id ?? '';
+  // Listening before the line that says it runs: a SIGTERM sent on reading it must drain, not kill.
+  const stopped = untilStopped();
   logger.info(
-    { store: describeStoreUrl(values.store), ...(store.driver === undefined ? {} : { driver: store.driver }), worker: id },
+    { store: describeStoreUrl(values.store), ...(store.driver === undefined ? {} : { driver: store.driver }), app, worker: id },
     'tasklatch worker started',
   );
-  io.out(`tasklatch worker ${id} running`);
-  const reason = await untilStopped();
+  io.out(`tasklatch worker ${id} running for app ${app}`);
+  const reason = await stopped;
   logger.info({ reason }, 'draining');
   await runtime.close();
   await operator?.close();

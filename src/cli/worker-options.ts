@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { isTasklatchError, TasklatchError } from '../core/errors.js';
 import { conformanceTools } from '../demo/conformance-tools.js';
 import { demoTools } from '../demo/demo-tools.js';
@@ -8,7 +9,7 @@ import type { ExecutionHooks } from '../worker/task-executor.js';
 import type { WorkerOptions } from '../worker/worker.js';
 import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
 import type { TaskStore } from '../store/types.js';
-import { isToolsPath, loadToolsModule } from './tools-module.js';
+import { appOfToolsModule, isToolsPath, loadToolsModule } from './tools-module.js';
 
 /** parseArgs options shared by `serve` and `worker`: where tasks live, which tools, how they run. */
 export const WORKER_ARG_OPTIONS = {
@@ -16,6 +17,7 @@ export const WORKER_ARG_OPTIONS = {
   exports: { type: 'string', default: './.tasklatch/exports' },
   demo: { type: 'boolean', default: true },
   tools: { type: 'string', default: 'demo' },
+  app: { type: 'string' },
   concurrency: { type: 'string' },
   'lease-ms': { type: 'string' },
   'poll-interval': { type: 'string' },
@@ -30,6 +32,10 @@ export const WORKER_USAGE_LINES = `  --store URL            sqlite:PATH (default
                          module of your own (./tools.js: default export or named "tools", an array of
                          tool definitions or a function returning one); give serve and every worker the same
   --no-demo              serve no tools at all
+  --app NAME             the application the tools belong to: tasks record it, and workers claim only its
+                         tasks (default: the name in the package.json nearest above a --tools module,
+                         else its file name; tasklatch-demo for the demo tools, tasklatch-conformance
+                         for the conformance tools); give serve and its workers the same
   --concurrency N        tasks one worker runs at once (default 4)
   --lease-ms MS          lease per claimed task (default 30000); a dead worker's tasks wait this long
   --poll-interval MS     pollInterval suggested to clients, and the heartbeat bound (default 1000)
@@ -42,6 +48,7 @@ export interface WorkerArgs {
   exports: string;
   demo: boolean;
   tools: string;
+  app?: string | undefined;
   concurrency?: string | undefined;
   'lease-ms'?: string | undefined;
 }
@@ -65,6 +72,26 @@ export async function toolsFrom(values: WorkerArgs): Promise<TaskTool[]> {
   return set(values);
 }
 
+/** The app of each named tool set of `--tools`. */
+const TOOL_SET_APPS: Record<string, string> = { demo: 'tasklatch-demo', conformance: 'tasklatch-conformance' };
+
+/**
+ * The app of `--app`, else the one its `--tools` belongs to (see `WORKER_USAGE_LINES`), checked:
+ * a bad name is refused before anything starts.
+ */
+export function appFrom(values: WorkerArgs): string {
+  if (values.app !== undefined) return checkAppName(values.app, '--app');
+  if (isToolsPath(values.tools)) {
+    const derived = appOfToolsModule(values.tools);
+    try {
+      return checkAppName(derived);
+    } catch (error) {
+      throw new TasklatchError('INVALID_INPUT', `--tools ${values.tools}: cannot serve as the app name (${(error as Error).message}); name the app with --app`);
+    }
+  }
+  return values.demo ? (TOOL_SET_APPS[values.tools] ?? DEFAULT_APP) : DEFAULT_APP;
+}
+
 /**
  * Worker options from the command line, plus the fault-injection switch
  * `TASKLATCH_CRASH_BEFORE_COMPLETE=P`: with probability P the process kills itself (SIGKILL)
@@ -86,7 +113,7 @@ export function workerOptionsFrom(values: WorkerArgs): WorkerSettings {
 }
 
 /** Worker options as the command line gives them. */
-export type WorkerSettings = Omit<WorkerOptions, 'hooks'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
+export type WorkerSettings = Omit<WorkerOptions, 'hooks' | 'app'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
 
 const DURATION = /^(\d+)(ms|s|m|h|d)?$/;
 const DURATION_UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

@@ -26,3 +26,21 @@ export function requestDigest(request: WireRequest): string {
 export function resultDigest(result: unknown): string {
   return jcsSha256(result);
 }
+
+/** What identifies a tool's contract with its callers: what `toolDigest` is computed over. */
+export interface ToolDefinition {
+  name: string;
+  /** The JSON Schema of its arguments. */
+  inputSchema: unknown;
+  /** The JSON Schema of its structured result, when it declares one. */
+  outputSchema?: unknown;
+  execution?: unknown;
+}
+
+/**
+ * Tool digest: JCS SHA-256 of the tool's name, input and output JSON Schemas and execution.
+ * Title and description are left out: rewording a tool does not change what its tasks hold.
+ */
+export function toolDigest(tool: ToolDefinition): string {
+  return jcsSha256({ name: tool.name, inputSchema: tool.inputSchema ?? null, outputSchema: tool.outputSchema ?? null, execution: tool.execution ?? null });
+}

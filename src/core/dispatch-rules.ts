@@ -54,3 +54,20 @@ export function holdsFence(task: FencedRecord | null, fence: Fence, now: Millis)
     !isExpired(task, now)
   );
 }
+
+/** Who a claim walk claims for: the claimer's app and the tools it runs (absent: any). */
+export interface Claimer {
+  app?: string | undefined;
+  tools?: readonly string[] | undefined;
+}
+
+/**
+ * Whether a task is the claimer's to dispatch at all: of its app and of a tool it runs. Any
+ * other task is skipped before `decideDispatch` looks at it, and stays untouched and due for a
+ * worker it is for (tool names are unique within an app only: another app's `build_report` is
+ * another tool).
+ */
+export function isForClaimer(task: Pick<TaskRecord, 'app' | 'toolName'>, claimer: Claimer): boolean {
+  if (claimer.app !== undefined && task.app !== claimer.app) return false;
+  return claimer.tools === undefined || claimer.tools.includes(task.toolName ?? '');
+}

@@ -13,6 +13,8 @@
  * - **outbox**: the dispatch entry written in the same transaction as the record, so work is
  *   never dispatched for a task that does not exist, nor lost for one that does.
  * - **terminal**: `completed`, `failed`, `cancelled`. A terminal status never changes.
+ * - **app**: the application that admitted a task. Tool names are unique within an app only, so
+ *   a worker claims the tasks of its own app (and tools); two apps may share one store.
  *
  * Time in the core is epoch milliseconds (`number`); the clock is always passed in.
  */
@@ -38,7 +40,14 @@ export type Millis = number;
 export interface TaskRecord {
   taskId: string;
   authKey: string;
+  /** The application that admitted the task (`checkAppName`); only its workers claim it. */
+  app: string;
   toolName: string | null;
+  /**
+   * `toolDigest` of the tool's definition when the task was admitted (null: not recorded, as for
+   * tasks stored before apps were): a worker whose definition differs says so before running it.
+   */
+  toolDigest: string | null;
   status: TaskStatus;
   statusMessage: string | null;
   version: number;

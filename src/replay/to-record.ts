@@ -1,3 +1,4 @@
+import { DEFAULT_APP } from '../core/app-name.js';
 import { idempotencyKeyOf } from '../core/create-rules.js';
 import { requestDigest, resultDigest } from '../core/digest.js';
 import { parseTimestamp } from '../core/time.js';
@@ -14,7 +15,10 @@ export function toRecord(packet: StoredRecordPacket, ns = ''): TaskRecord {
   return {
     taskId: ns + packet.taskId,
     authKey: ns + packet.auth,
+    // A fixture speaks of one application's tasks: the one a runtime that names none serves.
+    app: DEFAULT_APP,
     toolName,
+    toolDigest: null,
     status: packet.status,
     statusMessage: packet.statusMessage ?? null,
     version: packet.version,

@@ -1,3 +1,4 @@
+import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import type { Millis, TaskCapabilities } from '../core/types.js';
 import { ExpirySweeper } from '../service/expiry-sweeper.js';
 import type { TaskLimits } from '../service/limits.js';
@@ -18,6 +19,12 @@ export interface RuntimeOptions {
   store: TaskStore;
   tools: readonly TaskTool[] | ToolRegistry;
   /**
+   * The application these tools belong to (default `'default'`): stored with every task admitted
+   * here, and the worker claims only tasks of this app. Name it when applications with tools of
+   * the same name share a store. 1–100 printable characters, no leading or trailing space.
+   */
+  app?: string;
+  /**
    * Whether the wires in front of this runtime identify their callers (an auth context). Only
    * then may tasks be listed: without it every caller would see every task.
    */
@@ -35,8 +42,8 @@ export interface RuntimeOptions {
    * answer; other processes' workers run the tasks.
    */
   execute?: boolean;
-  /** Options of the worker. */
-  worker?: Omit<WorkerOptions, 'hooks'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
+  /** Options of the worker (its app is the runtime's). */
+  worker?: Omit<WorkerOptions, 'hooks' | 'app'> & Pick<ExecutionHooks, 'beforeTerminalWrite'>;
   /** How long `close()` lets running tasks finish before giving their leases back (ms, default 10000). */
   drainMs?: number;
   /** How often tasks past their retention are removed (ms; default 60000; 0 turns the sweep off). */
@@ -68,12 +75,15 @@ export class TaskRuntime {
   readonly capabilities: TaskCapabilities;
   /** Whether plain clients get tasks through the task tools (`RuntimeOptions.taskTools`). */
   readonly taskTools: boolean;
+  /** The application of this runtime's tasks and worker (`RuntimeOptions.app`). */
+  readonly app: string;
   private readonly sweeper: ExpirySweeper | null;
   private readonly progressListeners = new Set<ProgressListener>();
   private readonly stopRemoteProgress: () => void;
   private readonly drainMs: number;
 
   constructor(options: RuntimeOptions) {
+    this.app = checkAppName(options.app ?? DEFAULT_APP);
     const given = options.tools instanceof ToolRegistry ? options.tools : new ToolRegistry(options.tools);
     this.taskTools = options.taskTools === true;
     // A tool of the user's named like a task tool is refused by the registry, as any duplicate.
@@ -89,6 +99,8 @@ export class TaskRuntime {
     this.service = new TaskService({
       store: options.store,
       capabilities: this.capabilities,
+      app: this.app,
+      toolDigest: (name) => this.tools.digest(name),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });

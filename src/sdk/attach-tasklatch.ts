@@ -15,6 +15,12 @@ import { taskToolFrom } from './sdk-tool.js';
 export interface AttachOptions {
   /** A tasklatch store; every server and worker process of the fleet opens the same one. */
   store: TaskStore;
+  /**
+   * The application these tools belong to (default `'default'`; see `RuntimeOptions.app`): give
+   * the server and its `tasklatchWorker` processes the same name, and every other application on
+   * the same store another.
+   */
+  app?: string;
   /** The `registerTool` tools that run as durable tasks, and how: `required` or `optional`. */
   tasks: Readonly<Record<string, 'required' | 'optional'>>;
   /** The caller of a request from its auth context (default: `principalFromAuthInfo`). */
@@ -56,9 +62,10 @@ export class SdkTasklatch {
       if (tool === undefined) throw new TasklatchError('INVALID_INPUT', `cannot attach tasklatch: no tool ${name} is registered on this server`);
       return taskToolFrom(name, tool, support);
     });
-    const { principal = principalFromAuthInfo, callersIdentified = false, store, execute, worker, limits, taskTools: withTaskTools, logger } = options;
+    const { principal = principalFromAuthInfo, callersIdentified = false, store, app, execute, worker, limits, taskTools: withTaskTools, logger } = options;
     this.runtime = createRuntime({
       store,
+      ...(app === undefined ? {} : { app }),
       tools: new ToolRegistry(taskTools),
       callersIdentified,
       ...(execute === undefined ? {} : { execute }),

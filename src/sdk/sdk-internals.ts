@@ -19,6 +19,8 @@ export interface RegisteredSdkTool {
   description?: string;
   /** A zod object schema (v3, v4 or v4-mini), or undefined for a tool without arguments. */
   inputSchema?: unknown;
+  /** A zod object schema of the structured result, when the tool declares one. */
+  outputSchema?: unknown;
   execution?: { taskSupport?: string };
   enabled: boolean;
   handler: (...args: never[]) => unknown;

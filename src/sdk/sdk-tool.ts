@@ -1,4 +1,5 @@
-import { getParseErrorMessage, safeParse, type AnySchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+import { getParseErrorMessage, normalizeObjectSchema, safeParse, type AnySchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
 import type { z } from 'zod';
 import { TasklatchError } from '../core/errors.js';
 import type { TaskSupport } from '../core/types.js';
@@ -44,9 +45,23 @@ export function taskToolFrom(name: string, tool: RegisteredSdkTool, taskSupport:
     ...(tool.title === undefined ? {} : { title: tool.title }),
     description: tool.description ?? '',
     inputSchema,
+    definition: sdkDefinition(tool),
     execution: { taskSupport },
     handler: async (args, ctx) => (schema === undefined ? handler(sdkExtra(ctx)) : handler(args, sdkExtra(ctx))),
   };
+}
+
+/**
+ * The tool's input and output JSON Schemas, converted as the SDK converts them for `tools/list`
+ * (its zod 3 or 4 schemas are not ours to convert): what the tool's definition digest is made of.
+ */
+function sdkDefinition(tool: RegisteredSdkTool): NonNullable<TaskTool['definition']> {
+  const json = (schema: unknown, pipeStrategy: 'input' | 'output') => {
+    const object = schema === undefined ? undefined : normalizeObjectSchema(schema as AnySchema);
+    return object === undefined ? null : toJsonSchemaCompat(object, { strictUnions: true, pipeStrategy });
+  };
+  const output = json(tool.outputSchema, 'output');
+  return { inputSchema: json(tool.inputSchema, 'input'), ...(output === null ? {} : { outputSchema: output }) };
 }
 
 /** What an SDK tool handler expects as `extra`, for a call that runs as a task. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { decideCreateEntry, idempotencyKeyOf, type CreateEntry } from '../core/create-rules.js';
 import { isTerminal } from '../core/types.js';
 import type { ListDecision, MissDecision, ReadDecision } from '../core/decisions.js';
@@ -40,6 +41,10 @@ export interface TaskServiceOptions {
   newTaskId?: () => string;
   /** Write read decisions (`tasks/get`, `tasks/result`, `tasks/list`) to the audit trail too. */
   auditReads?: boolean;
+  /** The application admitting tasks here (a checked name; default `DEFAULT_APP`): stored with each task. */
+  app?: string;
+  /** The digest of a tool's definition (`toolDigest`), stored with each task of it; absent: none recorded. */
+  toolDigest?: (toolName: string) => string | null;
 }
 
 export type CreateOutcome = { decision: Exclude<CreateEntry, 'ADMIT'>; record: null } | AdmitOutcome;
@@ -65,6 +70,9 @@ export class TaskService {
   private readonly clock: () => Millis;
   private readonly newTaskId: () => string;
   private readonly auditReads: boolean;
+  /** The app every admission of this service records (`TaskServiceOptions.app`). */
+  readonly app: string;
+  private readonly toolDigest: (toolName: string) => string | null;
   /** Wakes waiters when a task changes; fed by this service's writes and the store's notifications. */
   readonly changes: ChangeFeed;
   /** Workers of this process that take an admitted task at once (see `AdmissionClaimers`). */
@@ -85,6 +93,8 @@ export class TaskService {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.newTaskId = options.newTaskId ?? randomUUID;
     this.auditReads = options.auditReads ?? true;
+    this.app = checkAppName(options.app ?? DEFAULT_APP);
+    this.toolDigest = options.toolDigest ?? (() => null);
     this.changes = new ChangeFeed();
   }
 
@@ -141,7 +151,9 @@ export class TaskService {
       .admit({
         taskId: this.newTaskId(),
         authKey: input.auth,
+        app: this.app,
         toolName: input.tool.name,
+        toolDigest: this.toolDigest(input.tool.name),
         request: input.request,
         requestDigest: requestDigest(input.request),
         idempotencyKey: metaKey ?? headerKey,
@@ -201,11 +213,14 @@ export class TaskService {
     this.events.emit('claimed', claimEventOf(record, now));
   }
 
-  /** Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. */
+  /**
+   * Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. The tasks are
+   * this service's app's unless `input.app` names another: what it admits is what it claims.
+   */
   async claim(input: Omit<ClaimInput, 'now' | 'correlationId'>): Promise<TaskRecord[]> {
     const now = this.clock();
     const correlationId = randomUUID();
-    const claimed = await this.store.claim({ ...input, now, correlationId });
+    const claimed = await this.store.claim({ ...input, app: input.app ?? this.app, now, correlationId });
     for (const record of claimed) {
       this.changes.publish(record.taskId, record.version, record);
       const { authKey, taskId, status } = record;

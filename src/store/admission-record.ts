@@ -1,3 +1,4 @@
+import { DEFAULT_APP } from '../core/app-name.js';
 import type { TaskRecord } from '../core/types.js';
 import type { AdmitInput } from './types.js';
 
@@ -6,7 +7,9 @@ export function admissionRecord(input: AdmitInput): TaskRecord {
   return {
     taskId: input.taskId,
     authKey: input.authKey,
+    app: input.app ?? DEFAULT_APP,
     toolName: input.toolName,
+    toolDigest: input.toolDigest ?? null,
     status: 'working',
     statusMessage: null,
     version: 1,

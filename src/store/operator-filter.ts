@@ -23,6 +23,7 @@ export function filterConditions(filter: TaskFilter, dialect: FilterDialect, par
   else if (filter.tenant !== undefined) where.push(`${dialect.tenant} = ${param(filter.tenant)}`);
   else if (filter.subject !== undefined) where.push(`${dialect.subject} = ${param(filter.subject)}`);
   if (filter.status !== undefined) where.push(`status = ${param(filter.status)}`);
+  if (filter.app !== undefined) where.push(`app = ${param(filter.app)}`);
   if (filter.tool !== undefined) where.push(`tool_name = ${param(filter.tool)}`);
   if (filter.createdSince !== undefined) where.push(`created_at_ms >= ${param(filter.createdSince)}`);
   if (filter.createdBefore !== undefined) where.push(`created_at_ms < ${param(filter.createdBefore)}`);

@@ -24,4 +24,6 @@ export const TASK_COLUMNS = [
   'attempt',
   'lease_owner',
   'lease_expires_at_ms',
+  'app',
+  'tool_digest',
 ] as const;

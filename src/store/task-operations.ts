@@ -13,6 +13,8 @@ export interface TaskFilter {
   /** The subject within a tenant (with `tenant`) or in any tenant (without). */
   subject?: string;
   status?: TaskStatus;
+  /** The application that admitted the task. */
+  app?: string;
   tool?: string;
   /** Created at or after. */
   createdSince?: Millis;

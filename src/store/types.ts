@@ -32,7 +32,11 @@ export interface AdmitClaim {
 export interface AdmitInput {
   taskId: string;
   authKey: string;
+  /** The admitting application (a checked name; absent: `DEFAULT_APP`). Only its workers claim the task. */
+  app?: string;
   toolName: string;
+  /** `toolDigest` of the tool's definition at admission (absent: not recorded). */
+  toolDigest?: string | null;
   request: WireRequest;
   requestDigest: string;
   idempotencyKey: string | null;
@@ -117,6 +121,12 @@ export interface ClaimInput {
    * that knows its tool.
    */
   tools?: readonly string[];
+  /**
+   * Only tasks admitted by this application (absent: any app). Like `tools`, an entry of another
+   * app is not claimed, not locked and not touched: a tool name means one tool within one app
+   * only, and another app's worker would run the wrong handler on it.
+   */
+  app?: string;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { ToolDescriptor } from '../core/types.js';
 import { taskSupportOf } from '../core/create-rules.js';
+import { toolDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
 import { inputJsonSchema } from './input-schema.js';
 import type { TaskTool } from './tool.js';
@@ -7,6 +8,7 @@ import type { TaskTool } from './tool.js';
 /** The tools a server offers, by name, with their `tools/list` entries prepared once. */
 export class ToolRegistry {
   private readonly byName = new Map<string, TaskTool>();
+  private readonly digests = new Map<string, string>();
 
   constructor(tools: readonly TaskTool[]) {
     for (const tool of tools) {
@@ -22,6 +24,23 @@ export class ToolRegistry {
   /** The names of the tools, in registration order. */
   names(): string[] {
     return [...this.byName.keys()];
+  }
+
+  /**
+   * The digest of a tool's definition (`toolDigest`: name, input and output schema, execution),
+   * computed once; null for a tool not in the registry. Admission stores it with the task, and a
+   * worker compares it with its own before it runs the task.
+   */
+  digest(name: string): string | null {
+    const tool = this.byName.get(name);
+    if (tool === undefined) return null;
+    let digest = this.digests.get(name);
+    if (digest === undefined) {
+      const schemas = tool.definition ?? { inputSchema: inputJsonSchema(tool.inputSchema) };
+      digest = toolDigest({ name, ...schemas, ...(tool.execution === undefined ? {} : { execution: tool.execution }) });
+      this.digests.set(name, digest);
+    }
+    return digest;
   }
 
   /** True when at least one tool can run as a task. */

@@ -73,6 +73,12 @@ export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
   /** Omit for a tool that never runs as a task (taskSupport `forbidden`). */
   execution?: { taskSupport: TaskSupport };
   /**
+   * The tool's JSON Schemas as its own server lists them, for a tool whose `inputSchema` is not a
+   * zod 4 object (one registered with an SDK `McpServer`): what its definition digest is
+   * computed over. Omit it otherwise: the digest then comes from `inputSchema`.
+   */
+  definition?: { inputSchema: unknown; outputSchema?: unknown };
+  /**
    * For an `optional` tool on a wire where the server decides (2026-07-28): whether these
    * arguments are worth a task. Absent: always a task when the client can take one.
    */

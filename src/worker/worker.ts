@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { checkAppName } from '../core/app-name.js';
 import type { TaskRecord } from '../core/types.js';
 import type { ClaimReservation } from '../service/admission-claims.js';
 import type { TaskService } from '../service/task-service.js';
@@ -21,6 +22,11 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Claims of one task before it is ended `failed` (default 5). */
   maxAttempts?: number;
+  /**
+   * The application whose tasks this worker claims (a checked name; default: the service's app,
+   * the one its admissions record). Tool names are unique within an app only.
+   */
+  app?: string;
   hooks?: ExecutionHooks;
 }
 
@@ -65,6 +71,9 @@ export class Worker {
   private readonly runs = new Set<Promise<void>>();
   /** The tools this worker runs: the claim takes only their tasks and leaves the rest in place. */
   private readonly toolNames: readonly string[];
+  /** The app whose tasks it claims; the claim leaves every other app's tasks in place. */
+  readonly app: string;
+  private readonly tools: ToolRegistry;
 
   constructor(
     private readonly service: TaskService,
@@ -81,6 +90,8 @@ export class Worker {
     this.log = options.hooks?.log ?? (() => undefined);
     this.executor = new TaskExecutor(service, tools, options.hooks);
     this.toolNames = tools.names();
+    this.tools = tools;
+    this.app = options.app === undefined ? service.app : checkAppName(options.app, 'worker app');
   }
 
   /** Starts claiming. */
@@ -90,8 +101,9 @@ export class Worker {
     this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
     this.withdraw = this.service.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
-    this.log('info', 'worker runs only the tasks of its tools; tasks of other tools are left for workers that know them', {
+    this.log('info', 'worker runs only the tasks of its app and tools; tasks of other apps and tools are left for workers that know them', {
       worker: this.id,
+      app: this.app,
       tools: this.toolNames,
     });
     this.loop = this.run();
@@ -135,6 +147,7 @@ export class Worker {
             maxAttempts: this.maxAttempts,
             abandonedResult: errorResult(`task abandoned after ${this.maxAttempts} attempts`),
             tools: this.toolNames,
+            app: this.app,
           });
           failures = 0;
           for (const record of claimed) this.launch(record);
@@ -159,6 +172,7 @@ export class Worker {
 
   /** Runs a task this worker holds the lease of. */
   private launch(record: TaskRecord): void {
+    this.checkDefinition(record);
     const run = this.executor
       .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
       .then(
@@ -181,12 +195,34 @@ export class Worker {
   }
 
   /**
+   * A task of this app whose tool was defined otherwise when it was admitted still runs here:
+   * during a rolling deploy old and new definitions meet, and a task left for a worker with the
+   * admitted definition could wait forever once none is left. The difference is said, naming
+   * both digests, so that a result the requestor then rejects (another output schema) is traced
+   * to its cause.
+   */
+  private checkDefinition(record: TaskRecord): void {
+    if (record.toolDigest === null || record.toolName === null) return;
+    const own = this.tools.digest(record.toolName);
+    if (own === null || own === record.toolDigest) return;
+    this.log('warn', "task admitted with another definition of its tool; running it with this worker's definition", {
+      worker: this.id,
+      app: this.app,
+      taskId: record.taskId,
+      tool: record.toolName,
+      admittedDigest: record.toolDigest,
+      workerDigest: own,
+    });
+  }
+
+  /**
    * A free slot for a task of `tool` admitted in this process, leased to this worker by the
    * admission itself (see `AdmissionClaimers`); null when every slot is taken or held, for a
    * tool this worker does not run, and once it stops.
    */
   reserve(tool: string): ClaimReservation | null {
-    if (this.loop === null || this.stopping || !this.toolNames.includes(tool)) return null;
+    // The admission records the service's app: a worker of another app must not take its task.
+    if (this.loop === null || this.stopping || this.app !== this.service.app || !this.toolNames.includes(tool)) return null;
     if (this.concurrency - this.executor.active - this.reserved <= 0) return null;
     this.reserved++;
     let held = true;

@@ -78,7 +78,7 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     const url = await makeUrl();
     const store = await openStore(url);
     const aborted: string[] = [];
-    const runtime = createRuntime({ store, tools: tools(aborted), logger: createLogger('silent'), worker: { pollMs: 100 } });
+    const runtime = createRuntime({ store, app: 'ledger-app', tools: tools(aborted), logger: createLogger('silent'), worker: { pollMs: 100 } });
     await runtime.start();
     stops.push(
       () => store.close(),
@@ -104,9 +104,16 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
 
   it('lists, filters, pages, shows, audits and counts every tenant’s tasks', async () => {
     const { url, ids } = filledStore;
-    const all = (await json(['tasks', 'ls', '--store', url, '--json'])) as { tasks: Array<{ taskId: string; tenant: string; status: string }>; nextPage: null };
+    const all = (await json(['tasks', 'ls', '--store', url, '--json'])) as {
+      tasks: Array<{ taskId: string; tenant: string; status: string; app: string }>;
+      nextPage: null;
+    };
     expect(all.tasks.map((t) => t.taskId).sort()).toEqual(Object.values(ids).sort());
+    expect(all.tasks.map((t) => t.app)).toEqual(['ledger-app', 'ledger-app', 'ledger-app', 'ledger-app']);
     expect(all.nextPage).toBeNull();
+    const ofApp = (await json(['tasks', 'ls', '--store', url, '--json', '--app', 'ledger-app'])) as { tasks: Array<{ taskId: string }> };
+    expect(ofApp.tasks.map((t) => t.taskId)).toEqual(all.tasks.map((t) => t.taskId));
+    expect(((await json(['tasks', 'ls', '--store', url, '--json', '--app', 'other-app'])) as { tasks: unknown[] }).tasks).toEqual([]);
     const acme = (await json(['tasks', 'ls', '--store', url, '--json', '--tenant', 'acme', '--status', 'working'])) as { tasks: Array<{ taskId: string }> };
     expect(acme.tasks.map((t) => t.taskId).sort()).toEqual([ids.a2, ids.c1].sort());
 
@@ -123,15 +130,18 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     expect(seen).toEqual(all.tasks.map((t) => t.taskId));
 
     const table = await runCli(['tasks', 'ls', '--store', url]);
-    expect(table.stdout.split('\n')[0]).toMatch(/^TASK\s+PRINCIPAL\s+TOOL\s+STATUS\s+ATTEMPT/);
-    expect(table.stdout).toContain('beta/bob');
+    expect(table.stdout.split('\n')[0]).toMatch(/^TASK\s+PRINCIPAL\s+APP\s+TOOL\s+STATUS\s+ATTEMPT/);
+    expect(table.stdout).toMatch(/beta\/bob\s+ledger-app\s+quick/);
 
     const shown = (await json(['tasks', 'show', ids.a2, '--store', url, '--json'])) as {
       task: Record<string, unknown>;
       lease: Record<string, unknown>;
       dispatch: Record<string, unknown>;
     };
-    expect(shown.task).toMatchObject({ taskId: ids.a2, tenant: 'acme', subject: 'alice', tool: 'hold', status: 'working', attempt: 1 });
+    expect(shown.task).toMatchObject({ taskId: ids.a2, tenant: 'acme', subject: 'alice', app: 'ledger-app', tool: 'hold', status: 'working', attempt: 1 });
+    expect(shown.task.toolDigest).toBe(filledStore.runtime.tools.digest('hold'));
+    const shownText = await runCli(['tasks', 'show', ids.a2, '--store', url]);
+    expect(shownText.stdout).toMatch(/^app\s+ledger-app$/m);
     expect(shown.lease).toMatchObject({ held: true });
     expect(shown.dispatch).toMatchObject({ open: true, attempt: 1 });
 
@@ -180,6 +190,10 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
       ['tasks', 'ls', '--limit', '0', '--store', url],
       ['tasks', 'ls', '--page', 'bm9wZQ', '--store', url],
       ['tasks', 'ls', '--tenant', 'a/b', '--store', url],
+      ['tasks', 'ls', '--app', '', '--store', url],
+      ['tasks', 'ls', '--app', 'two\nlines', '--store', url],
+      ['tasks', 'ls', '--app', 'x'.repeat(101), '--store', url],
+      ['tasks', 'show', ids.c1, '--app', 'ledger-app', '--store', url],
       ['tasks', 'ls', '--as', 'a/b', '--store', url],
       ['tasks', 'ls', '--bogus', '--store', url],
       ['tasks', 'cancel', ids.c1, '--store', url],

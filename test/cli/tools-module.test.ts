@@ -124,7 +124,7 @@ describe('--tools PATH: two servers and two workers on one PostgreSQL', () => {
     // A worker with only the demo tools is running: the task stays working and unclaimed.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect((await two.experimental.tasks.getTask(early.task.taskId)).status).toBe('working');
-    expect(demoWorker.log()).toMatch(/tasks of other tools are left for workers that know them/);
+    expect(demoWorker.log()).toMatch(/tasks of other apps and tools are left for workers that know them/);
 
     const own = [startWorker(TOOLS), startWorker(TOOLS)];
     await Promise.all(own.map((w) => w.ready));

@@ -20,8 +20,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tasklatch-worker-metrics-'));
   store = `sqlite:${join(dir, 'tasks.db')}`;
   sqlite = await SqliteStore.open(join(dir, 'tasks.db'));
-  // Admits only; the worker process runs the task.
-  admitter = new TaskService({ store: sqlite, capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
+  // Admits only, as the demo tools' app (the worker's default with them); the worker process runs the task.
+  admitter = new TaskService({ store: sqlite, app: 'tasklatch-demo', capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
 });
 
 afterAll(async () => {

@@ -182,4 +182,38 @@ describe('attach-time errors', () => {
     expect(attach(connected)).toThrow(/already connected; attach before server.connect/);
     await connected.close();
   });
+  it("names its app, and digests each tool's definition as the SDK lists it, output schema included", async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { InMemoryTransport } = await import('@modelcontextprotocol/sdk/inMemory.js');
+    const reportServer = (total: z.ZodType) => {
+      const server = new McpServer({ name: 'reports', version: '1.0.0' });
+      server.registerTool('build_report', { description: 'a report', inputSchema: { month: z.string() }, outputSchema: { total } }, async () => ({
+        content: [],
+        structuredContent: { total: 1 },
+      }));
+      return server;
+    };
+    const store = new MemoryStore();
+    const numbers = reportServer(z.number());
+    const tasklatch = attachTasklatch(numbers, { store, app: 'reports', tasks: { build_report: 'required' }, execute: false, logger: createLogger('silent') });
+    expect(tasklatch.runtime.app).toBe('reports');
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await numbers.connect(serverSide);
+    const lister = new Client({ name: 'test', version: '1.0.0' });
+    await lister.connect(clientSide);
+    const listed = (await lister.listTools()).tools.find((t) => t.name === 'build_report')!;
+    await lister.close();
+    const { toolDigest } = await import('../../src/core/digest.js');
+    expect(listed.outputSchema).toBeDefined();
+    expect(tasklatch.runtime.tools.digest('build_report')).toBe(
+      toolDigest({ name: listed.name, inputSchema: listed.inputSchema, outputSchema: listed.outputSchema, execution: listed.execution }),
+    );
+    // Another output schema is another definition; an attach without an app is the default app's.
+    const strings = new SdkTasklatch(reportServer(z.string()), { store, tasks: { build_report: 'required' }, execute: false, logger: createLogger('silent') });
+    expect(strings.runtime.app).toBe('default');
+    expect(strings.runtime.tools.digest('build_report')).not.toBe(tasklatch.runtime.tools.digest('build_report'));
+    expect(() => new SdkTasklatch(reportServer(z.string()), { store, app: ' reports', tasks: { build_report: 'required' } })).toThrow(
+      /must not start or end with a space/,
+    );
+  });
 });

@@ -21,7 +21,7 @@ task_inputs: task_id text NO, input_key text NO, ask_seq integer NO, input_ordin
   request_digest text NO, asked_at_ms bigint NO, response jsonb YES, response_digest text YES, answered_at_ms bigint YES,
   deadline_ms bigint YES
 task_outbox: id bigint NO, task_id text NO, created_at_ms bigint NO, available_at_ms bigint NO, claimed_by text YES,
-  lease_expires_at_ms bigint YES, attempt integer NO, done_at_ms bigint YES
+  lease_expires_at_ms bigint YES, attempt integer NO, done_at_ms bigint YES, app text NO
 task_read_audit: task_key text NO, auth_key text NO, surface text NO, decision text NO, window_start_ms bigint NO,
   count bigint NO, first_at_ms bigint NO, last_at_ms bigint NO, task_id text YES, correlation_id text NO, status text YES,
   version integer YES, detail text YES
@@ -31,7 +31,7 @@ tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, st
   created_at_ms bigint NO, last_updated_at_ms bigint NO, ttl_ms bigint YES, expires_at_ms bigint YES,
   poll_interval_ms integer YES, request_digest text YES, idempotency_key text YES, request jsonb YES,
   cancel_requested boolean NO, result jsonb YES, result_digest text YES, correlation_id text YES, attempt integer NO,
-  lease_owner text YES, lease_expires_at_ms bigint YES`;
+  lease_owner text YES, lease_expires_at_ms bigint YES, app text NO, tool_digest text YES`;
 
 const EXPECTED_INDEXES = [
   'task_audit USING btree (task_id, id)',
@@ -42,7 +42,7 @@ const EXPECTED_INDEXES = [
   "tasks USING btree (last_updated_at_ms) WHERE ((expires_at_ms IS NULL) AND (status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])))",
   'task_inputs USING btree (deadline_ms) WHERE ((answered_at_ms IS NULL) AND (deadline_ms IS NOT NULL))',
   'task_inputs USING btree (task_id, input_key)',
-  'task_outbox USING btree (available_at_ms, id) WHERE (done_at_ms IS NULL)',
+  'task_outbox USING btree (app, available_at_ms, id) WHERE (done_at_ms IS NULL)',
   'task_outbox USING btree (id)',
   'task_outbox USING btree (task_id)',
   'tasklatch_meta USING btree (key)',
@@ -107,6 +107,7 @@ describe('PostgresStore schema and migrations', () => {
       '003_active_tasks.sql',
       '004_migration_checksums.sql',
       '005_task_inputs.sql',
+      '006_task_app.sql',
       '007_read_audit.sql',
     ]);
     const secret = await store.sharedSecret();
@@ -152,7 +153,15 @@ describe('PostgresStore schema and migrations', () => {
     const fresh = await freshPostgresUrl('pg_concurrent_migrate');
     const runs = await Promise.all(Array.from({ length: 6 }, () => migratePostgres(fresh)));
     expect(runs.filter((r) => r.length > 0)).toEqual([
-      ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_migration_checksums.sql', '005_task_inputs.sql', '007_read_audit.sql'],
+      [
+        '001_init.sql',
+        '002_dispatch.sql',
+        '003_active_tasks.sql',
+        '004_migration_checksums.sql',
+        '005_task_inputs.sql',
+        '006_task_app.sql',
+        '007_read_audit.sql',
+      ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);
     const opened = await Promise.all([PostgresStore.open(fresh), PostgresStore.open(fresh)]);

@@ -2,9 +2,11 @@ import { readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import ts from 'typescript';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
+import { readMigrationFiles } from '../../src/store/migrations.js';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { ClaimReport } from '../support/sqlite-claim-child.js';
@@ -45,6 +47,8 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['attempt', 'INTEGER', 1, 0],
     ['lease_owner', 'TEXT', 0, 0],
     ['lease_expires_at_ms', 'INTEGER', 0, 0],
+    ['app', 'TEXT', 1, 0],
+    ['tool_digest', 'TEXT', 0, 0],
   ],
   task_outbox: [
     ['id', 'INTEGER', 0, 1],
@@ -176,7 +180,15 @@ describe('SQLite migrations', () => {
     // The primary key (task_id, input_key) is the autoindex that keeps a key unique for the task's lifetime.
     const inputKeys = (db.pragma('index_list(task_inputs)') as { name: string; origin: string }[]).filter((i) => i.origin === 'pk');
     expect(inputKeys.map((i) => (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name))).toEqual([['task_id', 'input_key']]);
-    const all = ['001_init.sql', '002_dispatch.sql', '003_active_tasks.sql', '004_task_inputs.sql', '006_read_audit.sql', '007_task_progress.sql'];
+    const all = [
+      '001_init.sql',
+      '002_dispatch.sql',
+      '003_active_tasks.sql',
+      '004_task_inputs.sql',
+      '005_task_app.sql',
+      '006_read_audit.sql',
+      '007_task_progress.sql',
+    ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
     await store.close();
@@ -208,6 +220,34 @@ describe('SQLite migrations', () => {
     expect(isTasklatchError(unknown, 'SCHEMA_MISMATCH')).toBe(true);
     expect((unknown as Error).message).toContain('999_future.sql');
     await first.close();
+  });
+
+  it("migrates a file from before apps: its tasks become the default app's, claimable as before", async () => {
+    const path = join(dir, 'before-apps.db');
+    const db = new Database(path);
+    // The schema as 004 left it, with a task admitted then and its open outbox entry.
+    db.exec('CREATE TABLE tasklatch_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)');
+    for (const file of (await readMigrationFiles(new URL('../../migrations/sqlite/', import.meta.url))).filter((f) => f.name < '005')) {
+      db.exec(file.sql);
+      db.prepare('INSERT INTO tasklatch_migrations (name, checksum, applied_at_ms) VALUES (?, ?, 0)').run(file.name, file.checksum);
+    }
+    const now = Date.now();
+    db.prepare(
+      `INSERT INTO tasks (task_id, auth_key, tool_name, status, version, created_at_ms, last_updated_at_ms) VALUES ('old-task', 'tenant-a/alice', 'build_report', 'working', 1, ?, ?)`,
+    ).run(now, now);
+    db.prepare(`INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms) VALUES ('old-task', ?, ?)`).run(now, now);
+    db.close();
+
+    const store = await SqliteStore.open(path);
+    try {
+      expect(store.migrationsApplied).toEqual(['005_task_app.sql']);
+      expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
+      const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };
+      expect(await store.claim({ ...claim, owner: 'w-other', app: 'billing' })).toEqual([]);
+      expect((await store.claim({ ...claim, owner: 'w-default', app: 'default' })).map((r) => [r.taskId, r.app])).toEqual([['old-task', 'default']]);
+    } finally {
+      await store.close();
+    }
   });
 
   it('opens in WAL mode with foreign keys on and the busy timeout set', async () => {

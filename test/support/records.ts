@@ -9,7 +9,9 @@ export function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
   return {
     taskId: 't-1',
     authKey: 'tenant-a/alice',
+    app: 'default',
     toolName: 'export_ledger',
+    toolDigest: null,
     status: 'working',
     statusMessage: null,
     version: 1,

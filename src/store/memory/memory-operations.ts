@@ -29,6 +29,7 @@ export function matchesFilter(record: TaskRecord, filter: TaskFilter): boolean {
     (filter.tenant === undefined || tenant === filter.tenant) &&
     (filter.subject === undefined || subject === filter.subject) &&
     (filter.status === undefined || record.status === filter.status) &&
+    (filter.app === undefined || record.app === filter.app) &&
     (filter.tool === undefined || record.toolName === filter.tool) &&
     (filter.createdSince === undefined || record.createdAt >= filter.createdSince) &&
     (filter.createdBefore === undefined || record.createdAt < filter.createdBefore)

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { decideLimitedAdmission } from '../../core/create-rules.js';
 import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
-import { decideDispatch, holdsFence } from '../../core/dispatch-rules.js';
+import { decideDispatch, holdsFence, isForClaimer } from '../../core/dispatch-rules.js';
 import { compareListOrder, decideCancel } from '../../core/read-rules.js';
 import { isExpired, isPastRetention } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
@@ -198,7 +198,8 @@ export class MemoryStore implements TaskStore {
     for (const entry of due) {
       if (claimed.length >= input.limit) break;
       const task = this.tasks.get(entry.taskId) ?? null;
-      if (task !== null && input.tools !== undefined && !input.tools.includes(task.toolName ?? '')) continue;
+      // Another app's task, or another tool's, stays untouched and due for a worker it is for.
+      if (task !== null && !isForClaimer(task, input)) continue;
       const step = decideDispatch(task, input.now, input.maxAttempts);
       if (step.kind === 'close') entry.doneAt = input.now;
       if (step.kind === 'defer') entry.availableAt = step.until;

@@ -65,7 +65,9 @@ export async function claimIn(tx: ShortTransaction, input: ClaimInput, abandoned
     // A page no larger than what is still wanted: every row read is locked until commit, and a
     // row locked here is one other claimers skip.
     const wanted = input.limit - claimed.length;
-    const page = await tx.query<DueRow>(sql.DUE_OUTBOX, [input.now, after.availableAt, after.id, wanted, input.tools ?? null]);
+    const filter = [input.now, after.availableAt, after.id, wanted, input.tools ?? null];
+    const page =
+      input.app === undefined ? await tx.query<DueRow>(sql.DUE_OUTBOX, filter) : await tx.query<DueRow>(sql.DUE_OUTBOX_OF_APP, [...filter, input.app]);
     const close: string[] = [];
     const defer: { id: string; until: Millis }[] = [];
     const claims: Claim[] = [];

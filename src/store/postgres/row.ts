@@ -26,6 +26,8 @@ export interface TaskRow {
   attempt: number;
   lease_owner: string | null;
   lease_expires_at_ms: string | null;
+  app: string;
+  tool_digest: string | null;
 }
 
 /** A `task_inputs` row as pg returns it. */
@@ -79,7 +81,9 @@ export function rowToRecord(row: TaskRow): TaskRecord {
   return {
     taskId: row.task_id,
     authKey: row.auth_key,
+    app: row.app,
     toolName: row.tool_name,
+    toolDigest: row.tool_digest,
     // The CHECK constraint admits only the five statuses.
     status: row.status as TaskStatus,
     statusMessage: row.status_message,
@@ -126,6 +130,8 @@ export function recordToRow(r: TaskRecord): unknown[] {
     r.attempt,
     r.leaseOwner,
     r.leaseExpiresAt,
+    r.app,
+    r.toolDigest,
   ];
 }
 

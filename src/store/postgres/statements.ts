@@ -41,13 +41,21 @@ const TASK_COLUMN_TYPES = [
   'int',
   'text',
   'bigint',
+  'text',
+  'text',
 ] as const;
 const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
 
+/** The parameters after the task's columns in ADMIT_TASK: the active limit, now, the stored bound. */
+const LIMIT = `$${TASK_COLUMNS.length + 1}::int`;
+const NOW = `$${TASK_COLUMNS.length + 2}::bigint`;
+const STORED = `$${TASK_COLUMNS.length + 3}::int`;
+
 /**
  * Admission as one statement: the task row (unless its key is taken, or the caller is at its
- * active-task limit), its outbox entry and the ACCEPT_TASK audit line.
- * Parameters: the task's columns ($1–$21), the limit ($22, null for none), now ($23). Under a
+ * active-task limit), its outbox entry (with the task's app, which the claim filters by) and the
+ * ACCEPT_TASK audit line. Parameters: the task's columns ($1–$23, `TASK_COLUMNS` order), the
+ * limit ($24, null for none), now ($25), the stored bound ($26, null for none). Under a
  * limit the caller has taken the auth key's advisory lock in an earlier statement, so this
  * statement's snapshot already sees every admission that committed before it.
  */
@@ -56,18 +64,18 @@ export const ADMIT_TASK = `
   WITH inserted AS (
     INSERT INTO tasks (${TASK_COLUMNS.join(', ')})
     SELECT ${typedPlaceholders}
-     WHERE ($22::int IS NULL
+     WHERE (${LIMIT} IS NULL
         OR (SELECT count(*) FROM tasks
              WHERE auth_key = $2::text AND status IN ('working', 'input_required')
-               AND (expires_at_ms IS NULL OR expires_at_ms > $23::bigint)) < $22::int)
-       AND ($24::int IS NULL
+               AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${LIMIT})
+       AND (${STORED} IS NULL
         OR (SELECT count(*) FROM tasks
-             WHERE auth_key = $2::text AND (expires_at_ms IS NULL OR expires_at_ms > $23::bigint)) < $24::int)
+             WHERE auth_key = $2::text AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${STORED})
     ON CONFLICT (auth_key, idempotency_key) DO NOTHING
     RETURNING *
   ), queued AS (
-    INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms)
-    SELECT task_id, created_at_ms, created_at_ms FROM inserted
+    INSERT INTO task_outbox (task_id, app, created_at_ms, available_at_ms)
+    SELECT task_id, app, created_at_ms, created_at_ms FROM inserted
   ), audited AS (
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT created_at_ms, 'create', 'ACCEPT_TASK', auth_key, task_id, correlation_id, NULL, NULL, NULL FROM inserted
@@ -188,24 +196,35 @@ export const SELECT_SECRET = `SELECT value FROM tasklatch_meta WHERE key = 'secr
 
 /**
  * One page of the claim walk: open entries due at $1, after the keyset position ($2, $3), at
- * most $4, each with its task, in dispatch order; $5 (null: any) the tools the claimer runs. The
- * tool filter is part of the locking read: an entry of another tool is never locked, so a worker
- * that knows the tool is not made to skip it.
+ * most $4, each with its task, in dispatch order; $5 (null: any) the tools the claimer runs;
+ * with `ofApp`, $6 the claimer's app. Both filters are part of the locking read (they restate
+ * isForClaimer): an entry of another tool or app is never locked, so a worker it is for is not
+ * made to skip it. The app is compared on the entry, so the walk reads only the claimer's
+ * app's entries, through task_outbox_app_dispatch (app, available_at_ms, id); without an app
+ * (a claim for any app) the open entries of every app are read and sorted.
  *
  * Locking the task as well as the entry is what keeps a claim out of deadlocks: a terminal
  * transition holds the task row and then waits for the entry (to close it); a claimer that held
  * the entry and then waited for the task would close the circle. An entry whose task is being
  * written is skipped like one another claimer holds, and the writer's notification wakes the workers.
  */
-export const DUE_OUTBOX = `
+function dueOutbox(ofApp: boolean): string {
+  return `
   SELECT o.id AS outbox_id, o.available_at_ms AS outbox_available_at_ms, t.*
     FROM task_outbox o JOIN tasks t ON t.task_id = o.task_id
    WHERE o.done_at_ms IS NULL AND o.available_at_ms <= $1
      AND (o.available_at_ms, o.id) > ($2::bigint, $3::bigint)
-     AND ($5::text[] IS NULL OR t.tool_name = ANY($5::text[]))
+     AND ($5::text[] IS NULL OR t.tool_name = ANY($5::text[]))${ofApp ? '\n     AND o.app = $6::text AND t.app = $6::text' : ''}
    ORDER BY o.available_at_ms, o.id
    LIMIT $4
      FOR UPDATE OF o, t SKIP LOCKED`;
+}
+
+/** The claim walk's page for a claimer of any app. */
+export const DUE_OUTBOX = dueOutbox(false);
+
+/** The claim walk's page for a claimer of one app ($6). */
+export const DUE_OUTBOX_OF_APP = dueOutbox(true);
 
 /** Closes the entries of tasks that ended or expired: $1 outbox ids, $2 now. */
 export const CLOSE_OUTBOX_ENTRIES = `UPDATE task_outbox SET done_at_ms = $2 WHERE id = ANY($1::bigint[])`;

@@ -1,5 +1,5 @@
 import { resultDigest } from '../../core/digest.js';
-import { decideDispatch } from '../../core/dispatch-rules.js';
+import { decideDispatch, isForClaimer } from '../../core/dispatch-rules.js';
 import { TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -60,8 +60,8 @@ export function claimIn(sql: Statements, input: ClaimInput): TaskRecord[] {
 function visitEntry(sql: Statements, input: ClaimInput, entry: DueRow): TaskRecord | null {
   const { now } = input;
   const task = readById(sql, entry.task_id);
-  // A task of a tool this claimer does not run stays as it is, for a worker that does.
-  if (task !== null && input.tools !== undefined && !input.tools.includes(task.toolName ?? '')) return null;
+  // A task of another app, or of a tool this claimer does not run, stays as it is, for a worker it is for.
+  if (task !== null && !isForClaimer(task, input)) return null;
   const step = decideDispatch(task, now, input.maxAttempts);
   if (step.kind === 'close') sql.closeOutboxEntry.run({ id: entry.id, now });
   if (step.kind === 'defer') sql.deferOutboxEntry.run({ id: entry.id, available_at_ms: step.until });

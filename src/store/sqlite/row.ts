@@ -25,6 +25,8 @@ export interface TaskRow {
   attempt: number;
   lease_owner: string | null;
   lease_expires_at_ms: number | null;
+  app: string;
+  tool_digest: string | null;
 }
 
 /** A `task_audit` row. */
@@ -67,7 +69,9 @@ export function rowToRecord(row: TaskRow): TaskRecord {
   return {
     taskId: row.task_id,
     authKey: row.auth_key,
+    app: row.app,
     toolName: row.tool_name,
+    toolDigest: row.tool_digest,
     status: row.status,
     statusMessage: row.status_message,
     version: row.version,
@@ -114,6 +118,8 @@ export function recordToRow(record: TaskRecord): TaskRow {
     attempt: record.attempt,
     lease_owner: record.leaseOwner,
     lease_expires_at_ms: record.leaseExpiresAt,
+    app: record.app,
+    tool_digest: record.toolDigest,
   };
 }
 
