@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { inputJsonSchema, zodMajorOf } from '../tools/input-schema.js';
 import type { InputRequest } from '../core/input-rules.js';
 import type { TaskSupport } from '../core/types.js';
 import { CODES } from '../stateless/protocol.js';
@@ -14,7 +15,7 @@ const MAX_ROUNDS = 32;
 type StandardOutcome = { value?: unknown; issues?: ReadonlyArray<{ message: string; path?: ReadonlyArray<unknown> }> };
 
 interface StandardSchema {
-  '~standard': { validate(value: unknown): StandardOutcome | Promise<StandardOutcome> };
+  '~standard': { vendor: string; validate(value: unknown): StandardOutcome | Promise<StandardOutcome> };
 }
 
 function segment(part: unknown): string {
@@ -60,8 +61,19 @@ export function taskToolFromV2(name: string, tool: RegisteredV2Tool, taskSupport
     description: tool.description ?? '',
     inputSchema,
     execution: { taskSupport },
+    definition: { inputSchema: definitionOf(schema) },
     handler: (args, ctx) => runRounds(tool, args, ctx),
   };
+}
+
+/**
+ * What the tool's definition digest is made of: the JSON Schema of a zod input schema (3 or 4);
+ * for another Standard Schema library, which one it is (its schemas are not ours to convert).
+ */
+function definitionOf(schema: StandardSchema | undefined): unknown {
+  if (schema === undefined) return null;
+  if (zodMajorOf(schema) !== null) return inputJsonSchema(schema);
+  return { vendor: schema['~standard'].vendor };
 }
 
 /** Runs the callback; each `input_required` it returns becomes `ctx.ask`, and the next run gets every answer so far. */

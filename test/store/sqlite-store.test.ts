@@ -240,7 +240,7 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open(path);
     try {
-      expect(store.migrationsApplied).toEqual(['005_task_app.sql']);
+      expect(store.migrationsApplied).toEqual(['005_task_app.sql', '006_read_audit.sql', '007_task_progress.sql']);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
       const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };
       expect(await store.claim({ ...claim, owner: 'w-other', app: 'billing' })).toEqual([]);
