@@ -2,11 +2,11 @@ import { readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import ts from 'typescript';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { readMigrationFiles } from '../../src/store/migrations.js';
+import { openSqlite } from '../../src/store/sqlite/driver.js';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { ClaimReport } from '../support/sqlite-claim-child.js';
@@ -224,7 +224,7 @@ describe('SQLite migrations', () => {
 
   it("migrates a file from before apps: its tasks become the default app's, claimable as before", async () => {
     const path = join(dir, 'before-apps.db');
-    const db = new Database(path);
+    const db = openSqlite(path);
     // The schema as 004 left it, with a task admitted then and its open outbox entry.
     db.exec('CREATE TABLE tasklatch_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)');
     for (const file of (await readMigrationFiles(new URL('../../migrations/sqlite/', import.meta.url))).filter((f) => f.name < '005')) {
