@@ -11,6 +11,7 @@ import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { operatorEndpointsFor } from './operator-endpoints.js';
+import { storeUrlFrom } from './store-url.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
@@ -108,7 +109,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const retention = retentionFrom(values);
   const app = appFrom(values);
   const tools = await toolsFrom(values);
-  const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
+  const storeUrl = storeUrlFrom(values.store);
+  const store = await openStoreWaiting(storeUrl, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
     tokens !== undefined
       ? ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null
@@ -132,7 +134,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   await server.start();
   logger.info(
     {
-      store: describeStoreUrl(values.store),
+      store: describeStoreUrl(storeUrl),
       ...(store.driver === undefined ? {} : { driver: store.driver }),
       app,
       tools: server.tools.list().map((t) => t.name),
