@@ -74,8 +74,26 @@ export function createPool(target: PostgresTarget, max: number): pg.Pool {
   // handles that; every client gets a listener for its whole life.
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
+    raisingUnavailableOn(client, target);
   });
   return raisingUnavailable(pool, target);
+}
+
+/**
+ * A checked-out client's statements (a transaction's) raise a lost connection as
+ * `STORE_UNAVAILABLE` too. Only the promise form is wrapped: the pool's own `query` calls the
+ * callback form, and its caller sees the error through `raisingUnavailable`.
+ */
+function raisingUnavailableOn(client: pg.PoolClient, target: PostgresTarget): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise
+      ? result.catch((error: unknown) => {
+          throw isConnectionFailure(error) ? unavailable(target, error) : error;
+        })
+      : result;
+  }) as typeof client.query;
 }
 
 /**
