@@ -86,6 +86,12 @@ describe('the packed package, installed into a fresh app', () => {
     expect(scripts.prepack).toMatch(/npm run build/);
   });
 
+  it('says its version from the installed package.json, in another directory than the package', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const out = await run(process.execPath, [join(app, 'node_modules/tasklatch/dist/cli/main.js'), '--version'], { cwd: dir });
+    expect(out.stdout.trim()).toBe(version);
+  });
+
   it('serves the demo tools on SQLite through npx, runs a task to completed, and stops on SIGTERM to npx', async () => {
     served = await startUnderNpx(['serve', '--http', '127.0.0.1:0', '--store', 'sqlite:./tasks.db'], app);
     const created = await rpc(served.url, 'tools/call', { name: 'export_ledger', arguments: { month: '2026-06', rows: 30 } });

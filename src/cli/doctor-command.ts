@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { readinessOf, type ReadinessCheck } from '../runtime/readiness.js';
-import { DEFAULT_STORE_URL } from '../store/open-store.js';
+import { describeStoreUrl } from '../store/open-store.js';
+import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
 import { probeStore } from '../store/probe-store.js';
 import type { CliIo } from './io.js';
 
@@ -9,19 +10,20 @@ export const DOCTOR_USAGE = `Usage: tasklatch doctor [--store URL] [--json]
 Checks what /readyz checks, from the command line, and says what to fix: the store answers,
 its schema is current, PostgreSQL notifications work. Creates and migrates nothing.
 Exit 0 when healthy, 1 when a check fails, 2 on bad input.
-  --store URL   sqlite:PATH (default ${DEFAULT_STORE_URL}) or postgres://…[?schema=NAME]
-  --json        the checks as JSON`;
+${STORE_USAGE_LINE}
+  --json                 the checks as JSON`;
 
 export async function doctorCommand(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { store: { type: 'string', default: DEFAULT_STORE_URL }, json: { type: 'boolean', default: false }, help: { type: 'boolean' } },
+    options: { store: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean' } },
   });
   if (values.help === true) {
     io.out(DOCTOR_USAGE);
     return 0;
   }
-  const probe = await probeStore(values.store);
+  const storeUrl = storeUrlFrom(values.store);
+  const probe = await probeStore(storeUrl);
   const checks: ReadinessCheck[] = [];
   if (probe.unreachable !== null) {
     checks.push({
@@ -41,7 +43,7 @@ export async function doctorCommand(argv: string[], io: CliIo): Promise<number> 
         name: 'migrations',
         ok: false,
         detail: `not applied: ${schema.pending.join(', ')}`,
-        fix: `run: tasklatch migrate --store ${values.store.replace(/(\/\/[^:/@]+):[^@]*@/, '$1:***@')}`,
+        fix: `run: tasklatch migrate --store ${describeStoreUrl(storeUrl)}`,
       });
     else checks.push({ name: 'migrations', ok: true, detail: 'schema current' });
     if (probe.notifications !== null) {

@@ -1,24 +1,26 @@
 import { parseArgs } from 'node:util';
-import { DEFAULT_STORE_URL, describeStoreUrl, openStore } from '../store/open-store.js';
+import { describeStoreUrl, openStore } from '../store/open-store.js';
+import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
 import type { CliIo } from './io.js';
 
 export const MIGRATE_USAGE = `Usage: tasklatch migrate [--store URL]
 
 Creates or upgrades the store's schema (stores also do this on first use).
-  --store URL   sqlite:PATH (default ${DEFAULT_STORE_URL}) or postgres://…[?schema=NAME]`;
+${STORE_USAGE_LINE}`;
 
 export async function migrateCommand(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { store: { type: 'string', default: DEFAULT_STORE_URL }, help: { type: 'boolean' } },
+    options: { store: { type: 'string' }, help: { type: 'boolean' } },
   });
   if (values.help === true) {
     io.out(MIGRATE_USAGE);
     return 0;
   }
-  const store = await openStore(values.store);
+  const storeUrl = storeUrlFrom(values.store);
+  const store = await openStore(storeUrl);
   try {
-    const where = describeStoreUrl(values.store);
+    const where = describeStoreUrl(storeUrl);
     if (store.migrationsApplied === undefined) {
       io.out(`${where}: the ${store.kind} store keeps no schema`);
     } else if (store.migrationsApplied.length === 0) {

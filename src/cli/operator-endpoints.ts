@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { TasklatchError } from '../core/errors.js';
 import { operatorRoutes, type ExtraRoute } from '../http/operator-routes.js';
 import { startOperatorServer, type RunningOperatorServer } from '../http/operator-server.js';
@@ -5,17 +6,32 @@ import { TaskMetrics } from '../metrics/task-metrics.js';
 import { checkReadiness } from '../runtime/readiness.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 
+export interface OperatorOptions {
+  /** False: `/metrics` answers 404 naming where they are (`serve --metrics` moved them). Default true. */
+  metrics?: boolean;
+  /** `/metrics` answers only a request bearing this token. */
+  metricsToken?: string | undefined;
+}
+
 /** The operator's routes of one runtime (`/healthz`, `/readyz`, `/metrics`) and its metrics. */
-export function operatorEndpointsFor(runtime: TaskRuntime): { route: ExtraRoute; close(): void } {
+export function operatorEndpointsFor(runtime: TaskRuntime, options: OperatorOptions = {}): { route: ExtraRoute; close(): void } {
+  const readiness = () => checkReadiness(runtime.service);
+  if (options.metrics === false) {
+    return { route: operatorRoutes({ readiness, metricsElsewhere: 'metrics are served on their own listener (--metrics)' }), close: () => undefined };
+  }
   const metrics = new TaskMetrics(runtime.service);
-  const route = operatorRoutes({ metrics: () => metrics.render(), readiness: () => checkReadiness(runtime.service) });
+  const route = operatorRoutes({
+    metrics: () => metrics.render(),
+    readiness,
+    ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken }),
+  });
   return { route, close: () => metrics.close() };
 }
 
-/** `--metrics HOST:PORT` of `tasklatch worker`: the operator's routes on a port of their own. */
-export async function serveOperatorEndpoints(runtime: TaskRuntime, listen: string): Promise<RunningOperatorServer> {
+/** `--metrics HOST:PORT` of `tasklatch worker` and `serve`: the operator's routes on a port of their own. */
+export async function serveOperatorEndpoints(runtime: TaskRuntime, listen: string, options: OperatorOptions = {}): Promise<RunningOperatorServer> {
   const { host, port } = parseHostPort('--metrics', listen);
-  const endpoints = operatorEndpointsFor(runtime);
+  const endpoints = operatorEndpointsFor(runtime, options);
   const server = await startOperatorServer(endpoints.route, host, port, (error) => runtime.logger.error({ err: error }, 'operator endpoint failed'));
   return {
     url: server.url,
@@ -24,6 +40,29 @@ export async function serveOperatorEndpoints(runtime: TaskRuntime, listen: strin
       await server.close();
     },
   };
+}
+
+/**
+ * The token of `/metrics`: `--metrics-token-file FILE` (its content, trimmed), else
+ * `TASKLATCH_METRICS_TOKEN`; undefined when neither is set. A file kept out of the command line
+ * keeps the token out of `ps`.
+ */
+export async function metricsTokenFrom(file: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  let token: string;
+  if (file !== undefined) {
+    try {
+      token = (await readFile(file, 'utf8')).trim();
+    } catch (error) {
+      throw new TasklatchError('INVALID_INPUT', `--metrics-token-file ${file}: ${(error as Error).message}`);
+    }
+    if (token === '') throw new TasklatchError('INVALID_INPUT', `--metrics-token-file ${file} is empty`);
+  } else {
+    const fromEnv = env.TASKLATCH_METRICS_TOKEN;
+    if (fromEnv === undefined || fromEnv.trim() === '') return undefined;
+    token = fromEnv.trim();
+  }
+  if (/\s/.test(token)) throw new TasklatchError('INVALID_INPUT', 'the metrics token has whitespace inside: a bearer token cannot carry it');
+  return token;
 }
 
 /** `[HOST:]PORT`; the host defaults to 127.0.0.1 (a bracketed IPv6 host is unbracketed). */

@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { TasklatchError } from '../core/errors.js';
 import { DEFAULT_RETENTION_MS, sweepStore } from '../service/expiry-sweeper.js';
-import { DEFAULT_STORE_URL, describeStoreUrl } from '../store/open-store.js';
+import { describeStoreUrl } from '../store/open-store.js';
+import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
 import type { CliIo } from './io.js';
 import { openOperatorStore } from './operator-store.js';
 import { parseDuration } from './worker-options.js';
@@ -11,7 +12,7 @@ export const PRUNE_USAGE = `Usage: tasklatch prune [--store URL] [--retention DU
 Removes now what the sweeper of serve and worker removes on its timer: tasks expired or finished
 (without a ttl) longer ago than the retention, with their outbox entries, questions and audit
 trails, and audit rows older than the retention whose task is gone.
-  --store URL            sqlite:PATH (default ${DEFAULT_STORE_URL}) or postgres://…[?schema=NAME]
+${STORE_USAGE_LINE}
   --retention DURATION   7d (default), 36h, 90m, 30s or milliseconds
   --dry-run              count what would go, and remove nothing`;
 
@@ -22,7 +23,7 @@ export async function pruneCommand(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
-      store: { type: 'string', default: DEFAULT_STORE_URL },
+      store: { type: 'string' },
       retention: { type: 'string' },
       'dry-run': { type: 'boolean', default: false },
       help: { type: 'boolean' },
@@ -34,10 +35,11 @@ export async function pruneCommand(argv: string[], io: CliIo): Promise<number> {
   }
   // Checked before the store is opened: bad input changes nothing.
   const retentionMs = values.retention === undefined ? DEFAULT_RETENTION_MS : parseDuration('--retention', values.retention);
-  const store = await openOperatorStore(values.store);
+  const storeUrl = storeUrlFrom(values.store);
+  const store = await openOperatorStore(storeUrl);
   try {
     const now = Date.now();
-    const where = describeStoreUrl(values.store);
+    const where = describeStoreUrl(storeUrl);
     if (values['dry-run']) {
       const due = await store.retentionDue({ now, retentionMs });
       io.out(`${where}: would remove ${due.tasks} task(s) and ${due.auditRows} audit row(s) (dry run: nothing removed)`);

@@ -6,11 +6,13 @@ import { pruneCommand } from './prune-command.js';
 import { replayCommand } from './replay-command.js';
 import { serveCommand } from './serve-command.js';
 import { tasksCommand } from './tasks-command.js';
+import { packageVersion } from './version.js';
 import { workerCommand } from './worker-command.js';
 
 const USAGE = `tasklatch: durable, race-safe MCP tasks
 
 Usage: tasklatch <command> [options]
+       tasklatch --version
 
 Commands:
   serve [--http [HOST:]PORT | --stdio]  serve MCP tools with durable tasks (demo tools on SQLite by default)
@@ -40,6 +42,10 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
     io.out(USAGE);
     return name === undefined ? 2 : 0;
+  }
+  if (name === '--version' || name === '-v') {
+    io.out(await packageVersion());
+    return 0;
   }
   const command = COMMANDS[name];
   if (command === undefined) {

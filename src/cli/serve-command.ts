@@ -10,7 +10,8 @@ import { createRuntime } from '../runtime/task-runtime.js';
 import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
-import { operatorEndpointsFor } from './operator-endpoints.js';
+import { metricsTokenFrom, operatorEndpointsFor, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
+import { storeUrlFrom } from './store-url.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
@@ -39,10 +40,15 @@ ${WORKER_USAGE_LINES}
   --max-body-bytes N     largest HTTP request body (default 4194304)
   --max-sessions N       open 2025-11-25 sessions of all callers (default 1000)
   --session-idle-ms MS   a session idle this long is closed (default 1800000)
+  --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz and /readyz on a listener of their own;
+                         /mcp's listener then serves no /metrics
+  --metrics-token-file F /metrics answers only 'Authorization: Bearer <the token in F>', else 401
+                         (or set TASKLATCH_METRICS_TOKEN)
   --task-tools           a client without task support calling a 'required' tool gets the task and a text
                          naming it; task_status, task_result and task_cancel are served to follow it
 Without --auth-tokens or --principal every caller shares one anonymous context.
-Over HTTP, GET /healthz, /readyz and /metrics (Prometheus) answer beside /mcp, without a token.`;
+Over HTTP, GET /healthz, /readyz and /metrics (Prometheus) answer beside /mcp without the MCP token;
+expose /metrics on a private interface (--metrics), or behind its own token.`;
 
 const tokenFile = z.record(
   z.string().min(1),
@@ -75,6 +81,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'max-sessions': { type: 'string' },
       'session-idle-ms': { type: 'string' },
       'task-tools': { type: 'boolean', default: false },
+      metrics: { type: 'string' },
+      'metrics-token-file': { type: 'string' },
     },
   });
   if (values.help === true) {
@@ -86,6 +94,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     throw new TasklatchError('INVALID_INPUT', '--principal names the caller of a --stdio session; over HTTP use --auth-tokens');
   // Every argument is checked before anything starts: a bad one changes nothing.
   const listen = values.stdio ? null : parseListen(values.http ?? '127.0.0.1:3000');
+  if (values.metrics !== undefined) parseHostPort('--metrics', values.metrics);
+  const metricsToken = await metricsTokenFrom(values['metrics-token-file']);
   const tokens = values['auth-tokens'] === undefined ? undefined : await loadTokens(values['auth-tokens']);
   const sessionPrincipal = values.principal === undefined ? null : parsePrincipal(values.principal);
   const limits = {
@@ -108,7 +118,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const retention = retentionFrom(values);
   const app = appFrom(values);
   const tools = await toolsFrom(values);
-  const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
+  const storeUrl = storeUrlFrom(values.store);
+  const store = await openStoreWaiting(storeUrl, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
     tokens !== undefined
       ? ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null
@@ -132,7 +143,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   await server.start();
   logger.info(
     {
-      store: describeStoreUrl(values.store),
+      store: describeStoreUrl(storeUrl),
       ...(store.driver === undefined ? {} : { driver: store.driver }),
       app,
       tools: server.tools.list().map((t) => t.name),
@@ -140,6 +151,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     'tasklatch serving',
   );
 
+  const metricsServer = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics, { metricsToken });
+  if (metricsServer !== null) io.out(`tasklatch metrics on ${metricsServer.url}/metrics`);
   const stopped = untilStopped().then((reason) => logger.info({ reason }, 'stopping'));
   let closeTransport: () => Promise<void>;
   if (values.stdio) {
@@ -150,7 +163,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     await Promise.race([stopped, closed]);
   } else {
     const { host, port } = listen ?? parseListen('127.0.0.1:3000');
-    const operator = operatorEndpointsFor(runtime);
+    const operator = operatorEndpointsFor(runtime, { metrics: metricsServer === null, metricsToken });
     const http = await startHttpServer(server, { host, port, ...httpLimits, ...(tokens === undefined ? {} : { tokens }), extraRoutes: operator.route });
     io.out(`tasklatch listening on ${http.url}`);
     closeTransport = async () => {
@@ -160,6 +173,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     await stopped;
   }
   await closeTransport();
+  await metricsServer?.close();
   await server.close();
   await runtime.close();
   await store.close();

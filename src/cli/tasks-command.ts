@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { TasklatchError } from '../core/errors.js';
 import { TaskService } from '../service/task-service.js';
-import { DEFAULT_STORE_URL } from '../store/open-store.js';
 import type { TaskStore } from '../store/types.js';
 import { authKeyOf } from '../tools/principal.js';
 import type { CliIo } from './io.js';
 import { openOperatorStore } from './operator-store.js';
+import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
 import { encodePage, parsePrincipalArg, parseTaskQuery } from './task-query-args.js';
 import { auditTable, auditView, detailText, statsText, statsView, taskDetail, taskSummary, taskTable } from './task-views.js';
 
@@ -23,11 +23,11 @@ Looks at the tasks of every tenant in a store, and repairs them through the guar
   cancel ID --as T/S     cancel as the task's principal (tenant/subject), like its client would:
                          latched, signalled to the worker running it, audited (correlation operator:…)
   stats                  counts by status and tool, the oldest working task, expired records
-  --store URL            sqlite:PATH (default ${DEFAULT_STORE_URL}) or postgres://…[?schema=NAME]
+${STORE_USAGE_LINE}
   --json                 stable JSON on stdout instead of tables`;
 
 const OPTIONS = {
-  store: { type: 'string', default: DEFAULT_STORE_URL },
+  store: { type: 'string' },
   json: { type: 'boolean', default: false },
   help: { type: 'boolean' },
   tenant: { type: 'string' },
@@ -70,7 +70,7 @@ export async function tasksCommand(argv: string[], io: CliIo): Promise<number> {
   // Every argument is checked before the store is opened: bad input changes nothing.
   const now = Date.now();
   const prepared = run.prepare?.(values, now);
-  const store = await openOperatorStore(values.store);
+  const store = await openOperatorStore(storeUrlFrom(values.store));
   try {
     return await run.exec({ store, values, id: ids[0] ?? '', now, io, prepared });
   } catch (error) {

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
+import { storeUrlFrom } from './store-url.js';
 import type { CliIo } from './io.js';
 import { parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
 import { untilStopped } from './until-stopped.js';
@@ -44,7 +45,8 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   const tools = await toolsFrom(values);
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
-  const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
+  const storeUrl = storeUrlFrom(values.store);
+  const store = await openStoreWaiting(storeUrl, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   // The same composition as `serve`, without a wire in front of it.
   const runtime = createRuntime({
     store,
@@ -63,7 +65,7 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   // Listening before the line that says it runs: a SIGTERM sent on reading it must drain, not kill.
   const stopped = untilStopped();
   logger.info(
-    { store: describeStoreUrl(values.store), ...(store.driver === undefined ? {} : { driver: store.driver }), app, worker: id },
+    { store: describeStoreUrl(storeUrl), ...(store.driver === undefined ? {} : { driver: store.driver }), app, worker: id },
     'tasklatch worker started',
   );
   io.out(`tasklatch worker ${id} running for app ${app}`);

@@ -7,13 +7,14 @@ import { demoTools } from '../demo/demo-tools.js';
 import type { TaskTool } from '../tools/tool.js';
 import type { ExecutionHooks } from '../worker/task-executor.js';
 import type { WorkerOptions } from '../worker/worker.js';
-import { DEFAULT_STORE_URL, openStore } from '../store/open-store.js';
+import { openStore } from '../store/open-store.js';
 import type { TaskStore } from '../store/types.js';
+import { STORE_USAGE_LINE } from './store-url.js';
 import { appOfToolsModule, isToolsPath, loadToolsModule } from './tools-module.js';
 
 /** parseArgs options shared by `serve` and `worker`: where tasks live, which tools, how they run. */
 export const WORKER_ARG_OPTIONS = {
-  store: { type: 'string', default: DEFAULT_STORE_URL },
+  store: { type: 'string' },
   exports: { type: 'string', default: './.tasklatch/exports' },
   demo: { type: 'boolean', default: true },
   tools: { type: 'string', default: 'demo' },
@@ -26,7 +27,7 @@ export const WORKER_ARG_OPTIONS = {
   help: { type: 'boolean' },
 } as const;
 
-export const WORKER_USAGE_LINES = `  --store URL            sqlite:PATH (default ${DEFAULT_STORE_URL}), postgres://…, memory
+export const WORKER_USAGE_LINES = `${STORE_USAGE_LINE}, or memory
   --exports DIR          where export_ledger writes (default ./.tasklatch/exports)
   --tools SET|PATH       the tools: demo (default), conformance (what the MCP conformance suite calls), or a
                          module of your own (./tools.js: default export or named "tools", an array of
@@ -44,7 +45,7 @@ export const WORKER_USAGE_LINES = `  --store URL            sqlite:PATH (default
                          them (7d, 36h, 90m, 30s or milliseconds; default 7d)`;
 
 export interface WorkerArgs {
-  store: string;
+  store?: string | undefined;
   exports: string;
   demo: boolean;
   tools: string;

@@ -1,9 +1,14 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readiness } from '../runtime/readiness.js';
 
 /** What the operator's endpoints read: the metrics exposition (optional) and the readiness checks. */
 export interface OperatorEndpoints {
   metrics?: () => Promise<{ contentType: string; body: string }>;
+  /** When set, `/metrics` answers only a request bearing this token (`Authorization: Bearer …`), else 401. */
+  metricsToken?: string;
+  /** What `/metrics` answers (404) when `metrics` is absent. */
+  metricsElsewhere?: string;
   readiness: () => Promise<Readiness>;
 }
 
@@ -12,8 +17,9 @@ export type ExtraRoute = (req: IncomingMessage, res: ServerResponse, pathname: s
 
 /**
  * `GET /healthz` (the process answers: 200), `GET /readyz` (200 when every check passes, else
- * 503 with the checks and the reason, as JSON) and `GET /metrics` (Prometheus text). No bearer
- * token: probes and scrapers carry none, and nothing here names a tenant or a task.
+ * 503 with the checks and the reason, as JSON) and `GET /metrics` (Prometheus text). No MCP
+ * bearer token: probes and scrapers carry none, and nothing here names a tenant or a task. The
+ * metrics still tell an outsider the tools and the load, so they may ask for a token of their own.
  */
 export function operatorRoutes(endpoints: OperatorEndpoints): ExtraRoute {
   return async (req, res, pathname) => {
@@ -28,11 +34,24 @@ export function operatorRoutes(endpoints: OperatorEndpoints): ExtraRoute {
       const readiness = await endpoints.readiness();
       res.writeHead(readiness.ready ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(readiness));
     } else if (endpoints.metrics === undefined) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'metrics are off' }));
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: endpoints.metricsElsewhere ?? 'metrics are off' }));
+    } else if (endpoints.metricsToken !== undefined && !bearsToken(req, endpoints.metricsToken)) {
+      res
+        .writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' })
+        .end(JSON.stringify({ error: 'unauthorized: /metrics needs its token' }));
     } else {
       const { contentType, body } = await endpoints.metrics();
       res.writeHead(200, { 'content-type': contentType }).end(body);
     }
     return true;
   };
+}
+
+/** Whether the request bears `token`, compared in constant time (digests of equal length). */
+function bearsToken(req: IncomingMessage, token: string): boolean {
+  const header = req.headers.authorization;
+  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (match === null) return false;
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(match[1]!), digest(token));
 }

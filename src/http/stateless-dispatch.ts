@@ -61,7 +61,10 @@ async function send(res: ServerResponse, reply: StatelessReply, closed: { readon
     res.writeHead(202).end();
     return;
   }
-  if (reply.kind === 'json') return sendJson(res, reply.status, reply.body);
+  if (reply.kind === 'json') {
+    if (reply.status === 503) retryAfter(res, reply.body);
+    return sendJson(res, reply.status, reply.body);
+  }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   res.flushHeaders();
   await reply.open(
@@ -72,6 +75,12 @@ async function send(res: ServerResponse, reply: StatelessReply, closed: { readon
     closed.signal,
   );
   res.end();
+}
+
+/** `Retry-After` (whole seconds, at least 1) from the error's `data.retryAfterMs`, when it has one. */
+function retryAfter(res: ServerResponse, body: unknown): void {
+  const ms = (body as { error?: { data?: { retryAfterMs?: unknown } } } | null)?.error?.data?.retryAfterMs;
+  if (typeof ms === 'number' && Number.isFinite(ms)) res.setHeader('Retry-After', String(Math.max(1, Math.ceil(ms / 1000))));
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -2,12 +2,13 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { isTasklatchError } from '../core/errors.js';
 import type { Logger } from '../runtime/log.js';
 import { createRuntime, TaskRuntime, type RuntimeOptions } from '../runtime/task-runtime.js';
 import { ANONYMOUS, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { registerTaskHandlers, type Register, type SessionContext } from './handlers.js';
-import { invalidParams } from './wire.js';
+import { invalidParams, storeUnavailable } from './wire.js';
 
 export { ANONYMOUS };
 
@@ -175,6 +176,11 @@ export function checkedHandler<Extra>(schema: unknown, handler: (request: never,
       return await handler(parsed.data as never, extra);
     } catch (error) {
       if (error instanceof ProtocolError || error instanceof McpError) throw error;
+      // An outage, not a fault of this server: one line without a stack, and an answer to retry.
+      if (isTasklatchError(error, 'STORE_UNAVAILABLE')) {
+        logger.warn({ reason: error.message, method }, 'store unavailable');
+        throw storeUnavailable();
+      }
       // A server fault: logged with its stack, answered without its text (which may be a database's).
       const { requestId, sessionId } = extra as { requestId?: unknown; sessionId?: unknown };
       logger.error({ err: error, method, id: requestId, sessionId }, 'request failed: -32603');

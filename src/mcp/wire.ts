@@ -20,6 +20,16 @@ export type WireError = ProtocolError;
 /** Server-defined JSON-RPC code for an admission refused by the active-task limit. */
 export const TOO_MANY_TASKS = -32000;
 
+/** Server-defined JSON-RPC code for a request the store could not serve (down, unreachable): retry later. */
+export const STORE_UNAVAILABLE = -32001;
+
+/** How long a client is asked to wait before it retries a request the store could not serve. */
+export const STORE_RETRY_AFTER_MS = 2000;
+
+export function storeUnavailable(): WireError {
+  return new WireError(STORE_UNAVAILABLE, 'Store unavailable: retry later', { retryAfterMs: STORE_RETRY_AFTER_MS });
+}
+
 export function taskNotFound(): WireError {
   return new WireError(ErrorCode.InvalidParams, TASK_NOT_FOUND_MESSAGE);
 }

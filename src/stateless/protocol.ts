@@ -30,13 +30,19 @@ export const CODES = {
   unsupportedVersion: -32022,
   /** tasklatch's own: the active-task limit (outside the reserved range). */
   tooManyTasks: -32000,
+  /** tasklatch's own: the store is down or unreachable; the same request may be sent again later. */
+  storeUnavailable: -32001,
 } as const;
+
+/** How long a client is asked to wait before it retries a request the store could not serve. */
+export const STORE_RETRY_AFTER_MS = 2000;
 
 /** The HTTP status an error answers with: the spec names 400 and 404; the rest is ours. */
 export function httpStatusOf(code: number): number {
   if (code === CODES.methodNotFound) return 404;
   if (code === CODES.internalError) return 500;
   if (code === CODES.tooManyTasks) return 429;
+  if (code === CODES.storeUnavailable) return 503;
   const badRequest: number[] = [
     CODES.parseError,
     CODES.invalidRequest,
@@ -46,6 +52,11 @@ export function httpStatusOf(code: number): number {
     CODES.unsupportedVersion,
   ];
   return badRequest.includes(code) ? 400 : 200;
+}
+
+/** -32001: nothing was decided, the request may be sent again after `retryAfterMs`. */
+export function storeUnavailable(): ProtocolError {
+  return new ProtocolError(CODES.storeUnavailable, 'Store unavailable: retry later', { retryAfterMs: STORE_RETRY_AFTER_MS });
 }
 
 export function headerMismatch(message: string): ProtocolError {

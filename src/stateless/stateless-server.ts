@@ -21,6 +21,7 @@ import {
   META,
   methodNotFound,
   missingTasksExtension,
+  storeUnavailable,
   SUPPORTED_VERSIONS,
   TASKS_EXTENSION,
 } from './protocol.js';
@@ -168,6 +169,11 @@ export class StatelessServer {
   private protocolErrorOf(error: unknown, method: string): ProtocolError {
     if (error instanceof ProtocolError) return error;
     if (isTasklatchError(error, 'INVALID_INPUT')) return invalidParams(error.message);
+    // An outage, not a fault of this server: one line without a stack, and an answer to retry.
+    if (isTasklatchError(error, 'STORE_UNAVAILABLE')) {
+      this.runtime.logger.warn({ reason: error.message, method }, 'store unavailable');
+      return storeUnavailable();
+    }
     this.runtime.logger.error({ err: error, method }, 'request failed');
     return new ProtocolError(CODES.internalError, 'Internal error');
   }

@@ -5,6 +5,8 @@ export interface ServeProcess {
   url: string;
   child: ChildProcess;
   stderr(): string;
+  /** What the process printed on stdout so far. */
+  stdout(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -30,6 +32,7 @@ export function spawnServe(args: string[], options: { cwd?: string; env?: NodeJS
         url: match[1]!,
         child,
         stderr: () => err,
+        stdout: () => out,
         stop: async (signal = 'SIGTERM') => {
           if (child.exitCode === null) child.kill(signal);
           return exited;

@@ -74,8 +74,71 @@ export function createPool(target: PostgresTarget, max: number): pg.Pool {
   // handles that; every client gets a listener for its whole life.
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
+    raisingUnavailableOn(client, target);
   });
+  return raisingUnavailable(pool, target);
+}
+
+/**
+ * A checked-out client's statements (a transaction's) raise a lost connection as
+ * `STORE_UNAVAILABLE` too. Only the promise form is wrapped: the pool's own `query` calls the
+ * callback form, and its caller sees the error through `raisingUnavailable`.
+ */
+function raisingUnavailableOn(client: pg.PoolClient, target: PostgresTarget): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise
+      ? result.catch((error: unknown) => {
+          throw isConnectionFailure(error) ? unavailable(target, error) : error;
+        })
+      : result;
+  }) as typeof client.query;
+}
+
+/**
+ * The pool, with a connection it cannot open or loses during `pool.query` raised as
+ * `STORE_UNAVAILABLE`: the callers (the wires, the CLI) tell an outage, which a later retry may
+ * get through, from a fault. Wrapped at the two ways in (`connect` and `query`, which connects
+ * through `connect`'s callback form); errors PostgreSQL reports about a statement pass as they are.
+ */
+function raisingUnavailable(pool: pg.Pool, target: PostgresTarget): pg.Pool {
+  const classify = (error: unknown): unknown => (isConnectionFailure(error) ? unavailable(target, error) : error);
+  const connect = pool.connect.bind(pool) as (callback?: (error: Error | undefined, client?: unknown, done?: unknown) => void) => unknown;
+  pool.connect = ((callback?: (error: Error | undefined, client?: unknown, done?: unknown) => void) => {
+    if (callback !== undefined)
+      return connect((error, client, done) => callback(error === undefined || error === null ? error : (classify(error) as Error), client, done));
+    return (connect() as Promise<pg.PoolClient>).catch((error: unknown) => {
+      throw classify(error);
+    });
+  }) as typeof pool.connect;
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise
+      ? result.catch((error: unknown) => {
+          throw classify(error);
+        })
+      : result;
+  }) as typeof pool.query;
   return pool;
+}
+
+/** Node's errors of a connection refused, reset, timed out or unroutable. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+
+/**
+ * Whether an error means the server could not be reached or dropped the connection: a network
+ * error (Node reports a refused localhost as an AggregateError of them), SQLSTATE class 08
+ * (connection exception) or 57P01–57P03 (shutting down, starting up), or pg's own words for a
+ * lost connection and a pool that could not connect in time.
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  if (error instanceof AggregateError && error.errors.some(isConnectionFailure)) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code))) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /^Connection terminated|^timeout exceeded when trying to connect|^Client has encountered a connection error/.test(message);
 }
 
 /** Errors that mean the server could not be reached or refused the session. */
