@@ -1,11 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { z } from 'zod';
 import { TasklatchError } from '../core/errors.js';
 import { startHttpServer } from '../http/http-server.js';
+import { watchTokenFile } from '../http/token-file.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
-import { createLogger } from '../runtime/log.js';
+import { createLogger, type Logger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
 import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
@@ -44,17 +43,6 @@ ${WORKER_USAGE_LINES}
 Without --auth-tokens or --principal every caller shares one anonymous context.
 Over HTTP, GET /healthz, /readyz and /metrics (Prometheus) answer beside /mcp, without a token.`;
 
-const tokenFile = z.record(
-  z.string().min(1),
-  z.object({
-    tenant: z
-      .string()
-      .min(1)
-      .regex(/^[^/]+$/, 'a tenant has no "/"'),
-    subject: z.string().min(1),
-  }),
-);
-
 export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -85,8 +73,10 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   if (values.principal !== undefined && !values.stdio)
     throw new TasklatchError('INVALID_INPUT', '--principal names the caller of a --stdio session; over HTTP use --auth-tokens');
   // Every argument is checked before anything starts: a bad one changes nothing.
+  const logger = createLogger();
   const listen = values.stdio ? null : parseListen(values.http ?? '127.0.0.1:3000');
-  const tokens = values['auth-tokens'] === undefined ? undefined : await loadTokens(values['auth-tokens']);
+  const tokenFile = values['auth-tokens'];
+  const tokens = tokenFile === undefined ? undefined : await watchTokens(tokenFile, logger);
   const sessionPrincipal = values.principal === undefined ? null : parsePrincipal(values.principal);
   const limits = {
     ...(values['default-ttl'] === undefined ? {} : { defaultTtl: positiveInt('--default-ttl', values['default-ttl']) }),
@@ -102,7 +92,6 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       ...(values['session-idle-ms'] === undefined ? {} : { idleMs: positiveInt('--session-idle-ms', values['session-idle-ms']) }),
     },
   };
-  const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
   const retention = retentionFrom(values);
@@ -151,11 +140,18 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   } else {
     const { host, port } = listen ?? parseListen('127.0.0.1:3000');
     const operator = operatorEndpointsFor(runtime);
-    const http = await startHttpServer(server, { host, port, ...httpLimits, ...(tokens === undefined ? {} : { tokens }), extraRoutes: operator.route });
+    const http = await startHttpServer(server, {
+      host,
+      port,
+      ...httpLimits,
+      ...(tokens === undefined ? {} : { authenticate: tokens.authenticate }),
+      extraRoutes: operator.route,
+    });
     io.out(`tasklatch listening on ${http.url}`);
     closeTransport = async () => {
       await http.close();
       operator.close();
+      tokens?.close();
     };
     await stopped;
   }
@@ -166,19 +162,16 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   return 0;
 }
 
-async function loadTokens(file: string): Promise<Map<string, Principal>> {
-  let raw: unknown;
+/** The tokens file, reloaded when it changes; a bad edit keeps the last good tokens and logs why. */
+async function watchTokens(file: string, logger: Logger) {
   try {
-    raw = JSON.parse(await readFile(file, 'utf8'));
+    return await watchTokenFile(file, {
+      onReload: (count) => logger.info({ file, tokens: count }, 'tokens file reloaded'),
+      onError: (error) => logger.warn({ file, err: error.message }, 'tokens file unreadable; keeping the previous tokens'),
+    });
   } catch (error) {
-    throw new TasklatchError('INVALID_INPUT', `--auth-tokens ${file}: ${(error as Error).message}`);
+    throw new TasklatchError('INVALID_INPUT', `--auth-tokens ${(error as Error).message}`);
   }
-  const parsed = tokenFile.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new TasklatchError('INVALID_INPUT', `--auth-tokens ${file}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
-  }
-  return new Map(Object.entries(parsed.data));
 }
 
 function parsePrincipal(text: string): Principal {
