@@ -145,11 +145,13 @@ describe('the root entry', () => {
       'mcp',
       [
         'ANONYMOUS',
+        'CLOCK_SKEW_SECONDS',
         'DEFAULT_SESSION_LIMITS',
         'TASK_NOT_FOUND_MESSAGE',
         'TOO_MANY_TASKS',
         'TaskServer',
         'WireError',
+        'createOAuthResource',
         'createTaskServer',
         'demoTools',
         'loadTokenFile',

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { TasklatchError } from '../core/errors.js';
 import { startHttpServer } from '../http/http-server.js';
+import { createOAuthResource, type OAuthResourceOptions } from '../http/oauth/oauth-resource.js';
 import { watchTokenFile } from '../http/token-file.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
 import { createLogger, type Logger } from '../runtime/log.js';
@@ -28,6 +29,11 @@ Serves MCP tools with durable tasks, to 2025-11-25 and 2026-07-28 clients on one
   --http [HOST:]PORT     Streamable HTTP at /mcp (default 127.0.0.1:3000)
   --stdio                serve one client over stdin/stdout
   --auth-tokens FILE     JSON object: bearer token → { "tenant", "subject" }; other requests get 401
+  --issuer URL           OAuth: accept JWT access tokens of this authorization server (keys from its metadata)
+  --resource URL         OAuth: this endpoint's public URL, the audience tokens must name (with --issuer)
+  --audience URL         OAuth: the audience tokens must name, when not the resource
+  --scopes A,B           OAuth: scopes every call needs (else 403 insufficient_scope)
+  --tenant-claim NAME    OAuth: the claim naming the caller's tenant (default tenant); the subject is sub
   --principal T/S        the caller of a --stdio session (tenant/subject)
   --no-workers           only admit and answer; 'tasklatch worker' processes run the tasks
 ${WORKER_USAGE_LINES}
@@ -40,7 +46,8 @@ ${WORKER_USAGE_LINES}
   --session-idle-ms MS   a session idle this long is closed (default 1800000)
   --task-tools           a client without task support calling a 'required' tool gets the task and a text
                          naming it; task_status, task_result and task_cancel are served to follow it
-Without --auth-tokens or --principal every caller shares one anonymous context.
+With --issuer, /.well-known/oauth-protected-resource[/PATH] names the authorization server.
+Without --auth-tokens, --issuer or --principal every caller shares one anonymous context.
 Over HTTP, GET /healthz, /readyz and /metrics (Prometheus) answer beside /mcp, without a token.`;
 
 export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
@@ -53,6 +60,11 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       stdio: { type: 'boolean', default: false },
       ...WORKER_ARG_OPTIONS,
       'auth-tokens': { type: 'string' },
+      issuer: { type: 'string' },
+      resource: { type: 'string' },
+      audience: { type: 'string' },
+      scopes: { type: 'string' },
+      'tenant-claim': { type: 'string' },
       principal: { type: 'string' },
       workers: { type: 'boolean', default: true },
       'default-ttl': { type: 'string' },
@@ -75,6 +87,9 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   // Every argument is checked before anything starts: a bad one changes nothing.
   const logger = createLogger();
   const listen = values.stdio ? null : parseListen(values.http ?? '127.0.0.1:3000');
+  const oauth = oauthFrom(values);
+  if (oauth !== undefined && values['auth-tokens'] !== undefined) throw new TasklatchError('INVALID_INPUT', '--auth-tokens and --issuer exclude each other');
+  if (oauth !== undefined && values.stdio) throw new TasklatchError('INVALID_INPUT', '--issuer serves HTTP; a --stdio caller is named by --principal');
   const tokenFile = values['auth-tokens'];
   const tokens = tokenFile === undefined ? undefined : await watchTokens(tokenFile, logger);
   const sessionPrincipal = values.principal === undefined ? null : parsePrincipal(values.principal);
@@ -99,7 +114,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const tools = await toolsFrom(values);
   const store = await openStoreWaiting(values.store, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
-    tokens !== undefined
+    tokens !== undefined || oauth !== undefined
       ? ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null
       : sessionPrincipal !== null
         ? () => sessionPrincipal
@@ -145,6 +160,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       port,
       ...httpLimits,
       ...(tokens === undefined ? {} : { authenticate: tokens.authenticate }),
+      ...(oauth === undefined ? {} : { oauth: { ...oauth, onRefusal: (reason, description) => logger.info({ reason, description }, 'access token refused') } }),
       extraRoutes: operator.route,
     });
     io.out(`tasklatch listening on ${http.url}`);
@@ -160,6 +176,31 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   await runtime.close();
   await store.close();
   return 0;
+}
+
+/** The OAuth resource server's settings, checked now (no network): a bad URL or scope stops the start. */
+function oauthFrom(values: Record<string, string | boolean | undefined>): OAuthResourceOptions | undefined {
+  const text = (name: string) => (typeof values[name] === 'string' ? values[name] : undefined);
+  const issuer = text('issuer');
+  const resource = text('resource');
+  const dependent = ['audience', 'scopes', 'tenant-claim'].filter((name) => text(name) !== undefined);
+  if (issuer === undefined && resource === undefined) {
+    if (dependent.length > 0) throw new TasklatchError('INVALID_INPUT', `--${dependent[0]!} needs --issuer and --resource`);
+    return undefined;
+  }
+  if (issuer === undefined || resource === undefined) throw new TasklatchError('INVALID_INPUT', '--issuer and --resource go together');
+  const scopes = text('scopes');
+  const audience = text('audience');
+  const tenantClaim = text('tenant-claim');
+  const options: OAuthResourceOptions = {
+    issuer,
+    resource,
+    ...(audience === undefined ? {} : { audience }),
+    ...(scopes === undefined ? {} : { scopes: scopes.split(',').map((s) => s.trim()) }),
+    ...(tenantClaim === undefined ? {} : { tenantClaim }),
+  };
+  createOAuthResource(options);
+  return options;
 }
 
 /** The tokens file, reloaded when it changes; a bad edit keeps the last good tokens and logs why. */

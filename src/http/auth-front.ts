@@ -22,7 +22,8 @@ export type HttpAuthenticate = (request: AuthRequest) => Promise<Principal | nul
 export type AuthOutcome =
   | { kind: 'open' }
   | { kind: 'admitted'; principal: Principal; token: string; scopes: string[] }
-  | { kind: 'refused'; status: 401 | 403; challenge: string; error: BearerError | 'unauthorized'; description: string };
+  | { kind: 'refused'; status: 401 | 403; challenge: string; error: BearerError | 'unauthorized'; description: string }
+  | { kind: 'unavailable'; cause: unknown };
 
 /** A bearer-token check that can say more than yes or no: the OAuth resource server's. */
 export interface BearerVerifier {
@@ -48,7 +49,13 @@ export function authFront(options: AuthFrontOptions): AuthFront {
     return async (req) => {
       const token = bearerOf(req);
       if (token === null) return refused(401, 'unauthorized', 'a bearer token is required', bearer.metadataUrl);
-      const verified = await bearer.verify(token);
+      let verified: Awaited<ReturnType<BearerVerifier['verify']>>;
+      try {
+        verified = await bearer.verify(token);
+      } catch (cause) {
+        // The issuer's metadata or keys could not be read: no verdict on the token, so no 401.
+        return { kind: 'unavailable', cause };
+      }
       if ('error' in verified) {
         const status = verified.error === 'insufficient_scope' ? 403 : 401;
         return refused(status, verified.error, verified.description, bearer.metadataUrl, verified.scope);

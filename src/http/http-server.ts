@@ -6,6 +6,7 @@ import type { TaskServer } from '../mcp/task-server.js';
 import { StatelessServer } from '../stateless/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 import { authFront, type HttpAuthenticate } from './auth-front.js';
+import { createOAuthResource, type OAuthResourceOptions } from './oauth/oauth-resource.js';
 import { checkHostAndOrigin, loopbackHosts } from './host-check.js';
 import type { ExtraRoute } from './operator-routes.js';
 import { readBody } from './read-body.js';
@@ -24,6 +25,12 @@ export interface HttpOptions {
    * An alternative to `tokens`.
    */
   authenticate?: HttpAuthenticate;
+  /**
+   * This endpoint as an OAuth 2.1 resource server: JWT access tokens of `issuer` for `resource`,
+   * protected resource metadata served under `/.well-known/oauth-protected-resource`. An
+   * alternative to `tokens` and `authenticate`.
+   */
+  oauth?: OAuthResourceOptions;
   /** Largest request body accepted (bytes, default 4 MiB); a larger one answers 413 and the connection closes. */
   maxBodyBytes?: number;
   /** 2025-11-25 sessions: the cap in all and per caller, and the idle time after which one closes. */
@@ -60,7 +67,8 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
   const stateless = new StatelessServer(taskServer.runtime, taskServer.identity);
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
   const allowedHosts = options.allowedHosts ?? loopbackHosts(options.host);
-  const checkAuth = authFront({ tokens: options.tokens, authenticate: options.authenticate });
+  const oauth = options.oauth === undefined ? undefined : createOAuthResource(options.oauth);
+  const checkAuth = authFront({ tokens: options.tokens, authenticate: options.authenticate, bearer: oauth });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const seen: { body?: unknown } = {};
@@ -74,6 +82,7 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
     if (path !== MCP_PATH) {
       // The extra routes answer only past the Host/Origin check (DNS rebinding), but need no token.
       const hostOk = allowedHosts === null || checkHostAndOrigin(req.headers, allowedHosts);
+      if (hostOk && oauth?.serveMetadata(req, res, path) === true) return;
       if (hostOk && (await options.extraRoutes?.(req, res, path)) === true) return;
       early();
       return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
@@ -83,6 +92,12 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
       return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32600, message: 'Forbidden: Host or Origin not allowed' } });
     }
     const auth = await checkAuth(req);
+    if (auth.kind === 'unavailable') {
+      early();
+      taskServer.logger.warn({ err: auth.cause }, 'authorization server unreachable; request not authenticated');
+      res.setHeader('retry-after', '5');
+      return sendJson(res, 503, { jsonrpc: '2.0', error: { code: -32000, message: 'Authorization server unavailable; retry later' } });
+    }
     if (auth.kind === 'refused') {
       early();
       res.setHeader('WWW-Authenticate', auth.challenge);
