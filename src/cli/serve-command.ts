@@ -34,6 +34,8 @@ Serves MCP tools with durable tasks, to 2025-11-25 and 2026-07-28 clients on one
   --audience URL         OAuth: the audience tokens must name, when not the resource
   --scopes A,B           OAuth: scopes every call needs (else 403 insufficient_scope)
   --tenant-claim NAME    OAuth: the claim naming the caller's tenant (default tenant); the subject is sub
+  --introspection-url URL OAuth: RFC 7662 endpoint for opaque tokens; client id and secret from
+                         TASKLATCH_INTROSPECTION_CLIENT_ID and TASKLATCH_INTROSPECTION_CLIENT_SECRET
   --principal T/S        the caller of a --stdio session (tenant/subject)
   --no-workers           only admit and answer; 'tasklatch worker' processes run the tasks
 ${WORKER_USAGE_LINES}
@@ -65,6 +67,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       audience: { type: 'string' },
       scopes: { type: 'string' },
       'tenant-claim': { type: 'string' },
+      'introspection-url': { type: 'string' },
       principal: { type: 'string' },
       workers: { type: 'boolean', default: true },
       'default-ttl': { type: 'string' },
@@ -183,7 +186,7 @@ function oauthFrom(values: Record<string, string | boolean | undefined>): OAuthR
   const text = (name: string) => (typeof values[name] === 'string' ? values[name] : undefined);
   const issuer = text('issuer');
   const resource = text('resource');
-  const dependent = ['audience', 'scopes', 'tenant-claim'].filter((name) => text(name) !== undefined);
+  const dependent = ['audience', 'scopes', 'tenant-claim', 'introspection-url'].filter((name) => text(name) !== undefined);
   if (issuer === undefined && resource === undefined) {
     if (dependent.length > 0) throw new TasklatchError('INVALID_INPUT', `--${dependent[0]!} needs --issuer and --resource`);
     return undefined;
@@ -192,15 +195,27 @@ function oauthFrom(values: Record<string, string | boolean | undefined>): OAuthR
   const scopes = text('scopes');
   const audience = text('audience');
   const tenantClaim = text('tenant-claim');
+  const introspection = introspectionFrom(text('introspection-url'));
   const options: OAuthResourceOptions = {
     issuer,
     resource,
     ...(audience === undefined ? {} : { audience }),
     ...(scopes === undefined ? {} : { scopes: scopes.split(',').map((s) => s.trim()) }),
     ...(tenantClaim === undefined ? {} : { tenantClaim }),
+    ...(introspection === undefined ? {} : { introspection }),
   };
   createOAuthResource(options);
   return options;
+}
+
+/** The introspection endpoint and, from the environment (never a flag: argv is visible to every local user), its client. */
+function introspectionFrom(url: string | undefined) {
+  if (url === undefined) return undefined;
+  const clientId = process.env.TASKLATCH_INTROSPECTION_CLIENT_ID;
+  const clientSecret = process.env.TASKLATCH_INTROSPECTION_CLIENT_SECRET;
+  if (clientId === undefined || clientId === '' || clientSecret === undefined || clientSecret === '')
+    throw new TasklatchError('INVALID_INPUT', '--introspection-url needs TASKLATCH_INTROSPECTION_CLIENT_ID and TASKLATCH_INTROSPECTION_CLIENT_SECRET');
+  return { url, clientId, clientSecret };
 }
 
 /** The tokens file, reloaded when it changes; a bad edit keeps the last good tokens and logs why. */

@@ -56,6 +56,10 @@ describe('serve OAuth argument errors', () => {
     [['--issuer', 'https://as.example.com', '--resource', 'https://mcp.example.com/mcp#x'], /no query or fragment/],
     [['--issuer', 'https://as.example.com', '--resource', 'https://mcp.example.com/mcp', '--scopes', 'a,b c'], /not a scope token/],
     [['--issuer', 'https://as.example.com', '--resource', 'https://mcp.example.com/mcp', '--auth-tokens', 'x.json'], /exclude each other/],
+    [
+      ['--issuer', 'https://as.example.com', '--resource', 'https://mcp.example.com/mcp', '--introspection-url', 'https://as.example.com/i'],
+      /TASKLATCH_INTROSPECTION_CLIENT_ID/,
+    ],
   ])('%j', async (args, message) => {
     const run = await runCli(['serve', '--store', 'memory:', ...args], { env: { TASKLATCH_LOG_LEVEL: 'silent' } });
     expect(run.code).toBe(2);

@@ -8,10 +8,17 @@ export interface AsClient {
   id: string;
   tenant?: string;
   scope: string;
+  /** Its access tokens are opaque (only introspection reads them) instead of JWTs. */
+  opaque?: boolean;
 }
+
+/** The confidential client the resource server introspects tokens as. */
+export const RESOURCE_SERVER_CLIENT = { id: 'resource-server', secret: 'resource-server-secret' };
 
 export interface AuthorizationServer {
   issuer: string;
+  /** Requests served at the introspection endpoint so far. */
+  introspections(): number;
   /** A client-credentials access token of `clientId` for `resource` with `scope`. */
   token(clientId: string, resource: string, scope: string): Promise<string>;
   /** The private signing key now in use (first in the JWKS). */
@@ -35,36 +42,52 @@ async function signingJwk(kid: string): Promise<JWK> {
  */
 export async function startAuthorizationServer(clients: AsClient[]): Promise<AuthorizationServer> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => void res.writeHead(503).end();
-  const http = createServer((req, res) => handler(req, res));
+  let introspections = 0;
+  const http = createServer((req, res) => {
+    if (req.url === '/token/introspection') introspections++;
+    handler(req, res);
+  });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   const tenants = new Map(clients.map((c) => [c.id, c.tenant]));
+  const opaque = new Set(clients.filter((c) => c.opaque === true).map((c) => c.id));
   let keys = [await signingJwk('key-1')];
 
   const provide = () => {
     const provider = new Provider(issuer, {
-      clients: clients.map((c) => ({
-        client_id: c.id,
-        client_secret: `${c.id}-secret`,
-        grant_types: ['client_credentials'],
-        response_types: [],
-        redirect_uris: [],
-        token_endpoint_auth_method: 'client_secret_post',
-        scope: c.scope,
-      })),
+      clients: [
+        ...clients.map((c) => ({
+          client_id: c.id,
+          client_secret: `${c.id}-secret`,
+          grant_types: ['client_credentials'],
+          response_types: [],
+          redirect_uris: [],
+          token_endpoint_auth_method: 'client_secret_post',
+          scope: c.scope,
+        })),
+        {
+          client_id: RESOURCE_SERVER_CLIENT.id,
+          client_secret: RESOURCE_SERVER_CLIENT.secret,
+          grant_types: [],
+          response_types: [],
+          redirect_uris: [],
+          token_endpoint_auth_method: 'client_secret_basic',
+        },
+      ],
       jwks: { keys },
       scopes: ['openid', ...RESOURCE_SCOPES.split(' ')],
       ttl: { ClientCredentials: 300 },
       features: {
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
+        introspection: { enabled: true },
         resourceIndicators: {
           enabled: true,
           useGrantedResource: () => true,
-          getResourceServerInfo: (_ctx: unknown, resourceIndicator: string) => ({
+          getResourceServerInfo: (_ctx: unknown, resourceIndicator: string, client: { clientId: string }) => ({
             scope: RESOURCE_SCOPES,
             audience: resourceIndicator,
-            accessTokenFormat: 'jwt',
+            accessTokenFormat: opaque.has(client.clientId) ? 'opaque' : 'jwt',
             accessTokenTTL: 300,
             jwt: { sign: { alg: 'RS256' } },
           }),
@@ -91,6 +114,7 @@ export async function startAuthorizationServer(clients: AsClient[]): Promise<Aut
       if (body.access_token === undefined) throw new Error(`token endpoint: ${res.status} ${body.error} ${body.error_description}`);
       return body.access_token;
     },
+    introspections: () => introspections,
     signingKey: () => keys[0]!,
     async rotate() {
       keys = [await signingJwk(`key-${keys.length + 1}`), ...keys];

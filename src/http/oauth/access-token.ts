@@ -22,7 +22,8 @@ export type AccessTokenOutcome =
   { principal: Principal; scopes: string[] } | { error: BearerError; description: string; scope?: string; reason: RefusalReason };
 
 /** Why a token was refused, one word each: what the refusal log and the tests count. */
-export type RefusalReason = 'malformed' | 'signature' | 'unknown key' | 'issuer' | 'audience' | 'expired' | 'not yet valid' | 'type' | 'claims' | 'scope';
+export type RefusalReason =
+  'malformed' | 'inactive' | 'signature' | 'unknown key' | 'issuer' | 'audience' | 'expired' | 'not yet valid' | 'type' | 'claims' | 'scope';
 
 /**
  * A JWT access token checked against this resource: signature by a key the issuer publishes,
@@ -50,16 +51,24 @@ export async function verifyAccessToken(token: string, keys: JWTVerifyGetKey, ru
   }
   if (typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ.toLowerCase()))
     return invalid('type', `the token's type ${JSON.stringify(typ)} is not an access token (at+jwt)`);
-  const tenant = payload[rules.tenantClaim];
+  return principalOf(payload, payload.sub, rules);
+}
+
+/**
+ * The principal of a checked token's claims (a JWT's, or an introspection answer's), or why there
+ * is none: the tenant claim and the subject must be there, and every required scope.
+ */
+export function principalOf(claims: JWTPayload, subject: unknown, rules: AccessTokenRules): AccessTokenOutcome {
+  const tenant = claims[rules.tenantClaim];
   // No default identity: a token without its tenant or subject would otherwise share one context with every other such token.
   if (typeof tenant !== 'string' || tenant === '' || tenant.includes('/'))
     return invalid('claims', `the token has no usable "${rules.tenantClaim}" claim (a non-empty string without "/")`);
-  if (typeof payload.sub !== 'string' || payload.sub === '') return invalid('claims', 'the token has no "sub" claim');
-  const scopes = scopesOf(payload);
+  if (typeof subject !== 'string' || subject === '') return invalid('claims', 'the token has no "sub" claim');
+  const scopes = scopesOf(claims);
   const missing = rules.scopes.filter((s) => !scopes.includes(s));
   if (missing.length > 0)
     return { error: 'insufficient_scope', reason: 'scope', scope: rules.scopes.join(' '), description: `the token lacks the scope ${missing.join(' ')}` };
-  return { principal: { tenant, subject: payload.sub }, scopes };
+  return { principal: { tenant, subject }, scopes };
 }
 
 /** `scope` (RFC 9068, space-separated) or `scp` (an array, as some servers write it). */
@@ -69,7 +78,7 @@ function scopesOf(payload: JWTPayload): string[] {
   return Array.isArray(scp) ? scp.filter((s): s is string => typeof s === 'string') : [];
 }
 
-function invalid(reason: RefusalReason, description: string): AccessTokenOutcome {
+export function invalid(reason: RefusalReason, description: string): AccessTokenOutcome {
   return { error: 'invalid_token', reason, description };
 }
 

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRemoteJWKSet, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, decodeProtectedHeader, type JWTVerifyGetKey } from 'jose';
 import { TasklatchError } from '../../core/errors.js';
 import type { BearerVerifier } from '../auth-front.js';
 import { verifyAccessToken, type AccessTokenRules, type RefusalReason } from './access-token.js';
+import { createIntrospector, type IntrospectionOptions } from './introspection.js';
 import { discoverIssuer } from './issuer-discovery.js';
 
 /** This endpoint as an OAuth 2.1 resource server (MCP authorization; RFC 9728, RFC 8707, RFC 9068). */
@@ -19,6 +20,8 @@ export interface OAuthResourceOptions {
   tenantClaim?: string;
   /** Least time between two fetches of the issuer's keys when a token names an unknown `kid` (default 30 000). */
   jwksCooldownMs?: number;
+  /** Opaque (non-JWT) tokens are asked about at this RFC 7662 endpoint; without it they are refused as malformed. */
+  introspection?: IntrospectionOptions;
   /** Told of every refused token, with its reason. */
   onRefusal?: (reason: RefusalReason, description: string) => void;
 }
@@ -54,6 +57,9 @@ export function createOAuthResource(options: OAuthResourceOptions): OAuthResourc
   if (tenantClaim === '') throw new TasklatchError('INVALID_INPUT', 'the tenant claim name is empty');
   const rules: AccessTokenRules = { issuer: options.issuer, audience, scopes, tenantClaim };
 
+  if (options.introspection !== undefined) checkUrl('introspection URL', options.introspection.url);
+  const introspect = options.introspection === undefined ? null : createIntrospector(options.introspection, rules);
+
   const paths = metadataPaths(resource);
   const metadataUrl = `${resource.origin}${paths[0]!}`;
   const metadata: ProtectedResourceMetadata = {
@@ -83,7 +89,7 @@ export function createOAuthResource(options: OAuthResourceOptions): OAuthResourc
     metadataUrl,
     metadata,
     async verify(token) {
-      const outcome = await verifyAccessToken(token, await keySet(), rules);
+      const outcome = introspect !== null && !isJwt(token) ? await introspect(token) : await verifyAccessToken(token, await keySet(), rules);
       if ('error' in outcome) options.onRefusal?.(outcome.reason, outcome.description);
       return outcome;
     },
@@ -95,6 +101,17 @@ export function createOAuthResource(options: OAuthResourceOptions): OAuthResourc
       return true;
     },
   };
+}
+
+/** A compact JWS: what is verified locally; anything else goes to introspection when there is one. */
+function isJwt(token: string): boolean {
+  if (token.split('.').length !== 3) return false;
+  try {
+    decodeProtectedHeader(token);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** RFC 9728 §3.1: the well-known prefix inserted before the resource's path, then the root form. */
