@@ -10,10 +10,13 @@ let serve: ServeProcess;
 let resource: string;
 
 beforeAll(async () => {
-  as = await startAuthorizationServer([
-    { id: 'acme-app', tenant: 'acme', scope: 'tasks other' },
-    { id: 'org-app', scope: 'tasks' },
-  ]);
+  as = await startAuthorizationServer(
+    [
+      { id: 'acme-app', tenant: 'acme', scope: 'tasks other' },
+      { id: 'org-app', scope: 'tasks' },
+    ],
+    { oidcDiscoveryOnly: true },
+  );
   const probe = createServer();
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
   const { port } = probe.address() as { port: number };
@@ -30,6 +33,8 @@ afterAll(async () => {
 describe('tasklatch serve --issuer --resource', () => {
   it('serves the metadata, admits the issuer’s tokens for it and refuses a token without the scope', async () => {
     expect(serve.url).toBe(resource);
+    // The keys are found through OpenID Connect discovery: this issuer has no RFC 8414 document.
+    expect((await fetch(`${as.issuer}/.well-known/oauth-authorization-server`)).status).toBe(404);
     const metadata = await fetch(resource.replace('/mcp', '/.well-known/oauth-protected-resource/mcp'));
     expect(await metadata.json()).toMatchObject({ resource, authorization_servers: [as.issuer], scopes_supported: ['tasks'] });
     expect((await rpc(resource, 'tools/list', {}, { token: await as.token('acme-app', resource, 'tasks') })).status).toBe(200);

@@ -40,11 +40,13 @@ async function signingJwk(kid: string): Promise<JWK> {
  * oidc-provider on a loopback port, issuing RS256 JWT access tokens (RFC 9068) by client
  * credentials for any resource indicator (RFC 8707), with a `tenant` claim per client.
  */
-export async function startAuthorizationServer(clients: AsClient[]): Promise<AuthorizationServer> {
+export async function startAuthorizationServer(clients: AsClient[], options: { oidcDiscoveryOnly?: boolean } = {}): Promise<AuthorizationServer> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => void res.writeHead(503).end();
   let introspections = 0;
   const http = createServer((req, res) => {
     if (req.url === '/token/introspection') introspections++;
+    // Many servers publish only OpenID Connect discovery: the RFC 8414 document is then missing.
+    if (options.oidcDiscoveryOnly === true && req.url?.startsWith('/.well-known/oauth-authorization-server') === true) return void res.writeHead(404).end();
     handler(req, res);
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
