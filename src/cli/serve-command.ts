@@ -1,11 +1,11 @@
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { z } from 'zod';
 import { TasklatchError } from '../core/errors.js';
 import { startHttpServer } from '../http/http-server.js';
+import { createOAuthResource, type OAuthResourceOptions } from '../http/oauth/oauth-resource.js';
+import { watchTokenFile } from '../http/token-file.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
-import { createLogger } from '../runtime/log.js';
+import { createLogger, type Logger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
 import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
@@ -30,6 +30,13 @@ Serves MCP tools with durable tasks, to 2025-11-25 and 2026-07-28 clients on one
   --http [HOST:]PORT     Streamable HTTP at /mcp (default 127.0.0.1:3000)
   --stdio                serve one client over stdin/stdout
   --auth-tokens FILE     JSON object: bearer token → { "tenant", "subject" }; other requests get 401
+  --issuer URL           OAuth: accept JWT access tokens of this authorization server (keys from its metadata)
+  --resource URL         OAuth: this endpoint's public URL, the audience tokens must name (with --issuer)
+  --audience URL         OAuth: the audience tokens must name, when not the resource
+  --scopes A,B           OAuth: scopes every call needs (else 403 insufficient_scope)
+  --tenant-claim NAME    OAuth: the claim naming the caller's tenant (default tenant); the subject is sub
+  --introspection-url URL OAuth: RFC 7662 endpoint for opaque tokens; client id and secret from
+                         TASKLATCH_INTROSPECTION_CLIENT_ID and TASKLATCH_INTROSPECTION_CLIENT_SECRET
   --principal T/S        the caller of a --stdio session (tenant/subject)
   --no-workers           only admit and answer; 'tasklatch worker' processes run the tasks
 ${WORKER_USAGE_LINES}
@@ -46,20 +53,10 @@ ${WORKER_USAGE_LINES}
                          (or set TASKLATCH_METRICS_TOKEN)
   --task-tools           a client without task support calling a 'required' tool gets the task and a text
                          naming it; task_status, task_result and task_cancel are served to follow it
-Without --auth-tokens or --principal every caller shares one anonymous context.
+With --issuer, /.well-known/oauth-protected-resource[/PATH] names the authorization server.
+Without --auth-tokens, --issuer or --principal every caller shares one anonymous context.
 Over HTTP, GET /healthz, /readyz and /metrics (Prometheus) answer beside /mcp without the MCP token;
 expose /metrics on a private interface (--metrics), or behind its own token.`;
-
-const tokenFile = z.record(
-  z.string().min(1),
-  z.object({
-    tenant: z
-      .string()
-      .min(1)
-      .regex(/^[^/]+$/, 'a tenant has no "/"'),
-    subject: z.string().min(1),
-  }),
-);
 
 export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
@@ -71,6 +68,12 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       stdio: { type: 'boolean', default: false },
       ...WORKER_ARG_OPTIONS,
       'auth-tokens': { type: 'string' },
+      issuer: { type: 'string' },
+      resource: { type: 'string' },
+      audience: { type: 'string' },
+      scopes: { type: 'string' },
+      'tenant-claim': { type: 'string' },
+      'introspection-url': { type: 'string' },
       principal: { type: 'string' },
       workers: { type: 'boolean', default: true },
       'default-ttl': { type: 'string' },
@@ -93,10 +96,15 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   if (values.principal !== undefined && !values.stdio)
     throw new TasklatchError('INVALID_INPUT', '--principal names the caller of a --stdio session; over HTTP use --auth-tokens');
   // Every argument is checked before anything starts: a bad one changes nothing.
+  const logger = createLogger();
   const listen = values.stdio ? null : parseListen(values.http ?? '127.0.0.1:3000');
   if (values.metrics !== undefined) parseHostPort('--metrics', values.metrics);
   const metricsToken = await metricsTokenFrom(values['metrics-token-file']);
-  const tokens = values['auth-tokens'] === undefined ? undefined : await loadTokens(values['auth-tokens']);
+  const oauth = oauthFrom(values);
+  if (oauth !== undefined && values['auth-tokens'] !== undefined) throw new TasklatchError('INVALID_INPUT', '--auth-tokens and --issuer exclude each other');
+  if (oauth !== undefined && values.stdio) throw new TasklatchError('INVALID_INPUT', '--issuer serves HTTP; a --stdio caller is named by --principal');
+  const tokenFile = values['auth-tokens'];
+  const tokens = tokenFile === undefined ? undefined : await watchTokens(tokenFile, logger);
   const sessionPrincipal = values.principal === undefined ? null : parsePrincipal(values.principal);
   const limits = {
     ...(values['default-ttl'] === undefined ? {} : { defaultTtl: positiveInt('--default-ttl', values['default-ttl']) }),
@@ -112,7 +120,6 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       ...(values['session-idle-ms'] === undefined ? {} : { idleMs: positiveInt('--session-idle-ms', values['session-idle-ms']) }),
     },
   };
-  const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
   const retention = retentionFrom(values);
@@ -121,7 +128,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const storeUrl = storeUrlFrom(values.store);
   const store = await openStoreWaiting(storeUrl, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
   const authenticate: Authenticate | undefined =
-    tokens !== undefined
+    tokens !== undefined || oauth !== undefined
       ? ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null
       : sessionPrincipal !== null
         ? () => sessionPrincipal
@@ -164,11 +171,19 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   } else {
     const { host, port } = listen ?? parseListen('127.0.0.1:3000');
     const operator = operatorEndpointsFor(runtime, { metrics: metricsServer === null, metricsToken });
-    const http = await startHttpServer(server, { host, port, ...httpLimits, ...(tokens === undefined ? {} : { tokens }), extraRoutes: operator.route });
+    const http = await startHttpServer(server, {
+      host,
+      port,
+      ...httpLimits,
+      ...(tokens === undefined ? {} : { authenticate: tokens.authenticate }),
+      ...(oauth === undefined ? {} : { oauth: { ...oauth, onRefusal: (reason, description) => logger.info({ reason, description }, 'access token refused') } }),
+      extraRoutes: operator.route,
+    });
     io.out(`tasklatch listening on ${http.url}`);
     closeTransport = async () => {
       await http.close();
       operator.close();
+      tokens?.close();
     };
     await stopped;
   }
@@ -180,19 +195,53 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   return 0;
 }
 
-async function loadTokens(file: string): Promise<Map<string, Principal>> {
-  let raw: unknown;
+/** The OAuth resource server's settings, checked now (no network): a bad URL or scope stops the start. */
+function oauthFrom(values: Record<string, string | boolean | undefined>): OAuthResourceOptions | undefined {
+  const text = (name: string) => (typeof values[name] === 'string' ? values[name] : undefined);
+  const issuer = text('issuer');
+  const resource = text('resource');
+  const dependent = ['audience', 'scopes', 'tenant-claim', 'introspection-url'].filter((name) => text(name) !== undefined);
+  if (issuer === undefined && resource === undefined) {
+    if (dependent.length > 0) throw new TasklatchError('INVALID_INPUT', `--${dependent[0]!} needs --issuer and --resource`);
+    return undefined;
+  }
+  if (issuer === undefined || resource === undefined) throw new TasklatchError('INVALID_INPUT', '--issuer and --resource go together');
+  const scopes = text('scopes');
+  const audience = text('audience');
+  const tenantClaim = text('tenant-claim');
+  const introspection = introspectionFrom(text('introspection-url'));
+  const options: OAuthResourceOptions = {
+    issuer,
+    resource,
+    ...(audience === undefined ? {} : { audience }),
+    ...(scopes === undefined ? {} : { scopes: scopes.split(',').map((s) => s.trim()) }),
+    ...(tenantClaim === undefined ? {} : { tenantClaim }),
+    ...(introspection === undefined ? {} : { introspection }),
+  };
+  createOAuthResource(options);
+  return options;
+}
+
+/** The introspection endpoint and, from the environment (never a flag: argv is visible to every local user), its client. */
+function introspectionFrom(url: string | undefined) {
+  if (url === undefined) return undefined;
+  const clientId = process.env.TASKLATCH_INTROSPECTION_CLIENT_ID;
+  const clientSecret = process.env.TASKLATCH_INTROSPECTION_CLIENT_SECRET;
+  if (clientId === undefined || clientId === '' || clientSecret === undefined || clientSecret === '')
+    throw new TasklatchError('INVALID_INPUT', '--introspection-url needs TASKLATCH_INTROSPECTION_CLIENT_ID and TASKLATCH_INTROSPECTION_CLIENT_SECRET');
+  return { url, clientId, clientSecret };
+}
+
+/** The tokens file, reloaded when it changes; a bad edit keeps the last good tokens and logs why. */
+async function watchTokens(file: string, logger: Logger) {
   try {
-    raw = JSON.parse(await readFile(file, 'utf8'));
+    return await watchTokenFile(file, {
+      onReload: (count) => logger.info({ file, tokens: count }, 'tokens file reloaded'),
+      onError: (error) => logger.warn({ file, err: error.message }, 'tokens file unreadable; keeping the previous tokens'),
+    });
   } catch (error) {
-    throw new TasklatchError('INVALID_INPUT', `--auth-tokens ${file}: ${(error as Error).message}`);
+    throw new TasklatchError('INVALID_INPUT', `--auth-tokens ${(error as Error).message}`);
   }
-  const parsed = tokenFile.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new TasklatchError('INVALID_INPUT', `--auth-tokens ${file}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
-  }
-  return new Map(Object.entries(parsed.data));
 }
 
 function parsePrincipal(text: string): Principal {

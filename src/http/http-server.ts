@@ -5,6 +5,8 @@ import { SessionTransports } from '../mcp/session-transports.js';
 import type { TaskServer } from '../mcp/task-server.js';
 import { StatelessServer } from '../stateless/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
+import { authFront, type HttpAuthenticate } from './auth-front.js';
+import { createOAuthResource, type OAuthResourceOptions } from './oauth/oauth-resource.js';
 import { checkHostAndOrigin, loopbackHosts } from './host-check.js';
 import type { ExtraRoute } from './operator-routes.js';
 import { readBody } from './read-body.js';
@@ -17,6 +19,18 @@ export interface HttpOptions {
   port: number;
   /** Bearer token → principal. When set, a request without a known token gets 401. */
   tokens?: ReadonlyMap<string, Principal>;
+  /**
+   * The caller of a request (any scheme: API keys in a database, a header from an mTLS proxy), or
+   * null for 401. Awaited before the body is read and before either generation sees the request.
+   * An alternative to `tokens`.
+   */
+  authenticate?: HttpAuthenticate;
+  /**
+   * This endpoint as an OAuth 2.1 resource server: JWT access tokens of `issuer` for `resource`,
+   * protected resource metadata served under `/.well-known/oauth-protected-resource`. An
+   * alternative to `tokens` and `authenticate`.
+   */
+  oauth?: OAuthResourceOptions;
   /** Largest request body accepted (bytes, default 4 MiB); a larger one answers 413 and the connection closes. */
   maxBodyBytes?: number;
   /** 2025-11-25 sessions: the cap in all and per caller, and the idle time after which one closes. */
@@ -53,6 +67,8 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
   const stateless = new StatelessServer(taskServer.runtime, taskServer.identity);
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
   const allowedHosts = options.allowedHosts ?? loopbackHosts(options.host);
+  const oauth = options.oauth === undefined ? undefined : createOAuthResource(options.oauth);
+  const checkAuth = authFront({ tokens: options.tokens, authenticate: options.authenticate, bearer: oauth });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const seen: { body?: unknown } = {};
@@ -66,6 +82,7 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
     if (path !== MCP_PATH) {
       // The extra routes answer only past the Host/Origin check (DNS rebinding), but need no token.
       const hostOk = allowedHosts === null || checkHostAndOrigin(req.headers, allowedHosts);
+      if (hostOk && oauth?.serveMetadata(req, res, path) === true) return;
       if (hostOk && (await options.extraRoutes?.(req, res, path)) === true) return;
       early();
       return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
@@ -74,14 +91,26 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
       early();
       return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32600, message: 'Forbidden: Host or Origin not allowed' } });
     }
-    const principal = authenticate(req, options.tokens);
-    if (principal === 'denied') {
+    const auth = await checkAuth(req);
+    if (auth.kind === 'unavailable') {
       early();
-      res.setHeader('WWW-Authenticate', 'Bearer');
-      return sendJson(res, 401, { error: 'unauthorized: a known bearer token is required' });
+      taskServer.logger.warn({ err: auth.cause }, 'authorization server unreachable; request not authenticated');
+      res.setHeader('retry-after', '5');
+      return sendJson(res, 503, { jsonrpc: '2.0', error: { code: -32000, message: 'Authorization server unavailable; retry later' } });
     }
-    if (principal !== null) {
-      (req as IncomingMessage & { auth?: unknown }).auth = { token: bearer(req) ?? '', clientId: authKeyOf(principal), scopes: [], extra: { principal } };
+    if (auth.kind === 'refused') {
+      early();
+      res.setHeader('WWW-Authenticate', auth.challenge);
+      return sendJson(res, auth.status, { error: auth.error, error_description: auth.description });
+    }
+    const principal = auth.kind === 'admitted' ? auth.principal : null;
+    if (auth.kind === 'admitted') {
+      (req as IncomingMessage & { auth?: unknown }).auth = {
+        token: auth.token,
+        clientId: authKeyOf(auth.principal),
+        scopes: auth.scopes,
+        extra: { principal },
+      };
     }
     const read = req.method === 'POST' ? await readBody(req, maxBody) : { kind: 'none' as const };
     if (read.kind === 'gone') return;
@@ -133,18 +162,6 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
 function pathOf(target: string | undefined): string {
   if (target === MCP_PATH || target?.startsWith(`${MCP_PATH}?`) === true) return MCP_PATH;
   return new URL(target ?? '/', 'http://localhost').pathname;
-}
-
-function authenticate(req: IncomingMessage, tokens: ReadonlyMap<string, Principal> | undefined): Principal | null | 'denied' {
-  if (tokens === undefined) return null;
-  const token = bearer(req);
-  return (token === null ? undefined : tokens.get(token)) ?? 'denied';
-}
-
-function bearer(req: IncomingMessage): string | null {
-  const value = header(req, 'authorization');
-  const match = value === null ? null : /^Bearer\s+(\S+)\s*$/i.exec(value);
-  return match?.[1] ?? null;
 }
 
 function header(req: IncomingMessage, name: string): string | null {

@@ -1,0 +1,111 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { TasklatchError } from '../core/errors.js';
+import type { Principal } from '../tools/principal.js';
+import { bearerChallenge, type BearerError } from './oauth/bearer-challenge.js';
+
+/** What an authentication scheme sees of a request: nothing of its body, which is read later. */
+export interface AuthRequest {
+  method: string;
+  /** The request target against its `Host` (or `localhost` when that is unusable). */
+  url: URL;
+  headers: IncomingHttpHeaders;
+}
+
+/**
+ * A caller's identity from a request, or null for "not admitted" (401). It runs before the body
+ * is read and before either protocol generation sees the request, so it may await a database,
+ * a cache or a header set by an mTLS-terminating proxy. A throw is a server fault (500).
+ */
+export type HttpAuthenticate = (request: AuthRequest) => Promise<Principal | null>;
+
+/** The outcome of the front's check: no authentication configured, a caller, or a refusal to send. */
+export type AuthOutcome =
+  | { kind: 'open' }
+  | { kind: 'admitted'; principal: Principal; token: string; scopes: string[] }
+  | { kind: 'refused'; status: 401 | 403; challenge: string; error: BearerError | 'unauthorized'; description: string }
+  | { kind: 'unavailable'; cause: unknown };
+
+/** A bearer-token check that can say more than yes or no: the OAuth resource server's. */
+export interface BearerVerifier {
+  verify(token: string): Promise<{ principal: Principal; scopes: string[] } | { error: BearerError; description: string; scope?: string }>;
+  /** The URL of the protected resource metadata, named in every challenge. */
+  readonly metadataUrl: string;
+}
+
+export interface AuthFrontOptions {
+  tokens?: ReadonlyMap<string, Principal> | undefined;
+  authenticate?: HttpAuthenticate | undefined;
+  bearer?: BearerVerifier | undefined;
+}
+
+export type AuthFront = (req: IncomingMessage) => Promise<AuthOutcome>;
+
+/** One check for both generations: the static tokens, a user's own scheme, or the OAuth verifier. */
+export function authFront(options: AuthFrontOptions): AuthFront {
+  const given = [options.tokens, options.authenticate, options.bearer].filter((o) => o !== undefined).length;
+  if (given > 1) throw new TasklatchError('INVALID_INPUT', 'tokens, authenticate and oauth are alternatives: name one');
+  const { bearer } = options;
+  if (bearer !== undefined) {
+    return async (req) => {
+      const token = bearerOf(req);
+      if (token === null) return refused(401, 'unauthorized', 'a bearer token is required', bearer.metadataUrl);
+      let verified: Awaited<ReturnType<BearerVerifier['verify']>>;
+      try {
+        verified = await bearer.verify(token);
+      } catch (cause) {
+        // The issuer's metadata or keys could not be read: no verdict on the token, so no 401.
+        return { kind: 'unavailable', cause };
+      }
+      if ('error' in verified) {
+        const status = verified.error === 'insufficient_scope' ? 403 : 401;
+        return refused(status, verified.error, verified.description, bearer.metadataUrl, verified.scope);
+      }
+      return { kind: 'admitted', principal: verified.principal, token, scopes: verified.scopes };
+    };
+  }
+  const tokens = options.tokens;
+  const authenticate: HttpAuthenticate | undefined = options.authenticate ?? (tokens === undefined ? undefined : tokensAuthenticate(() => tokens));
+  if (authenticate === undefined) return () => Promise.resolve({ kind: 'open' });
+  return async (req) => {
+    const principal = await authenticate({ method: req.method ?? 'GET', url: urlOf(req), headers: req.headers });
+    if (principal !== null) return { kind: 'admitted', principal, token: bearerOf(req) ?? '', scopes: [] };
+    // A refused credential is named invalid_token; a request without one gets the bare challenge (RFC 6750 §3.1).
+    const presented = req.headers.authorization !== undefined;
+    return refused(401, presented ? 'invalid_token' : 'unauthorized', 'a known credential is required');
+  };
+}
+
+/** An `HttpAuthenticate` over a bearer token map, read anew per request so that it can be swapped. */
+export function tokensAuthenticate(current: () => ReadonlyMap<string, Principal>): HttpAuthenticate {
+  return (request) => {
+    const value = request.headers.authorization;
+    const token = typeof value === 'string' ? bearerIn(value) : null;
+    return Promise.resolve((token === null ? undefined : current().get(token)) ?? null);
+  };
+}
+
+function refused(status: 401 | 403, error: BearerError | 'unauthorized', description: string, metadataUrl?: string, scope?: string): AuthOutcome {
+  const challenge = bearerChallenge({
+    ...(error === 'unauthorized' ? {} : { error }),
+    ...(scope === undefined ? {} : { scope }),
+    ...(metadataUrl === undefined ? {} : { resourceMetadata: metadataUrl }),
+  });
+  return { kind: 'refused', status, challenge, error, description };
+}
+
+function bearerOf(req: IncomingMessage): string | null {
+  const value = req.headers.authorization;
+  return typeof value === 'string' ? bearerIn(value) : null;
+}
+
+function bearerIn(value: string): string | null {
+  return /^Bearer\s+(\S+)\s*$/i.exec(value)?.[1] ?? null;
+}
+
+function urlOf(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+  } catch {
+    return new URL(req.url ?? '/', 'http://localhost');
+  }
+}

@@ -1,0 +1,130 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, type JWK } from 'jose';
+import Provider from 'oidc-provider';
+
+/** A client of the authorization server: its tenant claim (none: the token carries no tenant) and the scopes it may ask for. */
+export interface AsClient {
+  id: string;
+  tenant?: string;
+  scope: string;
+  /** Its access tokens are opaque (only introspection reads them) instead of JWTs. */
+  opaque?: boolean;
+}
+
+/** The confidential client the resource server introspects tokens as. */
+export const RESOURCE_SERVER_CLIENT = { id: 'resource-server', secret: 'resource-server-secret' };
+
+export interface AuthorizationServer {
+  issuer: string;
+  /** Requests served at the introspection endpoint so far. */
+  introspections(): number;
+  /** A client-credentials access token of `clientId` for `resource` with `scope`. */
+  token(clientId: string, resource: string, scope: string): Promise<string>;
+  /** The private signing key now in use (first in the JWKS). */
+  signingKey(): JWK;
+  /** Publishes a new signing key first in the JWKS (the old one stays published): new tokens carry its kid. */
+  rotate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The scopes the resource server offers. */
+const RESOURCE_SCOPES = 'tasks other';
+
+async function signingJwk(kid: string): Promise<JWK> {
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  return { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' };
+}
+
+/**
+ * oidc-provider on a loopback port, issuing RS256 JWT access tokens (RFC 9068) by client
+ * credentials for any resource indicator (RFC 8707), with a `tenant` claim per client.
+ */
+export async function startAuthorizationServer(clients: AsClient[], options: { oidcDiscoveryOnly?: boolean } = {}): Promise<AuthorizationServer> {
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => void res.writeHead(503).end();
+  let introspections = 0;
+  const http = createServer((req, res) => {
+    if (req.url === '/token/introspection') introspections++;
+    // Many servers publish only OpenID Connect discovery: the RFC 8414 document is then missing.
+    if (options.oidcDiscoveryOnly === true && req.url?.startsWith('/.well-known/oauth-authorization-server') === true) return void res.writeHead(404).end();
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  const tenants = new Map(clients.map((c) => [c.id, c.tenant]));
+  const opaque = new Set(clients.filter((c) => c.opaque === true).map((c) => c.id));
+  let keys = [await signingJwk('key-1')];
+
+  const provide = () => {
+    const provider = new Provider(issuer, {
+      clients: [
+        ...clients.map((c) => ({
+          client_id: c.id,
+          client_secret: `${c.id}-secret`,
+          grant_types: ['client_credentials'],
+          response_types: [],
+          redirect_uris: [],
+          token_endpoint_auth_method: 'client_secret_post',
+          scope: c.scope,
+        })),
+        {
+          client_id: RESOURCE_SERVER_CLIENT.id,
+          client_secret: RESOURCE_SERVER_CLIENT.secret,
+          grant_types: [],
+          response_types: [],
+          redirect_uris: [],
+          token_endpoint_auth_method: 'client_secret_basic',
+        },
+      ],
+      jwks: { keys },
+      scopes: ['openid', ...RESOURCE_SCOPES.split(' ')],
+      ttl: { ClientCredentials: 300 },
+      features: {
+        devInteractions: { enabled: false },
+        clientCredentials: { enabled: true },
+        introspection: { enabled: true },
+        resourceIndicators: {
+          enabled: true,
+          useGrantedResource: () => true,
+          getResourceServerInfo: (_ctx: unknown, resourceIndicator: string, client: { clientId: string }) => ({
+            scope: RESOURCE_SCOPES,
+            audience: resourceIndicator,
+            accessTokenFormat: opaque.has(client.clientId) ? 'opaque' : 'jwt',
+            accessTokenTTL: 300,
+            jwt: { sign: { alg: 'RS256' } },
+          }),
+        },
+      },
+      extraTokenClaims: (_ctx: unknown, token: { clientId: string }) => {
+        const tenant = tenants.get(token.clientId);
+        return tenant === undefined ? {} : { tenant };
+      },
+    });
+    handler = provider.callback();
+  };
+  provide();
+
+  return {
+    issuer,
+    async token(clientId, resource, scope) {
+      const res = await fetch(`${issuer}/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: `${clientId}-secret`, resource, scope }),
+      });
+      const body = (await res.json()) as { access_token?: string; error?: string; error_description?: string };
+      if (body.access_token === undefined) throw new Error(`token endpoint: ${res.status} ${body.error} ${body.error_description}`);
+      return body.access_token;
+    },
+    introspections: () => introspections,
+    signingKey: () => keys[0]!,
+    async rotate() {
+      keys = [await signingJwk(`key-${keys.length + 1}`), ...keys];
+      provide();
+    },
+    close: async () => {
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
