@@ -211,7 +211,11 @@ export class StatelessServer {
     // inputResponses; the call runs again from the start with all of them.
     const secret = await this.runtime.service.sharedSecret();
     const bound = { auth: authKeyOf(call.principal), tool: name, args };
-    const earlier = call.params.requestState === undefined ? {} : verifyRoundState(secret, bound, call.params.requestState).answers;
+    const service = this.runtime.service;
+    const earlier =
+      call.params.requestState === undefined
+        ? {}
+        : verifyRoundState(secret, bound, call.params.requestState, { now: service.now(), maxAgeMs: service.limits.requestStateMaxAgeMs }).answers;
     const given = call.params.inputResponses;
     const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
     const ctx = plainContext(call, answers);
@@ -221,7 +225,11 @@ export class StatelessServer {
       return { ...result, resultType: 'complete' };
     } catch (error) {
       if (!(error instanceof InputNeeded)) throw error;
-      return { resultType: 'input_required', inputRequests: error.requests, requestState: signRoundState(secret, bound, { answers: error.answered }) };
+      return {
+        resultType: 'input_required',
+        inputRequests: error.requests,
+        requestState: signRoundState(secret, bound, { answers: error.answered }, service.now()),
+      };
     }
   }
 
