@@ -32,7 +32,8 @@ export function plainContext(call: Call, answers: Record<string, unknown>): Tool
     const missing: Record<string, InputRequest> = {};
     const got: Record<string, unknown> = {};
     for (const [key, request] of Object.entries(requests)) {
-      if (isAnswerTo(request, answers[key])) got[key] = answers[key];
+      const answer = Object.hasOwn(answers, key) ? answers[key] : undefined;
+      if (isAnswerTo(request, answer)) got[key] = answer;
       else missing[key] = request;
     }
     if (Object.keys(missing).length > 0) throw new InputNeeded(missing, { ...used, ...got });

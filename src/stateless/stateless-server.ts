@@ -68,7 +68,8 @@ const TASK_NOT_FOUND = 'Task not found';
  * store, tools and workers answer both, so a task created on either is readable on both.
  */
 export class StatelessServer {
-  private readonly methods: Record<string, Handler>;
+  /** A Map: a client's method name is never looked up on a plain object. */
+  private readonly methods: ReadonlyMap<string, Handler>;
   private readonly listTtlMs: number;
 
   constructor(
@@ -77,21 +78,23 @@ export class StatelessServer {
   ) {
     this.listTtlMs = options.listTtlMs ?? 60_000;
     const cache = () => ({ ttlMs: this.listTtlMs, cacheScope: 'public' });
-    this.methods = {
-      'server/discover': async () => this.discover(),
-      'tools/list': async () => ({ resultType: 'complete', tools: this.runtime.tools.list().map(withoutExecution), ...cache() }),
-      // A tools-only server: the lists exist, empty, so that clients and caches need no special case.
-      'prompts/list': async () => ({ resultType: 'complete', prompts: [], ...cache() }),
-      'resources/list': async () => ({ resultType: 'complete', resources: [], ...cache() }),
-      'resources/templates/list': async () => ({ resultType: 'complete', resourceTemplates: [], ...cache() }),
-      'resources/read': async () => Promise.reject(invalidParams('Resource not found')),
-      'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
-      'tools/call': (call) => this.callTool(call),
-      'tasks/get': (call) => this.getTask(call),
-      'tasks/update': (call) => this.updateTask(call),
-      'tasks/cancel': (call) => this.cancelTask(call),
-      'subscriptions/listen': (call) => this.listen(call),
-    };
+    this.methods = new Map(
+      Object.entries({
+        'server/discover': async () => this.discover(),
+        'tools/list': async () => ({ resultType: 'complete', tools: this.runtime.tools.list().map(withoutExecution), ...cache() }),
+        // A tools-only server: the lists exist, empty, so that clients and caches need no special case.
+        'prompts/list': async () => ({ resultType: 'complete', prompts: [], ...cache() }),
+        'resources/list': async () => ({ resultType: 'complete', resources: [], ...cache() }),
+        'resources/templates/list': async () => ({ resultType: 'complete', resourceTemplates: [], ...cache() }),
+        'resources/read': async () => Promise.reject(invalidParams('Resource not found')),
+        'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
+        'tools/call': (call) => this.callTool(call),
+        'tasks/get': (call) => this.getTask(call),
+        'tasks/update': (call) => this.updateTask(call),
+        'tasks/cancel': (call) => this.cancelTask(call),
+        'subscriptions/listen': (call) => this.listen(call),
+      } satisfies Record<string, Handler>),
+    );
   }
 
   /** Answers one POSTed message. Never throws: every failure is a JSON-RPC error reply. */
@@ -159,7 +162,7 @@ export class StatelessServer {
         requested: version,
       });
     }
-    const handler = this.methods[method];
+    const handler = this.methods.get(method);
     if (handler === undefined) throw methodNotFound(method);
     return handler(call);
   }
@@ -303,7 +306,7 @@ export class StatelessServer {
     const found = await this.runtime.service.inputs({ auth, taskId });
     if (found.inputs === null) throw invalidParams(TASK_NOT_FOUND);
     const pending = new Map(outstanding(found.inputs).map((q) => [q.key, q]));
-    const responses: Record<string, unknown> = {};
+    const responses: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     for (const [key, response] of Object.entries(inputResponses)) {
       const question = pending.get(key);
       if (question === undefined) continue;
@@ -369,6 +372,6 @@ function readableId(body: unknown): string | number | undefined {
 }
 
 function headerValue(headers: IncomingHttpHeaders, name: string): string | null {
-  const value = headers[name];
+  const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
   return (Array.isArray(value) ? value[0] : value) ?? null;
 }
