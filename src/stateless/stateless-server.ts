@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { taskSupportOf } from '../core/create-rules.js';
+import { answerProblem } from '../service/answer-check.js';
 import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
 import { isTasklatchError } from '../core/errors.js';
 import type { WireRequest } from '../core/types.js';
@@ -221,7 +222,7 @@ export class StatelessServer {
         : verifyRoundState(secret, bound, call.params.requestState, { now: service.now(), maxAgeMs: service.limits.requestStateMaxAgeMs }).answers;
     const given = call.params.inputResponses;
     const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
-    const ctx = plainContext(call, answers);
+    const ctx = plainContext(call, answers, service.limits.maxAnswerBytes);
     try {
       if (asTask) return await this.admit(call, tool, tool.prepare === undefined ? undefined : await tool.prepare(tool.inputSchema.parse(args), ctx), followUp);
       const result = await invokeTool(tool, args, ctx);
@@ -311,6 +312,9 @@ export class StatelessServer {
       const question = pending.get(key);
       if (question === undefined) continue;
       if (!isAnswerTo(question.request, response)) throw invalidParams(`inputResponses.${key} is not an answer to ${question.request.method}`);
+      // Every answer is checked before any is stored: one refused answer stores none.
+      const problem = answerProblem(key, question.request, response, this.runtime.service.limits.maxAnswerBytes);
+      if (problem !== null) throw invalidParams(`Invalid inputResponses: ${problem}`);
       responses[key] = response;
     }
     if (Object.keys(responses).length > 0) await this.runtime.service.answer({ auth, taskId, responses });
