@@ -22,7 +22,12 @@ describe('multi-round request state', () => {
     [
       'an altered body',
       (t: string) =>
-        verifyRoundState(secret, bound, `${Buffer.from(JSON.stringify({ v: 2, ...bound, iat: T0, answers: {} })).toString('base64url')}.${t.split('.')[1]}`, check),
+        verifyRoundState(
+          secret,
+          bound,
+          `${Buffer.from(JSON.stringify({ v: 2, ...bound, iat: T0, answers: {} })).toString('base64url')}.${t.split('.')[1]}`,
+          check,
+        ),
     ],
     ['a suffix', (t: string) => verifyRoundState(secret, bound, `${t}-TAMPERED`, check)],
     ['not a string', () => verifyRoundState(secret, bound, 42, check)],
