@@ -61,7 +61,10 @@ async function send(res: ServerResponse, reply: StatelessReply, closed: { readon
     res.writeHead(202).end();
     return;
   }
-  if (reply.kind === 'json') return sendJson(res, reply.status, reply.body);
+  if (reply.kind === 'json') {
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
+    return sendJson(res, reply.status, reply.body);
+  }
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   res.flushHeaders();
   await reply.open(

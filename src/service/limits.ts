@@ -51,7 +51,7 @@ export const DEFAULT_LIMITS: TaskLimits = {
   requestStateMaxAgeMs: 10 * 60 * 1000,
   maxListenTaskIds: 100,
   maxSubscriptions: 1000,
-  maxSubscriptionsPerCaller: 20,
+  maxSubscriptionsPerCaller: 32,
 };
 
 /** The size of a value as stored: its JSON text in UTF-8 bytes. */

@@ -14,18 +14,11 @@ import { PREPARED_META, type TaskTool } from '../tools/tool.js';
 import { signRoundState, verifyRoundState } from './request-state.js';
 import { checkRoutingHeaders } from './headers.js';
 import { CallToolParams, describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
-import {
-  CODES,
-  declaresTasks,
-  httpStatusOf,
-  invalidParams,
-  META,
-  methodNotFound,
-  missingTasksExtension,
-  SUPPORTED_VERSIONS,
-  TASKS_EXTENSION,
-} from './protocol.js';
-import { openTaskSubscription, type EventSink } from './subscriptions.js';
+import { CODES, declaresTasks, invalidParams, META, methodNotFound, missingTasksExtension, SUPPORTED_VERSIONS, TASKS_EXTENSION } from './protocol.js';
+import { openTaskSubscription, SubscriptionSlots, type EventSink } from './subscriptions.js';
+import { errorReply, readableId, type StatelessReply } from './replies.js';
+
+export type { StatelessReply } from './replies.js';
 import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
 import { createTaskResult, detailedTask } from './task-view.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
@@ -41,10 +34,6 @@ export interface StatelessRequest {
   signal: AbortSignal;
 }
 
-/** What the HTTP layer sends back. */
-export type StatelessReply =
-  { kind: 'json'; status: number; body: unknown } | { kind: 'accepted' } | { kind: 'stream'; open(sink: EventSink, closed: AbortSignal): Promise<void> };
-
 export interface StatelessOptions {
   name?: string;
   version?: string;
@@ -55,7 +44,11 @@ export interface StatelessOptions {
 /** A reply that is not a JSON result: the SSE stream of a subscription. */
 class StreamReply {
   readonly kind = 'stream';
-  constructor(readonly open: (sink: EventSink, closed: AbortSignal) => Promise<void>) {}
+  constructor(
+    readonly open: (sink: EventSink, closed: AbortSignal) => Promise<void>,
+    /** Gives back what the stream holds when it is never opened. */
+    readonly drop: () => void,
+  ) {}
 }
 
 type Handler = (call: Call) => Promise<Record<string, unknown> | StreamReply>;
@@ -72,12 +65,14 @@ export class StatelessServer {
   /** A Map: a client's method name is never looked up on a plain object. */
   private readonly methods: ReadonlyMap<string, Handler>;
   private readonly listTtlMs: number;
+  private readonly subscriptions: SubscriptionSlots;
 
   constructor(
     private readonly runtime: TaskRuntime,
     private readonly options: StatelessOptions = {},
   ) {
     this.listTtlMs = options.listTtlMs ?? 60_000;
+    this.subscriptions = new SubscriptionSlots(runtime.service.limits);
     const cache = () => ({ ttlMs: this.listTtlMs, cacheScope: 'public' });
     this.methods = new Map(
       Object.entries({
@@ -149,7 +144,10 @@ export class StatelessServer {
       const { version, capabilities } = requestMeta(request.params._meta);
       const { id, params, principal, headers, signal } = request;
       const result = await this.serve(method, version, { id, params, capabilities, principal, headers, signal });
-      if (result instanceof StreamReply) throw methodNotFound(method);
+      if (result instanceof StreamReply) {
+        result.drop();
+        throw methodNotFound(method);
+      }
       return result;
     } catch (error) {
       throw this.protocolErrorOf(error, method);
@@ -334,9 +332,18 @@ export class StatelessServer {
     if (!parsed.success) throw invalidParams(`Invalid params for subscriptions/listen: ${describeIssue(parsed.error)}`);
     const taskIds = parsed.data.notifications.taskIds ?? [];
     if (taskIds.length > 0 && !declaresTasks(call.capabilities)) throw missingTasksExtension('Task subscriptions');
-    return new StreamReply((sink, closed) =>
-      openTaskSubscription({ service: this.runtime.service, auth: authKeyOf(call.principal), taskIds, subscriptionId: call.id, sink, closed }),
-    );
+    const most = this.runtime.service.limits.maxListenTaskIds;
+    if (taskIds.length > most) throw invalidParams(`Invalid params for subscriptions/listen: ${taskIds.length} task ids; at most ${most} per listen`);
+    const auth = authKeyOf(call.principal);
+    const release = this.subscriptions.take(auth);
+    const open = async (sink: EventSink, closed: AbortSignal) => {
+      try {
+        await openTaskSubscription({ service: this.runtime.service, auth, taskIds, subscriptionId: call.id, sink, closed });
+      } finally {
+        release();
+      }
+    };
+    return new StreamReply(open, release);
   }
 
   /** The extension check comes before the id is looked at: a non-declaring request learns nothing. */
@@ -351,9 +358,6 @@ export class StatelessServer {
   }
 }
 
-/** The longest error message sent: messages quote what the client sent, which may be huge. */
-const MAX_MESSAGE = 500;
-
 /** The request's `_meta`: the plain shape checked by hand, anything else by the schema. */
 function requestMeta(meta: unknown): PlainMeta {
   const plain = plainMeta(meta);
@@ -361,18 +365,6 @@ function requestMeta(meta: unknown): PlainMeta {
   const parsed = RequestMeta.safeParse(meta);
   if (!parsed.success) throw invalidParams(`Invalid _meta: ${describeIssue(parsed.error)}`);
   return { version: parsed.data[META.protocolVersion], capabilities: parsed.data[META.clientCapabilities] };
-}
-
-/** An error reply; the id is echoed when it could be read, and left out (never null) otherwise. */
-function errorReply(id: string | number | undefined, error: ProtocolError): StatelessReply {
-  const json = error.toJSON();
-  const message = json.message.length > MAX_MESSAGE ? `${json.message.slice(0, MAX_MESSAGE)}…` : json.message;
-  return { kind: 'json', status: httpStatusOf(error.code), body: { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: { ...json, message } } };
-}
-
-function readableId(body: unknown): string | number | undefined {
-  const id = typeof body === 'object' && body !== null ? (body as { id?: unknown }).id : undefined;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : undefined;
 }
 
 function headerValue(headers: IncomingHttpHeaders, name: string): string | null {
