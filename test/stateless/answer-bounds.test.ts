@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { startHttpServer } from '../../src/http/http-server.js';
+import { createTaskServer } from '../../src/mcp/task-server.js';
+import { createLogger } from '../../src/runtime/log.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import type { Principal } from '../../src/tools/principal.js';
+import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { rpc, settle, WITH_TASKS } from '../support/stateless.js';
 import { startWireServer, storedState, type WireServer } from '../support/wire-server.js';
 
@@ -56,5 +62,58 @@ describe('answers on 2026-07-28 tasks/update', () => {
     );
     expect(ack.result).toEqual({ resultType: 'complete' });
     expect(await settle(wire.http.url, taskId, ALICE)).toMatchObject({ status: 'completed' });
+  });
+});
+
+describe('answers in a multi-round tools/call (2026-07-28)', () => {
+  /** A plain tool that asks for a name (a required string of at most 20 characters) and greets it. */
+  const greet = defineTool({
+    name: 'greet',
+    description: 'asks a name, then greets it',
+    inputSchema: z.object({}),
+    execution: { taskSupport: 'forbidden' },
+    handler: async (_args, ctx) => {
+      const requestedSchema = { type: 'object', properties: { name: { type: 'string', maxLength: 20 } }, required: ['name'] };
+      const answer = await ctx.elicit({ message: 'Your name?', requestedSchema }, { key: 'user_name' });
+      return { content: [{ type: 'text', text: `Hello, ${String(answer.content?.name)}!` }] };
+    },
+  }) as unknown as TaskTool;
+
+  it('refuses an answer not matching the schema, or too large, with -32602 naming the key; a right one is greeted', async () => {
+    const server = createTaskServer({
+      store: new MemoryStore(),
+      tools: [greet],
+      authenticate: ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null,
+      logger: createLogger('silent'),
+    });
+    await server.start();
+    const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens: new Map([['token-alice', { tenant: 'acme', subject: 'alice' }]]) });
+    try {
+      const asking = { ...ALICE, capabilities: { elicitation: {} } };
+      const first = await rpc(http.url, 'tools/call', { name: 'greet', arguments: {} }, asking);
+      expect(first.result).toMatchObject({ resultType: 'input_required', inputRequests: { user_name: { method: 'elicitation/create' } } });
+      const round = (content: Record<string, unknown>) =>
+        rpc(
+          http.url,
+          'tools/call',
+          { name: 'greet', arguments: {}, requestState: first.result!.requestState, inputResponses: { user_name: { action: 'accept', content } } },
+          asking,
+        );
+      for (const [content, says] of [
+        [{ name: 42 }, 'user_name.content.name must be string'],
+        [{ name: 'a'.repeat(21) }, 'must NOT have more than 20 characters'],
+        [{}, "must have required property 'name'"],
+        [{ name: 'Ada', note: 'n'.repeat(70 * 1024) }, 'at most 65536'],
+      ] as const) {
+        const refused = await round(content);
+        expect(refused.error?.code).toBe(-32602);
+        expect(refused.error?.message).toContain('user_name');
+        expect(refused.error?.message).toContain(says);
+      }
+      expect((await round({ name: 'Ada' })).result).toMatchObject({ resultType: 'complete', content: [{ text: 'Hello, Ada!' }] });
+    } finally {
+      await http.close();
+      await server.close();
+    }
   });
 });
