@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { startHttpServer } from '../../src/http/http-server.js';
 import { createTaskServer } from '../../src/mcp/task-server.js';
 import { createLogger } from '../../src/runtime/log.js';
+import type { TaskLimits } from '../../src/service/limits.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { Principal } from '../../src/tools/principal.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
@@ -79,15 +80,44 @@ describe('answers in a multi-round tools/call (2026-07-28)', () => {
     },
   }) as unknown as TaskTool;
 
-  it('refuses an answer not matching the schema, or too large, with -32602 naming the key; a right one is greeted', async () => {
+  async function greeter(limits: Partial<TaskLimits> = {}) {
     const server = createTaskServer({
       store: new MemoryStore(),
       tools: [greet],
       authenticate: ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null,
       logger: createLogger('silent'),
+      limits,
     });
     await server.start();
     const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens: new Map([['token-alice', { tenant: 'acme', subject: 'alice' }]]) });
+    return { server, http };
+  }
+
+  it('refuses a requestState older than requestStateMaxAgeMs with -32602, every time', async () => {
+    const { server, http } = await greeter({ requestStateMaxAgeMs: 200 });
+    try {
+      const asking = { ...ALICE, capabilities: { elicitation: {} } };
+      const first = await rpc(http.url, 'tools/call', { name: 'greet', arguments: {} }, asking);
+      const params = {
+        name: 'greet',
+        arguments: {},
+        requestState: first.result!.requestState,
+        inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } } },
+      };
+      expect((await rpc(http.url, 'tools/call', params, asking)).result).toMatchObject({ resultType: 'complete' });
+      await new Promise((r) => setTimeout(r, 300));
+      for (let use = 0; use < 5; use += 1) {
+        const late = await rpc(http.url, 'tools/call', params, asking);
+        expect(late.error).toMatchObject({ code: -32602, message: expect.stringContaining('expired') as unknown });
+      }
+    } finally {
+      await http.close();
+      await server.close();
+    }
+  });
+
+  it('refuses an answer not matching the schema, or too large, with -32602 naming the key; a right one is greeted', async () => {
+    const { server, http } = await greeter();
     try {
       const asking = { ...ALICE, capabilities: { elicitation: {} } };
       const first = await rpc(http.url, 'tools/call', { name: 'greet', arguments: {} }, asking);
