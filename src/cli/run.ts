@@ -47,7 +47,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     io.out(await packageVersion());
     return 0;
   }
-  const command = COMMANDS[name];
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (command === undefined) {
     io.err(`tasklatch: unknown command ${JSON.stringify(name)}\n\n${USAGE}`);
     return 2;

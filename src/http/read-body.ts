@@ -4,14 +4,22 @@ import type { IncomingMessage } from 'node:http';
 export type ReadBody = { kind: 'json'; value: unknown } | { kind: 'none' } | { kind: 'too large' } | { kind: 'not json'; message: string } | { kind: 'gone' };
 
 /**
- * Reads a JSON body of at most `limit` bytes. Past the limit it stops reading at once (the
- * request is paused, not drained: the caller answers 413 and closes the connection), so a huge
- * upload costs no more than `limit`. A client that aborts its upload is `gone`: its own doing,
- * nothing to answer and no stack to log.
+ * How much of an over-limit body is still read, and thrown away, before the 413: a client such
+ * as `fetch` that writes its whole body before it reads the answer would otherwise meet a closed
+ * connection (EPIPE) instead of the 413. Larger uploads are cut off at once.
+ */
+export const DRAIN_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Reads a JSON body of at most `limit` bytes. Past the limit nothing more is kept: up to
+ * `DRAIN_BYTES` more are read and discarded so that the client, done writing, hears the 413;
+ * beyond that the request is paused, not drained (the caller answers 413 and closes the
+ * connection), so a huge upload costs no memory and a bounded read. A client that aborts its
+ * upload is `gone`: its own doing, nothing to answer and no stack to log.
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<ReadBody> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
+  if (Number.isFinite(declared) && declared > limit + DRAIN_BYTES) {
     req.pause();
     return Promise.resolve({ kind: 'too large' });
   }
@@ -25,10 +33,13 @@ export function readBody(req: IncomingMessage, limit: number): Promise<ReadBody>
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= limit) return void chunks.push(chunk);
+      chunks.length = 0;
+      if (size <= limit + DRAIN_BYTES) return;
       req.pause();
       finish({ kind: 'too large' });
     };
     const onEnd = () => {
+      if (size > limit) return finish({ kind: 'too large' });
       try {
         finish({ kind: 'json', value: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
       } catch (error) {

@@ -62,6 +62,7 @@ async function send(res: ServerResponse, reply: StatelessReply, closed: { readon
     return;
   }
   if (reply.kind === 'json') {
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
     if (reply.status === 503) retryAfter(res, reply.body);
     return sendJson(res, reply.status, reply.body);
   }

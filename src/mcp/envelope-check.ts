@@ -8,8 +8,14 @@ export interface EnvelopeProblem {
   id: string | number | null;
 }
 
-/** The methods whose params the SDK itself parses: a bad one would answer -32603 with a validation dump. */
-const SDK_PARSED: Record<string, z.ZodType> = { initialize: InitializeRequestSchema, ping: PingRequestSchema };
+/**
+ * The methods whose params the SDK itself parses: a bad one would answer -32603 with a
+ * validation dump. A Map: a client's method name is never looked up on a plain object.
+ */
+const SDK_PARSED: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>([
+  ['initialize', InitializeRequestSchema],
+  ['ping', PingRequestSchema],
+]);
 
 const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']);
 
@@ -47,7 +53,7 @@ function checkMessage(message: unknown): EnvelopeProblem | null {
     if ('params' in m && (typeof m.params !== 'object' || m.params === null || Array.isArray(m.params))) {
       return params(`Invalid params for ${m.method.slice(0, 60)}: params must be an object`, id);
     }
-    const schema = SDK_PARSED[m.method];
+    const schema = SDK_PARSED.get(m.method);
     const parsed = (schema ?? JSONRPCMessageSchema).safeParse(schema === undefined ? m : { method: m.method, params: m.params });
     return parsed.success ? null : params(`Invalid params for ${m.method.slice(0, 60)}: ${firstIssue(parsed.error)}`, id);
   }

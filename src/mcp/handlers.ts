@@ -197,7 +197,7 @@ function plainContext(session: SessionContext, principal: Principal, extra: Extr
   const token = extra._meta?.progressToken;
   const capabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null;
   return {
-    ...askingContext(sessionAsk(extra), capabilities),
+    ...askingContext(sessionAsk(extra, session.server.service.limits.maxAnswerBytes), capabilities),
     taskId: null,
     principal,
     signal: extra.signal,

@@ -9,9 +9,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { outstanding, type InputRequest } from '../core/input-rules.js';
 import type { TaskRecord } from '../core/types.js';
+import { answerProblem } from '../service/answer-check.js';
 import type { TaskService } from '../service/task-service.js';
 import type { Ask } from '../tools/asking.js';
 import type { Logger } from '../runtime/log.js';
+import { ProtocolError } from '../tools/protocol-error.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -46,24 +48,36 @@ export function questionDelivery(input: { service: TaskService; auth: string; ex
       if (sent.has(question.key)) continue;
       sent.add(question.key);
       const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
-      send(input.extra, question.request, related, input.extra.signal).then(
-        (response) => input.service.answer({ auth: input.auth, taskId: record.taskId, responses: { [question.key]: response } }),
-        (error: unknown) => {
-          // The stream went away or the client refused: the question stays outstanding for
-          // the next tasks/result.
+      send(input.extra, question.request, related, input.extra.signal)
+        .then(async (response) => {
+          // Too large, or not what the question's schema asks: refused like no answer at all.
+          const problem = answerProblem(question.key, question.request, response, input.service.limits.maxAnswerBytes);
+          if (problem !== null) throw new ProtocolError(-32602, problem);
+          await input.service.answer({ auth: input.auth, taskId: record.taskId, responses: { [question.key]: response } });
+        })
+        .catch((error: unknown) => {
+          // The stream went away, the client refused, or its answer was: nothing is stored and
+          // the question stays outstanding for the next tasks/result.
           sent.delete(question.key);
           input.logger.info({ taskId: record.taskId, key: question.key, err: String(error) }, 'input request not answered on this stream');
-        },
-      );
+        });
     }
   };
 }
 
-/** A plain 2025-11-25 call asks within the call: one server→client request per key, in order. */
-export function sessionAsk(extra: Extra): Ask {
+/**
+ * A plain 2025-11-25 call asks within the call: one server→client request per key, in order.
+ * An answer too large or not matching its question's schema ends the call with -32602.
+ */
+export function sessionAsk(extra: Extra, maxAnswerBytes: number): Ask {
   return async (requests) => {
     const answers: Record<string, unknown> = {};
-    for (const [key, request] of Object.entries(requests)) answers[key] = await send(extra, request, {}, extra.signal);
+    for (const [key, request] of Object.entries(requests)) {
+      const answer = await send(extra, request, {}, extra.signal);
+      const problem = answerProblem(key, request, answer, maxAnswerBytes);
+      if (problem !== null) throw new ProtocolError(-32602, problem);
+      answers[key] = answer;
+    }
     return answers;
   };
 }

@@ -24,6 +24,16 @@ export interface TaskLimits {
   maxRequestBytes: number;
   /** Largest stored result of a task (bytes); a larger one ends the task `failed` with an error saying so. */
   maxResultBytes: number;
+  /** Largest answer to one question of a task, as JSON (bytes); larger: -32602, nothing stored. */
+  maxAnswerBytes: number;
+  /** How long a signed multi-round `requestState` is taken back after it was issued (ms). */
+  requestStateMaxAgeMs: number;
+  /** Task ids one `subscriptions/listen` may name; more: -32602. */
+  maxListenTaskIds: number;
+  /** Open task subscriptions of all callers on one server; one more answers 503 with `Retry-After`. */
+  maxSubscriptions: number;
+  /** Open task subscriptions of one caller (auth key); one more answers 429 with `Retry-After`. */
+  maxSubscriptionsPerCaller: number;
 }
 
 export const DEFAULT_LIMITS: TaskLimits = {
@@ -37,6 +47,11 @@ export const DEFAULT_LIMITS: TaskLimits = {
   maxArgumentBytes: 1024 * 1024,
   maxRequestBytes: 2 * 1024 * 1024,
   maxResultBytes: 4 * 1024 * 1024,
+  maxAnswerBytes: 64 * 1024,
+  requestStateMaxAgeMs: 10 * 60 * 1000,
+  maxListenTaskIds: 100,
+  maxSubscriptions: 1000,
+  maxSubscriptionsPerCaller: 32,
 };
 
 /** The size of a value as stored: its JSON text in UTF-8 bytes. */

@@ -2,17 +2,17 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { headerMismatch } from './protocol.js';
 
 /** The body member an `Mcp-Name` header must repeat, by method; other methods carry none. */
-const NAMED_BY: Record<string, string> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-  'tasks/get': 'taskId',
-  'tasks/update': 'taskId',
-  'tasks/cancel': 'taskId',
-};
+const NAMED_BY: ReadonlyMap<string, string> = new Map([
+  ['tools/call', 'name'],
+  ['prompts/get', 'name'],
+  ['resources/read', 'uri'],
+  ['tasks/get', 'taskId'],
+  ['tasks/update', 'taskId'],
+  ['tasks/cancel', 'taskId'],
+]);
 
 function single(headers: IncomingHttpHeaders, name: string): string | null {
-  const value = headers[name];
+  const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
   const text = Array.isArray(value) ? value[0] : value;
   return text === undefined ? null : text.trim();
 }
@@ -35,7 +35,7 @@ export function checkRoutingHeaders(headers: IncomingHttpHeaders, method: string
   const sentMethod = single(headers, 'mcp-method');
   if (sentMethod === null) throw headerMismatch('the Mcp-Method header is missing');
   if (sentMethod !== method) throw headerMismatch(`the Mcp-Method header (${sentMethod}) differs from the request's method (${method})`);
-  const member = NAMED_BY[method];
+  const member = NAMED_BY.get(method);
   if (member === undefined) return;
   const named = params[member];
   const sentName = single(headers, 'mcp-name');

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { InputRequest } from '../core/input-rules.js';
+import { answerProblem } from '../service/answer-check.js';
 import { askingContext, InputNeeded, isAnswerTo, type Ask } from '../tools/asking.js';
 import type { Principal } from '../tools/principal.js';
+import { ProtocolError } from '../tools/protocol-error.js';
 import type { TaskTool, ToolContext } from '../tools/tool.js';
 
 /** What a method handler is given: the request's own parts, already checked. */
@@ -24,16 +26,23 @@ export function prefersTask(tool: TaskTool, args: Record<string, unknown>): bool
 
 /**
  * A plain call's context: what it asks is answered from the call's rounds (MRTR); a question
- * without a well-formed answer yet ends this round with `input_required`.
+ * without a well-formed answer yet ends this round with `input_required`; an answer over
+ * `maxAnswerBytes` or not matching its question's schema ends the call with -32602.
  */
-export function plainContext(call: Call, answers: Record<string, unknown>): ToolContext {
+export function plainContext(call: Call, answers: Record<string, unknown>, maxAnswerBytes: number): ToolContext {
   const used: Record<string, unknown> = {};
   const ask: Ask = async (requests) => {
     const missing: Record<string, InputRequest> = {};
     const got: Record<string, unknown> = {};
     for (const [key, request] of Object.entries(requests)) {
-      if (isAnswerTo(request, answers[key])) got[key] = answers[key];
-      else missing[key] = request;
+      const answer = Object.hasOwn(answers, key) ? answers[key] : undefined;
+      if (!isAnswerTo(request, answer)) {
+        missing[key] = request;
+        continue;
+      }
+      const problem = answerProblem(key, request, answer, maxAnswerBytes);
+      if (problem !== null) throw new ProtocolError(-32602, `Invalid inputResponses: ${problem}`);
+      got[key] = answer;
     }
     if (Object.keys(missing).length > 0) throw new InputNeeded(missing, { ...used, ...got });
     Object.assign(used, got);

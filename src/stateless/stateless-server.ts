@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { taskSupportOf } from '../core/create-rules.js';
+import { answerProblem } from '../service/answer-check.js';
 import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
 import { isTasklatchError } from '../core/errors.js';
 import type { WireRequest } from '../core/types.js';
@@ -16,7 +17,6 @@ import { CallToolParams, describeIssue, Envelope, ListenParams, RequestMeta, Tas
 import {
   CODES,
   declaresTasks,
-  httpStatusOf,
   invalidParams,
   META,
   methodNotFound,
@@ -25,7 +25,10 @@ import {
   SUPPORTED_VERSIONS,
   TASKS_EXTENSION,
 } from './protocol.js';
-import { openTaskSubscription, type EventSink } from './subscriptions.js';
+import { openTaskSubscription, SubscriptionSlots, type EventSink } from './subscriptions.js';
+import { errorReply, readableId, type StatelessReply } from './replies.js';
+
+export type { StatelessReply } from './replies.js';
 import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
 import { createTaskResult, detailedTask } from './task-view.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
@@ -41,10 +44,6 @@ export interface StatelessRequest {
   signal: AbortSignal;
 }
 
-/** What the HTTP layer sends back. */
-export type StatelessReply =
-  { kind: 'json'; status: number; body: unknown } | { kind: 'accepted' } | { kind: 'stream'; open(sink: EventSink, closed: AbortSignal): Promise<void> };
-
 export interface StatelessOptions {
   name?: string;
   version?: string;
@@ -55,7 +54,11 @@ export interface StatelessOptions {
 /** A reply that is not a JSON result: the SSE stream of a subscription. */
 class StreamReply {
   readonly kind = 'stream';
-  constructor(readonly open: (sink: EventSink, closed: AbortSignal) => Promise<void>) {}
+  constructor(
+    readonly open: (sink: EventSink, closed: AbortSignal) => Promise<void>,
+    /** Gives back what the stream holds when it is never opened. */
+    readonly drop: () => void,
+  ) {}
 }
 
 type Handler = (call: Call) => Promise<Record<string, unknown> | StreamReply>;
@@ -69,30 +72,35 @@ const TASK_NOT_FOUND = 'Task not found';
  * store, tools and workers answer both, so a task created on either is readable on both.
  */
 export class StatelessServer {
-  private readonly methods: Record<string, Handler>;
+  /** A Map: a client's method name is never looked up on a plain object. */
+  private readonly methods: ReadonlyMap<string, Handler>;
   private readonly listTtlMs: number;
+  private readonly subscriptions: SubscriptionSlots;
 
   constructor(
     private readonly runtime: TaskRuntime,
     private readonly options: StatelessOptions = {},
   ) {
     this.listTtlMs = options.listTtlMs ?? 60_000;
+    this.subscriptions = new SubscriptionSlots(runtime.service.limits);
     const cache = () => ({ ttlMs: this.listTtlMs, cacheScope: 'public' });
-    this.methods = {
-      'server/discover': async () => this.discover(),
-      'tools/list': async () => ({ resultType: 'complete', tools: this.runtime.tools.list().map(withoutExecution), ...cache() }),
-      // A tools-only server: the lists exist, empty, so that clients and caches need no special case.
-      'prompts/list': async () => ({ resultType: 'complete', prompts: [], ...cache() }),
-      'resources/list': async () => ({ resultType: 'complete', resources: [], ...cache() }),
-      'resources/templates/list': async () => ({ resultType: 'complete', resourceTemplates: [], ...cache() }),
-      'resources/read': async () => Promise.reject(invalidParams('Resource not found')),
-      'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
-      'tools/call': (call) => this.callTool(call),
-      'tasks/get': (call) => this.getTask(call),
-      'tasks/update': (call) => this.updateTask(call),
-      'tasks/cancel': (call) => this.cancelTask(call),
-      'subscriptions/listen': (call) => this.listen(call),
-    };
+    this.methods = new Map(
+      Object.entries({
+        'server/discover': async () => this.discover(),
+        'tools/list': async () => ({ resultType: 'complete', tools: this.runtime.tools.list().map(withoutExecution), ...cache() }),
+        // A tools-only server: the lists exist, empty, so that clients and caches need no special case.
+        'prompts/list': async () => ({ resultType: 'complete', prompts: [], ...cache() }),
+        'resources/list': async () => ({ resultType: 'complete', resources: [], ...cache() }),
+        'resources/templates/list': async () => ({ resultType: 'complete', resourceTemplates: [], ...cache() }),
+        'resources/read': async () => Promise.reject(invalidParams('Resource not found')),
+        'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
+        'tools/call': (call) => this.callTool(call),
+        'tasks/get': (call) => this.getTask(call),
+        'tasks/update': (call) => this.updateTask(call),
+        'tasks/cancel': (call) => this.cancelTask(call),
+        'subscriptions/listen': (call) => this.listen(call),
+      } satisfies Record<string, Handler>),
+    );
   }
 
   /** Answers one POSTed message. Never throws: every failure is a JSON-RPC error reply. */
@@ -146,7 +154,10 @@ export class StatelessServer {
       const { version, capabilities } = requestMeta(request.params._meta);
       const { id, params, principal, headers, signal } = request;
       const result = await this.serve(method, version, { id, params, capabilities, principal, headers, signal });
-      if (result instanceof StreamReply) throw methodNotFound(method);
+      if (result instanceof StreamReply) {
+        result.drop();
+        throw methodNotFound(method);
+      }
       return result;
     } catch (error) {
       throw this.protocolErrorOf(error, method);
@@ -160,7 +171,7 @@ export class StatelessServer {
         requested: version,
       });
     }
-    const handler = this.methods[method];
+    const handler = this.methods.get(method);
     if (handler === undefined) throw methodNotFound(method);
     return handler(call);
   }
@@ -217,17 +228,25 @@ export class StatelessServer {
     // inputResponses; the call runs again from the start with all of them.
     const secret = await this.runtime.service.sharedSecret();
     const bound = { auth: authKeyOf(call.principal), tool: name, args };
-    const earlier = call.params.requestState === undefined ? {} : verifyRoundState(secret, bound, call.params.requestState).answers;
+    const service = this.runtime.service;
+    const earlier =
+      call.params.requestState === undefined
+        ? {}
+        : verifyRoundState(secret, bound, call.params.requestState, { now: service.now(), maxAgeMs: service.limits.requestStateMaxAgeMs }).answers;
     const given = call.params.inputResponses;
     const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
-    const ctx = plainContext(call, answers);
+    const ctx = plainContext(call, answers, service.limits.maxAnswerBytes);
     try {
       if (asTask) return await this.admit(call, tool, tool.prepare === undefined ? undefined : await tool.prepare(tool.inputSchema.parse(args), ctx), followUp);
       const result = await invokeTool(tool, args, ctx);
       return { ...result, resultType: 'complete' };
     } catch (error) {
       if (!(error instanceof InputNeeded)) throw error;
-      return { resultType: 'input_required', inputRequests: error.requests, requestState: signRoundState(secret, bound, { answers: error.answered }) };
+      return {
+        resultType: 'input_required',
+        inputRequests: error.requests,
+        requestState: signRoundState(secret, bound, { answers: error.answered }, service.now()),
+      };
     }
   }
 
@@ -301,11 +320,14 @@ export class StatelessServer {
     const found = await this.runtime.service.inputs({ auth, taskId });
     if (found.inputs === null) throw invalidParams(TASK_NOT_FOUND);
     const pending = new Map(outstanding(found.inputs).map((q) => [q.key, q]));
-    const responses: Record<string, unknown> = {};
+    const responses: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     for (const [key, response] of Object.entries(inputResponses)) {
       const question = pending.get(key);
       if (question === undefined) continue;
       if (!isAnswerTo(question.request, response)) throw invalidParams(`inputResponses.${key} is not an answer to ${question.request.method}`);
+      // Every answer is checked before any is stored: one refused answer stores none.
+      const problem = answerProblem(key, question.request, response, this.runtime.service.limits.maxAnswerBytes);
+      if (problem !== null) throw invalidParams(`Invalid inputResponses: ${problem}`);
       responses[key] = response;
     }
     if (Object.keys(responses).length > 0) await this.runtime.service.answer({ auth, taskId, responses });
@@ -325,9 +347,18 @@ export class StatelessServer {
     if (!parsed.success) throw invalidParams(`Invalid params for subscriptions/listen: ${describeIssue(parsed.error)}`);
     const taskIds = parsed.data.notifications.taskIds ?? [];
     if (taskIds.length > 0 && !declaresTasks(call.capabilities)) throw missingTasksExtension('Task subscriptions');
-    return new StreamReply((sink, closed) =>
-      openTaskSubscription({ service: this.runtime.service, auth: authKeyOf(call.principal), taskIds, subscriptionId: call.id, sink, closed }),
-    );
+    const most = this.runtime.service.limits.maxListenTaskIds;
+    if (taskIds.length > most) throw invalidParams(`Invalid params for subscriptions/listen: ${taskIds.length} task ids; at most ${most} per listen`);
+    const auth = authKeyOf(call.principal);
+    const release = this.subscriptions.take(auth);
+    const open = async (sink: EventSink, closed: AbortSignal) => {
+      try {
+        await openTaskSubscription({ service: this.runtime.service, auth, taskIds, subscriptionId: call.id, sink, closed });
+      } finally {
+        release();
+      }
+    };
+    return new StreamReply(open, release);
   }
 
   /** The extension check comes before the id is looked at: a non-declaring request learns nothing. */
@@ -342,9 +373,6 @@ export class StatelessServer {
   }
 }
 
-/** The longest error message sent: messages quote what the client sent, which may be huge. */
-const MAX_MESSAGE = 500;
-
 /** The request's `_meta`: the plain shape checked by hand, anything else by the schema. */
 function requestMeta(meta: unknown): PlainMeta {
   const plain = plainMeta(meta);
@@ -354,19 +382,7 @@ function requestMeta(meta: unknown): PlainMeta {
   return { version: parsed.data[META.protocolVersion], capabilities: parsed.data[META.clientCapabilities] };
 }
 
-/** An error reply; the id is echoed when it could be read, and left out (never null) otherwise. */
-function errorReply(id: string | number | undefined, error: ProtocolError): StatelessReply {
-  const json = error.toJSON();
-  const message = json.message.length > MAX_MESSAGE ? `${json.message.slice(0, MAX_MESSAGE)}…` : json.message;
-  return { kind: 'json', status: httpStatusOf(error.code), body: { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: { ...json, message } } };
-}
-
-function readableId(body: unknown): string | number | undefined {
-  const id = typeof body === 'object' && body !== null ? (body as { id?: unknown }).id : undefined;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : undefined;
-}
-
 function headerValue(headers: IncomingHttpHeaders, name: string): string | null {
-  const value = headers[name];
+  const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
   return (Array.isArray(value) ? value[0] : value) ?? null;
 }

@@ -1,7 +1,9 @@
 import { visibleTo } from '../core/read-rules.js';
 import type { TaskRecord } from '../core/types.js';
+import type { TaskLimits } from '../service/limits.js';
 import type { TaskService } from '../service/task-service.js';
-import { META } from './protocol.js';
+import { ProtocolError } from '../tools/protocol-error.js';
+import { CODES, META } from './protocol.js';
 import { detailedTask } from './task-view.js';
 
 /** Where a subscription's messages go: SSE events and keep-alive comments on one response. */
@@ -13,12 +15,62 @@ export interface EventSink {
 /** How often an idle stream says it is alive, so that proxies do not close it. */
 const KEEP_ALIVE_MS = 15_000;
 
+/** A listen refused for lack of room: 429 (this caller's cap) or 503 (the server's), with `Retry-After`. */
+export class SubscriptionsFull extends ProtocolError {
+  constructor(
+    message: string,
+    readonly status: 429 | 503,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(CODES.tooManyTasks, message);
+  }
+}
+
+/**
+ * The open subscriptions of one server, in all and per caller. A slot is taken before anything
+ * is read for a listen and given back once when its stream ends (or is never opened).
+ */
+export class SubscriptionSlots {
+  private total = 0;
+  private readonly byCaller = new Map<string, number>();
+
+  constructor(private readonly limits: Pick<TaskLimits, 'maxSubscriptions' | 'maxSubscriptionsPerCaller'>) {}
+
+  /** Takes a slot for `auth`, or throws `SubscriptionsFull`; returns the slot's release. */
+  take(auth: string): () => void {
+    const mine = this.byCaller.get(auth) ?? 0;
+    if (mine >= this.limits.maxSubscriptionsPerCaller) {
+      throw new SubscriptionsFull(`Too many open subscriptions for this caller: at most ${this.limits.maxSubscriptionsPerCaller}; close one first`, 429, 5);
+    }
+    if (this.total >= this.limits.maxSubscriptions) {
+      throw new SubscriptionsFull(`Too many open subscriptions: at most ${this.limits.maxSubscriptions}; retry later`, 503, 30);
+    }
+    this.total += 1;
+    this.byCaller.set(auth, mine + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.total -= 1;
+      const left = (this.byCaller.get(auth) ?? 1) - 1;
+      if (left > 0) this.byCaller.set(auth, left);
+      else this.byCaller.delete(auth);
+    };
+  }
+
+  /** Open subscriptions in all. */
+  get open(): number {
+    return this.total;
+  }
+}
+
 /**
  * `subscriptions/listen` for tasks: the acknowledgement names the ids accepted (the caller's
  * own, visible tasks; any other id is left out exactly like an unknown one), then the current
  * state of each, then `notifications/tasks` with what `tasks/get` would answer on every change,
  * from whichever process writes it (the service's change feed hears the store's
- * notifications). Resolves when the client closes the stream.
+ * notifications). Which ids are the caller's is one store read, however many are named; a
+ * stream whose client went away reads nothing more. Resolves when the client closes the stream.
  */
 export async function openTaskSubscription(input: {
   service: TaskService;
@@ -30,10 +82,12 @@ export async function openTaskSubscription(input: {
 }): Promise<void> {
   const { service, auth, sink, closed } = input;
   const tagged = { [META.subscriptionId]: input.subscriptionId };
-  const visible = await Promise.all(
-    [...new Set(input.taskIds)].map(async (taskId) => ((await service.lookup({ auth, taskId }).catch(() => null))?.record ? taskId : null)),
-  );
-  const accepted = visible.filter((taskId): taskId is string => taskId !== null);
+  if (closed.aborted) return;
+  const named = [...new Set(input.taskIds)];
+  const found = named.length === 0 ? [] : await service.store.visibleTaskIds({ authKey: auth, taskIds: named, now: service.now() }).catch(() => []);
+  if (closed.aborted) return;
+  const visible = new Set(found);
+  const accepted = named.filter((taskId) => visible.has(taskId));
   /** The version each task was last sent at: notifications never repeat or go back. */
   const sent = new Map<string, number>();
   const look = async (taskId: string, carried?: TaskRecord) => {
@@ -62,7 +116,10 @@ export async function openTaskSubscription(input: {
   try {
     sink.send({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: accepted }, _meta: tagged } });
     // The state each task is in now, so that a change just before the listen is not missed.
-    for (const taskId of accepted) await look(taskId);
+    for (const taskId of accepted) {
+      if (closed.aborted) break;
+      await look(taskId);
+    }
     await new Promise<void>((resolve) => (closed.aborted ? resolve() : closed.addEventListener('abort', () => resolve(), { once: true })));
   } finally {
     clearInterval(keepAlive);

@@ -175,6 +175,11 @@ export interface TaskRecords {
   transition(input: TransitionInput): Promise<TransitionOutcome>;
   /** The caller's unexpired task. */
   get(input: TaskRef & { now: Millis }): Promise<LookupOutcome>;
+  /**
+   * Which of `taskIds` are the caller's unexpired tasks, in one read: each once, in no
+   * particular order; another caller's, expired or unknown ids are left out alike.
+   */
+  visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]>;
   /** Latches `cancelled` (and the cancellation intent) in one conditional write. */
   cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome>;
   /** The caller's unexpired tasks after `after`, in (createdAt, taskId) order. */

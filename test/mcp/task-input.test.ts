@@ -20,8 +20,14 @@ async function elicitingClient(
   server: Awaited<ReturnType<typeof memoryServer>>['server'],
   answer: (message: string) => ElicitResult,
   principal: Principal = ALICE,
+  /** Rewrites what the client sends, past the SDK client's own checks: a client that does not check. */
+  rewrite?: (message: Record<string, unknown>) => Record<string, unknown>,
 ) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  if (rewrite !== undefined) {
+    const send = clientSide.send.bind(clientSide);
+    clientSide.send = (message, options) => send(rewrite(message) as typeof message, options);
+  }
   await server.createSession(principal).connect(serverSide);
   const client = new Client({ name: 'eliciting', version: '1.0.0' }, { capabilities: { elicitation: {} } });
   const asked: string[] = [];
@@ -114,5 +120,40 @@ describe('durable input on 2025-11-25', () => {
     const result = await client.request({ method: 'tools/call', params: { name: 'ask_name', arguments: {} } }, CallToolResultSchema);
     expect(result.content).toEqual([{ type: 'text', text: 'Hello, Ada!' }]);
     expect(asked).toEqual(['Your name?']);
+  });
+
+  it.each([
+    ['too large', { action: 'accept', content: { confirm: true, note: 'n'.repeat(70 * 1024) } }],
+    ['not matching its requestedSchema', { action: 'accept', content: { confirm: 'yes' } }],
+  ])('an answer %s is not stored: the task still waits for it, nothing written', async (_name, bad) => {
+    const { server, exportsDir } = await setup();
+    const { client, asked } = await elicitingClient(
+      server,
+      () => ({ action: 'accept', content: { confirm: true } }),
+      ALICE,
+      (message) => ('result' in message && (message.result as { action?: string }).action === 'accept' ? { ...message, result: bad } : message),
+    );
+    const created = await callAsTask(client, 'export_ledger', { month: '2026-10', rows: 10, confirm: true });
+    void client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema).catch(() => undefined);
+    for (let i = 0; i < 200 && asked.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(asked).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 200));
+    const found = await server.service.store.inputs({ authKey: 'acme/alice', taskId: created.task.taskId, now: Date.now() });
+    expect(found.inputs?.map((q) => q.response)).toEqual([null]);
+    expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe('input_required');
+    const trail = await server.service.store.auditTrail({ taskId: created.task.taskId });
+    expect(trail.filter((e) => e.surface === 'input').map((e) => e.decision)).toEqual(['APPLY_ASK']);
+    expect(await exportFiles(exportsDir)).toEqual([]);
+  });
+
+  it('a plain call whose answer is too large ends with -32602 naming the key', async () => {
+    const { server } = await setup();
+    const { client } = await elicitingClient(server, () => ({ action: 'accept', content: { name: 'A'.repeat(70 * 1024) } }));
+    const error = await client.request({ method: 'tools/call', params: { name: 'ask_name', arguments: {} } }, CallToolResultSchema).then(
+      () => null,
+      (e: unknown) => e as { code: number; message: string },
+    );
+    expect(error?.code).toBe(-32602);
+    expect(error?.message).toContain('at most 65536');
   });
 });

@@ -158,6 +158,10 @@ export class MemoryStore implements TaskStore {
     return { decision: 'FOUND', record: copy(stored) };
   }
 
+  async visibleTaskIds({ authKey, taskIds, now }: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
+    return [...new Set(taskIds)].filter((taskId) => classifyMiss(this.tasks.get(taskId) ?? null, authKey, now) === null);
+  }
+
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     const stored = this.tasks.get(taskId) ?? null;
     const decision = decideCancel(stored, authKey, now);

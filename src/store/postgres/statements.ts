@@ -92,6 +92,9 @@ export const COUNT_STORED = `SELECT count(*)::int AS n FROM tasks WHERE auth_key
 
 export const SELECT_BY_ID = `SELECT * FROM tasks WHERE task_id = $1`;
 
+/** Which of the ids ($1, an array) are the caller's ($2) unexpired ($3) tasks: one statement for all. */
+export const SELECT_VISIBLE_IDS = `SELECT task_id FROM tasks WHERE task_id = ANY($1::text[]) AND auth_key = $2 AND ${unexpired(3)}`;
+
 /** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */
 export const SELECT_GUARD_BY_ID = `SELECT auth_key, status, version, expires_at_ms FROM tasks WHERE task_id = $1`;
 

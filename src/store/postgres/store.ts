@@ -180,6 +180,12 @@ export class PostgresStore implements TaskStore {
     return stored === null ? { decision: 'NOT_FOUND', record: null } : { decision: 'FOUND', record: stored };
   }
 
+  async visibleTaskIds({ authKey, taskIds, now }: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
+    if (taskIds.length === 0) return [];
+    const found = await this.pool.query<{ task_id: string }>(sql.SELECT_VISIBLE_IDS, [[...new Set(taskIds)], authKey, now]);
+    return found.rows.map((row) => row.task_id);
+  }
+
   async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     const out = await cancelIn(this.pool, this.writes, { authKey, taskId, now, correlationId });
     if (out.decision === 'CANCEL_TASK') this.notified([out.record]);

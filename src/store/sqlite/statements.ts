@@ -67,6 +67,8 @@ const SQL = {
      WHERE task_id = @task_id AND auth_key = @auth_key AND ${NON_TERMINAL} AND ${UNEXPIRED}
      RETURNING *`,
   selectVisible: `SELECT * FROM tasks WHERE task_id = @task_id AND auth_key = @auth_key AND ${UNEXPIRED}`,
+  /** `@ids` is a JSON array of ids: one statement for any number of them. */
+  selectVisibleIds: `SELECT task_id FROM tasks WHERE task_id IN (SELECT value FROM json_each(@ids)) AND auth_key = @auth_key AND ${UNEXPIRED}`,
   /** Classification read only: its row is handed to the core rules, never to the caller as is. */
   selectById: 'SELECT * FROM tasks WHERE task_id = ?',
   /** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */

@@ -137,6 +137,12 @@ export class SqliteStore implements TaskStore {
       .deferred();
   }
 
+  async visibleTaskIds({ authKey, taskIds, now }: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
+    if (taskIds.length === 0) return [];
+    const rows = this.sql.selectVisibleIds.all({ ids: JSON.stringify([...new Set(taskIds)]), auth_key: authKey, now }) as Array<{ task_id: string }>;
+    return rows.map((row) => row.task_id);
+  }
+
   async cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
     return this.write(() => cancelIn(this.sql, input));
   }

@@ -9,6 +9,34 @@ import { A, B, admission, defineStoreSuite, ok, request } from './store-suite.js
 // Records: admission, guarded writes, reads, listing, expiry and the shared secret.
 
 defineStoreSuite('records', ({ fresh }) => {
+  describe('visibleTaskIds', () => {
+    it("names exactly the caller's unexpired tasks among the ids, each once, in one read", async () => {
+      const store = await fresh('visible-ids');
+      const mine = await store.admit(admission());
+      const mineToo = await store.admit(admission());
+      const shortLived = await store.admit(admission({ ttl: 1000 }));
+      const theirs = await store.admit(admission({ authKey: B }));
+      const ids = [
+        mine.record!.taskId,
+        theirs.record!.taskId,
+        'unknown',
+        mineToo.record!.taskId,
+        mine.record!.taskId,
+        shortLived.record!.taskId,
+        "x' OR '1'='1",
+      ];
+      expect((await store.visibleTaskIds({ authKey: A, taskIds: ids, now: T0 })).sort()).toEqual(
+        [mine.record!.taskId, mineToo.record!.taskId, shortLived.record!.taskId].sort(),
+      );
+      expect((await store.visibleTaskIds({ authKey: A, taskIds: ids, now: T0 + 1000 })).sort()).toEqual([mine.record!.taskId, mineToo.record!.taskId].sort());
+      expect(await store.visibleTaskIds({ authKey: B, taskIds: ids, now: T0 })).toEqual([theirs.record!.taskId]);
+      expect(await store.visibleTaskIds({ authKey: A, taskIds: [], now: T0 })).toEqual([]);
+      // A thousand ids are one call, whatever the store.
+      const many = [...Array.from({ length: 1000 }, (_, i) => `absent-${i}`), mine.record!.taskId];
+      expect(await store.visibleTaskIds({ authKey: A, taskIds: many, now: T0 })).toEqual([mine.record!.taskId]);
+    });
+  });
+
   describe('admit', () => {
     it('stores the admission record and audits it', async () => {
       const store = await fresh('admit');
