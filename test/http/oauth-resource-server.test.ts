@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -7,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../src/http/http-server.js';
 import type { RefusalReason } from '../../src/http/oauth/access-token.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { startAuthorizationServer, type AuthorizationServer } from '../support/authorization-server.js';
+import { freePort, startAuthorizationServer, type AuthorizationServer } from '../support/authorization-server.js';
 import { rpc } from '../support/stateless.js';
 import { postRaw, startWireServer, type WireServer } from '../support/wire-server.js';
 
@@ -23,14 +22,6 @@ let as: AuthorizationServer;
 let wire: WireServer;
 let resource: string;
 let metadataUrl: string;
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 beforeAll(async () => {
   as = await startAuthorizationServer(CLIENTS);

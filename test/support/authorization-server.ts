@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import Provider from 'oidc-provider';
 
@@ -10,6 +10,8 @@ export interface AsClient {
   scope: string;
   /** Its access tokens are opaque (only introspection reads them) instead of JWTs. */
   opaque?: boolean;
+  /** How it presents its secret at the token endpoint (the server accepts only this one): form fields unless told. */
+  auth?: 'client_secret_post' | 'client_secret_basic';
 }
 
 /** The confidential client the resource server introspects tokens as. */
@@ -30,6 +32,15 @@ export interface AuthorizationServer {
 
 /** The scopes the resource server offers. */
 const RESOURCE_SCOPES = 'tasks other';
+
+/** A loopback port free now: for a resource URL that must be known before its server starts. */
+export async function freePort(): Promise<number> {
+  const probe = createNetServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
 
 async function signingJwk(kid: string): Promise<JWK> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
@@ -53,6 +64,7 @@ export async function startAuthorizationServer(clients: AsClient[], options: { o
   const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   const tenants = new Map(clients.map((c) => [c.id, c.tenant]));
   const opaque = new Set(clients.filter((c) => c.opaque === true).map((c) => c.id));
+  const basic = new Set(clients.filter((c) => c.auth === 'client_secret_basic').map((c) => c.id));
   let keys = [await signingJwk('key-1')];
 
   const provide = () => {
@@ -64,7 +76,7 @@ export async function startAuthorizationServer(clients: AsClient[], options: { o
           grant_types: ['client_credentials'],
           response_types: [],
           redirect_uris: [],
-          token_endpoint_auth_method: 'client_secret_post',
+          token_endpoint_auth_method: c.auth ?? 'client_secret_post',
           scope: c.scope,
         })),
         {
@@ -107,11 +119,14 @@ export async function startAuthorizationServer(clients: AsClient[], options: { o
   return {
     issuer,
     async token(clientId, resource, scope) {
-      const res = await fetch(`${issuer}/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: `${clientId}-secret`, resource, scope }),
-      });
+      const form = new URLSearchParams({ grant_type: 'client_credentials', resource, scope });
+      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+      if (basic.has(clientId)) headers.authorization = `Basic ${Buffer.from(`${clientId}:${clientId}-secret`).toString('base64')}`;
+      else {
+        form.set('client_id', clientId);
+        form.set('client_secret', `${clientId}-secret`);
+      }
+      const res = await fetch(`${issuer}/token`, { method: 'POST', headers, body: form });
       const body = (await res.json()) as { access_token?: string; error?: string; error_description?: string };
       if (body.access_token === undefined) throw new Error(`token endpoint: ${res.status} ${body.error} ${body.error_description}`);
       return body.access_token;
