@@ -4,7 +4,7 @@ import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import { storeUrlFrom } from './store-url.js';
 import type { CliIo } from './io.js';
-import { parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
+import { metricsTokenFrom, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
@@ -24,13 +24,16 @@ processes and other workers on the same store. SIGTERM drains: no new claims, ru
 finish (up to --drain-ms), the rest of the leases are given back, then it exits.
 ${WORKER_USAGE_LINES}
   --drain-ms MS          how long SIGTERM lets running tasks finish (default 10000)
-  --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz and /readyz there`;
+  --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz and /readyz there
+  --metrics-token-file FILE
+                         /metrics answers only 'Authorization: Bearer <the token in FILE>' (else 401);
+                         TASKLATCH_METRICS_TOKEN does the same from the environment`;
 
 export async function workerCommand(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     allowNegative: true,
-    options: { ...WORKER_ARG_OPTIONS, 'drain-ms': { type: 'string' }, metrics: { type: 'string' } },
+    options: { ...WORKER_ARG_OPTIONS, 'drain-ms': { type: 'string' }, metrics: { type: 'string' }, 'metrics-token-file': { type: 'string' } },
   });
   if (values.help === true) {
     io.out(WORKER_USAGE);
@@ -38,6 +41,7 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   }
   const drainMs = values['drain-ms'] === undefined ? 10_000 : positiveInt('--drain-ms', values['drain-ms']);
   if (values.metrics !== undefined) parseHostPort('--metrics', values.metrics);
+  const metricsToken = await metricsTokenFrom(values['metrics-token-file']);
   const pollInterval = values['poll-interval'] === undefined ? undefined : positiveInt('--poll-interval', values['poll-interval']);
   const worker = workerOptionsFrom(values);
   const retention = retentionFrom(values);
@@ -59,7 +63,7 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
     ...(pollInterval === undefined ? {} : { limits: { pollInterval } }),
   });
   await runtime.start();
-  const operator = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics);
+  const operator = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics, { metricsToken });
   if (operator !== null) io.out(`tasklatch worker metrics on ${operator.url}/metrics`);
   const id = runtime.worker?.id ?? '';
   // Listening before the line that says it runs: a SIGTERM sent on reading it must drain, not kill.

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,6 +58,31 @@ describe('tasklatch worker --metrics', () => {
       expect(ready.status).toBe(200);
       expect(((await ready.json()) as { ready: boolean }).ready).toBe(true);
       expect((await fetch(`${base}/mcp`)).status).toBe(404);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('--metrics-token-file: /metrics answers 401 without the token, and the probes need none', async () => {
+    const file = join(dir, 'worker-metrics-token');
+    await writeFile(file, 'worker-token-3\n');
+    const child = spawn(process.execPath, [BIN, 'worker', '--store', store, '--metrics', '127.0.0.1:0', '--metrics-token-file', file], {
+      env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const metricsUrl = await until(() => /metrics on (\S+)/.exec(out)?.[1], 20_000);
+      const base = metricsUrl.replace(/\/metrics$/, '');
+      expect((await fetch(metricsUrl)).status).toBe(401);
+      expect((await fetch(metricsUrl, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+      const allowed = await fetch(metricsUrl, { headers: { authorization: 'Bearer worker-token-3' } });
+      expect(allowed.status).toBe(200);
+      expect(await allowed.text()).toMatch(/^tasklatch_claims_total /m);
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
     } finally {
       child.kill('SIGTERM');
       await exited;
