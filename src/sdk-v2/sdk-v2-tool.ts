@@ -1,5 +1,4 @@
-import type { z } from 'zod';
-import { inputJsonSchema, zodMajorOf } from '../tools/input-schema.js';
+import { inputJsonSchema, schemaFromCheck, zodMajorOf, type SchemaCheck } from '../tools/input-schema.js';
 import type { InputRequest } from '../core/input-rules.js';
 import type { TaskSupport } from '../core/types.js';
 import { CODES } from '../stateless/protocol.js';
@@ -34,8 +33,7 @@ function segment(part: unknown): string {
  */
 export function taskToolFromV2(name: string, tool: RegisteredV2Tool, taskSupport: Exclude<TaskSupport, 'forbidden'>): TaskTool {
   const schema = tool.inputSchema as StandardSchema | undefined;
-  type Checked = { success: true; data: unknown } | { success: false; error: Error };
-  const check = (value: unknown): Checked => {
+  const check: SchemaCheck = (value) => {
     if (schema === undefined) return { success: true, data: undefined };
     const outcome = schema['~standard'].validate(value);
     if (outcome instanceof Promise)
@@ -45,16 +43,7 @@ export function taskToolFromV2(name: string, tool: RegisteredV2Tool, taskSupport
     const described = issues.map((issue) => `${(issue.path ?? []).map(segment).join('.') || '(root)'}: ${issue.message}`).join('; ');
     return { success: false, error: new Error(described) };
   };
-  // The subset of a zod object the registry, the wires and the worker use: parse and safeParse.
-  const inputSchema = {
-    shape: {},
-    safeParse: check,
-    parse: (value: unknown): unknown => {
-      const parsed = check(value);
-      if (!parsed.success) throw parsed.error;
-      return parsed.data;
-    },
-  } as unknown as z.ZodObject;
+  const inputSchema = schemaFromCheck(check);
   return {
     name,
     ...(tool.title === undefined ? {} : { title: tool.title }),

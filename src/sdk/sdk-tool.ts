@@ -1,6 +1,6 @@
 import { getParseErrorMessage, normalizeObjectSchema, safeParse, type AnySchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
-import type { z } from 'zod';
+import { schemaFromCheck, type SchemaCheck } from '../tools/input-schema.js';
 import { TasklatchError } from '../core/errors.js';
 import type { TaskSupport } from '../core/types.js';
 import { authKeyOf } from '../tools/principal.js';
@@ -23,22 +23,12 @@ export function taskToolFrom(name: string, tool: RegisteredSdkTool, taskSupport:
       `cannot attach tasklatch: tool ${name} is registered with experimental.tasks.registerToolTask; register it with registerTool`,
     );
   const schema = tool.inputSchema as AnySchema | undefined;
-  type Checked = { success: true; data: unknown } | { success: false; error: Error };
-  const check = (value: unknown): Checked => {
+  const check: SchemaCheck = (value) => {
     if (schema === undefined) return { success: true, data: undefined };
     const parsed: { success: true; data: unknown } | { success: false; error: unknown } = safeParse(schema, value);
     return parsed.success ? { success: true, data: parsed.data } : { success: false, error: new Error(getParseErrorMessage(parsed.error)) };
   };
-  // The subset of a zod object the registry, the wires and the worker use: parse and safeParse.
-  const inputSchema = {
-    shape: {},
-    safeParse: check,
-    parse: (value: unknown): unknown => {
-      const parsed = check(value);
-      if (!parsed.success) throw parsed.error;
-      return parsed.data;
-    },
-  } as unknown as z.ZodObject;
+  const inputSchema = schemaFromCheck(check);
   const handler = tool.handler as unknown as (...args: unknown[]) => Promise<ToolResult>;
   return {
     name,

@@ -34,3 +34,23 @@ export function inputJsonSchema(schema: unknown): Record<string, unknown> {
     removeAdditionalStrategy: 'strict',
   });
 }
+
+/** What a foreign schema's check says of a value: the parsed value, or an error saying why not. */
+export type SchemaCheck = (value: unknown) => { success: true; data: unknown } | { success: false; error: Error };
+
+/**
+ * A tool's `inputSchema` made from a check of another schema library (an SDK's tool schema):
+ * the subset of a zod object the registry, the wires and the worker use, `parse` and
+ * `safeParse`, with no shape of its own (its JSON Schema comes from the tool's `definition`).
+ */
+export function schemaFromCheck(check: SchemaCheck): z.ZodObject {
+  return {
+    shape: {},
+    safeParse: check,
+    parse: (value: unknown): unknown => {
+      const parsed = check(value);
+      if (!parsed.success) throw parsed.error;
+      return parsed.data;
+    },
+  } as unknown as z.ZodObject;
+}

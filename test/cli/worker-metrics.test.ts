@@ -28,18 +28,32 @@ afterAll(async () => {
   await sqlite.close();
 });
 
+/** Runs `tasklatch worker` on the test's store with a metrics listener; `metricsUrl` once it serves, `stop` sends SIGTERM and waits. */
+async function startWorker(extra: string[]): Promise<{ metricsUrl: string; base: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [BIN, 'worker', '--store', store, '--exports', join(dir, 'exports'), '--metrics', '127.0.0.1:0', ...extra], {
+    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await exited;
+  };
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  try {
+    const metricsUrl = await until(() => /metrics on (\S+)/.exec(out)?.[1], 20_000);
+    return { metricsUrl, base: metricsUrl.replace(/\/metrics$/, ''), stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
 describe('tasklatch worker --metrics', () => {
   it('serves /metrics, /healthz and /readyz, counting what the worker did', async () => {
-    const child = spawn(process.execPath, [BIN, 'worker', '--store', store, '--exports', join(dir, 'exports'), '--metrics', '127.0.0.1:0'], {
-      env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { metricsUrl, base, stop } = await startWorker([]);
     try {
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      const metricsUrl = await until(() => /metrics on (\S+)/.exec(out)?.[1], 20_000);
-      const base = metricsUrl.replace(/\/metrics$/, '');
       const created = await admitter.create({
         auth: 'acme/alice',
         tool: { name: 'export_ledger', execution: { taskSupport: 'optional' } },
@@ -59,24 +73,15 @@ describe('tasklatch worker --metrics', () => {
       expect(((await ready.json()) as { ready: boolean }).ready).toBe(true);
       expect((await fetch(`${base}/mcp`)).status).toBe(404);
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      await stop();
     }
   });
 
   it('--metrics-token-file: /metrics answers 401 without the token, and the probes need none', async () => {
     const file = join(dir, 'worker-metrics-token');
     await writeFile(file, 'worker-token-3\n');
-    const child = spawn(process.execPath, [BIN, 'worker', '--store', store, '--metrics', '127.0.0.1:0', '--metrics-token-file', file], {
-      env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { metricsUrl, base, stop } = await startWorker(['--metrics-token-file', file]);
     try {
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      const metricsUrl = await until(() => /metrics on (\S+)/.exec(out)?.[1], 20_000);
-      const base = metricsUrl.replace(/\/metrics$/, '');
       expect((await fetch(metricsUrl)).status).toBe(401);
       expect((await fetch(metricsUrl, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
       const allowed = await fetch(metricsUrl, { headers: { authorization: 'Bearer worker-token-3' } });
@@ -84,8 +89,7 @@ describe('tasklatch worker --metrics', () => {
       expect(await allowed.text()).toMatch(/^tasklatch_claims_total /m);
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      await stop();
     }
   });
 
