@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { TasklatchError } from '../core/errors.js';
 import { TaskService } from '../service/task-service.js';
 import type { TaskStore } from '../store/types.js';
-import { authKeyOf } from '../tools/principal.js';
+import { authKeyOf } from '../core/principal.js';
 import type { CliIo } from './io.js';
 import { openOperatorStore } from './operator-store.js';
 import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';

@@ -1,7 +1,15 @@
 import { z } from 'zod';
-import { CREATE_DECISIONS, LIMIT_DECISION, LIST_DECISIONS, READ_DECISIONS, STORED_LIMIT_DECISION, TRANSITION_DECISIONS } from '../core/decisions.js';
+import {
+  ANSWER_DECISIONS,
+  ASK_DECISIONS,
+  CREATE_DECISIONS,
+  LIMIT_DECISION,
+  LIST_DECISIONS,
+  READ_DECISIONS,
+  STORED_LIMIT_DECISION,
+  TRANSITION_DECISIONS,
+} from '../core/decisions.js';
 import { TasklatchError } from '../core/errors.js';
-import { ANSWER_DECISIONS, ASK_DECISIONS } from '../core/input-rules.js';
 import { isTimestamp } from '../core/time.js';
 import { READ_METHODS, TASK_STATUSES } from '../core/types.js';
 
