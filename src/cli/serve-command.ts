@@ -1,13 +1,13 @@
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { TasklatchError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
 import { startHttpServer } from '../http/http-server.js';
 import { createOAuthResource, type OAuthResourceOptions } from '../http/oauth/oauth-resource.js';
 import { watchTokenFile } from '../http/token-file.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
 import { createLogger, type Logger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
-import type { Principal } from '../core/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { metricsTokenFrom, operatorEndpointsFor, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
