@@ -202,3 +202,11 @@ export function inputToRow(input: StoredInput): unknown[] {
     input.deadlineAt,
   ];
 }
+
+/**
+ * Whether `value` fits an int4 column (a version); anything else matches no stored row, so the
+ * caller classifies such a write without sending it (the statement would fail on the cast).
+ */
+export function isInt4(value: number): boolean {
+  return Number.isInteger(value) && value >= -2_147_483_648 && value <= 2_147_483_647;
+}

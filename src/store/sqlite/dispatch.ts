@@ -5,8 +5,8 @@ import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { ClaimInput } from '../types.js';
 import { auditToRow, rowToRecord, toJson, type TaskRow } from './row.js';
+import { readById } from './reads.js';
 import type { Statements } from './statements.js';
-import { readById } from './task-writes.js';
 
 /**
  * The dispatch operations of the SQLite store. Each runs inside the caller's `BEGIN IMMEDIATE`
@@ -138,4 +138,9 @@ export function releaseIn(sql: Statements, fence: Fence, now: Millis, correlatio
     ),
   );
   return true;
+}
+
+/** Outbox entries not yet closed, due or not. */
+export function pendingIn(sql: Statements): number {
+  return (sql.countPending.get() as { n: number }).n;
 }
