@@ -16,7 +16,7 @@ import { taskSql as liteTask } from '../../src/store/sqlite/task-statements.js';
 const STORE = fileURLToPath(new URL('../../src/store/', import.meta.url));
 const CAMEL = /^[a-z][a-zA-Z0-9]*$/;
 
-const roles = {
+const roles: Record<string, Record<string, Readonly<Record<string, string>>>> = {
   sqlite: { task: liteTask, dispatch: liteDispatch, input: liteInput },
   postgres: { task: pgTask, dispatch: pgDispatch, input: pgInput },
 };

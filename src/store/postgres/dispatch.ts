@@ -139,7 +139,7 @@ async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Cha
 }
 
 /**
- * $1–$8 of CLAIM_TASKS for the claims of one page: each the same conditional write on the
+ * $1–$8 of `claimTasks` for the claims of one page: each the same conditional write on the
  * version its walk read. The tasks are locked by this transaction, so the guard holds for each.
  */
 function claimParams(input: ClaimInput, claims: readonly Claim[]): unknown[] {
@@ -155,14 +155,14 @@ function claimParams(input: ClaimInput, claims: readonly Claim[]): unknown[] {
   ];
 }
 
-/** The records CLAIM_TASKS wrote, in walk order; null for a claim whose guard refused it. */
+/** The records `claimTasks` wrote, in walk order; null for a claim whose guard refused it. */
 function inWalkOrder(claims: readonly Claim[], rows: readonly DueRow[]): (TaskRecord | null)[] {
   const byOutbox = new Map(rows.map((row) => [String(row.outbox_id), rowToRecord(row)]));
   return claims.map((c) => byOutbox.get(c.outboxId) ?? null);
 }
 
 /**
- * The claims of one page as CLAIM_TASKS wrote them, in walk order; one that the guard refused
+ * The claims of one page as `claimTasks` wrote them, in walk order; one that the guard refused
  * all the same is read and judged again on its own (`dispatchOne`), inside the transaction.
  */
 async function rejudged(

@@ -166,7 +166,7 @@ export function auditToRow(entry: AuditEntry): unknown[] {
   ];
 }
 
-/** The parameters of INSERT_AUDIT_LINES: one array per column, the lines in order. */
+/** The parameters of `insertAuditLines`: one array per column, the lines in order. */
 export function auditColumns(entries: readonly AuditEntry[]): unknown[][] {
   const rows = entries.map(auditToRow);
   return Array.from({ length: 9 }, (_, column) => rows.map((row) => row[column]));
@@ -187,7 +187,7 @@ export function rowToInput(row: InputRow): StoredInput {
   };
 }
 
-/** The parameters of `UPSERT_INPUT`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at, deadline. */
+/** The parameters of `upsertInput`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at, deadline. */
 export function inputToRow(input: StoredInput): unknown[] {
   return [
     input.taskId,

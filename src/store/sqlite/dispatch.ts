@@ -108,7 +108,7 @@ function audit(sql: Statements, input: ClaimInput, record: TaskRecord, detail: s
   sql.insertAudit.run(auditToRow(line));
 }
 
-/** Named parameters of the fence predicate (statements.ts restates holdsFence); null when the fence cannot match any row. */
+/** Named parameters of the fence predicate (dispatch-statements.ts restates holdsFence); null when the fence cannot match any row. */
 function fenceParams(fence: Fence, now: Millis): Record<string, unknown> | null {
   // SQLite would coerce a text '3' to match version 3; the fence compares strictly.
   if (!Number.isSafeInteger(fence.version)) return null;
