@@ -1,6 +1,12 @@
 import pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
 
+/**
+ * How the PostgreSQL store connects: a store URL read into what pg needs and tasklatch's own
+ * `?schema=`, pools whose every connection resolves names in that schema, and a lost or refused
+ * connection raised as `STORE_UNAVAILABLE` naming host:port.
+ */
+
 /** Where a store URL points, with tasklatch's own `?schema=` parameter taken out. */
 export interface PostgresTarget {
   /** The URL as pg should see it: without `schema`. */

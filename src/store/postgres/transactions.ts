@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
 import { ensurePrepared, executeCall, prepared, type Prepared } from './prepared.js';
 

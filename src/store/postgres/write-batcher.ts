@@ -51,6 +51,7 @@ interface Queued {
   reject: (error: unknown) => void;
 }
 
+/** The write batches of one store's pool (what each write keeps: see the top of this file). */
 export class WriteBatcher {
   private readonly inFlight: number;
   private readonly maxWrites: number;
