@@ -313,7 +313,7 @@ export class TaskService {
 
   /** Outbox entries not yet closed. */
   async pendingDispatch(): Promise<number> {
-    return this.store.pendingDispatch({ now: this.clock() });
+    return this.store.pendingDispatch();
   }
 
   /** `tasks/get`, `tasks/result` (the decision only; waiting is the adapter's) and `tasks/cancel`. */

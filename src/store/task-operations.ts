@@ -76,6 +76,23 @@ export interface SchemaState {
   mismatch: string | null;
 }
 
+/**
+ * What a look at a store found, without changing it (`tasklatch doctor`; each SQL store's
+ * probe.ts, chosen by `probeStore`).
+ */
+export interface StoreProbe {
+  /** The store, for messages (never a password). */
+  where: string;
+  /** Why it could not be reached, or null. */
+  unreachable: string | null;
+  /** Its schema against this code's migrations (null when unreachable). */
+  schema: SchemaState | null;
+  /** PostgreSQL: `ok` when LISTEN works, else why not; null where there is nothing to listen on. */
+  notifications: string | null;
+  /** The driver the store is read with, where there is a choice (SQLite). */
+  driver?: string;
+}
+
 /** Counts of audit lines after a position of the trail (the metrics scrape reads the tail). */
 export interface AuditTally {
   /** The trail's last line now; the next tally starts after it. */

@@ -10,8 +10,6 @@ export type { Fence } from '../core/types.js';
 export interface StoreCapabilities {
   /** Other processes' writes can wake this one (PostgreSQL LISTEN/NOTIFY). */
   readonly listenNotify: boolean;
-  /** Concurrent claimers skip each other's locked rows (PostgreSQL SKIP LOCKED). */
-  readonly skipLocked: boolean;
   /** Several processes may share the store. */
   readonly shared: boolean;
   /** An admission can lease its task to a claimer in the same transaction (`AdmitInput.claim`). */
@@ -203,8 +201,8 @@ export interface TaskDispatch {
   heartbeat(input: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean>;
   /** Gives a held lease back so another worker may claim the task at once (draining). */
   release(input: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean>;
-  /** Outbox entries not yet closed (inspection, chaos checks). */
-  pendingDispatch(input: { now: Millis }): Promise<number>;
+  /** Outbox entries not yet closed, due or not (inspection, chaos checks). */
+  pendingDispatch(): Promise<number>;
 }
 
 /** One ask of a running task: the questions one handler call asks together. */

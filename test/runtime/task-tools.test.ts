@@ -141,9 +141,9 @@ describe('--task-tools: a client without task support', () => {
 
   it('refuses bad arguments before anything is stored, and a task-capable client still gets -32601 for a plain call', async () => {
     const alice = await connect(on.http.url, 'alice');
-    const before = await on.store.pendingDispatch({ now: Date.now() });
+    const before = await on.store.pendingDispatch();
     await expect(call(alice, 'export_ledger', { month: 12 })).rejects.toThrow(/-32602/);
-    expect(await on.store.pendingDispatch({ now: Date.now() })).toBe(before);
+    expect(await on.store.pendingDispatch()).toBe(before);
     const tasksClient = await connect(on.http.url, 'alice', { tasks: { requests: { tools: { call: {} } } } });
     await expect(call(tasksClient, 'export_ledger', { month: '2026-06' })).rejects.toThrow(/-32601/);
   });

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readPostgresMigrations } from '../../src/store/postgres/migrate.js';
-import * as sql from '../../src/store/postgres/statements.js';
+import { sql } from '../../src/store/postgres/statements.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { ClaimInput } from '../../src/store/types.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -108,7 +108,7 @@ describe('PostgreSQL apps on one schema', () => {
       for (const mode of ['auto', 'force_generic_plan']) {
         // A generic plan is what a prepared statement runs after its first executions.
         await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
-        const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql.DUE_OUTBOX_OF_APP}`, params);
+        const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql.dueOutboxOfApp}`, params);
         const nodes = nodesOf(explained.rows[0]!['QUERY PLAN'][0].Plan);
         const outbox = nodes.filter((n) => n['Relation Name'] === 'task_outbox');
         expect(

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
-import { prepared, sqlLiteral, withLiterals } from '../../src/store/postgres/connection.js';
-import * as sql from '../../src/store/postgres/statements.js';
+import { prepared, sqlLiteral, withLiterals } from '../../src/store/postgres/prepared.js';
+import { sql } from '../../src/store/postgres/statements.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { ClaimInput } from '../../src/store/types.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -67,11 +67,7 @@ async function messagesOf<T>(store: PostgresStore, run: () => Promise<T>): Promi
  */
 const shapes = (messages: readonly string[]) => {
   // Every statement of the store by its prepared name, and whatever a message prepared.
-  const texts = new Map<string, string>(
-    Object.values(sql)
-      .filter((v): v is string => typeof v === 'string')
-      .map((text) => [prepared(text).name, text]),
-  );
+  const texts = new Map<string, string>(Object.values(sql).map((text) => [prepared(text).name, text]));
   for (const m of messages) {
     const prepared = /^PREPARE (\w+) AS ([\s\S]*)$/.exec(m);
     if (prepared !== null) texts.set(prepared[1] as string, prepared[2] as string);
@@ -115,7 +111,7 @@ describe('PostgreSQL claim round trips', () => {
     const { value: claimed, messages } = await messagesOf(store, () => store.claim(claimOf('w1')));
     expect(claimed.map((r) => r.taskId)).toEqual([live.taskId]);
     expect(shapes(messages)).toEqual(['BEGIN | SELECT o.id', 'WITH wanted | UPDATE task_outbox | COMMIT']);
-    expect(await store.pendingDispatch({ now: NOW + 20 })).toBe(1);
+    expect(await store.pendingDispatch()).toBe(1);
     expect((await store.get({ authKey: expired.authKey, taskId: expired.taskId, now: NOW })).record).toMatchObject({ version: expired.version, attempt: 0 });
   });
 
@@ -168,7 +164,7 @@ describe('PostgreSQL claim round trips', () => {
     const error = await store.claim(claimOf('w1')).catch((e: unknown) => e);
     expect(isTasklatchError(error) && error.code).toBe('INTERNAL');
     expect((await store.get({ authKey: a.authKey, taskId: a.taskId, now: NOW })).record).toMatchObject({ version: a.version, attempt: 0, leaseOwner: null });
-    expect(await store.pendingDispatch({ now: NOW })).toBe(1);
+    expect(await store.pendingDispatch()).toBe(1);
   });
 
   it('when the second walk fails, the claims the first one committed are returned and the failure reported', async () => {

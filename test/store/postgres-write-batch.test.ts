@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import { prepared, executeCall } from '../../src/store/postgres/connection.js';
-import { WriteBatcher, type BatchedWrite } from '../../src/store/postgres/transactions.js';
+import { prepared, executeCall } from '../../src/store/postgres/prepared.js';
+import { WriteBatcher, type BatchedWrite } from '../../src/store/postgres/write-batcher.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { pgAdmission } from '../support/records.js';
 

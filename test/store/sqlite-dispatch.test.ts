@@ -133,7 +133,7 @@ describe('SQLite dispatch', () => {
       't-004',
       't-005',
     ]);
-    expect(await store.pendingDispatch({ now: T0 + 200 })).toBe(2);
+    expect(await store.pendingDispatch()).toBe(2);
     expect((await store.claim(claimIn('w2', T0 + 200))).map((r) => r.taskId)).toEqual(['t-004', 't-005']);
   });
 });

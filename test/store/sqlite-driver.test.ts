@@ -4,7 +4,7 @@ import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { sqliteDriver } from '../../src/store/sqlite/driver.js';
+import { sqliteDriver } from '../../src/store/sqlite/connection.js';
 import { openNodeSqlite } from '../../src/store/sqlite/node-driver.js';
 import { BIN } from '../support/cli.js';
 

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TaskService } from '../../src/service/task-service.js';
-import { openSqlite, type SqliteDatabase } from '../../src/store/sqlite/driver.js';
+import { openSqlite } from '../../src/store/sqlite/connection.js';
+import type { SqliteDatabase } from '../../src/store/sqlite/driver.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { ALL_CAPS, record, T0 } from '../support/records.js';
 

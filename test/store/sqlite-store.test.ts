@@ -6,7 +6,7 @@ import ts from 'typescript';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { readMigrationFiles } from '../../src/store/migrations.js';
-import { openSqlite } from '../../src/store/sqlite/driver.js';
+import { openSqlite } from '../../src/store/sqlite/connection.js';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { ClaimReport } from '../support/sqlite-claim-child.js';
@@ -257,7 +257,7 @@ describe('SQLite migrations', () => {
     expect(store.db.pragma('synchronous', { simple: true })).toBe(1); // NORMAL
     expect(store.db.pragma('busy_timeout', { simple: true })).toBe(1234);
     expect(store.kind).toBe('sqlite');
-    expect(store.supports).toEqual({ listenNotify: true, skipLocked: false, shared: true });
+    expect(store.supports).toEqual({ listenNotify: true, shared: true });
     await store.close();
   });
 
@@ -448,7 +448,7 @@ describe.skipIf(!distBuilt())('SQLite across OS processes (built store)', () => 
     }
     const claimLines = firstOf(store.db.prepare("SELECT count(*) FROM task_audit WHERE detail LIKE 'claim %'").get());
     expect(claimLines).toBe(tasks);
-    expect(await store.pendingDispatch({ now: now + tasks })).toBe(tasks); // claimed, not finished: still open
+    expect(await store.pendingDispatch()).toBe(tasks); // claimed, not finished: still open
     await store.close();
 
     console.log(

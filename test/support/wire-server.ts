@@ -122,7 +122,7 @@ export async function storedState(store: TaskStore): Promise<string[]> {
     const page = await store.list({ authKey, now, after: null, limit: 100_000 });
     rows.push(...page.records.map((r) => `${authKey} ${r.taskId}@${r.version} ${r.status}`));
   }
-  rows.push(`outbox ${await store.pendingDispatch({ now })}`);
+  rows.push(`outbox ${await store.pendingDispatch()}`);
   return rows.sort();
 }
 

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { decideLimitedAdmission } from '../../core/create-rules.js';
 import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
-import { decideDispatch, holdsFence, isForClaimer } from '../../core/dispatch-rules.js';
 import { compareListOrder, decideCancel } from '../../core/read-rules.js';
 import { isExpired, isPastRetention } from '../../core/time.js';
 import { classifyMiss, decideTransition } from '../../core/transition-rules.js';
@@ -11,6 +10,7 @@ import { deadlineDetail, deadlineOutcome, type StoredInput } from '../../core/in
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import { MemoryAudit } from './memory-audit.js';
+import { claimIn, closeEntry, heartbeatIn, pendingIn, releaseIn, type MemoryDispatchState, type OutboxEntry } from './memory-dispatch.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
 import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -37,15 +37,6 @@ import type {
   TransitionOutcome,
 } from '../types.js';
 
-/** One outbox entry: a task waiting to be dispatched, until it is done. */
-interface OutboxEntry {
-  taskId: string;
-  createdAt: Millis;
-  /** Not offered to claimers before this (a held lease's expiry). */
-  availableAt: Millis;
-  doneAt: Millis | null;
-}
-
 /**
  * A store in process memory. Every method runs to completion without awaiting, so each one is
  * atomic by construction; it follows the same rules as the SQL stores and serves tests, replays
@@ -53,16 +44,26 @@ interface OutboxEntry {
  */
 export class MemoryStore implements TaskStore {
   readonly kind = 'memory';
-  readonly supports: StoreCapabilities = { listenNotify: false, skipLocked: false, shared: false };
+  readonly supports: StoreCapabilities = { listenNotify: false, shared: false };
 
   private readonly tasks = new Map<string, TaskRecord>();
   /** `${authKey}\n${idempotencyKey}` → taskId: the unique constraint of the SQL stores. */
   private readonly keys = new Map<string, string>();
+  /** Non-terminal tasks per auth key: the active-task limit counts these, not the whole history. */
+  private readonly active = new Map<string, Set<string>>();
   /** Insertion order is dispatch order among entries available at the same time. */
   private readonly outbox = new Map<string, OutboxEntry>();
   private readonly audit = new MemoryAudit();
   /** taskId → its questions in ask order: the task_inputs table of the SQL stores. */
   private readonly questions = new Map<string, StoredInput[]>();
+  private readonly secret = randomBytes(32);
+  /** What each role's module sees of the maps above. */
+  private readonly dispatchState: MemoryDispatchState = {
+    tasks: this.tasks,
+    outbox: this.outbox,
+    track: (record) => this.track(record),
+    audit: (line) => this.audit.append(line),
+  };
   private readonly inputState: MemoryInputState = {
     tasks: this.tasks,
     questions: this.questions,
@@ -72,7 +73,9 @@ export class MemoryStore implements TaskStore {
     },
     audit: (line) => this.audit.append(line),
   };
-  private readonly secret = randomBytes(32);
+  private readonly operations: MemoryOperationsState = { tasks: this.tasks, outbox: this.outbox, questions: this.questions, audit: this.audit };
+
+  // The records role (TaskRecords).
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
     const keyIndex = input.idempotencyKey === null ? null : `${input.authKey}\n${input.idempotencyKey}`;
@@ -97,37 +100,6 @@ export class MemoryStore implements TaskStore {
     return { decision: 'ACCEPT_TASK', record: copy(record) };
   }
 
-  /** Unexpired tasks of an auth key, of any status (a scan: the memory store is for tests and replays). */
-  private countStored(authKey: string, now: Millis): number {
-    let n = 0;
-    for (const r of this.tasks.values()) if (r.authKey === authKey && !isExpired(r, now)) n++;
-    return n;
-  }
-
-  /** Non-terminal tasks per auth key: the active-task limit counts these, not the whole history. */
-  private readonly active = new Map<string, Set<string>>();
-
-  private countActive(authKey: string, now: Millis): number {
-    let n = 0;
-    for (const taskId of this.active.get(authKey) ?? []) {
-      const r = this.tasks.get(taskId);
-      if (r !== undefined && !isExpired(r, now)) n++;
-    }
-    return n;
-  }
-
-  /** Keeps `active` in step with a record's status; call after every change of status or existence. */
-  private track(record: TaskRecord, present = true): void {
-    let ids = this.active.get(record.authKey);
-    if (present && !isTerminal(record.status)) {
-      if (ids === undefined) this.active.set(record.authKey, (ids = new Set()));
-      ids.add(record.taskId);
-    } else if (ids !== undefined) {
-      ids.delete(record.taskId);
-      if (ids.size === 0) this.active.delete(record.authKey);
-    }
-  }
-
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
     const stored = this.tasks.get(input.taskId) ?? null;
     const decision = decideTransition({ task: stored, auth: input.authKey, write: input.write, now: input.now });
@@ -143,7 +115,7 @@ export class MemoryStore implements TaskStore {
         stored.resultDigest = stored.result === null ? null : resultDigest(stored.result);
         stored.leaseOwner = null;
         stored.leaseExpiresAt = null;
-        this.closeDispatch(stored.taskId, input.now);
+        closeEntry(this.outbox, stored.taskId, input.now);
       }
     }
     const visible = stored !== null && stored.authKey === input.authKey;
@@ -182,7 +154,7 @@ export class MemoryStore implements TaskStore {
     stored.lastUpdatedAt = now;
     stored.leaseOwner = null;
     stored.leaseExpiresAt = null;
-    this.closeDispatch(taskId, now);
+    closeEntry(this.outbox, taskId, now);
     this.log(now, 'read', 'CANCEL_TASK', authKey, taskId, correlationId, stored);
     return { decision: 'CANCEL_TASK', record: copy(stored) };
   }
@@ -196,75 +168,25 @@ export class MemoryStore implements TaskStore {
     return { records: rows.slice(0, page.limit).map(copy), hasMore: rows.length > page.limit };
   }
 
+  // The dispatch role (TaskDispatch): memory-dispatch.ts.
+
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
-    const claimed: TaskRecord[] = [];
-    const due = [...this.outbox.values()].filter((e) => e.doneAt === null && e.availableAt <= input.now).sort((a, b) => a.availableAt - b.availableAt);
-    for (const entry of due) {
-      if (claimed.length >= input.limit) break;
-      const task = this.tasks.get(entry.taskId) ?? null;
-      // Another app's task, or another tool's, stays untouched and due for a worker it is for.
-      if (task !== null && !isForClaimer(task, input)) continue;
-      const step = decideDispatch(task, input.now, input.maxAttempts);
-      if (step.kind === 'close') entry.doneAt = input.now;
-      if (step.kind === 'defer') entry.availableAt = step.until;
-      if (task === null || step.kind === 'close' || step.kind === 'leave' || step.kind === 'defer') continue;
-      task.version += 1;
-      task.lastUpdatedAt = input.now;
-      if (step.kind === 'abandon') {
-        task.status = 'failed';
-        this.track(task);
-        task.result = input.abandonedResult;
-        task.resultDigest = resultDigest(input.abandonedResult);
-        task.leaseOwner = null;
-        task.leaseExpiresAt = null;
-        entry.doneAt = input.now;
-        this.log(input.now, 'transition', 'APPLY_TRANSITION', task.authKey, task.taskId, input.correlationId, task, 'abandoned');
-        continue;
-      }
-      task.attempt += 1;
-      task.leaseOwner = input.owner;
-      task.leaseExpiresAt = input.now + input.leaseMs;
-      entry.availableAt = task.leaseExpiresAt;
-      this.log(input.now, 'transition', 'APPLY_TRANSITION', task.authKey, task.taskId, input.correlationId, task, `claim ${input.owner}`);
-      claimed.push(copy(task));
-    }
-    return claimed;
+    return claimIn(this.dispatchState, input);
   }
 
-  async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
-    const task = this.fenced(fence, now);
-    if (task === null) return false;
-    task.leaseExpiresAt = now + leaseMs;
-    const entry = this.outbox.get(task.taskId);
-    if (entry !== undefined) entry.availableAt = task.leaseExpiresAt;
-    return true;
+  async heartbeat(input: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
+    return heartbeatIn(this.dispatchState, input);
   }
 
-  async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
-    const task = this.fenced(fence, now);
-    if (task === null) return false;
-    task.leaseOwner = null;
-    task.leaseExpiresAt = null;
-    const entry = this.outbox.get(task.taskId);
-    if (entry !== undefined) entry.availableAt = now;
-    this.log(now, 'transition', 'RELEASE_LEASE', task.authKey, task.taskId, correlationId, task, `release ${fence.owner}`);
-    return true;
+  async release(input: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
+    return releaseIn(this.dispatchState, input);
   }
 
-  async pendingDispatch(_input: { now: Millis }): Promise<number> {
-    return [...this.outbox.values()].filter((e) => e.doneAt === null).length;
+  async pendingDispatch(): Promise<number> {
+    return pendingIn(this.dispatchState);
   }
 
-  /** The task when `fence` still holds it (`holdsFence`). */
-  private fenced(fence: Fence, now: Millis): TaskRecord | null {
-    const task = this.tasks.get(fence.taskId) ?? null;
-    return holdsFence(task, fence, now) ? task : null;
-  }
-
-  private closeDispatch(taskId: string, now: Millis): void {
-    const entry = this.outbox.get(taskId);
-    if (entry !== undefined && entry.doneAt === null) entry.doneAt = now;
-  }
+  // The input role (TaskInputs): memory-inputs.ts.
 
   async ask(input: AskInput): Promise<AskOutcome> {
     return askIn(this.inputState, input);
@@ -277,6 +199,8 @@ export class MemoryStore implements TaskStore {
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
     return inputsOf(this.inputState, ref);
   }
+
+  // Upkeep (TaskUpkeep).
 
   async recordDecision(entry: AuditEntry): Promise<void> {
     this.audit.count(entry);
@@ -320,7 +244,7 @@ export class MemoryStore implements TaskStore {
       task.resultDigest = resultDigest(task.result);
       task.leaseOwner = null;
       task.leaseExpiresAt = null;
-      this.closeDispatch(task.taskId, now);
+      closeEntry(this.outbox, task.taskId, now);
       this.log(now, 'transition', 'APPLY_TRANSITION', task.authKey, task.taskId, correlationId, task, deadlineDetail(question.key));
       ended.push({ taskId: task.taskId, version: task.version });
     }
@@ -352,7 +276,7 @@ export class MemoryStore implements TaskStore {
 
   async close(): Promise<void> {}
 
-  private readonly operations: MemoryOperationsState = { tasks: this.tasks, outbox: this.outbox, questions: this.questions, audit: this.audit };
+  // The operator's reads (TaskOperations): memory-operations.ts.
 
   async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
     return findTasksIn(this.operations, input);
@@ -378,6 +302,34 @@ export class MemoryStore implements TaskStore {
   async retentionDue({ now, retentionMs }: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
     const due = new Set([...this.tasks.values()].filter((r) => isPastRetention(r, now, retentionMs)).map((r) => r.taskId));
     return { tasks: due.size, auditRows: this.audit.due(due, now - retentionMs, (id) => this.tasks.has(id) && !due.has(id)) };
+  }
+
+  /** Unexpired tasks of an auth key, of any status (a scan: the memory store is for tests and replays). */
+  private countStored(authKey: string, now: Millis): number {
+    let n = 0;
+    for (const r of this.tasks.values()) if (r.authKey === authKey && !isExpired(r, now)) n++;
+    return n;
+  }
+
+  private countActive(authKey: string, now: Millis): number {
+    let n = 0;
+    for (const taskId of this.active.get(authKey) ?? []) {
+      const r = this.tasks.get(taskId);
+      if (r !== undefined && !isExpired(r, now)) n++;
+    }
+    return n;
+  }
+
+  /** Keeps `active` in step with a record's status; call after every change of status or existence. */
+  private track(record: TaskRecord, present = true): void {
+    let ids = this.active.get(record.authKey);
+    if (present && !isTerminal(record.status)) {
+      if (ids === undefined) this.active.set(record.authKey, (ids = new Set()));
+      ids.add(record.taskId);
+    } else if (ids !== undefined) {
+      ids.delete(record.taskId);
+      if (ids.size === 0) this.active.delete(record.authKey);
+    }
   }
 
   private log(

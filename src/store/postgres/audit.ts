@@ -1,26 +1,31 @@
 import type pg from 'pg';
 import type { Decision } from '../../core/decisions.js';
 import type { Millis } from '../../core/types.js';
-import { mergeReadAuditRows, readAuditEntry, readAuditKey, type ReadAuditRow } from '../read-audit.js';
+import { mergeReadAuditRows, mergeTrail, readAuditEntry, readAuditKey, type ReadAuditRow } from '../read-audit.js';
 import type { RetentionDue } from '../task-operations.js';
 import type { AuditEntry, SweepOutcome } from '../types.js';
+import { rowToAudit, type AuditRow } from './row.js';
 
 /**
- * The aggregated read audit (`task_read_audit`) and the retention pass of the PostgreSQL store.
- * Every statement here is one round trip; the upsert restates `mergeReadAudit`.
+ * The audit trail of the PostgreSQL store: a task's trail (exact lines and aggregated rows), the
+ * aggregated read audit (`task_read_audit`) and the retention pass. Every statement here is one
+ * round trip; the upsert restates `mergeReadAudit`.
  */
 
 const READ_AUDIT_COLUMNS =
   'task_key, auth_key, surface, decision, window_start_ms, count, first_at_ms, last_at_ms, task_id, correlation_id, status, version, detail';
 
-/** The name UPSERT_READ_AUDIT is prepared under on every connection that sends it. */
-export const UPSERT_READ_AUDIT_NAME = 'tasklatch_upsert_read_audit';
+const SQL = {
+  /** A task's exact lines, in the order written. */
+  selectLines: `
+  SELECT at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail
+    FROM task_audit WHERE task_id = $1 ORDER BY id`,
 
-/**
- * Any number of rows of distinct keys in one statement (one text for every batch size, so it is
- * prepared once per connection). Keys must be distinct: one statement cannot update a row twice.
- */
-export const UPSERT_READ_AUDIT = `
+  /**
+   * Any number of rows of distinct keys in one statement (one text for every batch size, so it is
+   * prepared once per connection). Keys must be distinct: one statement cannot update a row twice.
+   */
+  upsertReadAudit: `
   INSERT INTO task_read_audit AS r (${READ_AUDIT_COLUMNS})
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[],
                        $9::text[], $10::text[], $11::text[], $12::int[], $13::text[])
@@ -32,21 +37,21 @@ export const UPSERT_READ_AUDIT = `
     correlation_id = CASE WHEN excluded.last_at_ms >= r.last_at_ms THEN excluded.correlation_id ELSE r.correlation_id END,
     status = CASE WHEN excluded.last_at_ms >= r.last_at_ms THEN excluded.status ELSE r.status END,
     version = CASE WHEN excluded.last_at_ms >= r.last_at_ms THEN excluded.version ELSE r.version END,
-    detail = CASE WHEN excluded.last_at_ms >= r.last_at_ms THEN excluded.detail ELSE r.detail END`;
+    detail = CASE WHEN excluded.last_at_ms >= r.last_at_ms THEN excluded.detail ELSE r.detail END`,
 
-/** A task's rows: keyed by it, or naming it as the latest guess of a miss (rowConcerns). */
-const SELECT_READ_AUDIT = `
+  /** A task's rows: keyed by it, or naming it as the latest guess of a miss (rowConcerns). */
+  selectReadAudit: `
   SELECT ${READ_AUDIT_COLUMNS} FROM task_read_audit
    WHERE task_key = $1 OR (task_key = '' AND task_id = $1)
-   ORDER BY first_at_ms, window_start_ms`;
+   ORDER BY first_at_ms, window_start_ms`,
 
-/**
- * One retention batch: up to $2 tasks past retention (restates isPastRetention with $1 the
- * cutoff, now - retention), each with its outbox entry and questions (ON DELETE CASCADE) and
- * both its audit tables. SKIP LOCKED: two sweepers take different tasks. A row past retention
- * is expired or terminal, so no write can be waiting to change it.
- */
-const SWEEP_TASKS = `
+  /**
+   * One retention batch: up to $2 tasks past retention (restates isPastRetention with $1 the
+   * cutoff, now - retention), each with its outbox entry and questions (ON DELETE CASCADE) and
+   * both its audit tables. SKIP LOCKED: two sweepers take different tasks. A row past retention
+   * is expired or terminal, so no write can be waiting to change it.
+   */
+  sweepTasks: `
   WITH due AS (
     SELECT task_id FROM tasks WHERE task_id IN (
       (SELECT task_id FROM tasks WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2)
@@ -62,14 +67,14 @@ const SWEEP_TASKS = `
   ), reads AS (
     DELETE FROM task_read_audit r USING gone WHERE r.task_key = gone.task_id RETURNING 1
   )
-  SELECT (SELECT count(*) FROM gone)::int AS tasks, ((SELECT count(*) FROM lines) + (SELECT count(*) FROM reads))::int AS audit_rows`;
+  SELECT (SELECT count(*) FROM gone)::int AS tasks, ((SELECT count(*) FROM lines) + (SELECT count(*) FROM reads))::int AS audit_rows`,
 
-/**
- * Up to $2 rows of each audit table older than the cutoff $1 whose task is gone (or that named
- * none): a task's rows usually go with it (SWEEP_TASKS); these are the rest (misses, lists,
- * refusals, lines of tasks removed before retention existed).
- */
-const SWEEP_ORPHANS = `
+  /**
+   * Up to $2 rows of each audit table older than the cutoff $1 whose task is gone (or that named
+   * none): a task's rows usually go with it (`sweepTasks`); these are the rest (misses, lists,
+   * refusals, lines of tasks removed before retention existed).
+   */
+  sweepOrphans: `
   WITH lines AS (
     DELETE FROM task_audit WHERE id IN (
       SELECT a.id FROM task_audit a
@@ -83,10 +88,10 @@ const SWEEP_ORPHANS = `
        LIMIT $2)
     RETURNING 1
   )
-  SELECT (SELECT count(*) FROM lines)::int AS lines, (SELECT count(*) FROM reads)::int AS reads`;
+  SELECT (SELECT count(*) FROM lines)::int AS lines, (SELECT count(*) FROM reads)::int AS reads`,
 
-/** What SWEEP_TASKS and SWEEP_ORPHANS would remove with no bound, $1 the cutoff. */
-const RETENTION_DUE = `
+  /** What `sweepTasks` and `sweepOrphans` would remove with no bound, $1 the cutoff. */
+  retentionDue: `
   WITH due AS (
     SELECT task_id FROM tasks
      WHERE expires_at_ms <= $1 OR (expires_at_ms IS NULL AND status IN ('completed', 'failed', 'cancelled') AND last_updated_at_ms <= $1)
@@ -97,7 +102,8 @@ const RETENTION_DUE = `
           OR (a.at_ms <= $1 AND (a.task_id IS NULL OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = a.task_id COLLATE "C"))))
      + (SELECT count(*) FROM task_read_audit r
        WHERE r.task_key IN (SELECT task_id FROM due)
-          OR (r.last_at_ms <= $1 AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key)))))::int AS audit_rows`;
+          OR (r.last_at_ms <= $1 AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key)))))::int AS audit_rows`,
+} as const;
 
 interface ReadAuditDbRow {
   task_key: string;
@@ -119,7 +125,7 @@ interface ReadAuditDbRow {
  * Stores a batch in one statement: rows of one key merged first, then in key order, so that two
  * processes upserting overlapping batches lock their rows in the same order (no deadlock).
  */
-export async function upsertReadAudit(pool: pg.Pool, batch: readonly ReadAuditRow[]): Promise<void> {
+export async function upsertReadAuditIn(pool: pg.Pool, batch: readonly ReadAuditRow[]): Promise<void> {
   const rows = mergeReadAuditRows(batch).sort((a, b) => (readAuditKey(a) < readAuditKey(b) ? -1 : 1));
   const values = [
     rows.map((r) => r.taskKey),
@@ -136,11 +142,18 @@ export async function upsertReadAudit(pool: pg.Pool, batch: readonly ReadAuditRo
     rows.map((r) => r.version),
     rows.map((r) => r.detail),
   ];
-  await pool.query({ name: UPSERT_READ_AUDIT_NAME, text: UPSERT_READ_AUDIT, values });
+  // Named: each connection of the audit pool parses and plans it once, whatever the batch size.
+  await pool.query({ name: 'tasklatch_upsert_read_audit', text: SQL.upsertReadAudit, values });
 }
 
-export async function readAuditOf(pool: pg.Pool, taskId: string): Promise<AuditEntry[]> {
-  const found = await pool.query<ReadAuditDbRow>(SELECT_READ_AUDIT, [taskId]);
+/** The audit trail of one task, exact lines and aggregated rows, oldest first (`mergeTrail`). */
+export async function auditTrailIn(pool: pg.Pool, taskId: string): Promise<AuditEntry[]> {
+  const [lines, reads] = await Promise.all([pool.query<AuditRow>(SQL.selectLines, [taskId]), readAuditOf(pool, taskId)]);
+  return mergeTrail(lines.rows.map(rowToAudit), reads);
+}
+
+async function readAuditOf(pool: pg.Pool, taskId: string): Promise<AuditEntry[]> {
+  const found = await pool.query<ReadAuditDbRow>(SQL.selectReadAudit, [taskId]);
   return found.rows.map((row) =>
     readAuditEntry({
       taskKey: row.task_key,
@@ -161,7 +174,7 @@ export async function readAuditOf(pool: pg.Pool, taskId: string): Promise<AuditE
 }
 
 export async function retentionDueIn(pool: pg.Pool, input: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
-  const found = await pool.query<{ tasks: number; audit_rows: number }>(RETENTION_DUE, [input.now - input.retentionMs]);
+  const found = await pool.query<{ tasks: number; audit_rows: number }>(SQL.retentionDue, [input.now - input.retentionMs]);
   return { tasks: found.rows[0]?.tasks ?? 0, auditRows: found.rows[0]?.audit_rows ?? 0 };
 }
 
@@ -169,11 +182,11 @@ export async function retentionDueIn(pool: pg.Pool, input: { now: Millis; retent
 export async function sweepIn(pool: pg.Pool, input: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
   if (input.limit <= 0) return { tasks: 0, auditRows: 0, more: false };
   const cutoff = input.now - input.retentionMs;
-  const swept = await pool.query<{ tasks: number; audit_rows: number }>(SWEEP_TASKS, [cutoff, input.limit]);
+  const swept = await pool.query<{ tasks: number; audit_rows: number }>(SQL.sweepTasks, [cutoff, input.limit]);
   // Orphans once the tasks due are gone: before that, the old rows of the tasks still to go
   // would be walked (and skipped) by every batch.
   if ((swept.rows[0]?.tasks ?? 0) >= input.limit) return { tasks: input.limit, auditRows: swept.rows[0]?.audit_rows ?? 0, more: true };
-  const orphans = await pool.query<{ lines: number; reads: number }>(SWEEP_ORPHANS, [cutoff, input.limit]);
+  const orphans = await pool.query<{ lines: number; reads: number }>(SQL.sweepOrphans, [cutoff, input.limit]);
   const tasks = swept.rows[0]?.tasks ?? 0;
   const lines = orphans.rows[0]?.lines ?? 0;
   const reads = orphans.rows[0]?.reads ?? 0;

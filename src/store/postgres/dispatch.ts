@@ -4,15 +4,15 @@ import { decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js'
 import { TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { ClaimInput } from '../types.js';
-import type { ShortTransaction, Statement } from './transactions.js';
+import { inShortTransaction, type ShortTransaction, type Statement } from './transactions.js';
 import type { Change } from './listener.js';
-import { toJson, rowToRecord, type TaskRow } from './row.js';
-import * as sql from './statements.js';
-import { isInt4, readById } from './task-writes.js';
+import { readById } from './reads.js';
+import { isInt4, rowToRecord, toJson, type TaskRow } from './row.js';
+import { sql } from './statements.js';
 
 /**
- * The dispatch operations of the PostgreSQL store. `claimIn` runs a claim walk in one
- * transaction; heartbeat and release are single statements. Each outbox entry due is looked at
+ * The dispatch operations of the PostgreSQL store. A claim walk runs in one short transaction
+ * (`claimWalk`); heartbeat, release and the count of open entries are single statements. Each outbox entry due is looked at
  * once, in (available_at, id) order, until `limit` claims, and what happens to it is the core's
  * `decideDispatch`.
  */
@@ -37,7 +37,7 @@ interface Claim {
 }
 
 /** What a claim walk did: the tasks it claimed, and how many claims its committed last write refused. */
-export interface ClaimWalk {
+interface ClaimWalk {
   claimed: TaskRecord[];
   /**
    * Claims the guard refused in the write sent with COMMIT (`fast`), so that they could not be
@@ -47,12 +47,40 @@ export interface ClaimWalk {
 }
 
 /**
+ * Claims up to `input.limit` due tasks: one walk, and a second when the guard refused a claim
+ * in the write that committed the first. The tasks the walks ended (attempts used up) are added
+ * to `abandoned`; `onProblem` hears of a second walk that failed after the first claimed tasks.
+ */
+export async function claimIn(
+  pool: pg.Pool,
+  input: ClaimInput,
+  abandoned: Change[],
+  onProblem: (message: string, fields: Record<string, unknown>) => void,
+): Promise<TaskRecord[]> {
+  const walk = await inShortTransaction(pool, (tx) => claimWalk(tx, input, abandoned, true));
+  let claimed = walk.claimed;
+  if (walk.refused > 0) {
+    // The guard refused a claim in the write that committed, where it could not be judged
+    // again; a second walk keeps every write before its COMMIT and judges such an entry anew.
+    try {
+      const again = await inShortTransaction(pool, (tx) => claimWalk(tx, { ...input, limit: input.limit - claimed.length }, abandoned, false));
+      claimed = [...claimed, ...again.claimed];
+    } catch (error) {
+      // The first walk's claims are committed: returned, they run now instead of after their leases.
+      if (claimed.length === 0) throw error;
+      onProblem('second claim walk failed', { claimed: claimed.length, error: String(error) });
+    }
+  }
+  return claimed;
+}
+
+/**
  * Claims up to `input.limit` due tasks; the tasks it ended (attempts used up) are added to
  * `abandoned`. The first page's read begins the transaction in the same round trip; with `fast`,
  * the writes of the page that ends the walk go with COMMIT in one round trip, so that a walk of
  * one page takes two round trips.
  */
-export async function claimIn(tx: ShortTransaction, input: ClaimInput, abandoned: Change[], fast: boolean): Promise<ClaimWalk> {
+async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Change[], fast: boolean): Promise<ClaimWalk> {
   const { client } = tx;
   const claimed: TaskRecord[] = [];
   // A keyset, not OFFSET: entries the walk leaves in place (a task in input_required) must not
@@ -66,8 +94,7 @@ export async function claimIn(tx: ShortTransaction, input: ClaimInput, abandoned
     // row locked here is one other claimers skip.
     const wanted = input.limit - claimed.length;
     const filter = [input.now, after.availableAt, after.id, wanted, input.tools ?? null];
-    const page =
-      input.app === undefined ? await tx.query<DueRow>(sql.DUE_OUTBOX, filter) : await tx.query<DueRow>(sql.DUE_OUTBOX_OF_APP, [...filter, input.app]);
+    const page = input.app === undefined ? await tx.query<DueRow>(sql.dueOutbox, filter) : await tx.query<DueRow>(sql.dueOutboxOfApp, [...filter, input.app]);
     const close: string[] = [];
     const defer: { id: string; until: Millis }[] = [];
     const claims: Claim[] = [];
@@ -88,9 +115,9 @@ export async function claimIn(tx: ShortTransaction, input: ClaimInput, abandoned
       else if (visit.step.kind === 'defer') defer.push({ id: row.outbox_id, until: visit.step.until });
     }
     const writes: Statement[] = [];
-    if (claims.length > 0) writes.push({ text: sql.CLAIM_TASKS, params: claimParams(input, claims) });
-    if (close.length > 0) writes.push({ text: sql.CLOSE_OUTBOX_ENTRIES, params: [close, input.now] });
-    if (defer.length > 0) writes.push({ text: sql.DEFER_OUTBOX_ENTRIES, params: [defer.map((d) => d.id), defer.map((d) => d.until)] });
+    if (claims.length > 0) writes.push({ text: sql.claimTasks, params: claimParams(input, claims) });
+    if (close.length > 0) writes.push({ text: sql.closeOutboxEntries, params: [close, input.now] });
+    if (defer.length > 0) writes.push({ text: sql.deferOutboxEntries, params: [defer.map((d) => d.id), defer.map((d) => d.until)] });
     // A short page means no more entries are due that this transaction can lock; a page whose
     // claims all hold fills the limit. Either way nothing follows these writes but COMMIT.
     const last = page.rows.at(-1);
@@ -112,7 +139,7 @@ export async function claimIn(tx: ShortTransaction, input: ClaimInput, abandoned
 }
 
 /**
- * $1–$8 of CLAIM_TASKS for the claims of one page: each the same conditional write on the
+ * $1–$8 of `claimTasks` for the claims of one page: each the same conditional write on the
  * version its walk read. The tasks are locked by this transaction, so the guard holds for each.
  */
 function claimParams(input: ClaimInput, claims: readonly Claim[]): unknown[] {
@@ -128,14 +155,14 @@ function claimParams(input: ClaimInput, claims: readonly Claim[]): unknown[] {
   ];
 }
 
-/** The records CLAIM_TASKS wrote, in walk order; null for a claim whose guard refused it. */
+/** The records `claimTasks` wrote, in walk order; null for a claim whose guard refused it. */
 function inWalkOrder(claims: readonly Claim[], rows: readonly DueRow[]): (TaskRecord | null)[] {
   const byOutbox = new Map(rows.map((row) => [String(row.outbox_id), rowToRecord(row)]));
   return claims.map((c) => byOutbox.get(c.outboxId) ?? null);
 }
 
 /**
- * The claims of one page as CLAIM_TASKS wrote them, in walk order; one that the guard refused
+ * The claims of one page as `claimTasks` wrote them, in walk order; one that the guard refused
  * all the same is read and judged again on its own (`dispatchOne`), inside the transaction.
  */
 async function rejudged(
@@ -184,21 +211,21 @@ async function writeDispatch(
   const common = [task.taskId, task.version, input.now, outboxId, input.correlationId];
   const written =
     kind === 'abandon'
-      ? await client.query<TaskRow>(sql.ABANDON_TASK, [...common, 'abandoned', toJson(input.abandonedResult), resultDigest(input.abandonedResult)])
-      : await client.query<TaskRow>(sql.CLAIM_TASK, [...common, `claim ${input.owner}`, input.owner, input.now + input.leaseMs]);
+      ? await client.query<TaskRow>(sql.abandonTask, [...common, 'abandoned', toJson(input.abandonedResult), resultDigest(input.abandonedResult)])
+      : await client.query<TaskRow>(sql.claimTask, [...common, `claim ${input.owner}`, input.owner, input.now + input.leaseMs]);
   return written.rows[0] === undefined ? null : rowToRecord(written.rows[0]);
 }
 
 export async function heartbeatIn(pool: pg.Pool, fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {
   if (!isInt4(fence.version)) return false;
-  const renewed = await pool.query(sql.HEARTBEAT, [...fenceParams(fence), now, now + leaseMs]);
+  const renewed = await pool.query(sql.heartbeat, [...fenceParams(fence), now, now + leaseMs]);
   return renewed.rows.length > 0;
 }
 
 /** Gives a fenced lease back; the task and its (unchanged) version when the fence held, else null. */
 export async function releaseIn(pool: pg.Pool, fence: Fence, now: Millis, correlationId: string): Promise<Change | null> {
   if (!isInt4(fence.version)) return null;
-  const released = await pool.query<{ task_id: string; version: number }>(sql.RELEASE, [...fenceParams(fence), now, correlationId]);
+  const released = await pool.query<{ task_id: string; version: number }>(sql.releaseLease, [...fenceParams(fence), now, correlationId]);
   const row = released.rows[0];
   return row === undefined ? null : { taskId: row.task_id, version: row.version };
 }
@@ -206,4 +233,10 @@ export async function releaseIn(pool: pg.Pool, fence: Fence, now: Millis, correl
 /** $1–$4 of the fence guard; a version no integer column holds was refused before. */
 function fenceParams(fence: Fence): unknown[] {
   return [fence.taskId, fence.authKey, fence.version, fence.owner];
+}
+
+/** Outbox entries not yet closed, due or not. */
+export async function pendingIn(pool: pg.Pool): Promise<number> {
+  const counted = await pool.query<{ n: number }>(sql.countPending);
+  return counted.rows[0]?.n ?? 0;
 }

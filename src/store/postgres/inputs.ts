@@ -17,9 +17,9 @@ import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, AuditEntry, InputsOutcome, OverdueOutcome, TaskRef } from '../types.js';
 import { inTransaction } from './transactions.js';
-import { auditColumns, auditToRow, inputToRow, rowToInput, rowToRecord, toJson, type InputRow, type TaskRow } from './row.js';
-import * as sql from './statements.js';
-import { isInt4, readById } from './task-writes.js';
+import { readById } from './reads.js';
+import { auditColumns, auditToRow, inputToRow, isInt4, rowToInput, rowToRecord, toJson, type InputRow, type TaskRow } from './row.js';
+import { sql } from './statements.js';
 
 /**
  * The input operations of the PostgreSQL store. An ask is one statement (its own transaction);
@@ -35,13 +35,13 @@ export async function askIn(pool: pg.Pool, input: AskInput): Promise<AskOutcome>
     const applied = await applyAsk(pool, input, keys);
     if (applied !== null) return { decision: 'APPLY_ASK', record: applied };
   }
-  const found = await pool.query<TaskRow & { asked_keys: string[] }>(sql.SELECT_ASKED, [fence.taskId]);
+  const found = await pool.query<TaskRow & { asked_keys: string[] }>(sql.selectAsked, [fence.taskId]);
   const row = found.rows[0];
   const task = row === undefined ? null : rowToRecord(row);
   const decision = decideAsk({ task, fence, keys, askedKeys: new Set(row?.asked_keys ?? []), now });
   if (decision === 'APPLY_ASK') throw new TasklatchError('INTERNAL', `task ${JSON.stringify(fence.taskId)} changed during its ask`);
   const visible = task !== null && task.authKey === fence.authKey ? task : null;
-  await pool.query(sql.INSERT_AUDIT, line(now, fence, input.correlationId, decision, visible));
+  await pool.query(sql.insertAudit, line(now, fence, input.correlationId, decision, visible));
   return { decision, record: visible };
 }
 
@@ -53,7 +53,7 @@ async function applyAsk(pool: pg.Pool, input: AskInput, keys: string[]): Promise
   const written = { status: 'input_required' as const, version: fence.version + 1 };
   const audit = line(now, fence, input.correlationId, 'APPLY_ASK', written, `ask ${keys.join(',')}`);
   try {
-    const applied = await pool.query<TaskRow>(sql.ASK, [
+    const applied = await pool.query<TaskRow>(sql.applyAsk, [
       fence.taskId,
       fence.authKey,
       fence.version,
@@ -77,14 +77,14 @@ async function applyAsk(pool: pg.Pool, input: AskInput, keys: string[]): Promise
 export async function answerIn(pool: pg.Pool, input: AnswerInput): Promise<AnswerOutcome> {
   return inTransaction(pool, async (client) => {
     const { authKey, taskId, now, correlationId } = input;
-    const locked = await client.query<TaskRow>(sql.SELECT_FOR_ANSWER, [taskId]);
+    const locked = await client.query<TaskRow>(sql.selectForAnswer, [taskId]);
     const task = locked.rows[0] === undefined ? null : rowToRecord(locked.rows[0]);
     const miss = answerMiss(task, authKey, now);
     if (miss !== null || task === null) {
-      await client.query(sql.INSERT_AUDIT, line(now, { authKey, taskId }, correlationId, miss ?? 'NOT_FOUND', miss === 'BLOCK_TERMINAL' ? task : null));
+      await client.query(sql.insertAudit, line(now, { authKey, taskId }, correlationId, miss ?? 'NOT_FOUND', miss === 'BLOCK_TERMINAL' ? task : null));
       return { decision: miss ?? 'NOT_FOUND', keys: {}, record: null };
     }
-    const read = await client.query<InputRow>(sql.SELECT_INPUTS, [taskId]);
+    const read = await client.query<InputRow>(sql.selectInputs, [taskId]);
     const asked = new Map(read.rows.map((r) => [r.input_key, rowToInput(r)] as const));
     const keys: Record<string, AnswerDecision> = {};
     const answers: { key: string; response: unknown; digest: string }[] = [];
@@ -101,14 +101,15 @@ export async function answerIn(pool: pg.Pool, input: AnswerInput): Promise<Answe
     const lines = Object.entries(keys).map(([key, decision]) =>
       auditLine({ at: now, surface: 'input', decision, authKey, taskId, correlationId, record, detail: `answer ${key}` }),
     );
-    if (lines.length > 0) await client.query({ name: sql.INSERT_AUDIT_LINES_NAME, text: sql.INSERT_AUDIT_LINES, values: auditColumns(lines) });
+    // Named: each connection parses and plans it once, whatever the number of lines.
+    if (lines.length > 0) await client.query({ name: 'tasklatch_insert_audit_lines', text: sql.insertAuditLines, values: auditColumns(lines) });
     return { decision: answers.length > 0 ? 'APPLY_ANSWER' : 'IGNORE_ANSWER', keys, record };
   });
 }
 
 async function applyAnswers(client: pg.PoolClient, input: AnswerInput, task: TaskRecord, answers: unknown[], resume: boolean): Promise<TaskRecord> {
   const params = [task.taskId, task.authKey, task.version, input.now, resume, JSON.stringify(answers)];
-  const applied = await client.query<TaskRow & { answered: number }>(sql.APPLY_ANSWERS, params);
+  const applied = await client.query<TaskRow & { answered: number }>(sql.applyAnswers, params);
   const row = applied.rows[0];
   // The task row is locked since it was read: a miss here is a bug, not a race; the throw rolls back.
   if (row === undefined || row.answered !== answers.length) {
@@ -121,7 +122,7 @@ async function applyAnswers(client: pg.PoolClient, input: AnswerInput, task: Tas
 }
 
 export async function inputsIn(pool: pg.Pool, { authKey, taskId, now }: TaskRef & { now: Millis }): Promise<InputsOutcome> {
-  const found = await pool.query<InputRow | { [K in keyof InputRow]: null }>(sql.SELECT_VISIBLE_INPUTS, [taskId, authKey, now]);
+  const found = await pool.query<InputRow | { [K in keyof InputRow]: null }>(sql.selectVisibleInputs, [taskId, authKey, now]);
   if (found.rows.length > 0) {
     return { decision: 'FOUND', inputs: found.rows.filter((r): r is InputRow => r.input_key !== null).map(rowToInput) };
   }
@@ -129,12 +130,12 @@ export async function inputsIn(pool: pg.Pool, { authKey, taskId, now }: TaskRef 
   const miss = classifyMiss(await readById(pool, taskId), authKey, now);
   if (miss !== null) return { decision: miss, inputs: null };
   // Became visible between the two reads (seeded meanwhile).
-  const read = await pool.query<InputRow>(sql.SELECT_INPUTS, [taskId]);
+  const read = await pool.query<InputRow>(sql.selectInputs, [taskId]);
   return { decision: 'FOUND', inputs: read.rows.map(rowToInput) };
 }
 
 export async function seedInputsIn(client: pg.PoolClient, inputs: readonly StoredInput[]): Promise<void> {
-  for (const input of inputs) await client.query(sql.UPSERT_INPUT, inputToRow(input));
+  for (const input of inputs) await client.query(sql.upsertInput, inputToRow(input));
 }
 
 /**
@@ -146,12 +147,12 @@ export async function failOverdueIn(
   { now, limit, correlationId }: { now: Millis; limit: number; correlationId: string },
 ): Promise<OverdueOutcome> {
   if (limit <= 0) return [];
-  const due = await pool.query<{ task_id: string; input_key: string; deadline_ms: string; version: number }>(sql.OVERDUE_INPUTS, [now, limit]);
+  const due = await pool.query<{ task_id: string; input_key: string; deadline_ms: string; version: number }>(sql.overdueInputs, [now, limit]);
   const ended: OverdueOutcome = [];
   for (const task of due.rows) {
     const result = deadlineOutcome({ key: task.input_key, deadlineAt: Number(task.deadline_ms) });
     const params = [task.task_id, task.version, now, toJson(result), resultDigest(result), correlationId, deadlineDetail(task.input_key)];
-    const failed = await pool.query<{ task_id: string; version: number }>(sql.FAIL_OVERDUE, params);
+    const failed = await pool.query<{ task_id: string; version: number }>(sql.applyInputDeadline, params);
     const row = failed.rows[0];
     if (row !== undefined) ended.push({ taskId: row.task_id, version: row.version });
   }

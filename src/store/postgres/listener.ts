@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { decodeProgress } from '../progress-event.js';
 import type { ProgressEvent } from '../types.js';
-import { NOTIFY_PROGRESS_AND_CHANGES, PROGRESS_CHANNEL } from './progress.js';
+import { PROGRESS_CHANNEL } from './progress.js';
 
 /**
  * The channel every tasklatch writer notifies on; the payload is `schema:taskId:version`. The
@@ -9,11 +9,19 @@ import { NOTIFY_PROGRESS_AND_CHANGES, PROGRESS_CHANNEL } from './progress.js';
  */
 export const CHANGES_CHANNEL = 'tasklatch_changes';
 
-/**
- * Several notifications in one statement, sent after the writes they announce committed
- * (`ChangeNotifier`): $1 the `taskId:version` of each.
- */
-export const NOTIFY_CHANGES = `SELECT pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || c) FROM unnest($1::text[]) AS c`;
+const SQL = {
+  /**
+   * Several notifications in one statement, sent after the writes they announce committed
+   * (`ChangeNotifier`): $1 the `taskId:version` of each.
+   */
+  notifyChanges: `SELECT pg_notify('${CHANGES_CHANNEL}', current_schema() || ':' || c) FROM unnest($1::text[]) AS c`,
+  /**
+   * Progress and changes in one statement, the progress first: $1 the channel of each
+   * notification, $2 its payload. Notifications are delivered in the order they were sent, so a
+   * task's last progress is heard before the change that ends it.
+   */
+  notifyProgressAndChanges: `SELECT pg_notify(n.c, current_schema() || ':' || n.p) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS n(c, p, i) ORDER BY n.i`,
+} as const;
 
 /**
  * One dedicated connection that LISTENs for task changes written by any process on the same
@@ -166,10 +174,10 @@ export class ChangeNotifier {
         const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
         try {
           // Named: parsed and planned once per connection of the audit pool.
-          if (progress.length === 0) await this.pool.query({ name: 'tasklatch_notify_changes', text: NOTIFY_CHANGES, values: [payloads] });
+          if (progress.length === 0) await this.pool.query({ name: 'tasklatch_notify_changes', text: SQL.notifyChanges, values: [payloads] });
           else {
             const channels = [...progress.map(() => PROGRESS_CHANNEL), ...payloads.map(() => CHANGES_CHANNEL)];
-            await this.pool.query({ name: 'tasklatch_notify_progress', text: NOTIFY_PROGRESS_AND_CHANGES, values: [channels, [...progress, ...payloads]] });
+            await this.pool.query({ name: 'tasklatch_notify_progress', text: SQL.notifyProgressAndChanges, values: [channels, [...progress, ...payloads]] });
           }
         } catch (error) {
           this.onProblem('change notifications not sent', { count: payloads.length, progress: progress.length, error: String(error) });

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { StoreProbe } from '../probe-store.js';
+import type { StoreProbe } from '../task-operations.js';
 import { parsePostgresUrl, unavailable } from './connection.js';
 import { CHANGES_CHANNEL } from './listener.js';
 import { schemaStateOf } from './operations.js';

@@ -8,12 +8,12 @@ import type { TaskRow } from './row.js';
  * ever gets its own task; `unexpired` is restated per reader (`!isExpired`). One text for any
  * batch size, so each connection prepares it once.
  */
-export const SELECT_VISIBLE_MANY = `
+const SQL = {
+  selectVisibleMany: `
   SELECT r.i::int AS reader_index, t.* FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(task_id, auth_key, now_ms, i)
     JOIN tasks t ON t.task_id = r.task_id AND t.auth_key = r.auth_key
-   WHERE t.expires_at_ms IS NULL OR t.expires_at_ms > r.now_ms`;
-
-const SELECT_VISIBLE_MANY_NAME = 'tasklatch_select_visible_many';
+   WHERE t.expires_at_ms IS NULL OR t.expires_at_ms > r.now_ms`,
+} as const;
 
 export interface ReadBatcherOptions {
   /** Statements at the server at once (default 2); a read arriving while all are out waits for the next. */
@@ -75,8 +75,8 @@ export class ReadBatcher {
   private async run(batch: Pending[]): Promise<void> {
     try {
       const found = await this.pool.query<TaskRow & { reader_index: number }>({
-        name: SELECT_VISIBLE_MANY_NAME,
-        text: SELECT_VISIBLE_MANY,
+        name: 'tasklatch_select_visible_many',
+        text: SQL.selectVisibleMany,
         values: [batch.map((p) => p.taskId), batch.map((p) => p.authKey), batch.map((p) => p.now)],
       });
       const rows: Array<TaskRow | undefined> = new Array<TaskRow | undefined>(batch.length);

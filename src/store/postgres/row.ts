@@ -166,7 +166,7 @@ export function auditToRow(entry: AuditEntry): unknown[] {
   ];
 }
 
-/** The parameters of INSERT_AUDIT_LINES: one array per column, the lines in order. */
+/** The parameters of `insertAuditLines`: one array per column, the lines in order. */
 export function auditColumns(entries: readonly AuditEntry[]): unknown[][] {
   const rows = entries.map(auditToRow);
   return Array.from({ length: 9 }, (_, column) => rows.map((row) => row[column]));
@@ -187,7 +187,7 @@ export function rowToInput(row: InputRow): StoredInput {
   };
 }
 
-/** The parameters of `UPSERT_INPUT`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at, deadline. */
+/** The parameters of `upsertInput`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at, deadline. */
 export function inputToRow(input: StoredInput): unknown[] {
   return [
     input.taskId,
@@ -201,4 +201,12 @@ export function inputToRow(input: StoredInput): unknown[] {
     input.answeredAt,
     input.deadlineAt,
   ];
+}
+
+/**
+ * Whether `value` fits an int4 column (a version); anything else matches no stored row, so the
+ * caller classifies such a write without sending it (the statement would fail on the cast).
+ */
+export function isInt4(value: number): boolean {
+  return Number.isInteger(value) && value >= -2_147_483_648 && value <= 2_147_483_647;
 }

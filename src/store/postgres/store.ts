@@ -1,49 +1,49 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
-import { classifyMiss } from '../../core/transition-rules.js';
-import { boundedAuditLine } from '../audit-line.js';
-import type { Fence, Millis, TaskRecord } from '../../core/types.js';
-import { AuditWriter } from '../audit-writer.js';
-import { mergeTrail, readAuditRow } from '../read-audit.js';
-import { readAuditOf, retentionDueIn, sweepIn, upsertReadAudit } from './audit.js';
 import type { StoredInput } from '../../core/input-rules.js';
+import type { Fence, Millis, TaskRecord } from '../../core/types.js';
+import { boundedAuditLine } from '../audit-line.js';
+import { AuditWriter } from '../audit-writer.js';
+import { ProgressBuffer } from '../progress-buffer.js';
+import { readAuditRow } from '../read-audit.js';
+import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
+  AdmitInput,
+  AdmitOutcome,
   AnswerInput,
   AnswerOutcome,
   AskInput,
   AskOutcome,
-  InputsOutcome,
-  AdmitInput,
-  AdmitOutcome,
   AuditEntry,
-  SweepOutcome,
   CancelOutcome,
   ClaimInput,
+  InputsOutcome,
   ListPage,
   ListPosition,
   LookupOutcome,
   OverdueOutcome,
   ProgressEvent,
   StoreCapabilities,
+  SweepOutcome,
   TaskRef,
   TaskStore,
   TransitionInput,
   TransitionOutcome,
 } from '../types.js';
+import { auditTrailIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
-import { ReadBatcher } from './read-batcher.js';
-import { inShortTransaction, inTransaction, WriteBatcher, type WriteBatcherOptions } from './transactions.js';
-import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
+import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
-import { ProgressBuffer } from '../progress-buffer.js';
-import { encodedProgress } from './progress.js';
 import { migratePostgres } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
-import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
-import { recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
-import * as sql from './statements.js';
-import { admitIn, cancelIn, readById, readGuard, transitionIn } from './task-writes.js';
+import { encodedProgress } from './progress.js';
+import { ReadBatcher } from './read-batcher.js';
+import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
+import { sql } from './statements.js';
+import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
+import { inTransaction } from './transactions.js';
+import { WriteBatcher, type WriteBatcherOptions } from './write-batcher.js';
 
 /** Options of {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
@@ -65,7 +65,7 @@ export interface PostgresStoreOptions {
 export class PostgresStore implements TaskStore {
   readonly kind = 'postgres';
   readonly driver = 'pg';
-  readonly supports: StoreCapabilities = { listenNotify: true, skipLocked: true, shared: true, claimsOnAdmit: true };
+  readonly supports: StoreCapabilities = { listenNotify: true, shared: true, claimsOnAdmit: true };
 
   private secret: Promise<Uint8Array> | null = null;
   private closed: Promise<void> | null = null;
@@ -102,8 +102,7 @@ export class PostgresStore implements TaskStore {
     this.progress = new ProgressBuffer((events) => this.notifier.notify([], encodedProgress(events)));
     this.auditWriter = new AuditWriter(
       async (batch) => {
-        // Named: each connection of the audit pool parses and plans it once.
-        await upsertReadAudit(auditPool, batch);
+        await upsertReadAuditIn(auditPool, batch);
       },
       {
         // Data exceptions (22…), integrity (23…) and program limits (54…, an index row too big)
@@ -140,20 +139,7 @@ export class PostgresStore implements TaskStore {
     return new PostgresStore(pool, auditPool, applied, options.writeBatch);
   }
 
-  /** LISTENs on a dedicated connection for changes (and progress) any process writes to this schema. */
-  async listen(
-    onChange: (taskId: string | null, version?: number) => void,
-    onError: (error: Error) => void = () => undefined,
-    onProgress?: (event: ProgressEvent) => void,
-  ): Promise<() => Promise<void>> {
-    const listener = await ChangeListener.start(this.pool.options, onChange, onError, onProgress ?? null);
-    return () => listener.close();
-  }
-
-  /** A NOTIFY on the progress channel, off the write path (see `ProgressBuffer`, `ChangeNotifier`). */
-  publishProgress(event: ProgressEvent): void {
-    this.progress.add(event);
-  }
+  // The records role (TaskRecords): task-writes.ts, reads.ts.
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
     const out = await admitIn(this.pool, this.writes, input);
@@ -167,58 +153,30 @@ export class PostgresStore implements TaskStore {
     return out;
   }
 
-  async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
-    // Always the stored row, read by a statement sent after this call began: never an older
-    // version than a write any process acknowledged before it (see ReadBatcher).
-    const visible = await this.reads.visible(taskId, authKey, now);
-    if (visible !== undefined) return { decision: 'FOUND', record: rowToRecord(visible) };
-    // The visible read came back empty; a second, narrow read by id alone only says why.
-    const miss = classifyMiss(await readGuard(this.pool, taskId), authKey, now);
-    if (miss !== null) return { decision: miss, record: null };
-    // Became visible between the two reads (admitted or seeded meanwhile).
-    const stored = await readById(this.pool, taskId);
-    return stored === null ? { decision: 'NOT_FOUND', record: null } : { decision: 'FOUND', record: stored };
+  async get(ref: TaskRef & { now: Millis }): Promise<LookupOutcome> {
+    return getIn(this.pool, this.reads, ref);
   }
 
-  async visibleTaskIds({ authKey, taskIds, now }: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
-    if (taskIds.length === 0) return [];
-    const found = await this.pool.query<{ task_id: string }>(sql.SELECT_VISIBLE_IDS, [[...new Set(taskIds)], authKey, now]);
-    return found.rows.map((row) => row.task_id);
+  async visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
+    return visibleTaskIdsIn(this.pool, input);
   }
 
-  async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
-    const out = await cancelIn(this.pool, this.writes, { authKey, taskId, now, correlationId });
+  async cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
+    const out = await cancelIn(this.pool, this.writes, input);
     if (out.decision === 'CANCEL_TASK') this.notified([out.record]);
     return out;
   }
 
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
-    const { authKey, now, after, limit } = page;
-    // One row more than asked tells whether another page exists.
-    const params: unknown[] = [authKey, now, limit + 1];
-    if (after !== null) params.push(after.createdAt, after.taskId);
-    const found = await this.pool.query<TaskRow>(sql.listPage(after !== null), params);
-    const records = found.rows.map(rowToRecord);
-    return { records: records.slice(0, limit), hasMore: records.length > limit };
+    return listIn(this.pool, page);
   }
+
+  // The dispatch role (TaskDispatch): dispatch.ts.
 
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
     if (input.limit <= 0) return [];
     const abandoned: Change[] = [];
-    const walk = await inShortTransaction(this.pool, (tx) => claimIn(tx, input, abandoned, true));
-    let claimed = walk.claimed;
-    if (walk.refused > 0) {
-      // The guard refused a claim in the write that committed, where it could not be judged
-      // again; a second walk keeps every write before its COMMIT and judges such an entry anew.
-      try {
-        const again = await inShortTransaction(this.pool, (tx) => claimIn(tx, { ...input, limit: input.limit - claimed.length }, abandoned, false));
-        claimed = [...claimed, ...again.claimed];
-      } catch (error) {
-        // The first walk's claims are committed: returned, they run now instead of after their leases.
-        if (claimed.length === 0) throw error;
-        this.onProblem?.('second claim walk failed', { claimed: claimed.length, error: String(error) });
-      }
-    }
+    const claimed = await claimIn(this.pool, input, abandoned, (message, fields) => this.onProblem?.(message, fields));
     this.notified([...claimed, ...abandoned]);
     return claimed;
   }
@@ -233,10 +191,11 @@ export class PostgresStore implements TaskStore {
     return released !== null;
   }
 
-  async pendingDispatch(_input: { now: Millis }): Promise<number> {
-    const counted = await this.pool.query<{ n: number }>(sql.COUNT_PENDING);
-    return counted.rows[0]?.n ?? 0;
+  async pendingDispatch(): Promise<number> {
+    return pendingIn(this.pool);
   }
+
+  // The input role (TaskInputs): inputs.ts.
 
   async ask(input: AskInput): Promise<AskOutcome> {
     const out = await askIn(this.pool, input);
@@ -254,6 +213,8 @@ export class PostgresStore implements TaskStore {
     return inputsIn(this.pool, ref);
   }
 
+  // Upkeep (TaskUpkeep): audit.ts, inputs.ts (deadlines), listener.ts, progress.ts.
+
   /** Counted and upserted in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
     this.auditWriter.append(readAuditRow(boundedAuditLine(entry)));
@@ -261,8 +222,7 @@ export class PostgresStore implements TaskStore {
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     await this.auditWriter.drain();
-    const [lines, reads] = await Promise.all([this.pool.query<AuditRow>(sql.SELECT_AUDIT, [taskId]), readAuditOf(this.pool, taskId)]);
-    return mergeTrail(lines.rows.map(rowToAudit), reads);
+    return auditTrailIn(this.pool, taskId);
   }
 
   async sweepExpired(input: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
@@ -279,14 +239,24 @@ export class PostgresStore implements TaskStore {
 
   async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
     await inTransaction(this.pool, async (client) => {
-      for (const record of records) {
-        if (record.idempotencyKey !== null) {
-          await client.query(sql.RELEASE_KEY_FOR_SEED, [record.authKey, record.idempotencyKey, record.taskId]);
-        }
-        await client.query(sql.UPSERT_TASK, recordToRow(record));
-      }
+      await seedTasksIn(client, records);
       await seedInputsIn(client, inputs);
     });
+  }
+
+  /** LISTENs on a dedicated connection for changes (and progress) any process writes to this schema. */
+  async listen(
+    onChange: (taskId: string | null, version?: number) => void,
+    onError: (error: Error) => void = () => undefined,
+    onProgress?: (event: ProgressEvent) => void,
+  ): Promise<() => Promise<void>> {
+    const listener = await ChangeListener.start(this.pool.options, onChange, onError, onProgress ?? null);
+    return () => listener.close();
+  }
+
+  /** A NOTIFY on the progress channel, off the write path (see `ProgressBuffer`, `ChangeNotifier`). */
+  publishProgress(event: ProgressEvent): void {
+    this.progress.add(event);
   }
 
   async sharedSecret(): Promise<Uint8Array> {
@@ -307,6 +277,8 @@ export class PostgresStore implements TaskStore {
       .then(() => undefined);
     return this.closed;
   }
+
+  // The operator's reads (TaskOperations): operations.ts.
 
   async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
     return findTasksIn(this.pool, input);
@@ -347,7 +319,7 @@ export class PostgresStore implements TaskStore {
   }
 
   private async loadSecret(): Promise<Uint8Array> {
-    const found = await this.pool.query<{ value: string }>(sql.SELECT_SECRET);
+    const found = await this.pool.query<{ value: string }>(sql.selectSecret);
     const hex = found.rows[0]?.value;
     if (hex === undefined) {
       this.secret = null;

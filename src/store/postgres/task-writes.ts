@@ -5,23 +5,29 @@ import { resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
 import { decideCancel } from '../../core/read-rules.js';
 import { decideDispatch } from '../../core/dispatch-rules.js';
-import { decideTransition, type GuardedRecord } from '../../core/transition-rules.js';
-import { isTaskStatus, isTerminal, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
+import { decideTransition } from '../../core/transition-rules.js';
+import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
-import { executeCall, prepared, withLiterals } from './connection.js';
-import { inTransaction, lockAll, type WriteBatcher } from './transactions.js';
-import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
-import * as sql from './statements.js';
+import { executeCall, prepared, withLiterals } from './prepared.js';
+import { readById, readGuard } from './reads.js';
+import { auditToRow, isInt4, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
+import { sql } from './statements.js';
+import { appliedTransition } from './task-statements.js';
+import { inTransaction } from './transactions.js';
+import { lockAll, type WriteBatcher } from './write-batcher.js';
 
-const ADMIT = prepared(sql.ADMIT_TASK);
-const CLAIM_ADMITTED = prepared(sql.CLAIM_ADMITTED);
+/** Both prepared once per connection that executes them (see prepared.ts). */
+const preparedAdmit = prepared(sql.admitTask);
+const preparedClaimAdmitted = prepared(sql.claimAdmitted);
 
 /**
- * The writing operations of the PostgreSQL store, each run by the caller inside one transaction
- * on `client`. The conditional write goes first; only when it changes nothing is the stored row
- * read and classified by the core, so two writers never both act on one read.
+ * The writing operations of the records role in PostgreSQL: admission, status writes,
+ * cancellation, seeding. A write goes in the next write batch as one statement where it can
+ * (`WriteBatcher`), else in a transaction of its own; the conditional write goes first, and only
+ * when it changes nothing is the stored row read and classified by the core, so two writers
+ * never both act on one read.
  */
 
 // Enough for any real interleaving: a retry is needed only when the key's holder expired or
@@ -42,7 +48,7 @@ const ADMIT_ATTEMPTS = 5;
 export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: AdmitInput): Promise<AdmitOutcome> {
   const params = [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now, input.maxStored ?? null];
   const bare = input.idempotencyKey === null && input.maxActive == null && input.maxStored == null;
-  const insert = executeCall(ADMIT, params);
+  const insert = executeCall(preparedAdmit, params);
   if (insert !== null) {
     const claim = claimOnAdmission(input);
     const statements = claim === null ? [insert] : [insert, claim];
@@ -50,14 +56,14 @@ export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: Admit
       statements,
       locks: admissionLocks(input),
       orderKey: `0:${input.authKey}`,
-      prepared: claim === null ? [ADMIT] : [ADMIT, CLAIM_ADMITTED],
+      prepared: claim === null ? [preparedAdmit] : [preparedAdmit, preparedClaimAdmitted],
     });
     const row = (inserted?.rows as TaskRow[] | undefined)?.[0];
     const claimedRow = (claimedNow?.rows as TaskRow[] | undefined)?.[0];
     if (row !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(row), claimed: claimedRow === undefined ? null : rowToRecord(claimedRow) };
   } else if (bare) {
     // A value without an exact literal: the parameterised insert (it cannot conflict: task ids are unique).
-    const inserted = await pool.query<TaskRow>(sql.ADMIT_TASK, params);
+    const inserted = await pool.query<TaskRow>(sql.admitTask, params);
     if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
   }
   if (bare) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
@@ -77,7 +83,7 @@ function claimOnAdmission(input: AdmitInput): string | null {
   const claim = input.claim;
   if (claim == null) return null;
   if (decideDispatch(admissionRecord(input), input.now, claim.maxAttempts).kind !== 'claim') return null;
-  return executeCall(CLAIM_ADMITTED, [
+  return executeCall(preparedClaimAdmitted, [
     input.taskId,
     input.correlationId,
     input.now,
@@ -94,7 +100,7 @@ function claimOnAdmission(input: AdmitInput): string | null {
  * no exact literal. The bench runs the same statements through pgbench.
  */
 export function admissionStatements(input: AdmitInput): string[] | null {
-  const insert = withLiterals(sql.ADMIT_TASK, [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now, input.maxStored ?? null]);
+  const insert = withLiterals(sql.admitTask, [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now, input.maxStored ?? null]);
   const locks = admissionLocks(input);
   return insert === null ? null : [...(locks.length === 0 ? [] : [lockAll(locks)]), insert];
 }
@@ -134,13 +140,13 @@ function admitLockKey(authKey: string): string {
 async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, params: unknown[]): Promise<AdmitOutcome> {
   for (let attempt = 0; attempt < ADMIT_ATTEMPTS; attempt++) {
     if (attempt > 0 && input.idempotencyKey !== null) {
-      await client.query(sql.RELEASE_EXPIRED_KEY, [input.authKey, input.idempotencyKey, input.now]);
+      await client.query(sql.releaseExpiredKey, [input.authKey, input.idempotencyKey, input.now]);
     }
     // The insert checks both bounds itself, under the per-auth-key lock; the counts below only
     // classify an insert that did not happen.
-    const inserted = await client.query<TaskRow>(sql.ADMIT_TASK, params);
+    const inserted = await client.query<TaskRow>(sql.admitTask, params);
     if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
-    const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.SELECT_BY_KEY, [input.authKey, input.idempotencyKey]);
+    const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.selectByKey, [input.authKey, input.idempotencyKey]);
     const prior = found?.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
     const activeCount = input.maxActive == null ? 0 : await countActive(client, input);
     const storedCount = input.maxStored == null ? 0 : await countStored(client, input);
@@ -160,12 +166,12 @@ async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, para
 }
 
 async function countStored(client: pg.PoolClient, input: AdmitInput): Promise<number> {
-  const counted = await client.query<{ n: number }>(sql.COUNT_STORED, [input.authKey, input.now]);
+  const counted = await client.query<{ n: number }>(sql.countStored, [input.authKey, input.now]);
   return counted.rows[0]?.n ?? 0;
 }
 
 async function countActive(client: pg.PoolClient, input: AdmitInput): Promise<number> {
-  const counted = await client.query<{ n: number }>(sql.COUNT_ACTIVE, [input.authKey, input.now]);
+  const counted = await client.query<{ n: number }>(sql.countActive, [input.authKey, input.now]);
   return counted.rows[0]?.n ?? 0;
 }
 
@@ -192,7 +198,7 @@ export async function transitionIn(pool: pg.Pool, batcher: WriteBatcher, input: 
       // A finished task holds no lease: a worker still running it must not renew it.
       sets.push('lease_owner = NULL', 'lease_expires_at_ms = NULL');
     }
-    const row = await appliedRow(pool, batcher, sql.appliedTransition(sets, terminal), params, input.taskId);
+    const row = await appliedRow(pool, batcher, appliedTransition(sets, terminal), params, input.taskId);
     if (row !== undefined) return { decision: 'APPLY_TRANSITION', record: rowToRecord(row) };
   }
   const stored = await readById(pool, input.taskId);
@@ -213,7 +219,7 @@ export async function cancelIn(
   batcher: WriteBatcher,
   input: { authKey: string; taskId: string; now: Millis; correlationId: string },
 ): Promise<CancelOutcome> {
-  const cancelled = await appliedRow(pool, batcher, sql.CONDITIONAL_CANCEL, [input.taskId, input.authKey, input.now, input.correlationId], input.taskId);
+  const cancelled = await appliedRow(pool, batcher, sql.applyCancel, [input.taskId, input.authKey, input.now, input.correlationId], input.taskId);
   if (cancelled !== undefined) return { decision: 'CANCEL_TASK', record: rowToRecord(cancelled) };
   const decision = decideCancel(await readGuard(pool, input.taskId), input.authKey, input.now);
   if (decision === 'CANCEL_TASK') {
@@ -244,32 +250,14 @@ async function appliedRow(pool: pg.Pool, batcher: WriteBatcher, text: string, pa
 }
 
 /**
- * The columns the miss rules read (auth key, status, version, expiry) and nothing else: another
- * caller's task is refused after the same small read as a missing one, whatever its size, so
- * the time of the answer does not tell them apart.
+ * Seeding: each record as it is, replacing a stored one of the same id; the key it carries moves
+ * to it from any other record. Inside the caller's transaction.
  */
-export async function readGuard(client: pg.ClientBase | pg.Pool, taskId: string): Promise<GuardedRecord | null> {
-  const found = await client.query<Pick<TaskRow, 'auth_key' | 'status' | 'version' | 'expires_at_ms'>>(sql.SELECT_GUARD_BY_ID, [taskId]);
-  const row = found.rows[0];
-  if (row === undefined) return null;
-  return {
-    authKey: row.auth_key,
-    status: row.status as TaskStatus,
-    version: row.version,
-    expiresAt: row.expires_at_ms === null ? null : Number(row.expires_at_ms),
-    result: null,
-    resultDigest: null,
-  };
-}
-
-export async function readById(client: pg.ClientBase | pg.Pool, taskId: string): Promise<TaskRecord | null> {
-  const found = await client.query<TaskRow>(sql.SELECT_BY_ID, [taskId]);
-  return found.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
-}
-
-/** Whether `value` fits an integer column; anything else matches no stored version. */
-export function isInt4(value: number): boolean {
-  return Number.isInteger(value) && value >= -2_147_483_648 && value <= 2_147_483_647;
+export async function seedTasksIn(client: pg.PoolClient, records: readonly TaskRecord[]): Promise<void> {
+  for (const record of records) {
+    if (record.idempotencyKey !== null) await client.query(sql.releaseKeyForSeed, [record.authKey, record.idempotencyKey, record.taskId]);
+    await client.query(sql.upsertTask, recordToRow(record));
+  }
 }
 
 /** One audit line, with the status and version of `record` when the caller may see it. */
@@ -282,5 +270,5 @@ async function audit(
   record: TaskRecord | null,
 ): Promise<void> {
   const line = auditLine({ at: input.now, surface, decision, authKey: input.authKey, taskId, correlationId: input.correlationId, record });
-  await client.query(sql.INSERT_AUDIT, auditToRow(line));
+  await client.query(sql.insertAudit, auditToRow(line));
 }

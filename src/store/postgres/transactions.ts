@@ -1,12 +1,14 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
-import { ensurePrepared, executeCall, prepared, type Prepared } from './connection.js';
+import { ensurePrepared, executeCall, prepared, type Prepared } from './prepared.js';
 
 /**
  * How the PostgreSQL store's statements become transactions: one on a checked-out client
- * (`inTransaction`), one message (`inOneRoundTrip`), one begun with its first read and committed
- * with its last writes (`ShortTransaction`), and concurrent writes sharing one (`WriteBatcher`).
+ * (`inTransaction`), one message (`inOneRoundTrip`), and one begun with its first read and
+ * committed with its last writes (`ShortTransaction`). Concurrent writes share one through
+ * `WriteBatcher` (write-batcher.ts), which sends its batches with `inOneRoundTrip`.
  */
+
 /**
  * Runs `work` in one transaction on one checked-out client: BEGIN, COMMIT, ROLLBACK on any
  * error, and the client always goes back to the pool.
@@ -171,166 +173,4 @@ async function onClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promi
   } finally {
     client.release(broken);
   }
-}
-
-/**
- * Group commit for the PostgreSQL store's one-message writes (admission, status writes,
- * cancellation). Concurrent writes share one transaction and one round trip: while `inFlight`
- * batches are at the server, new writes queue, and the next batch takes the whole queue. One
- * write alone goes out at once, as before; under load a commit and a round trip are paid once
- * per batch instead of once per write.
- *
- * What each write keeps:
- * - its own decision: its statements run in order inside the batch, and each statement sees
- *   what the writes before it wrote (READ COMMITTED takes a snapshot per statement), so two
- *   admissions of one idempotency key in one batch are a create and a replay, and a bound
- *   counts the tasks admitted just before it;
- * - nothing acknowledged before its commit: every write of a batch resolves after COMMIT;
- * - no deadlocks between batches: the advisory locks of every write are taken first, in one
- *   order (their 64-bit hashes), and writes run in `orderKey` order, so two batches that touch
- *   the same task rows lock them in the same order;
- * - no write failed by another: when the batch fails as a whole with a database error (one
- *   write's statement failed and PostgreSQL rolled back all of them), each write runs again
- *   alone in its own transaction and gets its own answer. An error of the connection (the
- *   outcome unknown) fails every write of the batch, as it would fail a write sent alone.
- */
-
-/** One write: plain SQL (literals, no parameters), run in order inside the batch's transaction. */
-export interface BatchedWrite {
-  statements: readonly string[];
-  /** Advisory lock keys (text) the statements take; the batch takes them all first, sorted. */
-  locks: readonly string[];
-  /** Writes of one batch run in this order (admissions before status writes, tasks by id). */
-  orderKey: string;
-  /** The prepared statements `statements` execute; the connection prepares them first. */
-  prepared: readonly Prepared[];
-}
-
-export interface WriteBatcherOptions {
-  /** Batches at the server at once (default 2): one executes while the next is sent and decoded. */
-  inFlight?: number;
-  /** Most writes in one batch (default 64). */
-  maxWrites?: number;
-  /** Most SQL text in one batch (default 1 MiB); a larger write goes alone. */
-  maxBytes?: number;
-}
-
-interface Queued {
-  write: BatchedWrite;
-  bytes: number;
-  resolve: (results: pg.QueryResult[]) => void;
-  reject: (error: unknown) => void;
-}
-
-export class WriteBatcher {
-  private readonly inFlight: number;
-  private readonly maxWrites: number;
-  private readonly maxBytes: number;
-  private queue: Queued[] = [];
-  private running = 0;
-  private readonly idle = new Set<() => void>();
-
-  constructor(
-    private readonly pool: pg.Pool,
-    options: WriteBatcherOptions = {},
-  ) {
-    this.inFlight = Math.max(1, options.inFlight ?? 2);
-    this.maxWrites = Math.max(1, options.maxWrites ?? 64);
-    this.maxBytes = options.maxBytes ?? 1 << 20;
-  }
-
-  /** Runs `write` in the next batch; resolves with the results of its statements once committed. */
-  run(write: BatchedWrite): Promise<pg.QueryResult[]> {
-    return new Promise((resolve, reject) => {
-      const bytes = write.statements.reduce((n, s) => n + s.length, 0);
-      this.queue.push({ write, bytes, resolve, reject });
-      this.pump();
-    });
-  }
-
-  /** Resolves once no batch is queued or at the server. */
-  async drain(): Promise<void> {
-    if (this.running === 0 && this.queue.length === 0) return;
-    await new Promise<void>((resolve) => this.idle.add(resolve));
-  }
-
-  private pump(): void {
-    while (this.running < this.inFlight && this.queue.length > 0) {
-      const batch = this.take();
-      this.running++;
-      void this.send(batch).finally(() => {
-        this.running--;
-        this.pump();
-        if (this.running === 0 && this.queue.length === 0) {
-          for (const done of this.idle) done();
-          this.idle.clear();
-        }
-      });
-    }
-  }
-
-  /** The oldest queued writes, up to the bounds (always at least one). */
-  private take(): Queued[] {
-    let bytes = 0;
-    let n = 0;
-    while (n < this.queue.length && n < this.maxWrites) {
-      const next = this.queue[n] as Queued;
-      if (n > 0 && bytes + next.bytes > this.maxBytes) break;
-      bytes += next.bytes;
-      n++;
-    }
-    return this.queue.splice(0, n);
-  }
-
-  private async send(batch: Queued[]): Promise<void> {
-    try {
-      const results = await runTogether(this.pool, batch);
-      for (const [i, q] of batch.entries()) q.resolve(results[i] as pg.QueryResult[]);
-    } catch (error) {
-      if (batch.length === 1 || !isDatabaseError(error)) {
-        for (const q of batch) q.reject(error);
-        return;
-      }
-      // Rolled back as a whole: each write on its own, so that only the failing one fails.
-      await Promise.all(batch.map((q) => runTogether(this.pool, [q]).then((r) => q.resolve(r[0] as pg.QueryResult[]), q.reject)));
-    }
-  }
-}
-
-/**
- * The writes in one transaction, one round trip: their locks first, then each write's
- * statements in `orderKey` order; the results of each write's statements, in the order given.
- * A single statement without locks needs no transaction: it commits by itself.
- */
-async function runTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResult[][]> {
-  const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...new Set(batch.flatMap((q) => q.write.prepared))]);
-  const only = batch.length === 1 ? (batch[0] as Queued).write : null;
-  if (only !== null && only.locks.length === 0 && only.statements.length === 1) return [[await onPreparedClient(pool, only.statements[0] as string, prepare)]];
-  const ordered = [...batch].sort((a, b) => (a.write.orderKey < b.write.orderKey ? -1 : a.write.orderKey > b.write.orderKey ? 1 : 0));
-  const locks = [...new Set(ordered.flatMap((q) => q.write.locks))];
-  const statements = [...(locks.length === 0 ? [] : [lockAll(locks)]), ...ordered.flatMap((q) => q.write.statements)];
-  const results = await inOneRoundTrip(pool, statements, prepare);
-  const byWrite = new Map<Queued, pg.QueryResult[]>();
-  let at = locks.length === 0 ? 0 : 1;
-  for (const q of ordered) {
-    byWrite.set(q, results.slice(at, at + q.write.statements.length));
-    at += q.write.statements.length;
-  }
-  return batch.map((q) => byWrite.get(q) as pg.QueryResult[]);
-}
-
-/**
- * Takes every advisory lock of a batch, in the order of the keys' 64-bit hashes: a statement of
- * its own, so the statements after it take their snapshots once the locks are held.
- */
-export function lockAll(keys: readonly string[]): string {
-  const literals = keys.map((k) => pg.escapeLiteral(k)).join(', ');
-  return `SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest(ARRAY[${literals}]::text[]) AS k) AS keys ORDER BY h`;
-}
-
-/** An error PostgreSQL reported (it has an SQLSTATE), as opposed to a lost or refused connection. */
-function isDatabaseError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  const severity = (error as { severity?: unknown } | null)?.severity;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string' && !code.startsWith('08') && !code.startsWith('57P');
 }

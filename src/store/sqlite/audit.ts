@@ -1,19 +1,23 @@
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import type { Decision } from '../../core/decisions.js';
 import type { Millis } from '../../core/types.js';
-import { readAuditEntry, type ReadAuditRow } from '../read-audit.js';
+import { mergeTrail, readAuditEntry, type ReadAuditRow } from '../read-audit.js';
 import type { RetentionDue } from '../task-operations.js';
 import type { AuditEntry, SweepOutcome } from '../types.js';
+import { rowToAudit, type AuditRow } from './row.js';
 
 /**
- * The aggregated read audit (`task_read_audit`) and the retention pass of the SQLite store. The
- * caller runs each function inside the store's write (or read) transaction.
+ * The audit trail of the SQLite store: a task's trail (exact lines and aggregated rows), the
+ * aggregated read audit (`task_read_audit`) and the retention pass. The caller runs each
+ * function inside the store's write (or read) transaction.
  */
 
 const READ_AUDIT_COLUMNS =
   'task_key, auth_key, surface, decision, window_start_ms, count, first_at_ms, last_at_ms, task_id, correlation_id, status, version, detail';
 
 const SQL = {
+  /** A task's exact lines, in the order written. */
+  selectLines: 'SELECT * FROM task_audit WHERE task_id = ? ORDER BY id',
   /** Restates mergeReadAudit: in DO UPDATE every unqualified column is the stored row's. */
   upsert: `INSERT INTO task_read_audit (${READ_AUDIT_COLUMNS})
      VALUES (@task_key, @auth_key, @surface, @decision, @window_start_ms, @count, @first_at_ms, @last_at_ms,
@@ -107,7 +111,12 @@ export function upsertReadAuditIn(sql: AuditStatements, batch: readonly ReadAudi
   }
 }
 
-export function readAuditIn(sql: AuditStatements, taskId: string): AuditEntry[] {
+/** The audit trail of one task, exact lines and aggregated rows, oldest first (`mergeTrail`). Inside a read transaction. */
+export function auditTrailIn(sql: AuditStatements, taskId: string): AuditEntry[] {
+  return mergeTrail((sql.selectLines.all(taskId) as AuditRow[]).map(rowToAudit), readAuditIn(sql, taskId));
+}
+
+function readAuditIn(sql: AuditStatements, taskId: string): AuditEntry[] {
   return (sql.select.all(taskId, taskId) as ReadAuditDbRow[]).map((row) =>
     readAuditEntry({
       taskKey: row.task_key,

@@ -5,8 +5,8 @@ import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { ClaimInput } from '../types.js';
 import { auditToRow, rowToRecord, toJson, type TaskRow } from './row.js';
+import { readById } from './reads.js';
 import type { Statements } from './statements.js';
-import { readById } from './task-writes.js';
 
 /**
  * The dispatch operations of the SQLite store. Each runs inside the caller's `BEGIN IMMEDIATE`
@@ -108,7 +108,7 @@ function audit(sql: Statements, input: ClaimInput, record: TaskRecord, detail: s
   sql.insertAudit.run(auditToRow(line));
 }
 
-/** Named parameters of the fence predicate (statements.ts restates holdsFence); null when the fence cannot match any row. */
+/** Named parameters of the fence predicate (dispatch-statements.ts restates holdsFence); null when the fence cannot match any row. */
 function fenceParams(fence: Fence, now: Millis): Record<string, unknown> | null {
   // SQLite would coerce a text '3' to match version 3; the fence compares strictly.
   if (!Number.isSafeInteger(fence.version)) return null;
@@ -138,4 +138,9 @@ export function releaseIn(sql: Statements, fence: Fence, now: Millis, correlatio
     ),
   );
   return true;
+}
+
+/** Outbox entries not yet closed, due or not. */
+export function pendingIn(sql: Statements): number {
+  return (sql.countPending.get() as { n: number }).n;
 }

@@ -16,9 +16,9 @@ import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, InputsOutcome, OverdueOutcome, TaskRef } from '../types.js';
+import { readById } from './reads.js';
 import { auditToRow, inputToRow, rowToInput, rowToRecord, toJson, type InputRow, type TaskRow } from './row.js';
 import type { Statements } from './statements.js';
-import { readById } from './task-writes.js';
 
 /**
  * The input operations of the SQLite store. Ask and answer run inside the caller's `BEGIN

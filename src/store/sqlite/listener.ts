@@ -1,4 +1,5 @@
-import { openSqlite, type SqliteDatabase, type SqliteStatement } from './driver.js';
+import { openSqlite } from './connection.js';
+import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import { decodeProgress } from '../progress-event.js';
 import type { ProgressEvent } from '../types.js';
 

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
-import { openSqlite, sqliteDriver, type SqliteDatabase } from './driver.js';
-import type { StoreProbe } from '../probe-store.js';
+import { openSqlite, sqliteDriver } from './connection.js';
+import type { SqliteDatabase } from './driver.js';
+import type { StoreProbe } from '../task-operations.js';
 import { schemaStateOf } from './operations.js';
 
 /** Looks at a SQLite store without creating, migrating or locking it (a read-only handle). */

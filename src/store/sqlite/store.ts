@@ -1,23 +1,22 @@
-import { sqliteDriver, type SqliteDatabase } from './driver.js';
 import { TasklatchError } from '../../core/errors.js';
-import { classifyMiss } from '../../core/transition-rules.js';
+import type { StoredInput } from '../../core/input-rules.js';
+import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { boundedAuditLine } from '../audit-line.js';
 import { AuditWriter } from '../audit-writer.js';
-import { mergeTrail, readAuditRow } from '../read-audit.js';
-import { prepareAuditStatements, readAuditIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
-import type { Fence, Millis, TaskRecord } from '../../core/types.js';
-import type { StoredInput } from '../../core/input-rules.js';
+import { ProgressBuffer } from '../progress-buffer.js';
+import { readAuditRow } from '../read-audit.js';
+import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
+  AdmitInput,
+  AdmitOutcome,
   AnswerInput,
   AnswerOutcome,
   AskInput,
   AskOutcome,
-  InputsOutcome,
-  AdmitInput,
-  AdmitOutcome,
   AuditEntry,
   CancelOutcome,
   ClaimInput,
+  InputsOutcome,
   ListPage,
   ListPosition,
   LookupOutcome,
@@ -30,19 +29,19 @@ import type {
   TransitionInput,
   TransitionOutcome,
 } from '../types.js';
-import { openDatabase } from './connection.js';
-import { inTransaction } from './transactions.js';
-import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
+import { auditTrailIn, prepareAuditStatements, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
+import { openDatabase, sqliteDriver } from './connection.js';
+import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
+import type { SqliteDatabase } from './driver.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
-import { ProgressBuffer } from '../progress-buffer.js';
-import { ProgressWriter } from './progress.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
-import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
-import { recordToRow, rowToAudit, rowToRecord, type AuditRow, type TaskRow } from './row.js';
+import { ProgressWriter } from './progress.js';
+import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
 import { prepareStatements, type Statements } from './statements.js';
-import { admitIn, cancelIn, readGuard, transitionIn } from './task-writes.js';
+import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
+import { inTransaction } from './transactions.js';
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -73,7 +72,7 @@ export class SqliteStore implements TaskStore {
   onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
   private constructor(
-    /** The better-sqlite3 connection (inspection and tests; writes should go through the store). */
+    /** The connection, on either driver (inspection and tests; writes should go through the store). */
     readonly db: SqliteDatabase,
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
@@ -94,7 +93,7 @@ export class SqliteStore implements TaskStore {
     );
     this.driver = sqliteDriver().name;
     // A file's other connections are seen by polling it; an in-memory database has none.
-    this.supports = { listenNotify: !db.memory, skipLocked: false, shared: true };
+    this.supports = { listenNotify: !db.memory, shared: true };
     const progress = db.memory ? null : new ProgressWriter(db, (message, fields) => this.onProblem?.(message, fields));
     this.progress = progress === null ? null : new ProgressBuffer((events) => progress.write(events));
   }
@@ -106,6 +105,8 @@ export class SqliteStore implements TaskStore {
   static async open(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
     return openDatabase(path, options.busyTimeoutMs ?? 5000, async (db) => new SqliteStore(db, await migrateSqlite(db)));
   }
+
+  // The records role (TaskRecords): task-writes.ts, reads.ts.
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
     return this.write(() => admitIn(this.sql, input));
@@ -119,28 +120,12 @@ export class SqliteStore implements TaskStore {
     return out;
   }
 
-  async get({ authKey, taskId, now }: TaskRef & { now: Millis }): Promise<LookupOutcome> {
-    // A visible row is the whole answer, and one statement is its own snapshot: the poll's usual
-    // case pays no BEGIN/COMMIT.
-    const visible = this.sql.selectVisible.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
-    if (visible !== undefined) return { decision: 'FOUND', record: rowToRecord(visible) };
-    // A miss: both reads in one read transaction, so a row another process inserts between
-    // them cannot make the classification disagree with the query.
-    return this.db
-      .transaction((): LookupOutcome => {
-        const row = this.sql.selectVisible.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
-        if (row !== undefined) return { decision: 'FOUND', record: rowToRecord(row) };
-        const miss = classifyMiss(readGuard(this.sql, taskId), authKey, now);
-        if (miss === null) throw new TasklatchError('INTERNAL', `task ${taskId} is visible to the rules but not to the query`);
-        return { decision: miss, record: null };
-      })
-      .deferred();
+  async get(ref: TaskRef & { now: Millis }): Promise<LookupOutcome> {
+    return getIn(this.db, this.sql, ref);
   }
 
-  async visibleTaskIds({ authKey, taskIds, now }: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
-    if (taskIds.length === 0) return [];
-    const rows = this.sql.selectVisibleIds.all({ ids: JSON.stringify([...new Set(taskIds)]), auth_key: authKey, now }) as Array<{ task_id: string }>;
-    return rows.map((row) => row.task_id);
+  async visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
+    return visibleTaskIdsIn(this.sql, input);
   }
 
   async cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
@@ -148,14 +133,10 @@ export class SqliteStore implements TaskStore {
   }
 
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
-    const { authKey, now, after } = page;
-    // One row past the page says whether another page exists, without a COUNT.
-    const base = { auth_key: authKey, now, limit: page.limit + 1 };
-    const rows = (
-      after === null ? this.sql.listFirst.all(base) : this.sql.listAfter.all({ ...base, after_created_at_ms: after.createdAt, after_task_id: after.taskId })
-    ) as TaskRow[];
-    return { records: rows.slice(0, page.limit).map(rowToRecord), hasMore: rows.length > page.limit };
+    return listIn(this.sql, page);
   }
+
+  // The dispatch role (TaskDispatch): dispatch.ts.
 
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
     return this.write(() => claimIn(this.sql, input));
@@ -168,6 +149,12 @@ export class SqliteStore implements TaskStore {
   async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
     return this.write(() => releaseIn(this.sql, fence, now, correlationId));
   }
+
+  async pendingDispatch(): Promise<number> {
+    return pendingIn(this.sql);
+  }
+
+  // The input role (TaskInputs): inputs.ts.
 
   async ask(input: AskInput): Promise<AskOutcome> {
     return this.write(() => askIn(this.db, this.sql, input));
@@ -182,10 +169,7 @@ export class SqliteStore implements TaskStore {
     return this.db.transaction(() => inputsIn(this.sql, ref)).deferred();
   }
 
-  /** `now` is part of the interface; an open entry counts whether or not it is due yet. */
-  async pendingDispatch(_input: { now: Millis }): Promise<number> {
-    return (this.sql.countPending.get() as { n: number }).n;
-  }
+  // Upkeep (TaskUpkeep): audit.ts, inputs.ts (deadlines), listener.ts, progress.ts.
 
   /** Counted and upserted in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
@@ -194,7 +178,7 @@ export class SqliteStore implements TaskStore {
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
     await this.auditWriter.drain();
-    return this.db.transaction(() => mergeTrail((this.sql.selectAudit.all(taskId) as AuditRow[]).map(rowToAudit), readAuditIn(this.audit, taskId))).deferred();
+    return this.db.transaction(() => auditTrailIn(this.audit, taskId)).deferred();
   }
 
   async sweepExpired(input: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
@@ -217,11 +201,7 @@ export class SqliteStore implements TaskStore {
 
   async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
     this.write(() => {
-      for (const record of records) {
-        const row = recordToRow(record);
-        if (row.idempotency_key !== null) this.sql.releaseKeyForSeed.run(row);
-        this.sql.upsertTask.run(row);
-      }
+      seedTasksIn(this.sql, records);
       seedInputsIn(this.sql, inputs);
     });
   }
@@ -266,6 +246,8 @@ export class SqliteStore implements TaskStore {
     if (this.db.open) await this.auditWriter.drain(5_000);
     if (this.db.open) this.db.close();
   }
+
+  // The operator's reads (TaskOperations): operations.ts.
 
   async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
     return findTasksIn(this.db, input);

@@ -3,17 +3,18 @@ import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
 import { decideCancel } from '../../core/read-rules.js';
-import { decideTransition, type GuardedRecord } from '../../core/transition-rules.js';
+import { decideTransition } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TaskRef, TransitionInput, TransitionOutcome } from '../types.js';
+import { readById, readGuard } from './reads.js';
 import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import type { Statements } from './statements.js';
 
 /**
- * The writing operations of the SQLite store, each run by the caller inside one `BEGIN
- * IMMEDIATE` transaction: the write lock is held from the first read, so what a function reads
+ * The writing operations of the records role in SQLite (admission, status writes, cancellation,
+ * seeding), each run by the caller inside one `BEGIN IMMEDIATE` transaction: the write lock is held from the first read, so what a function reads
  * is what its conditional write finds. The write goes first; only when it changes nothing is the
  * stored row read and classified by the core.
  */
@@ -119,21 +120,16 @@ export function cancelIn(sql: Statements, input: TaskRef & { now: Millis; correl
 }
 
 /**
- * The columns the miss rules read (auth key, status, version, expiry) and nothing else: another
- * caller's task is refused after the same small read as a missing one, whatever its size, so
- * the time of the answer does not tell them apart.
+ * Seeding: each record as it is, replacing a stored one of the same id (an upsert, so its outbox
+ * entries stay); the key it carries moves to it from any other record. Inside the caller's
+ * write transaction.
  */
-export function readGuard(sql: Statements, taskId: string): GuardedRecord | null {
-  const row = sql.selectGuardById.get(taskId) as Pick<TaskRow, 'auth_key' | 'status' | 'version' | 'expires_at_ms'> | undefined;
-  return row === undefined
-    ? null
-    : { authKey: row.auth_key, status: row.status, version: row.version, expiresAt: row.expires_at_ms, result: null, resultDigest: null };
-}
-
-/** Classification read only: its record is handed to the core rules, or to its own auth key. */
-export function readById(sql: Statements, taskId: string): TaskRecord | null {
-  const row = sql.selectById.get(taskId) as TaskRow | undefined;
-  return row === undefined ? null : rowToRecord(row);
+export function seedTasksIn(sql: Statements, records: readonly TaskRecord[]): void {
+  for (const record of records) {
+    const row = recordToRow(record);
+    if (row.idempotency_key !== null) sql.releaseKeyForSeed.run(row);
+    sql.upsertTask.run(row);
+  }
 }
 
 /** One audit line in the write's own transaction. */

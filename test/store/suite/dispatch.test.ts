@@ -30,7 +30,7 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
   it('claims an admitted task once, bumping the version and counting the attempt', async () => {
     const store = await fresh('claim');
     const admitted = (await store.admit(admission())).record!;
-    expect(await store.pendingDispatch({ now: T0 })).toBe(1);
+    expect(await store.pendingDispatch()).toBe(1);
     const [claimed, ...rest] = await claimIn(store, 'w1', T0 + 5);
     expect(rest).toEqual([]);
     expect(claimed).toMatchObject({
@@ -74,7 +74,7 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
     });
     expect(won.decision).toBe('APPLY_TRANSITION');
     expect(won.record).toMatchObject({ leaseOwner: null, leaseExpiresAt: null });
-    expect(await store.pendingDispatch({ now: T0 + 1504 })).toBe(0);
+    expect(await store.pendingDispatch()).toBe(0);
     expect(await claimIn(store, 'w3', T0 + 99_999)).toEqual([]);
   });
 
@@ -96,7 +96,7 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
     await store.cancel({ authKey: A, taskId: cancelled.taskId, now: T0 + 1, correlationId: 'c' });
     expect(await store.heartbeat({ fence: fenceOf(running!), now: T0 + 2, leaseMs: 1000 })).toBe(false);
     expect(await claimIn(store, 'w2', T0 + 5000)).toEqual([]);
-    expect(await store.pendingDispatch({ now: T0 + 5000 })).toBe(0);
+    expect(await store.pendingDispatch()).toBe(0);
     expect((await store.get({ authKey: A, taskId: expired.taskId, now: T0 })).record?.attempt).toBe(1);
   });
 
@@ -108,7 +108,7 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
     expect(await claimIn(store, 'w3', T0 + 4000, { maxAttempts: 2 })).toEqual([]);
     const stored = (await store.get({ authKey: A, taskId: admitted.taskId, now: T0 + 4000 })).record!;
     expect(stored).toMatchObject({ status: 'failed', attempt: 2, version: 4, result: abandoned, leaseOwner: null });
-    expect(await store.pendingDispatch({ now: T0 + 4000 })).toBe(0);
+    expect(await store.pendingDispatch()).toBe(0);
   });
 
   it('claims at most `limit`, oldest first, and concurrent claimers never share a task', async () => {
@@ -142,7 +142,7 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
       const seen: unknown[] = [];
       const claim = async (owner: string, now: number, limit: number, maxAttempts = 5) => {
         const got = await target.claim({ ...claimBy(owner, now, 1000, limit), maxAttempts });
-        seen.push(got, await target.pendingDispatch({ now }));
+        seen.push(got, await target.pendingDispatch());
         return got;
       };
       for (const [i, taskId] of ids.entries()) await target.admit(pgAdmission({ taskId, authKey: 'walk', now: PG_NOW + (i % 4), ttl: i === 3 ? 50 : null }));
@@ -208,7 +208,7 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
       return {
         first: first.map((r) => [r.taskId, r.attempt]),
         second: second.map((r) => [r.taskId, r.attempt]),
-        pending: await target.pendingDispatch({ now: T0 + 100 }),
+        pending: await target.pendingDispatch(),
       };
     };
     const expected = await run(new MemoryStore());

@@ -228,14 +228,14 @@ defineStoreSuite('inputs', ({ harness, fresh, freshMany }) => {
       inputs: [{ deadlineAt: T0 + 500 }, { deadlineAt: T0 + 900 }, { deadlineAt: null }],
     });
     expect(await overdue(store, T0 + 499)).toEqual([]);
-    const pending = await store.pendingDispatch({ now: T0 + 500 });
+    const pending = await store.pendingDispatch();
     const ended = await overdue(store, T0 + 1000);
     expect(ended).toEqual([{ taskId: fence.taskId, version: 5 }]);
     const error = { code: -32603, message: `no answer to input request "late" before its deadline (${new Date(T0 + 500).toISOString()})` };
     const { task } = await snapshot(store, fence, T0 + 1000);
     expect(task).toMatchObject({ status: 'failed', version: 5, lastUpdatedAt: T0 + 1000, result: { error }, leaseOwner: null, leaseExpiresAt: null });
     expect(task!.resultDigest).toBe(resultDigest({ error }));
-    expect(await store.pendingDispatch({ now: T0 + 1000 })).toBe(pending - 1);
+    expect(await store.pendingDispatch()).toBe(pending - 1);
     const trail = await store.auditTrail({ taskId: fence.taskId });
     expect(trail.at(-1)).toMatchObject({
       at: T0 + 1000,

@@ -1,0 +1,187 @@
+import { TASK_COLUMNS } from '../task-columns.js';
+import { AUDIT_COLUMNS, OPEN_AND_VISIBLE, unexpired } from './predicates.js';
+
+/**
+ * The statements of the records role in PostgreSQL: admission, status writes, cancellation, the
+ * caller's reads, seeding, and the audit line a write leaves. A guard that restates a core rule
+ * names it (see predicates.ts).
+ */
+
+/** Column types of `TASK_COLUMNS`, for parameters outside a VALUES list (which would default to text). */
+const TASK_COLUMN_TYPES = [
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'int',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'int',
+  'text',
+  'text',
+  'jsonb',
+  'boolean',
+  'jsonb',
+  'text',
+  'text',
+  'int',
+  'text',
+  'bigint',
+  'text',
+  'text',
+] as const;
+const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+
+/** The parameters after the task's columns in `admitTask`: the active limit, now, the stored bound. */
+const LIMIT = `$${TASK_COLUMNS.length + 1}::int`;
+const NOW = `$${TASK_COLUMNS.length + 2}::bigint`;
+const STORED = `$${TASK_COLUMNS.length + 3}::int`;
+
+/**
+ * The CTE that closes the open outbox entry of the task in `applied` at the time `at`, so no
+ * claimer dispatches it again. It reads `applied`, so it locks the outbox row after the task
+ * row: every waiting writer locks in that order, and claimers (which lock both at once) never
+ * wait, so the two orders never meet in a deadlock.
+ */
+function closeOutboxOf(at: string): string {
+  return `, closed AS (
+    UPDATE task_outbox o SET done_at_ms = ${at} FROM applied a WHERE o.task_id = a.task_id AND o.done_at_ms IS NULL
+  )`;
+}
+
+/** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
+function listPage(afterPosition: boolean): string {
+  const after = afterPosition ? 'AND (created_at_ms, task_id) > ($4, $5)' : '';
+  return `SELECT * FROM tasks WHERE auth_key = $1 AND ${unexpired(2)} ${after}
+   ORDER BY created_at_ms, task_id LIMIT $3`;
+}
+
+/**
+ * A status write as one statement: the conditional task UPDATE (restating decideTransition's
+ * APPLY_TRANSITION: this task and auth key, still open, the expected version, unexpired) and,
+ * only when it changed the row, the close of its outbox entry (a terminal status), the
+ * APPLY_TRANSITION audit line. `sets` are
+ * extra assignments with their own parameters (from `$7` on); parameters: $1 task id, $2 auth
+ * key, $3 expected version, $4 now, $5 status, $6 correlation id. The outbox row is locked after
+ * the task row, the order every waiting writer keeps (see closeOutboxOf).
+ */
+export function appliedTransition(sets: readonly string[], terminal: boolean): string {
+  const assignments = ['status = $5', 'version = version + 1', 'last_updated_at_ms = $4', ...sets].join(', ');
+  return `
+  WITH applied AS (
+    UPDATE tasks SET ${assignments}
+     WHERE ${OPEN_AND_VISIBLE} AND version = $3 AND ${unexpired(4)}
+    RETURNING *
+  )${terminal ? closeOutboxOf('$4') : ''}, audited AS (
+    INSERT INTO task_audit ${AUDIT_COLUMNS}
+    SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $6::text, status, version, NULL FROM applied
+  )
+  SELECT applied.* FROM applied`;
+}
+
+/** The records role's statements, by name. */
+export const taskSql = {
+  /** An expired holder gives its idempotency key up (restates decideAdmission's expiry test). */
+  releaseExpiredKey: `
+  UPDATE tasks SET idempotency_key = NULL
+   WHERE auth_key = $1 AND idempotency_key = $2 AND expires_at_ms <= $3`,
+
+  /**
+   * Admission as one statement: the task row (unless its key is taken, or the caller is at its
+   * active-task limit), its outbox entry (with the task's app, which the claim filters by) and the
+   * ACCEPT_TASK audit line. Parameters: the task's columns ($1–$23, `TASK_COLUMNS` order), the
+   * limit ($24, null for none), now ($25), the stored bound ($26, null for none). Under a
+   * limit the caller has taken the auth key's advisory lock in an earlier statement, so this
+   * statement's snapshot already sees every admission that committed before it. The count guard
+   * restates decideLimitedAdmission's limit; the key's live holder is classified in TS.
+   */
+  admitTask: `
+  WITH inserted AS (
+    INSERT INTO tasks (${TASK_COLUMNS.join(', ')})
+    SELECT ${typedPlaceholders}
+     WHERE (${LIMIT} IS NULL
+        OR (SELECT count(*) FROM tasks
+             WHERE auth_key = $2::text AND status IN ('working', 'input_required')
+               AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${LIMIT})
+       AND (${STORED} IS NULL
+        OR (SELECT count(*) FROM tasks
+             WHERE auth_key = $2::text AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${STORED})
+    ON CONFLICT (auth_key, idempotency_key) DO NOTHING
+    RETURNING *
+  ), queued AS (
+    INSERT INTO task_outbox (task_id, app, created_at_ms, available_at_ms)
+    SELECT task_id, app, created_at_ms, created_at_ms FROM inserted
+  ), audited AS (
+    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    SELECT created_at_ms, 'create', 'ACCEPT_TASK', auth_key, task_id, correlation_id, NULL, NULL, NULL FROM inserted
+  )
+  SELECT inserted.* FROM inserted`,
+
+  selectByKey: `SELECT * FROM tasks WHERE auth_key = $1 AND idempotency_key = $2`,
+
+  countActive: `
+  SELECT count(*)::int AS n FROM tasks
+   WHERE auth_key = $1 AND status IN ('working', 'input_required') AND ${unexpired(2)}`,
+
+  countStored: `SELECT count(*)::int AS n FROM tasks WHERE auth_key = $1 AND ${unexpired(2)}`,
+
+  /** Classification read only: its row is handed to the core rules, or to its own auth key. */
+  selectById: `SELECT * FROM tasks WHERE task_id = $1`,
+
+  /** Which of the ids ($1, an array) are the caller's ($2) unexpired ($3) tasks: one statement for all. */
+  selectVisibleIds: `SELECT task_id FROM tasks WHERE task_id = ANY($1::text[]) AND auth_key = $2 AND ${unexpired(3)}`,
+
+  /** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */
+  selectGuardById: `SELECT auth_key, status, version, expires_at_ms FROM tasks WHERE task_id = $1`,
+
+  /** The first page of a listing: $1 auth key, $2 now, $3 limit. */
+  listFirst: listPage(false),
+
+  /** A later page of a listing: $1 auth key, $2 now, $3 limit, $4/$5 the position after which it starts. */
+  listAfter: listPage(true),
+
+  /**
+   * Cancellation as one statement: latches `cancelled` and the intent (restates decideCancel's
+   * CANCEL_TASK), closes the outbox entry and writes the CANCEL_TASK line; all only when
+   * the UPDATE changed the row. $1 task id, $2 auth key, $3 now, $4 correlation id.
+   */
+  applyCancel: `
+  WITH applied AS (
+    UPDATE tasks SET status = 'cancelled', cancel_requested = true, version = version + 1,
+           last_updated_at_ms = $3, lease_owner = NULL, lease_expires_at_ms = NULL
+     WHERE ${OPEN_AND_VISIBLE} AND ${unexpired(3)}
+    RETURNING *
+  )${closeOutboxOf('$3')}, audited AS (
+    INSERT INTO task_audit ${AUDIT_COLUMNS}
+    SELECT $3::bigint, 'read', 'CANCEL_TASK', auth_key, task_id, $4::text, status, version, NULL FROM applied
+  )
+  SELECT applied.* FROM applied`,
+
+  /** One audit line (`auditToRow`), with a write or after a refused one. */
+  insertAudit: `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+
+  /**
+   * Any number of audit lines in one INSERT, one text for every batch size (so it is prepared once
+   * per connection): nine arrays, one per column, element i of each is line i (`auditColumns`).
+   */
+  insertAuditLines: `
+  INSERT INTO task_audit ${AUDIT_COLUMNS}
+  SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[])`,
+
+  /** Seeding replaces a record verbatim; the key it carries moves to it from any other record. */
+  releaseKeyForSeed: `
+  UPDATE tasks SET idempotency_key = NULL
+   WHERE auth_key = $1 AND idempotency_key = $2 AND task_id <> $3`,
+
+  upsertTask: `
+  INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${typedPlaceholders})
+  ON CONFLICT (task_id) DO UPDATE SET ${TASK_COLUMNS.filter((c) => c !== 'task_id')
+    .map((c) => `${c} = EXCLUDED.${c}`)
+    .join(', ')}`,
+
+  /** The secret every process on the schema shares (cursor signing), written by the migrations. */
+  selectSecret: `SELECT value FROM tasklatch_meta WHERE key = 'secret'`,
+} as const;
