@@ -4,9 +4,10 @@ import { performance } from 'node:perf_hooks';
 import { checkAppName } from '../core/app-name.js';
 import type { TaskRecord } from '../core/types.js';
 import type { ClaimReservation } from '../service/admission-claims.js';
-import type { TaskService } from '../service/task-service.js';
+import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
+import { ClaimWindow } from './claim-window.js';
 import { TaskExecutor, type ExecutionHooks } from './task-executor.js';
 
 export interface WorkerOptions {
@@ -58,12 +59,8 @@ export class Worker {
    * event or the poll.
    */
   private nudged = false;
-  /**
-   * The changes seen while a claim is in flight, by task (the highest version, or undefined when
-   * a writer did not say), and whether every task may have changed: a claimed task changed in
-   * that window (cancelled by a request, say) before its run could watch it, and its run is told.
-   */
-  private seen: { tasks: Map<string, number | undefined>; all: boolean } | null = null;
+  /** The changes seen while a claim is in flight (see `ClaimWindow`); null between claims. */
+  private seen: ClaimWindow | null = null;
   private unsubscribe: (() => void) | null = null;
   /** Slots held for admissions in flight that may lease their task to this worker. */
   private reserved = 0;
@@ -76,30 +73,30 @@ export class Worker {
   private readonly tools: ToolRegistry;
 
   constructor(
-    private readonly service: TaskService,
+    private readonly port: WorkerPort,
     tools: ToolRegistry,
     options: WorkerOptions = {},
   ) {
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.concurrency = options.concurrency ?? 4;
     this.leaseMs = options.leaseMs ?? 30_000;
-    this.heartbeatMs = options.heartbeatMs ?? Math.max(50, Math.min(Math.floor(this.leaseMs / 3), service.limits.pollInterval));
-    const { supports } = service;
+    this.heartbeatMs = options.heartbeatMs ?? Math.max(50, Math.min(Math.floor(this.leaseMs / 3), port.limits.pollInterval));
+    const { supports } = port;
     this.pollMs = options.pollMs ?? (supports.shared && !supports.listenNotify ? 500 : 5_000);
     this.maxAttempts = options.maxAttempts ?? 5;
     this.log = options.hooks?.log ?? (() => undefined);
-    this.executor = new TaskExecutor(service, tools, options.hooks);
+    this.executor = new TaskExecutor(port, tools, options.hooks);
     this.toolNames = tools.names();
     this.tools = tools;
-    this.app = options.app === undefined ? service.app : checkAppName(options.app, 'worker app');
+    this.app = options.app === undefined ? port.app : checkAppName(options.app, 'worker app');
   }
 
   /** Starts claiming. */
   start(): void {
     if (this.loop !== null) return;
     this.stopping = false;
-    this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
-    this.withdraw = this.service.admissionClaims.offer(this);
+    this.unsubscribe = this.port.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
+    this.withdraw = this.port.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
     this.log('info', 'worker runs only the tasks of its app and tools; tasks of other apps and tools are left for workers that know them', {
       worker: this.id,
@@ -138,9 +135,9 @@ export class Worker {
         // Cleared before the look at the outbox: whatever comes after it is news for the next look.
         this.nudged = false;
         lastLook = performance.now();
-        this.seen = { tasks: new Map(), all: false };
+        this.seen = new ClaimWindow();
         try {
-          const claimed = await this.service.claim({
+          const claimed = await this.port.claim({
             owner: this.id,
             leaseMs: this.leaseMs,
             limit: free,
@@ -158,7 +155,7 @@ export class Worker {
           failures++;
           this.log('warn', 'claim failed; retrying', { error: String(error), failures });
           // What changed meanwhile is news for the next look.
-          if (this.seen !== null && (this.seen.all || this.seen.tasks.size > 0)) this.nudge();
+          if (this.seen?.any === true) this.nudge();
         } finally {
           this.seen = null;
         }
@@ -222,7 +219,7 @@ export class Worker {
    */
   reserve(tool: string): ClaimReservation | null {
     // The admission records the service's app: a worker of another app must not take its task.
-    if (this.loop === null || this.stopping || this.app !== this.service.app || !this.toolNames.includes(tool)) return null;
+    if (this.loop === null || this.stopping || this.app !== this.port.app || !this.toolNames.includes(tool)) return null;
     if (this.concurrency - this.executor.active - this.reserved <= 0) return null;
     this.reserved++;
     let held = true;
@@ -253,44 +250,16 @@ export class Worker {
    */
   private changed(taskId: string | undefined, version: number | undefined): void {
     if (taskId !== undefined && this.executor.runs(taskId)) return;
-    if (this.seen !== null) this.note(this.seen, taskId, version);
+    if (this.seen !== null) this.seen.note(taskId, version);
     else this.nudge();
-  }
-
-  private note(seen: NonNullable<Worker['seen']>, taskId: string | undefined, version: number | undefined): void {
-    if (taskId === undefined) {
-      seen.all = true;
-      return;
-    }
-    if (!seen.tasks.has(taskId)) {
-      seen.tasks.set(taskId, version);
-      return;
-    }
-    const before = seen.tasks.get(taskId);
-    // Unknown wins over any version: the run must look.
-    seen.tasks.set(taskId, before === undefined || version === undefined ? undefined : Math.max(before, version));
   }
 
   /**
    * Tells each new run of the changes its task went through while the claim was in flight, and
-   * sends the worker to the outbox again when anything else changed meanwhile (the claim's own
-   * records at the versions it claimed them are no news).
+   * sends the worker to the outbox again when anything else changed meanwhile.
    */
   private replaySeen(claimed: readonly TaskRecord[]): void {
-    const seen = this.seen;
-    if (seen === null) return;
-    const versions = new Map(claimed.map((record) => [record.taskId, record.version] as const));
-    for (const record of claimed) {
-      if (seen.all) this.executor.observe(record.taskId, undefined);
-      else if (seen.tasks.has(record.taskId)) this.executor.observe(record.taskId, seen.tasks.get(record.taskId));
-    }
-    const news =
-      seen.all ||
-      [...seen.tasks].some(([taskId, version]) => {
-        const mine = versions.get(taskId);
-        return mine === undefined || version === undefined || version > mine;
-      });
-    if (news) this.nudge();
+    if (this.seen?.replay(claimed, (taskId, version) => this.executor.observe(taskId, version)) === true) this.nudge();
   }
 
   private nudge(): void {
