@@ -37,7 +37,6 @@ export interface StoredInput {
 }
 
 // Stores still import these types from here; their home is decisions.ts.
-export type { AnswerDecision, AskDecision } from './decisions.js';
 
 /** The part of a record the input rules read. */
 export type AskedRecord = Pick<TaskRecord, 'taskId' | 'authKey' | 'status' | 'version' | 'expiresAt' | 'leaseOwner'>;

@@ -4,7 +4,6 @@ import { isTaskStatus, isTerminal, type Millis, type StatusWrite, type TaskRecor
 import { classifyMiss } from './visibility.js';
 
 // Stores still import classifyMiss from here; its home is visibility.ts.
-export { classifyMiss } from './visibility.js';
 
 /** The part of a record the transition and read rules look at. */
 export type GuardedRecord = Pick<TaskRecord, 'authKey' | 'status' | 'version' | 'expiresAt' | 'result' | 'resultDigest'>;

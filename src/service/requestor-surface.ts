@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { decideCreateEntry, idempotencyKeyOf } from '../core/create-rules.js';
+import { decideCreateEntry, idempotencyKeyOf, type CreateEntry } from '../core/create-rules.js';
 import type { MissDecision, ReadDecision } from '../core/decisions.js';
 import { requestDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
@@ -9,6 +9,7 @@ import type { LookupOutcome } from '../store/types.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { GuardContext } from './guard-context.js';
 import { grantTtl, jsonBytes } from './limits.js';
+import type { DecisionEvent } from './task-events.js';
 import type { CancelTaskOutcome, CreateOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
 
 /** A `tools/call` as the guard takes it. */
@@ -24,6 +25,23 @@ export interface CreateInput {
    * validation. Throwing here leaves no record, no outbox entry and no side effect.
    */
   beforeAdmit?: () => void | Promise<void>;
+  /**
+   * The entry decision, when the wire made it with `decideCallMode` (which also reads what the
+   * request alone does not say: a 2026-07-28 request's extension, the tool's preference);
+   * absent, create rules 1–4 decide from the request (`params.task`).
+   */
+  entry?: CreateEntry;
+}
+
+/** A decision a wire made outside any store write (see `RequestorSurface.recordDecision`). */
+export interface RecordDecisionInput {
+  surface: DecisionEvent['surface'];
+  decision: DecisionEvent['decision'];
+  auth: string;
+  taskId: string | null;
+  correlationId?: string;
+  detail?: string;
+  read?: boolean;
 }
 
 /** The fields of a read decision's audit line and event that do not depend on the decision. */
@@ -48,7 +66,7 @@ export class RequestorSurface {
     const { ctx } = this;
     const now = ctx.clock();
     const correlationId = input.correlationId ?? randomUUID();
-    const entry = decideCreateEntry({ capabilities: ctx.capabilities, tool: input.tool, request: input.request });
+    const entry = input.entry ?? decideCreateEntry({ capabilities: ctx.capabilities, tool: input.tool, request: input.request });
     const who = { authKey: input.auth, correlationId, tool: input.tool.name };
     if (entry !== 'ADMIT') {
       await ctx.audit({ at: now, surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId });
@@ -66,7 +84,8 @@ export class RequestorSurface {
     if (requestBytes > ctx.limits.maxRequestBytes) {
       throw new TasklatchError('INVALID_INPUT', `the request is ${requestBytes} bytes as stored; at most ${ctx.limits.maxRequestBytes} bytes are kept`);
     }
-    const task = input.request.params.task as { ttl?: unknown };
+    // A task the server chose (2026-07-28) has no `params.task`: the default ttl.
+    const task = input.request.params.task as { ttl?: unknown } | undefined;
     const reservation = ctx.store.supports.claimsOnAdmit === true ? ctx.admissionClaims.reserve(input.tool.name) : null;
     const claim =
       reservation === null
@@ -82,7 +101,7 @@ export class RequestorSurface {
         request: input.request,
         requestDigest: requestDigest(input.request),
         idempotencyKey: metaKey ?? headerKey,
-        ttl: grantTtl(task.ttl, ctx.limits),
+        ttl: grantTtl(task?.ttl, ctx.limits),
         pollInterval: ctx.limits.pollInterval,
         correlationId,
         now,
@@ -183,5 +202,20 @@ export class RequestorSurface {
       ctx.decided({ ...base, decision, status: found.record.status });
     }
     return { decision, record: found.record };
+  }
+
+  /**
+   * A decision a wire made outside any store write (a refusal, a miss found by a read that
+   * decides nothing itself): one count in the aggregated audit, bounded per caller and hour
+   * (`TaskUpkeep.recordDecision`), and one decision event. `read`: a read's decision, not
+   * audited when reads are not (`auditReads`).
+   */
+  async recordDecision(input: RecordDecisionInput): Promise<void> {
+    const { ctx } = this;
+    const correlationId = input.correlationId ?? randomUUID();
+    const { surface, decision, taskId } = input;
+    const detail = input.detail === undefined ? {} : { detail: input.detail };
+    await ctx.audit({ at: ctx.clock(), surface, decision, authKey: input.auth, taskId, correlationId, ...detail }, input.read === true);
+    ctx.decided({ surface, decision, authKey: input.auth, taskId, correlationId, ...detail });
   }
 }

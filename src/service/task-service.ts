@@ -18,7 +18,7 @@ import { InputSurface } from './input-surface.js';
 import type { TaskLimits } from './limits.js';
 import { NotificationRelay, type NotificationState } from './notification-relay.js';
 import type { CancelTaskOutcome, CreateOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
-import { RequestorSurface, type CreateInput } from './requestor-surface.js';
+import { RequestorSurface, type CreateInput, type RecordDecisionInput } from './requestor-surface.js';
 import { awaitResult, type AwaitResultInput } from './result-wait.js';
 import type { TaskEvents } from './task-events.js';
 import type { AskRequest, ClaimRequest, WorkerPort } from './worker-port.js';
@@ -118,6 +118,11 @@ export class TaskService implements WorkerPort {
     const { ctx } = this;
     const parts = { changes: ctx.changes, events: ctx.events, clock: ctx.clock, reads: this.requests, fallbackPollMs: () => this.relay.fallbackPollMs() };
     return awaitResult(parts, input);
+  }
+
+  /** A decision a wire made outside any store write, to the aggregated audit (see `RequestorSurface.recordDecision`). */
+  recordDecision(input: RecordDecisionInput): Promise<void> {
+    return this.requests.recordDecision(input);
   }
 
   /** `tasks/cancel`: the cancellation is stored before this resolves. */

@@ -1,5 +1,6 @@
 import type { Decision, MissDecision, TransitionDecision } from '../core/decisions.js';
-import type { AnswerDecision, AskDecision, InputRequest, StoredInput } from '../core/input-rules.js';
+import type { AnswerDecision, AskDecision } from '../core/decisions.js';
+import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
 import type { TaskOperations } from './task-operations.js';
 

@@ -1,15 +1,7 @@
 import { jcsSha256 } from '../../core/digest.js';
-import {
-  answerMiss,
-  awaitsInput,
-  decideAnswer,
-  decideAsk,
-  outstanding,
-  overdueQuestion,
-  type AnswerDecision,
-  type StoredInput,
-} from '../../core/input-rules.js';
-import { classifyMiss } from '../../core/transition-rules.js';
+import { answerMiss, awaitsInput, decideAnswer, decideAsk, outstanding, overdueQuestion, type StoredInput } from '../../core/input-rules.js';
+import { classifyMiss } from '../../core/visibility.js';
+import type { AnswerDecision } from '../../core/decisions.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, AuditEntry, InputsOutcome, TaskRef } from '../types.js';

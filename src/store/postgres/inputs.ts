@@ -2,17 +2,9 @@ import type pg from 'pg';
 import type { Decision } from '../../core/decisions.js';
 import { jcsSha256, resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
-import {
-  answerMiss,
-  deadlineDetail,
-  deadlineOutcome,
-  decideAnswer,
-  decideAsk,
-  outstanding,
-  type AnswerDecision,
-  type StoredInput,
-} from '../../core/input-rules.js';
-import { classifyMiss } from '../../core/transition-rules.js';
+import { answerMiss, deadlineDetail, deadlineOutcome, decideAnswer, decideAsk, outstanding, type StoredInput } from '../../core/input-rules.js';
+import { classifyMiss } from '../../core/visibility.js';
+import type { AnswerDecision } from '../../core/decisions.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { AnswerInput, AnswerOutcome, AskInput, AskOutcome, AuditEntry, InputsOutcome, OverdueOutcome, TaskRef } from '../types.js';

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { classifyMiss, type GuardedRecord } from '../../core/transition-rules.js';
+import { classifyMiss } from '../../core/visibility.js';
+import type { GuardedRecord } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord, TaskStatus } from '../../core/types.js';
 import type { ListPage, ListPosition, LookupOutcome, TaskRef } from '../types.js';
 import type { ReadBatcher } from './read-batcher.js';

@@ -1,5 +1,6 @@
 import { TasklatchError } from '../../core/errors.js';
-import { classifyMiss, type GuardedRecord } from '../../core/transition-rules.js';
+import { classifyMiss } from '../../core/visibility.js';
+import type { GuardedRecord } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import type { ListPage, ListPosition, LookupOutcome, TaskRef } from '../types.js';
 import type { SqliteDatabase } from './driver.js';
