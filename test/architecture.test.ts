@@ -102,4 +102,45 @@ describe('the import graph of src/', () => {
       }
     }
   });
+
+  it('has no import cycle between files', () => {
+    const next = new Map<string, string[]>();
+    for (const { from, to } of edges) (next.get(from) ?? next.set(from, []).get(from)!).push(to);
+    const cycles: string[] = [];
+    // Depth-first with colours: a grey file met again closes a cycle through the stack.
+    const colour = new Map<string, 'grey' | 'black'>();
+    const stack: string[] = [];
+    const visit = (file: string) => {
+      colour.set(file, 'grey');
+      stack.push(file);
+      for (const to of next.get(file) ?? []) {
+        if (colour.get(to) === 'grey') cycles.push([...stack.slice(stack.indexOf(to)), to].map((f) => relative(SRC, f)).join(' → '));
+        else if (colour.get(to) === undefined) visit(to);
+      }
+      stack.pop();
+      colour.set(file, 'black');
+    };
+    for (const file of sourceFiles(SRC)) if (colour.get(file) === undefined) visit(file);
+    expect(cycles).toEqual([]);
+  });
+});
+
+describe('the size of src/', () => {
+  it('keeps every file under 400 lines', () => {
+    const over = sourceFiles(SRC)
+      .map((file) => ({ file: relative(SRC, file), lines: readFileSync(file, 'utf8').split('\n').length }))
+      .filter(({ lines }) => lines > 400);
+    expect(over).toEqual([]);
+  });
+
+  /**
+   * JSON-RPC error codes are protocol facts named once: the table of codes, and at most two other
+   * files that must spell one (none today beyond the table's neighbours listed here).
+   */
+  it('spells JSON-RPC error codes as numbers in at most three files', () => {
+    const spelling = sourceFiles(SRC)
+      .filter((file) => /-32[0-9]{3}\b/.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(SRC, file));
+    expect(spelling.length, spelling.join(', ')).toBeLessThanOrEqual(3);
+  });
 });
