@@ -96,7 +96,16 @@ export type {
 } from './store/types.js';
 export { MemoryStore } from './store/memory/memory-store.js';
 export { openStore } from './store/open-store.js';
-export { TaskService, type TaskServiceOptions, type CreateOutcome, type ReadOutcome, type ListOutcome } from './service/task-service.js';
+export {
+  TaskService,
+  type TaskServiceOptions,
+  type CreateInput,
+  type CreateOutcome,
+  type ReadOutcome,
+  type CancelTaskOutcome,
+  type ListOutcome,
+} from './service/task-service.js';
+export type { WorkerPort, ClaimRequest, AskRequest } from './service/worker-port.js';
 export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
 export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
 export { ANONYMOUS } from './tools/principal.js';

@@ -140,7 +140,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       // it in one transaction and signals it (NOTIFY, or the change line a SQLite listener polls).
       const service = new TaskService({ store, capabilities: { cancel: {} } });
       const correlationId = `operator:${randomUUID()}`;
-      const out = await service.read({ auth, method: 'tasks/cancel', taskId: id, correlationId });
+      const out = await service.cancel({ auth, taskId: id, correlationId });
       if (out.record === null) {
         throw new TasklatchError('INVALID_INPUT', `task ${JSON.stringify(id)} is not one of ${auth}'s (${out.decision}): nothing changed`);
       }

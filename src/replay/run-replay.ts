@@ -99,7 +99,8 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
     case 'read': {
       const p = replayCase.packet;
       if (p.task !== null) await store.seed([toRecord(p.task, ns)]);
-      const outcome = await service.read({ auth, method: p.method, taskId: ns + p.params.taskId });
+      const taskId = ns + p.params.taskId;
+      const outcome = p.method === 'tasks/cancel' ? await service.cancel({ auth, taskId }) : await service.read({ auth, method: p.method, taskId });
       return { actual: outcome.decision };
     }
     case 'list': {

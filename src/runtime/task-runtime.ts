@@ -2,7 +2,7 @@ import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import type { Millis, TaskCapabilities } from '../core/types.js';
 import { ExpirySweeper } from '../service/expiry-sweeper.js';
 import type { TaskLimits } from '../service/limits.js';
-import { TaskService, type ReadOutcome } from '../service/task-service.js';
+import { TaskService, type CancelTaskOutcome } from '../service/task-service.js';
 import type { TaskStore } from '../store/types.js';
 import { ToolRegistry } from '../tools/tool-registry.js';
 import type { TaskTool } from '../tools/tool.js';
@@ -151,8 +151,8 @@ export class TaskRuntime {
    * running in this process is stopped at once, one running elsewhere through the change feed
    * or its next heartbeat.
    */
-  async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<ReadOutcome> {
-    const out = await this.service.read({ ...input, method: 'tasks/cancel' });
+  async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<CancelTaskOutcome> {
+    const out = await this.service.cancel(input);
     if (out.decision === 'CANCEL_TASK') this.worker?.executor.abort(out.record.taskId, 'cancelled');
     return out;
   }

@@ -90,7 +90,7 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
 
   async updateTaskStatus(taskId: string, status: Task['status'], statusMessage?: string): Promise<void> {
     if (status === 'cancelled') {
-      const out = await this.service.read({ auth: this.auth.authKey(), method: 'tasks/cancel', taskId });
+      const out = await this.service.cancel({ auth: this.auth.authKey(), taskId });
       if (out.record === null) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
       if (out.decision === 'ALREADY_TERMINAL') throw new McpError(ErrorCode.InvalidParams, `Task ${taskId} is already ${out.record.status}`);
       return;

@@ -1,52 +1,71 @@
 import { visibleTo } from '../core/visibility.js';
 import { isTerminal, type Millis, type TaskRecord } from '../core/types.js';
-import type { TaskWatch } from './change-feed.js';
-import type { ReadOutcome } from './task-service.js';
+import type { ChangeFeed } from './change-feed.js';
+import type { ReadOutcome } from './outcomes.js';
+import type { RequestorSurface } from './requestor-surface.js';
+import type { TaskEvents } from './task-events.js';
 
-type Quiet = (decision: ReadOutcome['decision']) => boolean;
-
-/** What a held `tasks/result` needs of the service: its clock, two ways to decide, and a watch already started. */
+/** What a held `tasks/result` needs of the service: its feed, events and clock, its reads, and how long to sleep unwoken. */
 export interface ResultWaitParts {
-  watch: TaskWatch;
+  changes: Pick<ChangeFeed, 'watch'>;
+  events: Pick<TaskEvents, 'emit'>;
   clock: () => Millis;
-  /** The decision on the stored record, read now. */
-  readStore: (quietIf: Quiet) => Promise<ReadOutcome>;
-  /** The same decision, audit line and event on a record this process just wrote. */
-  decideOn: (record: TaskRecord, quietIf: Quiet) => Promise<ReadOutcome>;
+  reads: Pick<RequestorSurface, 'read' | 'decideOn'>;
+  /** How long a waiter sleeps without an event (see `NotificationRelay.fallbackPollMs`). */
   fallbackPollMs: () => number;
 }
 
+export interface AwaitResultInput {
+  auth: string;
+  taskId: string;
+  signal?: AbortSignal;
+  /** Bounds each sleep instead of the relay's default. */
+  fallbackPollMs?: number;
+  /** Called on every wake that finds the task waiting for input (the wire delivers the questions). */
+  onWaitInput?: (record: TaskRecord) => void | Promise<void>;
+}
+
 /**
- * The loop of a held `tasks/result` (see `TaskService.awaitResult`): decide, and while the task
- * waits, sleep until a change, the fallback poll or the task's expiry. A wake by this process's
- * own write decides from the record that write returned when that record is terminal (final: no
- * later write can change it), the caller's, unexpired and newer than the one decided last; any
- * other wake reads the store, since another process may have written after this one.
+ * `tasks/result`: holds until the task is terminal and returns the read decision then (or a
+ * miss, once the task expires); returns early, still waiting, when `signal` aborts. Decides, and
+ * while the task waits, sleeps until a change, the fallback poll or the task's expiry. A wake by
+ * this process's own write decides from the record that write returned when that record is
+ * terminal (final: no later write can change it), the caller's, unexpired and newer than the one
+ * decided last; any other wake reads the store, since another process may have written after
+ * this one.
  */
-export async function waitForResult(
-  parts: ResultWaitParts,
-  input: { auth: string; signal?: AbortSignal | undefined; onWaitInput?: ((record: TaskRecord) => void | Promise<void>) | undefined },
-): Promise<ReadOutcome> {
-  // One audit line per decision this wait goes through (waiting, waiting for input, the
-  // result), not one per wake: a long wait must not grow the trail.
-  let said: ReadOutcome['decision'] | null = null;
-  const quietIf = (decision: ReadOutcome['decision']) => decision === said;
-  let carried: TaskRecord | null = null;
-  let seen = 0;
-  for (;;) {
-    const outcome =
-      carried !== null && isTerminal(carried.status) && carried.version > seen && visibleTo(carried, input.auth, parts.clock())
-        ? await parts.decideOn(carried, quietIf)
-        : await parts.readStore(quietIf);
-    said = outcome.decision;
-    if (outcome.decision !== 'WAIT_TERMINAL' && outcome.decision !== 'WAIT_INPUT') return outcome;
-    if (input.signal?.aborted === true) return outcome;
-    if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
-    seen = outcome.record.version;
-    const untilExpiry = outcome.record.expiresAt === null ? Infinity : outcome.record.expiresAt - parts.clock();
-    carried = await parts.watch.changed(Math.max(1, Math.min(parts.fallbackPollMs(), untilExpiry)), input.signal);
-    // A requestor that went away while this waited gets nothing more: no read, no audit line.
-    if (isAborted(input.signal)) return outcome;
+export async function awaitResult(parts: ResultWaitParts, input: AwaitResultInput): Promise<ReadOutcome> {
+  const { auth, taskId } = input;
+  // Watched before the first read, so that a change between that read and the sleep is not missed.
+  const watch = parts.changes.watch(taskId);
+  parts.events.emit('waiting', 'result', 1);
+  try {
+    // One audit line per decision this wait goes through (waiting, waiting for input, the
+    // result), not one per wake: a long wait must not grow the trail.
+    let said: ReadOutcome['decision'] | null = null;
+    const quietIf = (decision: ReadOutcome['decision']) => decision === said;
+    const ask = { auth, method: 'tasks/result' as const, taskId, quietIf };
+    let carried: TaskRecord | null = null;
+    let seen = 0;
+    for (;;) {
+      const outcome =
+        carried !== null && isTerminal(carried.status) && carried.version > seen && visibleTo(carried, auth, parts.clock())
+          ? await parts.reads.decideOn(ask, { decision: 'FOUND', record: { ...carried } })
+          : await parts.reads.read(ask);
+      said = outcome.decision;
+      if (outcome.decision !== 'WAIT_TERMINAL' && outcome.decision !== 'WAIT_INPUT') return outcome;
+      if (input.signal?.aborted === true) return outcome;
+      if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
+      seen = outcome.record.version;
+      const untilExpiry = outcome.record.expiresAt === null ? Infinity : outcome.record.expiresAt - parts.clock();
+      const sleepMs = input.fallbackPollMs ?? parts.fallbackPollMs();
+      carried = await watch.changed(Math.max(1, Math.min(sleepMs, untilExpiry)), input.signal);
+      // A requestor that went away while this waited gets nothing more: no read, no audit line.
+      if (isAborted(input.signal)) return outcome;
+    }
+  } finally {
+    watch.close();
+    parts.events.emit('waiting', 'result', -1);
   }
 }
 

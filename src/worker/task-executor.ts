@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TaskRecord, WireRequest } from '../core/types.js';
-import type { TaskService } from '../service/task-service.js';
+import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult, invokeTool } from '../tools/invoke-tool.js';
 import { ProtocolError, type StoredError } from '../tools/protocol-error.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
@@ -30,7 +30,7 @@ export class TaskExecutor {
   private readonly log: RunLog;
 
   constructor(
-    private readonly service: TaskService,
+    private readonly port: WorkerPort,
     private readonly tools: ToolRegistry,
     private readonly hooks: ExecutionHooks = {},
   ) {
@@ -57,13 +57,13 @@ export class TaskExecutor {
       existing.run.version = Math.max(existing.run.version, record.version);
       return existing.done;
     }
-    const run = new TaskRun(record, lease, this.service, this.log);
+    const run = new TaskRun(record, lease, this.port, this.log);
     const started = performance.now();
     const outcome = (): RunOutcome => run.stopped ?? run.ended ?? 'unfinished';
     const done = this.supervise(run)
       .finally(() => {
         this.running.delete(record.taskId);
-        this.service.events.emit('runEnded', { taskId: record.taskId, tool: record.toolName, outcome: outcome(), durationMs: performance.now() - started });
+        this.port.events.emit('runEnded', { taskId: record.taskId, tool: record.toolName, outcome: outcome(), durationMs: performance.now() - started });
       })
       .then(outcome);
     this.running.set(record.taskId, { run, done });
@@ -109,8 +109,8 @@ export class TaskExecutor {
   private async supervise(run: TaskRun): Promise<void> {
     const { record } = run;
     const heartbeat = setInterval(() => run.beat(), run.lease.heartbeatMs);
-    const unwatch = this.service.changes.subscribe(record.taskId, (version) => run.observe(version));
-    const untilExpiry = record.expiresAt === null ? null : Math.max(0, record.expiresAt - this.service.now());
+    const unwatch = this.port.changes.subscribe(record.taskId, (version) => run.observe(version));
+    const untilExpiry = record.expiresAt === null ? null : Math.max(0, record.expiresAt - this.port.now());
     const expiry = untilExpiry === null ? null : setTimeout(() => run.stop('expired'), untilExpiry);
     let result: ToolResult | StoredError;
     try {

@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jcsSha256 } from '../core/digest.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { jsonBytes } from '../service/limits.js';
-import type { TaskService } from '../service/task-service.js';
+import type { WorkerPort } from '../service/worker-port.js';
 import type { Fence } from '../store/types.js';
 import type { StoredError } from '../tools/protocol-error.js';
 import type { AskOptions } from '../tools/asking.js';
@@ -48,11 +47,11 @@ export class TaskRun {
   constructor(
     readonly record: TaskRecord,
     readonly lease: Lease,
-    private readonly service: TaskService,
+    private readonly port: WorkerPort,
     private readonly log: RunLog,
   ) {
     this.version = record.version;
-    this.leaseUntil = record.leaseExpiresAt ?? service.now() + lease.leaseMs;
+    this.leaseUntil = record.leaseExpiresAt ?? port.now() + lease.leaseMs;
   }
 
   get taskId(): string {
@@ -82,8 +81,8 @@ export class TaskRun {
 
   /** Extends the lease; true while the fence holds. */
   async renew(): Promise<boolean> {
-    const now = this.service.now();
-    const holds = await this.service.heartbeat({ fence: this.fence(), leaseMs: this.lease.leaseMs });
+    const now = this.port.now();
+    const holds = await this.port.heartbeat({ fence: this.fence(), leaseMs: this.lease.leaseMs });
     if (holds) this.leaseUntil = now + this.lease.leaseMs;
     return holds;
   }
@@ -93,11 +92,11 @@ export class TaskRun {
     this.serial(() => this.renew()).then(
       (holds) => {
         if (holds) return;
-        this.service.events.emit('heartbeatFailed', { taskId: this.taskId, lost: true });
+        this.port.events.emit('heartbeatFailed', { taskId: this.taskId, lost: true });
         this.stop('lease lost');
       },
       (error: unknown) => {
-        this.service.events.emit('heartbeatFailed', { taskId: this.taskId, lost: false, error: String(error) });
+        this.port.events.emit('heartbeatFailed', { taskId: this.taskId, lost: false, error: String(error) });
         this.log('warn', 'heartbeat failed', { taskId: this.taskId, error: String(error) });
       },
     );
@@ -107,7 +106,7 @@ export class TaskRun {
   observe(version: number | undefined): void {
     // Our own writes come back as events too; a version we wrote needs no read.
     if (version !== undefined && version <= this.version) return;
-    this.service.lookup({ auth: this.record.authKey, taskId: this.taskId }).then(
+    this.port.lookup({ auth: this.record.authKey, taskId: this.taskId }).then(
       (found) => {
         if (found.record === null) this.stop('expired');
         else if (isTerminal(found.record.status)) this.stop('cancelled');
@@ -125,16 +124,12 @@ export class TaskRun {
     return this.serial(async () => {
       if (this.signal.aborted) return;
       try {
-        const out = await this.service.transition({
-          auth: authKey,
-          taskId: this.taskId,
-          write: { status: 'working', expectedVersion: this.version, statusMessage: message },
-        });
+        const out = await this.port.setStatus({ fence: this.fence(), message });
         if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.version = out.record.version;
         else this.stop(out.decision === 'BLOCK_EXPIRED' ? 'expired' : out.decision === 'BLOCK_STALE_VERSION' ? 'lease lost' : 'cancelled');
       } catch (error) {
         this.log('warn', 'status message not stored', { taskId: this.taskId, error: String(error) });
-        const r = (await this.service.lookup({ auth: authKey, taskId: this.taskId }).catch(() => null))?.record;
+        const r = (await this.port.lookup({ auth: authKey, taskId: this.taskId }).catch(() => null))?.record;
         if (r && r.version === this.version + 1 && r.leaseOwner === this.lease.owner && r.statusMessage === message) this.version = r.version;
       }
     });
@@ -151,7 +146,7 @@ export class TaskRun {
       try {
         holds = await this.serial(() => this.renew());
       } catch (error) {
-        if (this.service.now() + 100 * 2 ** attempt >= this.leaseUntil) {
+        if (this.port.now() + 100 * 2 ** attempt >= this.leaseUntil) {
           this.stop('lease lost');
           break;
         }
@@ -160,7 +155,7 @@ export class TaskRun {
       }
     }
     if (holds === false) {
-      const found = await this.service.lookup({ auth: this.record.authKey, taskId: this.taskId }).catch(() => null);
+      const found = await this.port.lookup({ auth: this.record.authKey, taskId: this.taskId }).catch(() => null);
       this.stop(found === null || found.record === null ? 'expired' : isTerminal(found.record.status) ? 'cancelled' : 'lease lost');
     }
     this.signal.throwIfAborted();
@@ -178,7 +173,7 @@ export class TaskRun {
   async ask(requests: Record<string, InputRequest>, options: AskOptions = {}): Promise<Record<string, unknown>> {
     const seq = this.asks++;
     const keys = Object.keys(requests);
-    this.asked ??= this.service.lookupInputs({ auth: this.record.authKey, taskId: this.taskId });
+    this.asked ??= this.port.lookupInputs({ auth: this.record.authKey, taskId: this.taskId });
     const before = (await this.asked).filter((q) => q.askSeq === seq);
     if (before.length > 0) {
       const same = before.length === keys.length && before.every((q) => requests[q.key] !== undefined && q.requestDigest === jcsSha256(requests[q.key]));
@@ -192,7 +187,7 @@ export class TaskRun {
       return this.suspend();
     }
     const out = await this.serial(() =>
-      this.service.ask({
+      this.port.ask({
         fence: this.fence(),
         askSeq: seq,
         questions: keys.map((key) => ({ key, request: requests[key]! })),
@@ -227,7 +222,7 @@ export class TaskRun {
   /** The outcome to store: a result over the size bound is replaced by an error that says so (the task ends failed). */
   private bounded(outcome: ToolResult | StoredError): ToolResult | StoredError {
     const bytes = jsonBytes(outcome);
-    const limit = this.service.limits.maxResultBytes;
+    const limit = this.port.limits.maxResultBytes;
     if (bytes <= limit) return outcome;
     this.log('warn', 'task result over the size bound; the task ends failed', { taskId: this.taskId, bytes, limit });
     return { error: { code: -32603, message: `the task's result is ${bytes} bytes; at most ${limit} bytes are stored` } };
@@ -235,7 +230,7 @@ export class TaskRun {
 
   /** Gives the lease back (draining), so another worker claims the task at once. */
   release(): Promise<boolean> {
-    return this.serial(() => this.service.release({ fence: this.fence() })).catch(() => false);
+    return this.serial(() => this.port.release({ fence: this.fence() })).catch(() => false);
   }
 
   /**
@@ -254,12 +249,8 @@ export class TaskRun {
     const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
     for (let attempt = 0; ; attempt++) {
       try {
-        const out = await this.service.transition({
-          auth: authKey,
-          taskId,
-          write: { status, expectedVersion: this.version, result },
-          correlationId: randomUUID(),
-        });
+        const write = { fence: this.fence(), result };
+        const out = status === 'completed' ? await this.port.complete(write) : await this.port.fail(write);
         const applied = out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL';
         this.ended = applied ? status : 'refused';
         if (!applied) this.log('info', 'terminal write refused', { taskId, decision: out.decision, stored: out.record?.status ?? null });
@@ -272,9 +263,9 @@ export class TaskRun {
       // taken the task). Past our lease another worker owns the task: stop.
       for (;;) {
         await sleep(Math.min(100 * 2 ** attempt, 2000));
-        if (this.service.now() > this.leaseUntil) return;
+        if (this.port.now() > this.leaseUntil) return;
         try {
-          const found = await this.service.lookup({ auth: authKey, taskId });
+          const found = await this.port.lookup({ auth: authKey, taskId });
           if (found.record === null || isTerminal(found.record.status) || found.record.version !== this.version) return;
           break;
         } catch {

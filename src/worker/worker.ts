@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { checkAppName } from '../core/app-name.js';
 import type { TaskRecord } from '../core/types.js';
 import type { ClaimReservation } from '../service/admission-claims.js';
-import type { TaskService } from '../service/task-service.js';
+import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import { TaskExecutor, type ExecutionHooks } from './task-executor.js';
@@ -76,30 +76,30 @@ export class Worker {
   private readonly tools: ToolRegistry;
 
   constructor(
-    private readonly service: TaskService,
+    private readonly port: WorkerPort,
     tools: ToolRegistry,
     options: WorkerOptions = {},
   ) {
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.concurrency = options.concurrency ?? 4;
     this.leaseMs = options.leaseMs ?? 30_000;
-    this.heartbeatMs = options.heartbeatMs ?? Math.max(50, Math.min(Math.floor(this.leaseMs / 3), service.limits.pollInterval));
-    const { supports } = service;
+    this.heartbeatMs = options.heartbeatMs ?? Math.max(50, Math.min(Math.floor(this.leaseMs / 3), port.limits.pollInterval));
+    const { supports } = port;
     this.pollMs = options.pollMs ?? (supports.shared && !supports.listenNotify ? 500 : 5_000);
     this.maxAttempts = options.maxAttempts ?? 5;
     this.log = options.hooks?.log ?? (() => undefined);
-    this.executor = new TaskExecutor(service, tools, options.hooks);
+    this.executor = new TaskExecutor(port, tools, options.hooks);
     this.toolNames = tools.names();
     this.tools = tools;
-    this.app = options.app === undefined ? service.app : checkAppName(options.app, 'worker app');
+    this.app = options.app === undefined ? port.app : checkAppName(options.app, 'worker app');
   }
 
   /** Starts claiming. */
   start(): void {
     if (this.loop !== null) return;
     this.stopping = false;
-    this.unsubscribe = this.service.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
-    this.withdraw = this.service.admissionClaims.offer(this);
+    this.unsubscribe = this.port.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
+    this.withdraw = this.port.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
     this.log('info', 'worker runs only the tasks of its app and tools; tasks of other apps and tools are left for workers that know them', {
       worker: this.id,
@@ -140,7 +140,7 @@ export class Worker {
         lastLook = performance.now();
         this.seen = { tasks: new Map(), all: false };
         try {
-          const claimed = await this.service.claim({
+          const claimed = await this.port.claim({
             owner: this.id,
             leaseMs: this.leaseMs,
             limit: free,
@@ -222,7 +222,7 @@ export class Worker {
    */
   reserve(tool: string): ClaimReservation | null {
     // The admission records the service's app: a worker of another app must not take its task.
-    if (this.loop === null || this.stopping || this.app !== this.service.app || !this.toolNames.includes(tool)) return null;
+    if (this.loop === null || this.stopping || this.app !== this.port.app || !this.toolNames.includes(tool)) return null;
     if (this.concurrency - this.executor.active - this.reserved <= 0) return null;
     this.reserved++;
     let held = true;

@@ -87,7 +87,7 @@ for (const harness of [sqliteHarness, postgresHarness]) {
               const taskId = tasks[index]!.taskId;
               const current = (await w.lookup({ auth: ALICE, taskId })).record!;
               if (op.kind === 'cancel') {
-                const out = await w.read({ auth: ALICE, method: 'tasks/cancel', taskId });
+                const out = await w.cancel({ auth: ALICE, taskId });
                 written = out.record;
               } else if (!isTerminal(current.status)) {
                 const write =

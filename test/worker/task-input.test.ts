@@ -133,7 +133,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const again = await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
     expect(again.keys).toEqual({ approve: 'BLOCK_ANSWER_REWRITE' });
     await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined), 5000);
-    expect((await svc.read({ auth: AUTH, method: 'tasks/cancel', taskId })).decision).toBe('CANCEL_TASK');
+    expect((await svc.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
     const late = await svc.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'accept' } } });
     expect(late.decision).toBe('BLOCK_TERMINAL');
     await new Promise((r) => setTimeout(r, 150));

@@ -147,7 +147,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
       claim: async (input: Parameters<TaskStore['claim']>[0]) => {
         const claimed = await store.claim(input);
         for (const record of claimed) {
-          const out = await service!.read({ auth: AUTH, method: 'tasks/cancel', taskId: record.taskId });
+          const out = await service!.cancel({ auth: AUTH, taskId: record.taskId });
           cancelled = out.decision === 'CANCEL_TASK';
         }
         return claimed;
@@ -201,7 +201,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const taskId = await admit(otherProcess);
     const run = await until(() => runs[0], 2000);
     const t0 = Date.now();
-    expect((await otherProcess.read({ auth: AUTH, method: 'tasks/cancel', taskId })).decision).toBe('CANCEL_TASK');
+    expect((await otherProcess.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
     await until(() => (run.signal.aborted ? true : undefined), 2000);
     expect(Date.now() - t0).toBeLessThan(1500);
     expect((await stored(otherProcess, taskId))?.status).toBe('cancelled');
@@ -226,7 +226,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const service = serviceOn(store);
     const cancelled = await admit(service);
     await admit(service, 1);
-    await service.read({ auth: AUTH, method: 'tasks/cancel', taskId: cancelled });
+    await service.cancel({ auth: AUTH, taskId: cancelled });
     await new Promise((r) => setTimeout(r, 5));
     const { tool, runs } = steeredTool();
     startWorker(service, [tool]);
@@ -314,7 +314,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     startWorker(workerSide, [careful], { heartbeatMs: 60_000 });
     const taskId = await admit(otherProcess);
     await until(async () => ((await stored(otherProcess, taskId))?.leaseOwner !== null ? true : undefined));
-    await otherProcess.read({ auth: AUTH, method: 'tasks/cancel', taskId });
+    await otherProcess.cancel({ auth: AUTH, taskId });
     proceed();
     await until(() => (outcomes.length > 0 ? true : undefined));
     expect(outcomes).toEqual(['stopped']);

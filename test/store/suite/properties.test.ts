@@ -41,7 +41,7 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
         for (const w of writes) {
           now += 1;
           const outcome = w.cancel
-            ? await service.read({ auth, method: 'tasks/cancel', taskId })
+            ? await service.cancel({ auth, taskId })
             : await service.transition({
                 auth,
                 taskId,
@@ -107,7 +107,7 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
           for (const [taskId, owner] of owners) {
             if (owner === caller) continue;
             expect((await service.read({ auth: caller, method: 'tasks/get', taskId })).decision).toBe('BLOCK_AUTH');
-            expect((await service.read({ auth: caller, method: 'tasks/cancel', taskId })).decision).toBe('BLOCK_AUTH');
+            expect((await service.cancel({ auth: caller, taskId })).decision).toBe('BLOCK_AUTH');
             const t = await service.transition({ auth: caller, taskId, write: { status: 'completed', expectedVersion: 1 } });
             expect(t).toEqual({ decision: 'BLOCK_AUTH', record: null });
           }

@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import { decideCreateEntry, idempotencyKeyOf } from '../core/create-rules.js';
+import type { MissDecision, ReadDecision } from '../core/decisions.js';
+import { requestDigest } from '../core/digest.js';
+import { TasklatchError } from '../core/errors.js';
+import { decideList, decideVisibleRead } from '../core/read-rules.js';
+import type { Millis, ToolDescriptor, WireRequest } from '../core/types.js';
+import type { LookupOutcome } from '../store/types.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import type { GuardContext } from './guard-context.js';
+import { grantTtl, jsonBytes } from './limits.js';
+import type { CancelTaskOutcome, CreateOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
+
+/** A `tools/call` as the guard takes it. */
+export interface CreateInput {
+  auth: string;
+  tool: ToolDescriptor;
+  request: WireRequest;
+  /** A key from outside the request (the HTTP `Idempotency-Key` header). */
+  idempotencyKey?: string | null;
+  correlationId?: string;
+  /**
+   * Runs after the request-only rules chose a task and before anything is stored: argument
+   * validation. Throwing here leaves no record, no outbox entry and no side effect.
+   */
+  beforeAdmit?: () => void | Promise<void>;
+}
+
+/** The fields of a read decision's audit line and event that do not depend on the decision. */
+interface ReadBase {
+  at: Millis;
+  surface: 'read';
+  authKey: string;
+  taskId: string;
+  correlationId: string;
+}
+
+/**
+ * What a requestor asks of the guard: create a task (or refuse, or run plainly), read one, cancel
+ * one, list them. The request-only rules are decided here; everything that depends on stored
+ * facts is one atomic store operation; every decision is audited and told on the events.
+ */
+export class RequestorSurface {
+  constructor(private readonly ctx: GuardContext) {}
+
+  /** A `tools/call`, plain or task-augmented. */
+  async create(input: CreateInput): Promise<CreateOutcome> {
+    const { ctx } = this;
+    const now = ctx.clock();
+    const correlationId = input.correlationId ?? randomUUID();
+    const entry = decideCreateEntry({ capabilities: ctx.capabilities, tool: input.tool, request: input.request });
+    const who = { authKey: input.auth, correlationId, tool: input.tool.name };
+    if (entry !== 'ADMIT') {
+      await ctx.audit({ at: now, surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId });
+      ctx.decided({ ...who, surface: 'create', decision: entry, taskId: null });
+      return { decision: entry, record: null };
+    }
+    const metaKey = idempotencyKeyOf(input.request);
+    const headerKey = input.idempotencyKey ?? null;
+    if (metaKey !== null && headerKey !== null && metaKey !== headerKey) {
+      throw new TasklatchError('INVALID_INPUT', 'the Idempotency-Key header and _meta idempotency key differ');
+    }
+    await input.beforeAdmit?.();
+    // After beforeAdmit: what `prepare` returned is part of the stored request.
+    const requestBytes = jsonBytes(input.request.params);
+    if (requestBytes > ctx.limits.maxRequestBytes) {
+      throw new TasklatchError('INVALID_INPUT', `the request is ${requestBytes} bytes as stored; at most ${ctx.limits.maxRequestBytes} bytes are kept`);
+    }
+    const task = input.request.params.task as { ttl?: unknown };
+    const reservation = ctx.store.supports.claimsOnAdmit === true ? ctx.admissionClaims.reserve(input.tool.name) : null;
+    const claim =
+      reservation === null
+        ? null
+        : { owner: reservation.owner, leaseMs: reservation.leaseMs, maxAttempts: reservation.maxAttempts, correlationId: randomUUID() };
+    const outcome = await ctx.store
+      .admit({
+        taskId: ctx.newTaskId(),
+        authKey: input.auth,
+        app: ctx.app,
+        toolName: input.tool.name,
+        toolDigest: ctx.toolDigest(input.tool.name),
+        request: input.request,
+        requestDigest: requestDigest(input.request),
+        idempotencyKey: metaKey ?? headerKey,
+        ttl: grantTtl(task.ttl, ctx.limits),
+        pollInterval: ctx.limits.pollInterval,
+        correlationId,
+        now,
+        maxActive: ctx.limits.maxActiveTasks,
+        maxStored: ctx.limits.maxStoredTasks,
+        claim,
+      })
+      .catch((error: unknown) => {
+        reservation?.release();
+        throw error;
+      });
+    const claimed = outcome.decision === 'ACCEPT_TASK' ? (outcome.claimed ?? null) : null;
+    // The run starts before the changes are published: the worker's own task is no news to it.
+    if (claimed !== null) reservation?.run(claimed);
+    else reservation?.release();
+    if (outcome.decision === 'ACCEPT_TASK') ctx.changes.publish(outcome.record.taskId, outcome.record.version, outcome.record);
+    if (claimed !== null && claim !== null) ctx.claimed(claimed, claim.correlationId, claim.owner, now);
+    const { decision, record } = outcome;
+    ctx.decided({ ...who, surface: 'create', decision, taskId: record?.taskId ?? null, status: record?.status ?? null });
+    return outcome;
+  }
+
+  /** `tasks/get`, or one look of `tasks/result` (the decision only; `awaitResult` holds it until the task ends). */
+  async read(input: { auth: string; method: ReadOnlyMethod; taskId: string; correlationId?: string; quietIf?: QuietIf }): Promise<ReadOutcome> {
+    // Checked at run time too: a JS caller's `tasks/cancel` here would be told CANCEL_TASK with nothing cancelled.
+    if (input.method !== 'tasks/get' && input.method !== 'tasks/result') {
+      throw new TasklatchError('INVALID_INPUT', `read takes tasks/get or tasks/result, not ${String(input.method)}; a cancellation is cancel()`);
+    }
+    const now = this.ctx.clock();
+    const base = this.readBase(now, input);
+    // The stored fact, read now: another process may have written since any notification came,
+    // and a notification may be late or lost. Reads stay cheap by sharing statements (the
+    // PostgreSQL store batches concurrent reads), never by answering from memory.
+    const found = await this.ctx.store.get({ authKey: input.auth, taskId: input.taskId, now });
+    return this.decideFound(input, found, base);
+  }
+
+  /**
+   * The same decision, audit line and event as `read`, on a record this process just wrote
+   * (what a held `tasks/result` decides from when the write it was woken by returned the record).
+   */
+  decideOn(input: { auth: string; method: ReadOnlyMethod; taskId: string; quietIf?: QuietIf }, found: LookupOutcome): Promise<ReadOutcome> {
+    return this.decideFound(input, found, this.readBase(this.ctx.clock(), input));
+  }
+
+  /** `tasks/cancel`: latched in one store write, which also writes its audit line. */
+  async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<CancelTaskOutcome> {
+    const { ctx } = this;
+    const now = ctx.clock();
+    const base = this.readBase(now, input);
+    if (ctx.capabilities.cancel === undefined) {
+      await ctx.audit({ ...base, decision: 'BLOCK_CAPABILITY' });
+      ctx.decided({ ...base, decision: 'BLOCK_CAPABILITY' });
+      return { decision: 'BLOCK_CAPABILITY', record: null };
+    }
+    const cancelled = await ctx.store.cancel({ authKey: input.auth, taskId: input.taskId, now, correlationId: base.correlationId });
+    if (cancelled.decision === 'CANCEL_TASK') ctx.changes.publish(input.taskId, cancelled.record.version, cancelled.record);
+    ctx.decided({ ...base, decision: cancelled.decision, status: cancelled.record?.status ?? null });
+    if (cancelled.decision === 'CANCEL_TASK') ctx.ended(cancelled.record, base.correlationId);
+    return cancelled;
+  }
+
+  /** `tasks/list`: one page of the caller's unexpired tasks. A bad or foreign cursor throws INVALID_CURSOR. */
+  async list(input: { auth: string; cursor?: string | undefined; limit?: number; correlationId?: string }): Promise<ListOutcome> {
+    const { ctx } = this;
+    const now = ctx.clock();
+    const correlationId = input.correlationId ?? randomUUID();
+    const decision = decideList(ctx.capabilities);
+    await ctx.audit({ at: now, surface: 'list', decision, authKey: input.auth, taskId: null, correlationId }, true);
+    ctx.decided({ surface: 'list', decision, authKey: input.auth, taskId: null, correlationId });
+    if (decision === 'BLOCK_CAPABILITY') return { decision, records: null, nextCursor: null };
+    const secret = await ctx.store.sharedSecret();
+    const after = input.cursor === undefined ? null : decodeCursor(secret, input.auth, input.cursor);
+    const limit = Math.max(1, Math.min(input.limit ?? ctx.limits.pageSize, ctx.limits.pageSize));
+    const page = await ctx.store.list({ authKey: input.auth, now, after, limit });
+    const last = page.records.at(-1);
+    const nextCursor = page.hasMore && last !== undefined ? encodeCursor(secret, input.auth, last) : null;
+    return { decision, records: page.records, nextCursor };
+  }
+
+  private readBase(now: Millis, input: { auth: string; taskId: string; correlationId?: string }): ReadBase {
+    return { at: now, surface: 'read', authKey: input.auth, taskId: input.taskId, correlationId: input.correlationId ?? randomUUID() };
+  }
+
+  /** The audit line, the event and the outcome of a get or result decision on a looked-up record. */
+  private async decideFound(input: { method: ReadOnlyMethod; quietIf?: QuietIf | undefined }, found: LookupOutcome, base: ReadBase): Promise<ReadOutcome> {
+    const { ctx } = this;
+    if (found.decision !== 'FOUND') {
+      if (input.quietIf?.(found.decision) !== true) {
+        await ctx.audit({ ...base, decision: found.decision }, true);
+        ctx.decided({ ...base, decision: found.decision });
+      }
+      return { decision: found.decision, record: null };
+    }
+    const decision = decideVisibleRead(input.method, found.record) as Exclude<ReadDecision, MissDecision | 'BLOCK_CAPABILITY'>;
+    if (input.quietIf?.(decision) !== true) {
+      await ctx.audit({ ...base, decision, status: found.record.status, version: found.record.version }, true);
+      ctx.decided({ ...base, decision, status: found.record.status });
+    }
+    return { decision, record: found.record };
+  }
+}

@@ -1,0 +1,58 @@
+import type { InputRequest, StoredInput } from '../core/input-rules.js';
+import type { Millis, TaskRecord } from '../core/types.js';
+import type { AskOutcome, ClaimInput, Fence, LookupOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
+import type { AdmissionClaimers } from './admission-claims.js';
+import type { ChangeFeed } from './change-feed.js';
+import type { TaskLimits } from './limits.js';
+import type { TaskEvents } from './task-events.js';
+
+/** A claim as a worker asks for it: the service adds the time, the correlation id and, unless named, its app. */
+export type ClaimRequest = Omit<ClaimInput, 'now' | 'correlationId'>;
+
+/** A run's questions to its requestor; `timeoutMs` gives each a deadline that long after now. */
+export interface AskRequest {
+  fence: Fence;
+  askSeq: number;
+  questions: ReadonlyArray<{ key: string; request: InputRequest }>;
+  timeoutMs?: number;
+}
+
+/**
+ * The few things a worker needs of the task service, and no more: take due tasks (`claim`),
+ * keep or give back a lease (`heartbeat`, `release`), write its own task under its fence
+ * (`setStatus`, `ask`, and one terminal write, `complete` or `fail`), and look at its task
+ * (`lookup`, `lookupInputs`). Every write names the fence; a write refused by it is the store's
+ * classified decision, never an exception. `TaskService` is one; a test can pass a fake.
+ */
+export interface WorkerPort {
+  /** The app whose tasks this service admits: a worker's default, and the only one an admission may lease to. */
+  readonly app: string;
+  readonly limits: Pick<TaskLimits, 'pollInterval' | 'maxResultBytes'>;
+  /** Whether other processes may write unnoticed (`shared` without `listenNotify`): the poll is then short. */
+  readonly supports: Pick<StoreCapabilities, 'shared' | 'listenNotify'>;
+  /** Change events: an idle worker wakes on any, a run watches its own task. */
+  readonly changes: Pick<ChangeFeed, 'subscribe' | 'subscribeAll'>;
+  /** Where a run tells its end and its failed heartbeats. */
+  readonly events: Pick<TaskEvents, 'emit'>;
+  /** Where a worker offers its free slots to this process's admissions. */
+  readonly admissionClaims: Pick<AdmissionClaimers, 'offer'>;
+  now(): Millis;
+  /** Leases due tasks to `owner`; each record is at the version the claim wrote (the run's fence). */
+  claim(input: ClaimRequest): Promise<TaskRecord[]>;
+  /** Extends a held lease; false when the fence no longer holds. */
+  heartbeat(input: { fence: Fence; leaseMs: number }): Promise<boolean>;
+  /** Gives a held lease back, so that the task is due again at once. */
+  release(input: { fence: Fence }): Promise<boolean>;
+  /** Sets the status message of a working task. */
+  setStatus(input: { fence: Fence; message: string }): Promise<TransitionOutcome>;
+  /** The terminal write of a run whose handler returned a result: the task ends `completed`. */
+  complete(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome>;
+  /** The terminal write of a run whose handler failed (an `isError` result or a JSON-RPC error): the task ends `failed`. */
+  fail(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome>;
+  /** Stores a run's questions; the task goes `input_required`. */
+  ask(input: AskRequest): Promise<AskOutcome>;
+  /** The stored fact of a task for its own auth key: no decision, no audit line. */
+  lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome>;
+  /** The stored questions of a task for its own auth key; none when it is out of reach. */
+  lookupInputs(input: { auth: string; taskId: string }): Promise<StoredInput[]>;
+}

@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import type { StatusWrite, TaskRecord } from '../core/types.js';
+import type { AskOutcome, Fence, LookupOutcome, TransitionOutcome } from '../store/types.js';
+import type { GuardContext } from './guard-context.js';
+import type { AskRequest, ClaimRequest } from './worker-port.js';
+
+/**
+ * The writes of whoever runs tasks: claims, leases, status writes under a fence, questions, and
+ * the look at a task without a decision. Each write that changes a record is published on the
+ * change feed and told on the events; the audit lines are the store's, written with the write.
+ */
+export class WorkerSurface {
+  constructor(private readonly ctx: GuardContext) {}
+
+  /**
+   * Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. The tasks are
+   * this service's app's unless `input.app` names another: what it admits is what it claims.
+   */
+  async claim(input: ClaimRequest): Promise<TaskRecord[]> {
+    const now = this.ctx.clock();
+    const correlationId = randomUUID();
+    const claimed = await this.ctx.store.claim({ ...input, app: input.app ?? this.ctx.app, now, correlationId });
+    for (const record of claimed) this.ctx.claimed(record, correlationId, input.owner, now);
+    return claimed;
+  }
+
+  /** Extends a held lease; false when the fence no longer holds. The version stays: nothing to publish. */
+  async heartbeat(input: { fence: Fence; leaseMs: number }): Promise<boolean> {
+    return this.ctx.store.heartbeat({ fence: input.fence, now: this.ctx.clock(), leaseMs: input.leaseMs });
+  }
+
+  /** Gives a held lease back; published so that an idle worker of this process claims it at once. */
+  async release(input: { fence: Fence }): Promise<boolean> {
+    const correlationId = randomUUID();
+    const released = await this.ctx.store.release({ fence: input.fence, now: this.ctx.clock(), correlationId });
+    if (!released) return false;
+    this.ctx.changes.publish(input.fence.taskId);
+    const { authKey, taskId, owner } = input.fence;
+    this.ctx.decided({ surface: 'transition', decision: 'RELEASE_LEASE', authKey, taskId, correlationId, detail: `release ${owner}` });
+    return true;
+  }
+
+  /** A status write by a worker or the runtime (`write.expectedVersion` is its fence). */
+  async transition(input: { auth: string; taskId: string; write: StatusWrite; correlationId?: string }): Promise<TransitionOutcome> {
+    const { ctx } = this;
+    const correlationId = input.correlationId ?? randomUUID();
+    const outcome = await ctx.store.transition({ taskId: input.taskId, authKey: input.auth, write: input.write, correlationId, now: ctx.clock() });
+    if (outcome.decision === 'APPLY_TRANSITION') ctx.changes.publish(input.taskId, outcome.record?.version, outcome.record ?? undefined);
+    const status = outcome.record?.status ?? null;
+    ctx.decided({ surface: 'transition', decision: outcome.decision, authKey: input.auth, taskId: input.taskId, correlationId, status });
+    if (outcome.decision === 'APPLY_TRANSITION' && outcome.record !== null) ctx.ended(outcome.record, correlationId);
+    return outcome;
+  }
+
+  /** The status message of a working task, written at the run's fence. */
+  setStatus(input: { fence: Fence; message: string }): Promise<TransitionOutcome> {
+    return this.fenced(input.fence, { status: 'working', expectedVersion: input.fence.version, statusMessage: input.message });
+  }
+
+  /** A run's terminal write of a result: the task ends `completed`. */
+  complete(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome> {
+    return this.fenced(input.fence, { status: 'completed', expectedVersion: input.fence.version, result: input.result });
+  }
+
+  /** A run's terminal write of a failure: the task ends `failed` with `result` as its outcome. */
+  fail(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome> {
+    return this.fenced(input.fence, { status: 'failed', expectedVersion: input.fence.version, result: input.result });
+  }
+
+  /**
+   * A running task asks its requestor (see `TaskStore.ask`); the change is published. With
+   * `timeoutMs` each question is due that long after now (this service's clock).
+   */
+  async ask(input: AskRequest): Promise<AskOutcome> {
+    const { ctx } = this;
+    const now = ctx.clock();
+    const { timeoutMs, ...rest } = input;
+    // Whole milliseconds: the stores keep integer columns.
+    const deadlineAt = timeoutMs === undefined ? null : now + Math.ceil(timeoutMs);
+    const questions = rest.questions.map((q) => ({ ...q, deadlineAt }));
+    const correlationId = randomUUID();
+    const out = await ctx.store.ask({ ...rest, questions, now, correlationId });
+    if (out.decision === 'APPLY_ASK') ctx.changes.publish(input.fence.taskId, out.record?.version, out.record ?? undefined);
+    const { authKey, taskId } = input.fence;
+    ctx.decided({ surface: 'input', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null });
+    return out;
+  }
+
+  /**
+   * The stored fact of a task as its own auth context sees it, without a decision or an audit
+   * line: what a worker or a status watch reads after an event or a failed write.
+   */
+  async lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome> {
+    return this.ctx.store.get({ authKey: input.auth, taskId: input.taskId, now: this.ctx.clock() });
+  }
+
+  /** A write under `fence`: its auth key and task, at the version it holds. */
+  private fenced(fence: Fence, write: StatusWrite): Promise<TransitionOutcome> {
+    return this.transition({ auth: fence.authKey, taskId: fence.taskId, write });
+  }
+}
