@@ -7,6 +7,7 @@ import type { ClaimReservation } from '../service/admission-claims.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
+import { ClaimWindow } from './claim-window.js';
 import { TaskExecutor, type ExecutionHooks } from './task-executor.js';
 
 export interface WorkerOptions {
@@ -58,12 +59,8 @@ export class Worker {
    * event or the poll.
    */
   private nudged = false;
-  /**
-   * The changes seen while a claim is in flight, by task (the highest version, or undefined when
-   * a writer did not say), and whether every task may have changed: a claimed task changed in
-   * that window (cancelled by a request, say) before its run could watch it, and its run is told.
-   */
-  private seen: { tasks: Map<string, number | undefined>; all: boolean } | null = null;
+  /** The changes seen while a claim is in flight (see `ClaimWindow`); null between claims. */
+  private seen: ClaimWindow | null = null;
   private unsubscribe: (() => void) | null = null;
   /** Slots held for admissions in flight that may lease their task to this worker. */
   private reserved = 0;
@@ -138,7 +135,7 @@ export class Worker {
         // Cleared before the look at the outbox: whatever comes after it is news for the next look.
         this.nudged = false;
         lastLook = performance.now();
-        this.seen = { tasks: new Map(), all: false };
+        this.seen = new ClaimWindow();
         try {
           const claimed = await this.port.claim({
             owner: this.id,
@@ -158,7 +155,7 @@ export class Worker {
           failures++;
           this.log('warn', 'claim failed; retrying', { error: String(error), failures });
           // What changed meanwhile is news for the next look.
-          if (this.seen !== null && (this.seen.all || this.seen.tasks.size > 0)) this.nudge();
+          if (this.seen?.any === true) this.nudge();
         } finally {
           this.seen = null;
         }
@@ -253,44 +250,16 @@ export class Worker {
    */
   private changed(taskId: string | undefined, version: number | undefined): void {
     if (taskId !== undefined && this.executor.runs(taskId)) return;
-    if (this.seen !== null) this.note(this.seen, taskId, version);
+    if (this.seen !== null) this.seen.note(taskId, version);
     else this.nudge();
-  }
-
-  private note(seen: NonNullable<Worker['seen']>, taskId: string | undefined, version: number | undefined): void {
-    if (taskId === undefined) {
-      seen.all = true;
-      return;
-    }
-    if (!seen.tasks.has(taskId)) {
-      seen.tasks.set(taskId, version);
-      return;
-    }
-    const before = seen.tasks.get(taskId);
-    // Unknown wins over any version: the run must look.
-    seen.tasks.set(taskId, before === undefined || version === undefined ? undefined : Math.max(before, version));
   }
 
   /**
    * Tells each new run of the changes its task went through while the claim was in flight, and
-   * sends the worker to the outbox again when anything else changed meanwhile (the claim's own
-   * records at the versions it claimed them are no news).
+   * sends the worker to the outbox again when anything else changed meanwhile.
    */
   private replaySeen(claimed: readonly TaskRecord[]): void {
-    const seen = this.seen;
-    if (seen === null) return;
-    const versions = new Map(claimed.map((record) => [record.taskId, record.version] as const));
-    for (const record of claimed) {
-      if (seen.all) this.executor.observe(record.taskId, undefined);
-      else if (seen.tasks.has(record.taskId)) this.executor.observe(record.taskId, seen.tasks.get(record.taskId));
-    }
-    const news =
-      seen.all ||
-      [...seen.tasks].some(([taskId, version]) => {
-        const mine = versions.get(taskId);
-        return mine === undefined || version === undefined || version > mine;
-      });
-    if (news) this.nudge();
+    if (this.seen?.replay(claimed, (taskId, version) => this.executor.observe(taskId, version)) === true) this.nudge();
   }
 
   private nudge(): void {
