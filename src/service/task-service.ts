@@ -204,12 +204,12 @@ export class TaskService implements WorkerPort {
   }
 
   /** The secret every process on this store shares (cursors, signed request state). */
-  sharedSecret(): Promise<Uint8Array> {
+  async sharedSecret(): Promise<Uint8Array> {
     return this.ctx.store.sharedSecret();
   }
 
   /** Outbox entries not yet closed. */
-  pendingDispatch(): Promise<number> {
+  async pendingDispatch(): Promise<number> {
     return this.ctx.store.pendingDispatch({ now: this.ctx.clock() });
   }
 }
