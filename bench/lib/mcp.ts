@@ -100,7 +100,13 @@ export async function memoryClient(server: TaskServer, principal: Principal): Pr
 /** Serves `server` over Streamable HTTP on 127.0.0.1 with one bearer token per requestor. */
 export async function httpFront(server: TaskServer, requestors: number): Promise<{ http: RunningHttp; tokens: string[] }> {
   const tokens = Array.from({ length: requestors }, (_, i) => `bench-token-${i}`);
-  const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens: new Map(tokens.map((t, i) => [t, principalOf(i)])) });
+  const http = await startHttpServer({
+    runtime: server.runtime,
+    taskServer: server,
+    host: '127.0.0.1',
+    port: 0,
+    tokens: new Map(tokens.map((t, i) => [t, principalOf(i)])),
+  });
   return { http, tokens };
 }
 

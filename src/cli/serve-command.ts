@@ -172,7 +172,10 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   } else {
     const { host, port } = listen ?? parseListen('127.0.0.1:3000');
     const operator = operatorEndpointsFor(runtime, { metrics: metricsServer === null, metricsToken });
-    const http = await startHttpServer(server, {
+    // The session wire built above: --principal names its callers when no token does.
+    const http = await startHttpServer({
+      runtime,
+      taskServer: server,
       host,
       port,
       ...httpLimits,

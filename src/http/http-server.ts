@@ -1,8 +1,11 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TasklatchError } from '../core/errors.js';
 import type { SessionLimits } from '../mcp/session-limits.js';
 import { SessionTransports } from '../mcp/session-transports.js';
-import type { TaskServer } from '../mcp/task-server.js';
+import { createTaskServer, type TaskServer } from '../mcp/task-server.js';
+import type { TaskRuntime } from '../runtime/task-runtime.js';
+import { CODES } from '../stateless/protocol.js';
 import { StatelessServer } from '../stateless/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 import { authFront, type HttpAuthenticate } from './auth-front.js';
@@ -14,7 +17,28 @@ import { logRefusals } from './refusal-log.js';
 import { isModernRequest } from './route.js';
 import { serveStateless } from './stateless-dispatch.js';
 
+/** The protocol generations one endpoint can serve: the 2025-11-25 sessions and the stateless 2026-07-28 wire. */
+export const PROTOCOL_GENERATIONS = ['2025-11-25', '2026-07-28'] as const;
+export type ProtocolGeneration = (typeof PROTOCOL_GENERATIONS)[number];
+
 export interface HttpOptions {
+  /** The runtime both wires serve (its service, tools and workers); started and closed by the caller. */
+  runtime: TaskRuntime;
+  /**
+   * The 2025-11-25 wire, when the caller built it over `runtime` (its own `authenticate`, or
+   * sessions it also serves elsewhere); closed by the caller. Default: one built here over
+   * `runtime`, whose callers are the principals this endpoint authenticates, closed with it.
+   */
+  taskServer?: TaskServer;
+  /**
+   * The generations served (default both). A request of another one is answered HTTP 400 with
+   * `-32022` naming those served, and nothing of its wire is built: `['2026-07-28']` holds no
+   * sessions at all.
+   */
+  generations?: readonly ProtocolGeneration[];
+  /** The name and version both wires announce (default: the task server's, else `tasklatch` 0.1.0). */
+  name?: string;
+  version?: string;
   host: string;
   port: number;
   /** Bearer token → principal. When set, a request without a known token gets 401. */
@@ -56,15 +80,28 @@ export interface RunningHttp {
 const MCP_PATH = '/mcp';
 
 /**
- * One MCP endpoint at `/mcp` for both protocol generations, chosen per request: `initialize`
- * and `Mcp-Session-Id` traffic goes to the 2025-11-25 sessions of the SDK transport; a request
- * that carries the 2026-07-28 per-request `_meta` (or names a newer version in its
- * `MCP-Protocol-Version` header) is served statelessly. Bearer tokens and the Host/Origin check
- * come first for both. Every instance on one shared store answers for every task.
+ * One MCP endpoint at `/mcp` over a runtime, for both protocol generations, chosen per request:
+ * `initialize` and `Mcp-Session-Id` traffic goes to the 2025-11-25 sessions of the SDK
+ * transport; a request that carries the 2026-07-28 per-request `_meta` (or names a newer
+ * version in its `MCP-Protocol-Version` header) is served statelessly. Bearer tokens and the
+ * Host/Origin check come first for both. Every instance on one shared store answers for every task.
  */
-export async function startHttpServer(taskServer: TaskServer, options: HttpOptions): Promise<RunningHttp> {
-  const sessions = new SessionTransports(taskServer, options.sessions);
-  const stateless = new StatelessServer(taskServer.runtime, taskServer.identity);
+export async function startHttpServer(options: HttpOptions): Promise<RunningHttp> {
+  const { runtime } = options;
+  const generations = servedGenerations(options);
+  const identity = {
+    name: options.name ?? options.taskServer?.identity.name ?? 'tasklatch',
+    version: options.version ?? options.taskServer?.identity.version ?? '0.1.0',
+  };
+  // Built here: its callers are the principals this front authenticates (`req.auth`), else anonymous.
+  const ownServer =
+    options.taskServer === undefined && generations.has('2025-11-25')
+      ? createTaskServer({ runtime, ...identity, authenticate: ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null })
+      : null;
+  const taskServer = options.taskServer ?? ownServer;
+  const sessions = generations.has('2025-11-25') && taskServer !== null ? new SessionTransports(taskServer, options.sessions) : null;
+  const stateless = generations.has('2026-07-28') ? new StatelessServer(runtime, identity) : null;
+  const logger = runtime.logger;
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
   const allowedHosts = options.allowedHosts ?? loopbackHosts(options.host);
   const oauth = options.oauth === undefined ? undefined : createOAuthResource(options.oauth);
@@ -72,7 +109,7 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const seen: { body?: unknown } = {};
-    logRefusals(req, res, taskServer.logger, () => seen.body);
+    logRefusals(req, res, logger, () => seen.body);
     // An answer given before the body is read closes the connection: the client stops
     // uploading at once, and the server reads no more of it.
     const early = () => {
@@ -94,7 +131,7 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
     const auth = await checkAuth(req);
     if (auth.kind === 'unavailable') {
       early();
-      taskServer.logger.warn({ err: auth.cause }, 'authorization server unreachable; request not authenticated');
+      logger.warn({ err: auth.cause }, 'authorization server unreachable; request not authenticated');
       res.setHeader('retry-after', '5');
       return sendJson(res, 503, { jsonrpc: '2.0', error: { code: -32000, message: 'Authorization server unavailable; retry later' } });
     }
@@ -126,13 +163,22 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
       const error = { jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${read.message}` } };
       return sendJson(res, 400, modern ? error : { ...error, id: null });
     }
-    if (!modern) return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
-    return serveStateless(stateless, req, res, body, principal ?? ANONYMOUS);
+    if (!modern && sessions !== null) return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
+    if (modern && stateless !== null) return serveStateless(stateless, req, res, body, principal ?? ANONYMOUS);
+    return sendJson(res, 400, {
+      jsonrpc: '2.0',
+      id: readableId(body),
+      error: {
+        code: CODES.unsupportedVersion,
+        message: `Unsupported protocol generation: this endpoint serves ${[...generations].join(' and ')}`,
+        data: { supported: [...generations] },
+      },
+    });
   };
 
   const http: HttpServer = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      taskServer.logger.error({ err: error }, 'HTTP request failed');
+      logger.error({ err: error }, 'HTTP request failed');
       if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' } });
       else res.end();
     });
@@ -149,13 +195,33 @@ export async function startHttpServer(taskServer: TaskServer, options: HttpOptio
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${host}:${address.port}${MCP_PATH}`,
-    openSessions: () => sessions.size,
+    openSessions: () => sessions?.size ?? 0,
     close: async () => {
-      await sessions.close();
+      await sessions?.close();
+      await ownServer?.close();
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+/** The generations an endpoint serves, checked: a known one at least, and a task server over the same runtime. */
+function servedGenerations(options: HttpOptions): ReadonlySet<ProtocolGeneration> {
+  const given = options.generations ?? PROTOCOL_GENERATIONS;
+  const unknown = given.filter((g) => !(PROTOCOL_GENERATIONS as readonly string[]).includes(g));
+  if (given.length === 0 || unknown.length > 0) {
+    throw new TasklatchError('INVALID_INPUT', `generations must name one or both of ${PROTOCOL_GENERATIONS.join(', ')}; got ${JSON.stringify(given)}`);
+  }
+  if (options.taskServer !== undefined && options.taskServer.runtime !== options.runtime) {
+    throw new TasklatchError('INVALID_INPUT', 'taskServer must serve the runtime given as runtime');
+  }
+  return new Set(given);
+}
+
+/** The id of a JSON-RPC request body, when it has one JSON-RPC allows; null otherwise. */
+function readableId(body: unknown): string | number | null {
+  const id = typeof body === 'object' && body !== null ? (body as { id?: unknown }).id : undefined;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
 }
 
 /** The path of a request target: the endpoint's own plain form without a URL object, anything else as URL reads it. */

@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { AnyObjectSchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
   CancelTaskRequestSchema,
@@ -9,44 +6,29 @@ import {
   GetTaskRequestSchema,
   ListTasksRequestSchema,
   ListToolsRequestSchema,
-  type ProgressToken,
-  type ServerNotification,
-  type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import { idempotencyKeyOf, isAugmented, taskSupportOf } from '../core/create-rules.js';
+import { isAugmented } from '../core/create-rules.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
+import type { CallOutcome } from '../runtime/call-tool.js';
 import { isTasklatchError } from '../core/errors.js';
-import { isTerminal, type TaskRecord, type WireRequest } from '../core/types.js';
+import { isTerminal, type TaskRecord } from '../core/types.js';
 import { visibleTo } from '../core/visibility.js';
 import { askingContext } from '../tools/asking.js';
-import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
-import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
+import { isPlausibleTaskId } from '../service/input-bounds.js';
 import { questionDelivery, sessionAsk } from './input-delivery.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
-import { PREPARED_META, type TaskTool, type ToolContext, type ToolResult } from '../tools/tool.js';
-import type { TaskServer } from './task-server.js';
+import type { ToolContext } from '../tools/tool.js';
+import type { Extra, Register, SessionContext } from './session.js';
 import { invalidParams, methodNotFound, taskNotFound, TOO_MANY_TASKS, wireResult, wireTask, WireError } from './wire.js';
 
+export type { Register, SessionContext, SessionHost } from './session.js';
+
 const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
-
-/** Per-session state: the session's own principal, progress tokens and status watches. */
-export interface SessionContext {
-  server: TaskServer;
-  sdk: Server;
-  principal: Principal | null;
-  /** taskId → the progressToken of the request that created it (this session only). */
-  progressTokens: Map<string, ProgressToken>;
-  /** taskId → stops the status-notification watch. */
-  watches: Map<string, () => void>;
-}
-
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-/** Installs one request handler on the session's SDK server. */
-export type Register = (schema: AnyObjectSchema, handler: (request: never, extra: Extra) => Promise<unknown>) => void;
 
 /** Installs tools/list, tools/call and the tasks/* handlers on one session. */
 export function registerTaskHandlers(session: SessionContext, register: Register): void {
   const { server } = session;
+  const { service, capabilities } = server.runtime;
   const auth = async (extra: Extra) => authKeyOf(await server.principalFor(session, extra.authInfo));
 
   register(ListToolsRequestSchema, async () => ({ tools: listedTools(session) }));
@@ -55,7 +37,7 @@ export function registerTaskHandlers(session: SessionContext, register: Register
 
   register(GetTaskRequestSchema, async (request: { params: { taskId: string } }, extra) => {
     plausible(request.params.taskId);
-    const out = await server.service.read({ auth: await auth(extra), method: 'tasks/get', taskId: request.params.taskId });
+    const out = await service.read({ auth: await auth(extra), method: 'tasks/get', taskId: request.params.taskId });
     if (out.record === null) throw taskNotFound();
     return wireTask(out.record);
   });
@@ -63,14 +45,14 @@ export function registerTaskHandlers(session: SessionContext, register: Register
   register(GetTaskPayloadRequestSchema, async (request: { params: { taskId: string } }, extra) => {
     plausible(request.params.taskId);
     const caller = await auth(extra);
-    const onWaitInput = questionDelivery({ service: server.service, auth: caller, extra, logger: server.logger });
-    const out = await server.service.awaitResult({ auth: caller, taskId: request.params.taskId, signal: extra.signal, onWaitInput });
+    const onWaitInput = questionDelivery({ service, auth: caller, extra, logger: server.logger });
+    const out = await service.awaitResult({ auth: caller, taskId: request.params.taskId, signal: extra.signal, onWaitInput });
     if (out.record === null) throw taskNotFound();
     if (out.decision !== 'RETURN_RESULT') throw invalidParams('the request was abandoned before the task finished');
     return wireResult(out.record);
   });
 
-  if (server.capabilities.cancel !== undefined) {
+  if (capabilities.cancel !== undefined) {
     register(CancelTaskRequestSchema, async (request: { params: { taskId: string } }, extra) => {
       plausible(request.params.taskId);
       // Stored before this reply; the runtime stops the handler wherever it runs.
@@ -82,10 +64,10 @@ export function registerTaskHandlers(session: SessionContext, register: Register
     });
   }
 
-  if (server.capabilities.list !== undefined) {
+  if (capabilities.list !== undefined) {
     register(ListTasksRequestSchema, async (request: { params?: { cursor?: string } }, extra) => {
       try {
-        const out = await server.service.list({ auth: await auth(extra), cursor: request.params?.cursor });
+        const out = await service.list({ auth: await auth(extra), cursor: request.params?.cursor });
         if (out.decision === 'BLOCK_CAPABILITY') throw methodNotFound('tasks/list is not supported');
         return { tasks: out.records.map(wireTask), ...(out.nextCursor === null ? {} : { nextCursor: out.nextCursor }) };
       } catch (error) {
@@ -96,82 +78,67 @@ export function registerTaskHandlers(session: SessionContext, register: Register
   }
 }
 
+/**
+ * `tools/call` on this session: the runtime's one call path (`TaskRuntime.callTool`), told
+ * whether the call asks for a task (`params.task`) and whether the session's client takes
+ * tasks at all; the outcome mapped to this generation's messages.
+ */
 async function callTool(session: SessionContext, params: Record<string, unknown> & { name: string }, extra: Extra): Promise<unknown> {
-  const { server } = session;
-  const principal = await server.principalFor(session, extra.authInfo);
-  const tool = typeof params.name === 'string' ? server.tools.get(params.name) : undefined;
-  if (tool === undefined) throw invalidParams(`Unknown tool: ${String(params.name)}`);
-  // The session's client capabilities go into the stored request, as a 2026-07-28 request
-  // carries its own: a worker in any process then knows what the task may ask its requestor.
+  const { runtime } = session.server;
+  const principal = await session.server.principalFor(session, extra.authInfo);
   const clientCapabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? {};
   const meta = (params._meta as Record<string, unknown> | undefined) ?? {};
-  const stored: Record<string, unknown> & { _meta: Record<string, unknown> } = {
-    ...params,
-    _meta: { [CLIENT_CAPABILITIES_META]: clientCapabilities, ...meta },
-  };
-  // A client that declared no task support, calling a `required` tool with the task tools on:
-  // the call is admitted as a task and answered with a text that names it.
-  const followUp = server.runtime.taskTools && clientCapabilities.tasks === undefined && taskSupportOf(tool) === 'required';
-  if (followUp && !isAugmented({ method: 'tools/call', params })) stored.task = {};
-  const request: WireRequest = { method: 'tools/call', params: stored };
-  const headerKey = headerValue(extra, 'idempotency-key');
-  try {
-    checkCallInput(params, headerKey, server.service.limits.maxArgumentBytes);
-  } catch (error) {
-    if (isTasklatchError(error, 'INVALID_INPUT')) throw invalidParams(error.message);
-    throw error;
-  }
-  // Arguments of a task call are checked before its record exists; the worker parses them again.
-  // A tool's `prepare` asks what it must before the task exists, within this call; what it
-  // returns is stored with the task.
-  const parseArgs = async () => {
-    const problem = argumentProblem(tool, params.arguments);
-    if (problem !== null) throw invalidParams(problem);
-    if (tool.prepare !== undefined) {
-      const prepared = await tool.prepare(tool.inputSchema.parse(params.arguments ?? {}), plainContext(session, principal, extra));
-      stored._meta = { ...stored._meta, [PREPARED_META]: prepared };
-    }
-  };
-  let outcome;
-  try {
-    outcome = await server.service.create({
-      auth: authKeyOf(principal),
-      tool: server.tools.descriptor(tool),
-      request,
-      idempotencyKey: headerKey,
-      beforeAdmit: parseArgs,
-    });
-  } catch (error) {
-    if (isTasklatchError(error, 'INVALID_INPUT')) throw invalidParams(error.message);
-    throw error;
-  }
-  switch (outcome.decision) {
-    case 'BLOCK_TASK_FORBIDDEN':
-      throw methodNotFound(`Tool ${tool.name} does not support task-augmented calls`);
-    case 'BLOCK_TASK_REQUIRED':
-      throw methodNotFound(`Tool ${tool.name} must be called as a task (params.task)`);
-    case 'BLOCK_IDEMPOTENCY_COLLISION':
-      throw invalidParams(`Idempotency key ${JSON.stringify(idempotencyKeyOf(request) ?? headerKey)} is already used by a different request`);
-    case 'BLOCK_TASK_LIMIT':
-      throw new WireError(TOO_MANY_TASKS, `Too many active tasks: at most ${server.service.limits.maxActiveTasks ?? 0} non-terminal tasks per caller`);
-    case 'BLOCK_STORED_LIMIT':
-      throw new WireError(
-        TOO_MANY_TASKS,
-        `Too many stored tasks: at most ${server.service.limits.maxStoredTasks ?? 0} unexpired tasks per caller, finished ones included`,
-      );
-    case 'ACCEPT_NORMAL':
-    case 'BLOCK_CAPABILITY':
-      return runPlain(session, tool, params, principal, extra);
-    case 'REPLAY_TASK':
-      return followUp ? taskFollowUp(outcome.record) : { task: wireTask(outcome.record) };
-    case 'ACCEPT_TASK': {
-      const record = outcome.record;
-      if (followUp) return taskFollowUp(record);
-      const token = extra._meta?.progressToken;
-      if (token !== undefined) session.progressTokens.set(record.taskId, token);
-      watchStatus(session, record.taskId, authKeyOf(principal), record.version);
+  const outcome = await runtime.callTool({
+    principal,
+    params,
+    // The session's client capabilities go into the stored request, as a 2026-07-28 request
+    // carries its own: a worker in any process then knows what the task may ask its requestor.
+    stored: { ...params, _meta: { [CLIENT_CAPABILITIES_META]: clientCapabilities, ...meta } },
+    headerKey: headerValue(extra, 'idempotency-key'),
+    asks: isAugmented({ method: 'tools/call', params }) ? 'requested' : 'none',
+    clientTakesTasks: clientCapabilities.tasks !== undefined,
+    context: () => plainContext(session, principal, extra),
+  });
+  return answerCall(session, outcome, principal, extra);
+}
+
+/** A call's outcome as this generation answers it. */
+function answerCall(session: SessionContext, outcome: CallOutcome, principal: Principal, extra: Extra): unknown {
+  switch (outcome.kind) {
+    case 'invalid':
+      throw invalidParams(outcome.message);
+    case 'result':
+      return outcome.result;
+    case 'input':
+      // A session call asks its client within the call (`sessionAsk`); nothing here asks by rounds.
+      throw outcome.needed;
+    case 'refused':
+      throw refusalError(outcome);
+    case 'task': {
+      const { record } = outcome;
+      if (outcome.followUp) return taskFollowUp(record);
+      if (outcome.decision === 'ACCEPT_TASK') {
+        const token = extra._meta?.progressToken;
+        if (token !== undefined) session.progressTokens.set(record.taskId, token);
+        watchStatus(session, record.taskId, authKeyOf(principal), record.version);
+      }
       return { task: wireTask(record) };
     }
+  }
+}
+
+/** A refused call's JSON-RPC error on this generation: a task asked wrongly is -32601, as the 2025-11-25 spec says. */
+function refusalError(outcome: Extract<CallOutcome, { kind: 'refused' }>): WireError {
+  switch (outcome.decision) {
+    case 'BLOCK_TASK_FORBIDDEN':
+      return methodNotFound(outcome.message);
+    case 'BLOCK_TASK_REQUIRED':
+      return methodNotFound(`${outcome.message} (params.task)`);
+    case 'BLOCK_IDEMPOTENCY_COLLISION':
+      return invalidParams(outcome.message);
+    case 'BLOCK_TASK_LIMIT':
+    case 'BLOCK_STORED_LIMIT':
+      return new WireError(TOO_MANY_TASKS, outcome.message);
   }
 }
 
@@ -181,15 +148,10 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
  * refuse, before sending, a plain call of a tool listed `required`) and gets the task as text.
  */
 function listedTools(session: SessionContext): Array<Record<string, unknown>> {
-  const tools = session.server.tools.list();
+  const tools = session.server.runtime.tools.list();
   const capabilities = session.sdk.getClientCapabilities() as Record<string, unknown> | undefined;
   if (!session.server.runtime.taskTools || capabilities?.tasks !== undefined) return tools;
   return tools.map((tool) => ((tool.execution as { taskSupport?: string } | undefined)?.taskSupport === 'required' ? { ...tool, execution: undefined } : tool));
-}
-
-/** A plain call: the same handler, run inline, its result returned as is. */
-async function runPlain(session: SessionContext, tool: TaskTool, params: Record<string, unknown>, principal: Principal, extra: Extra): Promise<ToolResult> {
-  return invokeTool(tool, params.arguments, plainContext(session, principal, extra));
 }
 
 /** A plain call's context: it runs within the request, and asks the client within it too. */
@@ -197,7 +159,7 @@ function plainContext(session: SessionContext, principal: Principal, extra: Extr
   const token = extra._meta?.progressToken;
   const capabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null;
   return {
-    ...askingContext(sessionAsk(extra, session.server.service.limits.maxAnswerBytes), capabilities),
+    ...askingContext(sessionAsk(extra, session.server.runtime.service.limits.maxAnswerBytes), capabilities),
     taskId: null,
     principal,
     signal: extra.signal,
@@ -217,20 +179,20 @@ function plainContext(session: SessionContext, principal: Principal, extra: Extr
 
 /** Sends notifications/tasks/status to this session on every change of a task it created. */
 function watchStatus(session: SessionContext, taskId: string, authKey: string, createdVersion: number): void {
-  const { server } = session;
+  const { service } = session.server.runtime;
   // The requestor has the task as created; only later versions are news.
   let lastVersion = createdVersion;
   // A change this process wrote carries its record: no read for it (the caller's own, unexpired).
   const onChange = async (carried: TaskRecord | undefined) => {
-    const own = carried !== undefined && visibleTo(carried, authKey, server.service.now());
-    const found = own ? { record: carried } : await server.service.lookup({ auth: authKey, taskId });
+    const own = carried !== undefined && visibleTo(carried, authKey, service.now());
+    const found = own ? { record: carried } : await service.lookup({ auth: authKey, taskId });
     if (found.record === null) return stop();
     if (found.record.version <= lastVersion) return;
     lastVersion = found.record.version;
     await session.sdk.notification({ method: 'notifications/tasks/status', params: wireTask(found.record) });
     if (isTerminal(found.record.status)) stop();
   };
-  const unsubscribe = server.service.changes.subscribe(taskId, (version, record) => {
+  const unsubscribe = service.changes.subscribe(taskId, (version, record) => {
     if (version !== undefined && version <= lastVersion) return;
     onChange(record).catch(() => undefined);
   });

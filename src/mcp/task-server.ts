@@ -7,7 +7,8 @@ import type { Logger } from '../runtime/log.js';
 import { createRuntime, TaskRuntime, type RuntimeOptions } from '../runtime/task-runtime.js';
 import { ANONYMOUS, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import { registerTaskHandlers, type Register, type SessionContext } from './handlers.js';
+import { registerTaskHandlers } from './handlers.js';
+import type { Register, SessionContext, SessionHost } from './session.js';
 import { invalidParams, storeUnavailable } from './wire.js';
 
 export { ANONYMOUS };
@@ -40,7 +41,7 @@ export type TaskServerOptions = WireOptions & (RuntimeOptions | { runtime: TaskR
  * number of sessions (`connect()` per transport); it holds the sessions and maps decisions to
  * messages, and the runtime does the rest.
  */
-export class TaskServer {
+export class TaskServer implements SessionHost {
   readonly runtime: TaskRuntime;
   private readonly options: WireOptions;
   private readonly ownsRuntime: boolean;

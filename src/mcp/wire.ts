@@ -42,7 +42,7 @@ export function invalidParams(message: string): WireError {
   return new WireError(ErrorCode.InvalidParams, message);
 }
 
-export { wireTask } from '../tools/task-fields.js';
+export { wireTask } from '../tools/task-views.js';
 
 /**
  * What `tasks/result` returns for a terminal record: the stored `CallToolResult` with the

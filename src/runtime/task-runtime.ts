@@ -8,6 +8,7 @@ import { ToolRegistry } from '../tools/tool-registry.js';
 import type { TaskTool } from '../tools/tool.js';
 import type { ExecutionHooks } from '../worker/task-executor.js';
 import { Worker, type WorkerOptions } from '../worker/worker.js';
+import { callTool, type CallOutcome, type ToolCall } from './call-tool.js';
 import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
 import { taskTools } from './task-tools.js';
@@ -155,6 +156,15 @@ export class TaskRuntime {
     const out = await this.service.read({ ...input, method: 'tasks/cancel' });
     if (out.decision === 'CANCEL_TASK') this.worker?.executor.abort(out.record.taskId, 'cancelled');
     return out;
+  }
+
+  /**
+   * One `tools/call`, whichever wire it came on: bounds, tool, task or not (`decideCallMode`),
+   * admission or plain run, every decision audited (see `callTool`). The wire maps the outcome
+   * to its messages.
+   */
+  async callTool(call: ToolCall): Promise<CallOutcome> {
+    return callTool(this, call);
   }
 
   /**

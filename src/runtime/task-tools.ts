@@ -4,7 +4,7 @@ import { isTerminal, type TaskRecord } from '../core/types.js';
 import type { TaskService, ReadOutcome } from '../service/task-service.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import { isStoredError } from '../tools/protocol-error.js';
-import { wireTask } from '../tools/task-fields.js';
+import { wireTask } from '../tools/task-views.js';
 import { defineTool, type TaskTool, type ToolResult } from '../tools/tool.js';
 
 /** The names of the task tools, in the order `tools/list` shows them. */

@@ -120,10 +120,16 @@ export class TaskService {
      * validation. Throwing here leaves no record, no outbox entry and no side effect.
      */
     beforeAdmit?: () => void | Promise<void>;
+    /**
+     * The entry decision, when the wire made it with `decideCallMode` (which also reads what the
+     * request alone does not say: a 2026-07-28 request's extension, the tool's preference);
+     * absent, create rules 1–4 decide from the request (`params.task`).
+     */
+    entry?: CreateEntry;
   }): Promise<CreateOutcome> {
     const now = this.clock();
     const correlationId = input.correlationId ?? randomUUID();
-    const entry = decideCreateEntry({ capabilities: this.capabilities, tool: input.tool, request: input.request });
+    const entry = input.entry ?? decideCreateEntry({ capabilities: this.capabilities, tool: input.tool, request: input.request });
     const who = { authKey: input.auth, correlationId, tool: input.tool.name };
     if (entry !== 'ADMIT') {
       await this.audit({ at: now, surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId });
@@ -141,7 +147,8 @@ export class TaskService {
     if (requestBytes > this.limits.maxRequestBytes) {
       throw new TasklatchError('INVALID_INPUT', `the request is ${requestBytes} bytes as stored; at most ${this.limits.maxRequestBytes} bytes are kept`);
     }
-    const task = input.request.params.task as { ttl?: unknown };
+    // A task the server chose (2026-07-28) has no `params.task`: the default ttl.
+    const task = input.request.params.task as { ttl?: unknown } | undefined;
     const reservation = this.store.supports.claimsOnAdmit === true ? this.admissionClaims.reserve(input.tool.name) : null;
     const claim =
       reservation === null
@@ -157,7 +164,7 @@ export class TaskService {
         request: input.request,
         requestDigest: requestDigest(input.request),
         idempotencyKey: metaKey ?? headerKey,
-        ttl: grantTtl(task.ttl, this.limits),
+        ttl: grantTtl(task?.ttl, this.limits),
         pollInterval: this.limits.pollInterval,
         correlationId,
         now,
@@ -481,6 +488,28 @@ export class TaskService {
   private fallbackPollMs(): number {
     const notified = !this.supports.shared || this.stopListening !== null;
     return notified ? 30_000 : Math.min(this.limits.pollInterval, 500);
+  }
+
+  /**
+   * A decision a wire made outside any store write (a refusal, a miss found by a read that
+   * decides nothing itself): one count in the aggregated audit, bounded per caller and hour
+   * (`TaskUpkeep.recordDecision`), and one decision event. `read`: a read's decision, not
+   * audited when reads are not (`auditReads`).
+   */
+  async recordDecision(input: {
+    surface: DecisionEvent['surface'];
+    decision: DecisionEvent['decision'];
+    auth: string;
+    taskId: string | null;
+    correlationId?: string;
+    detail?: string;
+    read?: boolean;
+  }): Promise<void> {
+    const correlationId = input.correlationId ?? randomUUID();
+    const { surface, decision, taskId } = input;
+    const detail = input.detail === undefined ? {} : { detail: input.detail };
+    await this.audit({ at: this.clock(), surface, decision, authKey: input.auth, taskId, correlationId, ...detail }, input.read === true);
+    this.decided({ surface, decision, authKey: input.auth, taskId, correlationId, ...detail });
   }
 
   /** Tells the observers of a decision (the audit line says the same; see `events`). */

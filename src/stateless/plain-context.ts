@@ -5,7 +5,7 @@ import { answerProblem } from '../service/answer-check.js';
 import { askingContext, InputNeeded, isAnswerTo, type Ask } from '../tools/asking.js';
 import type { Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import type { TaskTool, ToolContext } from '../tools/tool.js';
+import type { ToolContext } from '../tools/tool.js';
 
 /** What a method handler is given: the request's own parts, already checked. */
 export interface Call {
@@ -15,13 +15,6 @@ export interface Call {
   principal: Principal;
   headers: IncomingHttpHeaders;
   signal: AbortSignal;
-}
-
-/** A tool that may run either way runs as a task unless it says these arguments are quick. */
-export function prefersTask(tool: TaskTool, args: Record<string, unknown>): boolean {
-  if (tool.runsAsTask === undefined) return true;
-  const parsed = tool.inputSchema.safeParse(args);
-  return parsed.success ? tool.runsAsTask(parsed.data) : true;
 }
 
 /**

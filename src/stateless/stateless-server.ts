@@ -1,16 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { taskSupportOf } from '../core/create-rules.js';
 import { answerProblem } from '../service/answer-check.js';
-import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
+import { isPlausibleTaskId } from '../service/input-bounds.js';
 import { isTasklatchError } from '../core/errors.js';
-import type { WireRequest } from '../core/types.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { outstanding } from '../core/input-rules.js';
-import { InputNeeded, isAnswerTo } from '../tools/asking.js';
-import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
+import { isAnswerTo } from '../tools/asking.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import { PREPARED_META, type TaskTool } from '../tools/tool.js';
+import type { CallOutcome } from '../runtime/call-tool.js';
 import { signRoundState, verifyRoundState } from './request-state.js';
 import { checkRoutingHeaders } from './headers.js';
 import { CallToolParams, describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
@@ -30,9 +27,9 @@ import { errorReply, readableId, type StatelessReply } from './replies.js';
 
 export type { StatelessReply } from './replies.js';
 import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
-import { createTaskResult, detailedTask } from './task-view.js';
+import { createTaskResult, detailedTask } from '../tools/task-views.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
-import { plainContext, prefersTask, withoutExecution, type Call } from './plain-context.js';
+import { plainContext, withoutExecution, type Call } from './plain-context.js';
 
 /** One POSTed message, with what the HTTP layer knows about it. */
 export interface StatelessRequest {
@@ -201,87 +198,60 @@ export class StatelessServer {
   }
 
   /**
-   * The server decides whether a call becomes a task: never without the extension in this
+   * `tools/call`: the runtime's one call path (`TaskRuntime.callTool`). The server decides
+   * whether a call becomes a task (`decideCallMode`): never without the extension in this
    * request (a `required` tool then answers -32021), never for a `forbidden` tool, always for a
    * `required` one, and for an `optional` one unless the tool prefers a plain answer for these
-   * arguments. A legacy `params.task` changes nothing.
+   * arguments. A legacy `params.task` changes nothing, and is not stored.
    */
   private async callTool(call: Call): Promise<Record<string, unknown>> {
     const parsed = CallToolParams.safeParse(call.params);
     if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
-    checkCallInput(call.params, headerValue(call.headers, 'idempotency-key'), this.runtime.service.limits.maxArgumentBytes);
     const { name } = parsed.data;
-    const tool = this.runtime.tools.get(name);
-    if (tool === undefined) throw invalidParams(`Unknown tool: ${name}`);
     const args = parsed.data.arguments ?? {};
-    const support = taskSupportOf(tool);
     const declared = declaresTasks(call.capabilities);
-    // With the task tools on, a request without the extension gets the task all the same, answered as text naming it.
-    const followUp = support === 'required' && !declared && this.runtime.taskTools;
-    if (support === 'required' && !declared && !followUp) throw missingTasksExtension(`Tool ${name}`);
-    const asTask = followUp || (declared && support !== 'forbidden' && (support === 'required' || prefersTask(tool, args)));
-    if (asTask) {
-      const problem = argumentProblem(tool, args);
-      if (problem !== null) throw invalidParams(problem);
-    }
+    const service = this.runtime.service;
     // Multi-round trips: the answers so far come back signed in requestState, the new ones in
     // inputResponses; the call runs again from the start with all of them.
-    const secret = await this.runtime.service.sharedSecret();
     const bound = { auth: authKeyOf(call.principal), tool: name, args };
-    const service = this.runtime.service;
-    const earlier =
-      call.params.requestState === undefined
-        ? {}
-        : verifyRoundState(secret, bound, call.params.requestState, { now: service.now(), maxAgeMs: service.limits.requestStateMaxAgeMs }).answers;
-    const given = call.params.inputResponses;
-    const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
-    const ctx = plainContext(call, answers, service.limits.maxAnswerBytes);
-    try {
-      if (asTask) return await this.admit(call, tool, tool.prepare === undefined ? undefined : await tool.prepare(tool.inputSchema.parse(args), ctx), followUp);
-      const result = await invokeTool(tool, args, ctx);
-      return { ...result, resultType: 'complete' };
-    } catch (error) {
-      if (!(error instanceof InputNeeded)) throw error;
-      return {
-        resultType: 'input_required',
-        inputRequests: error.requests,
-        requestState: signRoundState(secret, bound, { answers: error.answered }, service.now()),
-      };
-    }
-  }
-
-  private async admit(call: Call, tool: TaskTool, prepared: unknown, followUp = false): Promise<Record<string, unknown>> {
+    let secret: Uint8Array | undefined;
+    const context = async () => {
+      secret = await service.sharedSecret();
+      const earlier =
+        call.params.requestState === undefined
+          ? {}
+          : verifyRoundState(secret, bound, call.params.requestState, { now: service.now(), maxAgeMs: service.limits.requestStateMaxAgeMs }).answers;
+      const given = call.params.inputResponses;
+      const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
+      return plainContext(call, answers, service.limits.maxAnswerBytes);
+    };
     // The rounds' own members are not part of the task's request (nor of its digest).
-    const { task: _legacy, inputResponses: _responses, requestState: _state, ...rest } = call.params;
-    const params = prepared === undefined ? rest : { ...rest, _meta: { ...(rest._meta as Record<string, unknown>), [PREPARED_META]: prepared } };
-    // Augmented in the contract's terms: the 2025-11-25 reading of the same record sees a task.
-    const request: WireRequest = { method: 'tools/call', params: { ...params, task: {} } };
-    const headerKey = headerValue(call.headers, 'idempotency-key');
-    const outcome = await this.runtime.service.create({
-      auth: authKeyOf(call.principal),
-      tool: this.runtime.tools.descriptor(tool),
-      request,
-      idempotencyKey: headerKey,
+    const { task: _legacy, inputResponses: _responses, requestState: _state, ...stored } = call.params;
+    const outcome = await this.runtime.callTool({
+      principal: call.principal,
+      params: call.params,
+      stored,
+      headerKey: headerValue(call.headers, 'idempotency-key'),
+      asks: declared ? 'accepted' : 'none',
+      clientTakesTasks: declared,
+      context,
     });
-    switch (outcome.decision) {
-      case 'ACCEPT_TASK':
-      case 'REPLAY_TASK':
+    switch (outcome.kind) {
+      case 'invalid':
+        throw invalidParams(outcome.message);
+      case 'result':
+        return { ...outcome.result, resultType: 'complete' };
+      case 'input':
+        return {
+          resultType: 'input_required',
+          inputRequests: outcome.needed.requests,
+          requestState: signRoundState(secret!, bound, { answers: outcome.needed.answered }, service.now()),
+        };
+      case 'task':
         // Only now, after the record and its outbox entry committed: a tasks/get resolves.
-        return followUp ? { ...taskFollowUp(outcome.record), resultType: 'complete' } : createTaskResult(outcome.record);
-      case 'BLOCK_IDEMPOTENCY_COLLISION':
-        throw invalidParams(`Idempotency key is already used by a different request`);
-      case 'BLOCK_TASK_LIMIT':
-        throw new ProtocolError(
-          CODES.tooManyTasks,
-          `Too many active tasks: at most ${this.runtime.service.limits.maxActiveTasks ?? 0} non-terminal tasks per caller`,
-        );
-      case 'BLOCK_STORED_LIMIT':
-        throw new ProtocolError(
-          CODES.tooManyTasks,
-          `Too many stored tasks: at most ${this.runtime.service.limits.maxStoredTasks ?? 0} unexpired tasks per caller, finished ones included`,
-        );
-      default:
-        throw new ProtocolError(CODES.internalError, `task admission answered ${outcome.decision}`);
+        return outcome.followUp ? { ...taskFollowUp(outcome.record), resultType: 'complete' } : createTaskResult(outcome.record);
+      case 'refused':
+        throw refusalError(outcome);
     }
   }
 
@@ -318,7 +288,11 @@ export class StatelessServer {
     if (!isPlausibleTaskId(taskId)) throw invalidParams(TASK_NOT_FOUND);
     const auth = authKeyOf(call.principal);
     const found = await this.runtime.service.inputs({ auth, taskId });
-    if (found.inputs === null) throw invalidParams(TASK_NOT_FOUND);
+    if (found.inputs === null) {
+      // A miss, audited as a read's is: unknown, another caller's or expired, told apart here only.
+      await this.runtime.service.recordDecision({ surface: 'input', decision: found.decision, auth, taskId, detail: 'tasks/update', read: true });
+      throw invalidParams(TASK_NOT_FOUND);
+    }
     const pending = new Map(outstanding(found.inputs).map((q) => [q.key, q]));
     const responses: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
     for (const [key, response] of Object.entries(inputResponses)) {
@@ -370,6 +344,22 @@ export class StatelessServer {
     // An id no store could hold is no one's task: answered as unknown, without a lookup.
     if (!isPlausibleTaskId(id)) throw invalidParams(TASK_NOT_FOUND);
     return id;
+  }
+}
+
+/** A refused call's JSON-RPC error on this generation: a `required` tool without the extension is -32021. */
+function refusalError(outcome: Extract<CallOutcome, { kind: 'refused' }>): ProtocolError {
+  switch (outcome.decision) {
+    case 'BLOCK_TASK_REQUIRED':
+      return missingTasksExtension(`Tool ${outcome.tool}`);
+    case 'BLOCK_IDEMPOTENCY_COLLISION':
+      return invalidParams(outcome.message);
+    case 'BLOCK_TASK_LIMIT':
+    case 'BLOCK_STORED_LIMIT':
+      return new ProtocolError(CODES.tooManyTasks, outcome.message);
+    case 'BLOCK_TASK_FORBIDDEN':
+      // The server chooses here: a `forbidden` tool runs plainly, never refused as a task.
+      return new ProtocolError(CODES.internalError, `tools/call answered ${outcome.decision}`);
   }
 }
 

@@ -4,7 +4,7 @@ import type { TaskLimits } from '../service/limits.js';
 import type { TaskService } from '../service/task-service.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { CODES, META } from './protocol.js';
-import { detailedTask } from './task-view.js';
+import { detailedTask } from '../tools/task-views.js';
 
 /** Where a subscription's messages go: SSE events and keep-alive comments on one response. */
 export interface EventSink {
@@ -84,10 +84,11 @@ export async function openTaskSubscription(input: {
   const tagged = { [META.subscriptionId]: input.subscriptionId };
   if (closed.aborted) return;
   const named = [...new Set(input.taskIds)];
-  const found = named.length === 0 ? [] : await service.store.visibleTaskIds({ authKey: auth, taskIds: named, now: service.now() }).catch(() => []);
-  if (closed.aborted) return;
+  const found = named.length === 0 ? [] : await service.store.visibleTaskIds({ authKey: auth, taskIds: named, now: service.now() }).catch(() => null);
   const visible = new Set(found);
   const accepted = named.filter((taskId) => visible.has(taskId));
+  if (found !== null && accepted.length < named.length) await auditUnseen(service, auth, named, visible);
+  if (closed.aborted) return;
   /** The version each task was last sent at: notifications never repeat or go back. */
   const sent = new Map<string, number>();
   const look = async (taskId: string, carried?: TaskRecord) => {
@@ -126,4 +127,22 @@ export async function openTaskSubscription(input: {
     for (const stop of unsubscribes) stop();
     service.events.emit('waiting', 'subscription', -1);
   }
+}
+
+/**
+ * A listen that named ids the caller may not see: one count in the aggregated audit per listen
+ * (not per id: a listen of a hundred guesses is one line, as a hundred polls of one miss are).
+ * The one read that said which ids are the caller's does not say why the others are not, so the
+ * miss is `NOT_FOUND` (unknown, another caller's or expired alike), naming the first of them.
+ */
+async function auditUnseen(service: TaskService, auth: string, named: readonly string[], visible: ReadonlySet<string>): Promise<void> {
+  const unseen = named.filter((taskId) => !visible.has(taskId));
+  await service.recordDecision({
+    surface: 'read',
+    decision: 'NOT_FOUND',
+    auth,
+    taskId: unseen[0] ?? null,
+    detail: `subscriptions/listen: ${unseen.length} of ${named.length} task ids not visible to the caller`,
+    read: true,
+  });
 }

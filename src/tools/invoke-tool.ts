@@ -17,8 +17,20 @@ export function errorResult(text: string): ToolResult {
  * can log it.
  */
 export async function invokeTool(tool: TaskTool, args: unknown, ctx: ToolContext, onThrow?: (error: unknown) => void): Promise<ToolResult> {
-  const parsed = tool.inputSchema.safeParse(args ?? {});
-  if (!parsed.success) return errorResult(`Invalid arguments for tool ${tool.name}: ${parsed.error.message}`);
+  return invokeParsed(tool, parseArguments(tool, args), ctx, onThrow);
+}
+
+/** The arguments of a call as the tool's schema parsed them (`parseArguments`). */
+export type ParsedArguments = ReturnType<TaskTool['inputSchema']['safeParse']>;
+
+/** Parses a call's arguments (absent: `{}`) with the tool's schema, once for everything that reads them. */
+export function parseArguments(tool: TaskTool, args: unknown): ParsedArguments {
+  return tool.inputSchema.safeParse(args ?? {});
+}
+
+/** `invokeTool` on arguments already parsed with the tool's schema (`parseArguments`). */
+export async function invokeParsed(tool: TaskTool, parsed: ParsedArguments, ctx: ToolContext, onThrow?: (error: unknown) => void): Promise<ToolResult> {
+  if (!parsed.success) return errorResult(argumentsMessage(tool, parsed.error));
   try {
     return await tool.handler(parsed.data, ctx);
   } catch (error) {
@@ -35,6 +47,11 @@ export async function invokeTool(tool: TaskTool, args: unknown, ctx: ToolContext
  * null when they are valid.
  */
 export function argumentProblem(tool: TaskTool, args: unknown): string | null {
-  const parsed = tool.inputSchema.safeParse(args ?? {});
-  return parsed.success ? null : `Invalid arguments for tool ${tool.name}: ${parsed.error.message}`;
+  const parsed = parseArguments(tool, args);
+  return parsed.success ? null : argumentsMessage(tool, parsed.error);
+}
+
+/** What a call with arguments its tool's schema refuses is told. */
+export function argumentsMessage(tool: TaskTool, error: { message: string }): string {
+  return `Invalid arguments for tool ${tool.name}: ${error.message}`;
 }

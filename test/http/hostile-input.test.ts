@@ -29,7 +29,13 @@ beforeAll(async () => {
     logger: createLogger('silent'),
   });
   await server.start();
-  http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens: new Map([['token-alice', { tenant: 'acme', subject: 'alice' }]]) });
+  http = await startHttpServer({
+    runtime: server.runtime,
+    taskServer: server,
+    host: '127.0.0.1',
+    port: 0,
+    tokens: new Map([['token-alice', { tenant: 'acme', subject: 'alice' }]]),
+  });
   legacy = new Client({ name: 'legacy', version: '1.0.0' });
   await legacy.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { Authorization: 'Bearer token-alice' } } }));
 });

@@ -80,7 +80,9 @@ describe('opaque access tokens, by RFC 7662 introspection', () => {
   });
 
   it('answer 503 when the endpoint refuses the resource server itself', async () => {
-    const http = await startHttpServer(wire.server, {
+    const http = await startHttpServer({
+      runtime: wire.server.runtime,
+      taskServer: wire.server,
       host: '127.0.0.1',
       port: 0,
       oauth: {

@@ -178,7 +178,9 @@ describe('access tokens of the authorization server', () => {
 
 describe('an unreachable authorization server', () => {
   it('answers 503 with Retry-After, not 401: no verdict on the token', async () => {
-    const http = await startHttpServer(wire.server, {
+    const http = await startHttpServer({
+      runtime: wire.server.runtime,
+      taskServer: wire.server,
       host: '127.0.0.1',
       port: 0,
       oauth: { issuer: 'http://127.0.0.1:1', resource: 'http://127.0.0.1:1/mcp' },

@@ -27,7 +27,7 @@ beforeAll(async () => {
     ['token-alice', { tenant: 'acme', subject: 'alice' }],
     ['token-bob', { tenant: 'globex', subject: 'bob' }],
   ]);
-  http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens });
+  http = await startHttpServer({ runtime: server.runtime, taskServer: server, host: '127.0.0.1', port: 0, tokens });
 });
 
 afterAll(async () => {

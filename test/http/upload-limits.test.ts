@@ -26,7 +26,9 @@ beforeAll(async () => {
     logger: pino({ level: 'info' }, sink),
   });
   await server.start();
-  http = await startHttpServer(server, {
+  http = await startHttpServer({
+    runtime: server.runtime,
+    taskServer: server,
     host: '127.0.0.1',
     port: 0,
     tokens: new Map([['token-alice', { tenant: 'acme', subject: 'alice' }]]),

@@ -37,7 +37,7 @@ async function serve(taskTools: boolean): Promise<Running> {
   const server = createTaskServer({ runtime, authenticate: ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null });
   await runtime.start();
   await server.start();
-  const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens });
+  const http = await startHttpServer({ runtime: server.runtime, taskServer: server, host: '127.0.0.1', port: 0, tokens });
   return { store, runtime, server, http };
 }
 

@@ -89,7 +89,13 @@ describe('answers in a multi-round tools/call (2026-07-28)', () => {
       limits,
     });
     await server.start();
-    const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens: new Map([['token-alice', { tenant: 'acme', subject: 'alice' }]]) });
+    const http = await startHttpServer({
+      runtime: server.runtime,
+      taskServer: server,
+      host: '127.0.0.1',
+      port: 0,
+      tokens: new Map([['token-alice', { tenant: 'acme', subject: 'alice' }]]),
+    });
     return { server, http };
   }
 

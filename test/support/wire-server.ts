@@ -99,7 +99,7 @@ export async function startWireServer(
   });
   await server.start();
   const tokens = new Map<string, Principal>(Object.entries(CALLERS));
-  const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens, ...options.http });
+  const http = await startHttpServer({ runtime: server.runtime, taskServer: server, host: '127.0.0.1', port: 0, tokens, ...options.http });
   return {
     server,
     http,

@@ -37,7 +37,14 @@ async function startTasklatch(start: ServerStart): Promise<string> {
   const tokens = new Map(Array.from({ length: start.tokens }, (_, i) => [token(i), principal(i)] as const));
   // The memory scenario holds sessions and blocked results by the thousand: past the default
   // session caps, which bound a deployment, not what one session costs.
-  const http = await startHttpServer(server, { host: '127.0.0.1', port: 0, tokens, sessions: { maxSessions: 1_000_000, maxPerCaller: 1_000_000 } });
+  const http = await startHttpServer({
+    runtime: server.runtime,
+    taskServer: server,
+    host: '127.0.0.1',
+    port: 0,
+    tokens,
+    sessions: { maxSessions: 1_000_000, maxPerCaller: 1_000_000 },
+  });
   const descriptor = server.tools.descriptor(noopTool);
   seed = async (n) => {
     const out: PollTarget[] = [];

@@ -1,8 +1,39 @@
 import { formatTimestamp } from '../core/time.js';
 import type { TaskRecord, TaskStatus } from '../core/types.js';
-import { isStoredError } from '../tools/protocol-error.js';
+import { isStoredError } from './protocol-error.js';
 
-/** The flat `Task` fields of the tasks extension. */
+/**
+ * The two views of one stored task, one per protocol generation: the 2025-11-25 spec's `Task`
+ * (`wireTask`: `ttl`, `pollInterval`, the stored status) and the 2026-07-28 tasks extension's
+ * (`taskFields`: `ttlMs`, `pollIntervalMs`, `isError` results read as `completed`). Both wires
+ * and the task tools build their answers here, so a record reads the same wherever it is shown.
+ */
+
+/**
+ * The flat Task fields of the 2025-11-25 spec, from a stored record: what `tasks/get` answers on
+ * that wire and what the task tools put in `structuredContent` for clients without tasks.
+ */
+export function wireTask(record: TaskRecord): {
+  taskId: string;
+  status: TaskRecord['status'];
+  statusMessage?: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttl: number | null;
+  pollInterval?: number;
+} {
+  return {
+    taskId: record.taskId,
+    status: record.status,
+    ...(record.statusMessage === null ? {} : { statusMessage: record.statusMessage }),
+    createdAt: formatTimestamp(record.createdAt),
+    lastUpdatedAt: formatTimestamp(record.lastUpdatedAt),
+    ttl: record.ttl,
+    ...(record.pollInterval === null ? {} : { pollInterval: record.pollInterval }),
+  };
+}
+
+/** The flat `Task` fields of the 2026-07-28 tasks extension. */
 export function taskFields(record: TaskRecord): Record<string, unknown> {
   return {
     taskId: record.taskId,
@@ -17,21 +48,21 @@ export function taskFields(record: TaskRecord): Record<string, unknown> {
 }
 
 /**
- * The status a record has on this wire. The stored status is the 2025-11-25 reading, where a
- * tool result with `isError` ends a task `failed`; here `failed` means only a JSON-RPC error
- * during execution, and an `isError` result is a `completed` task with that result.
+ * The status a record has on the 2026-07-28 wire. The stored status is the 2025-11-25 reading,
+ * where a tool result with `isError` ends a task `failed`; there `failed` means only a JSON-RPC
+ * error during execution, and an `isError` result is a `completed` task with that result.
  */
 export function statusOn2026(record: Pick<TaskRecord, 'status' | 'result'>): TaskStatus {
   if (record.status === 'failed' && !isStoredError(record.result) && typeof record.result === 'object' && record.result !== null) return 'completed';
   return record.status;
 }
 
-/** `CreateTaskResult`: `Result & Task`, flat, and nothing of the outcome. */
+/** 2026-07-28 `CreateTaskResult`: `Result & Task`, flat, and nothing of the outcome. */
 export function createTaskResult(record: TaskRecord): Record<string, unknown> {
   return { resultType: 'task', ...taskFields(record) };
 }
 
-/** `tasks/get`: the task with its outcome inlined (`result` or `error`) once it has one. */
+/** 2026-07-28 `tasks/get`: the task with its outcome inlined (`result` or `error`) once it has one. */
 export function detailedTask(record: TaskRecord): Record<string, unknown> {
   const view: Record<string, unknown> = { resultType: 'complete', ...taskFields(record) };
   const status = view.status as TaskStatus;
