@@ -170,7 +170,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
       id: readableId(body),
       error: {
         code: CODES.unsupportedVersion,
-        message: `Unsupported protocol generation: this endpoint serves ${[...generations].join(' and ')}`,
+        message: `Unsupported protocol version: this endpoint serves ${[...generations].join(' and ')}`,
         data: { supported: [...generations] },
       },
     });
