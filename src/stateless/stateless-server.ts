@@ -7,10 +7,8 @@ import { outstanding } from '../core/input-rules.js';
 import { isAnswerTo } from '../tools/asking.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import type { CallOutcome } from '../runtime/call-tool.js';
-import { signRoundState, verifyRoundState } from './request-state.js';
 import { checkRoutingHeaders } from './headers.js';
-import { CallToolParams, describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
+import { describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
 import {
   CODES,
   declaresTasks,
@@ -27,9 +25,9 @@ import { errorReply, readableId, type StatelessReply } from './replies.js';
 
 export type { StatelessReply } from './replies.js';
 import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
-import { createTaskResult, detailedTask } from '../tools/task-views.js';
-import { taskFollowUp } from '../runtime/task-tools.js';
-import { plainContext, withoutExecution, type Call } from './plain-context.js';
+import { detailedTask } from '../tools/task-views.js';
+import { withoutExecution, type Call } from './plain-context.js';
+import { callTool } from './tool-call.js';
 
 /** One POSTed message, with what the HTTP layer knows about it. */
 export interface StatelessRequest {
@@ -91,7 +89,7 @@ export class StatelessServer {
         'resources/templates/list': async () => ({ resultType: 'complete', resourceTemplates: [], ...cache() }),
         'resources/read': async () => Promise.reject(invalidParams('Resource not found')),
         'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
-        'tools/call': (call) => this.callTool(call),
+        'tools/call': (call) => callTool(this.runtime, call),
         'tasks/get': (call) => this.getTask(call),
         'tasks/update': (call) => this.updateTask(call),
         'tasks/cancel': (call) => this.cancelTask(call),
@@ -197,64 +195,6 @@ export class StatelessServer {
     };
   }
 
-  /**
-   * `tools/call`: the runtime's one call path (`TaskRuntime.callTool`). The server decides
-   * whether a call becomes a task (`decideCallMode`): never without the extension in this
-   * request (a `required` tool then answers -32021), never for a `forbidden` tool, always for a
-   * `required` one, and for an `optional` one unless the tool prefers a plain answer for these
-   * arguments. A legacy `params.task` changes nothing, and is not stored.
-   */
-  private async callTool(call: Call): Promise<Record<string, unknown>> {
-    const parsed = CallToolParams.safeParse(call.params);
-    if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
-    const { name } = parsed.data;
-    const args = parsed.data.arguments ?? {};
-    const declared = declaresTasks(call.capabilities);
-    const service = this.runtime.service;
-    // Multi-round trips: the answers so far come back signed in requestState, the new ones in
-    // inputResponses; the call runs again from the start with all of them.
-    const bound = { auth: authKeyOf(call.principal), tool: name, args };
-    let secret: Uint8Array | undefined;
-    const context = async () => {
-      secret = await service.sharedSecret();
-      const earlier =
-        call.params.requestState === undefined
-          ? {}
-          : verifyRoundState(secret, bound, call.params.requestState, { now: service.now(), maxAgeMs: service.limits.requestStateMaxAgeMs }).answers;
-      const given = call.params.inputResponses;
-      const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
-      return plainContext(call, answers, service.limits.maxAnswerBytes);
-    };
-    // The rounds' own members are not part of the task's request (nor of its digest).
-    const { task: _legacy, inputResponses: _responses, requestState: _state, ...stored } = call.params;
-    const outcome = await this.runtime.callTool({
-      principal: call.principal,
-      params: call.params,
-      stored,
-      headerKey: headerValue(call.headers, 'idempotency-key'),
-      asks: declared ? 'accepted' : 'none',
-      clientTakesTasks: declared,
-      context,
-    });
-    switch (outcome.kind) {
-      case 'invalid':
-        throw invalidParams(outcome.message);
-      case 'result':
-        return { ...outcome.result, resultType: 'complete' };
-      case 'input':
-        return {
-          resultType: 'input_required',
-          inputRequests: outcome.needed.requests,
-          requestState: signRoundState(secret!, bound, { answers: outcome.needed.answered }, service.now()),
-        };
-      case 'task':
-        // Only now, after the record and its outbox entry committed: a tasks/get resolves.
-        return outcome.followUp ? { ...taskFollowUp(outcome.record), resultType: 'complete' } : createTaskResult(outcome.record);
-      case 'refused':
-        throw refusalError(outcome);
-    }
-  }
-
   private async getTask(call: Call): Promise<Record<string, unknown>> {
     const taskId = this.taskIdOf(call, 'tasks/get');
     const auth = authKeyOf(call.principal);
@@ -347,22 +287,6 @@ export class StatelessServer {
   }
 }
 
-/** A refused call's JSON-RPC error on this generation: a `required` tool without the extension is -32021. */
-function refusalError(outcome: Extract<CallOutcome, { kind: 'refused' }>): ProtocolError {
-  switch (outcome.decision) {
-    case 'BLOCK_TASK_REQUIRED':
-      return missingTasksExtension(`Tool ${outcome.tool}`);
-    case 'BLOCK_IDEMPOTENCY_COLLISION':
-      return invalidParams(outcome.message);
-    case 'BLOCK_TASK_LIMIT':
-    case 'BLOCK_STORED_LIMIT':
-      return new ProtocolError(CODES.tooManyTasks, outcome.message);
-    case 'BLOCK_TASK_FORBIDDEN':
-      // The server chooses here: a `forbidden` tool runs plainly, never refused as a task.
-      return new ProtocolError(CODES.internalError, `tools/call answered ${outcome.decision}`);
-  }
-}
-
 /** The request's `_meta`: the plain shape checked by hand, anything else by the schema. */
 function requestMeta(meta: unknown): PlainMeta {
   const plain = plainMeta(meta);
@@ -370,9 +294,4 @@ function requestMeta(meta: unknown): PlainMeta {
   const parsed = RequestMeta.safeParse(meta);
   if (!parsed.success) throw invalidParams(`Invalid _meta: ${describeIssue(parsed.error)}`);
   return { version: parsed.data[META.protocolVersion], capabilities: parsed.data[META.clientCapabilities] };
-}
-
-function headerValue(headers: IncomingHttpHeaders, name: string): string | null {
-  const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
-  return (Array.isArray(value) ? value[0] : value) ?? null;
 }

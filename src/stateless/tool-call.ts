@@ -1,0 +1,91 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { CallOutcome } from '../runtime/call-tool.js';
+import type { TaskRuntime } from '../runtime/task-runtime.js';
+import { taskFollowUp } from '../runtime/task-tools.js';
+import { authKeyOf } from '../tools/principal.js';
+import { ProtocolError } from '../tools/protocol-error.js';
+import { createTaskResult } from '../tools/task-views.js';
+import { CallToolParams, describeIssue } from './messages.js';
+import { plainContext, type Call } from './plain-context.js';
+import { CODES, declaresTasks, invalidParams, missingTasksExtension } from './protocol.js';
+import { signRoundState, verifyRoundState } from './request-state.js';
+
+/**
+ * `tools/call`: the runtime's one call path (`TaskRuntime.callTool`). The server decides
+ * whether a call becomes a task (`decideCallMode`): never without the extension in this
+ * request (a `required` tool then answers -32021), never for a `forbidden` tool, always for a
+ * `required` one, and for an `optional` one unless the tool prefers a plain answer for these
+ * arguments. A legacy `params.task` changes nothing, and is not stored.
+ */
+export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record<string, unknown>> {
+  const parsed = CallToolParams.safeParse(call.params);
+  if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
+  const { name } = parsed.data;
+  const args = parsed.data.arguments ?? {};
+  const declared = declaresTasks(call.capabilities);
+  const service = runtime.service;
+  // Multi-round trips: the answers so far come back signed in requestState, the new ones in
+  // inputResponses; the call runs again from the start with all of them.
+  const bound = { auth: authKeyOf(call.principal), tool: name, args };
+  let secret: Uint8Array | undefined;
+  const context = async () => {
+    secret = await service.sharedSecret();
+    const earlier =
+      call.params.requestState === undefined
+        ? {}
+        : verifyRoundState(secret, bound, call.params.requestState, { now: service.now(), maxAgeMs: service.limits.requestStateMaxAgeMs }).answers;
+    const given = call.params.inputResponses;
+    const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
+    return plainContext(call, answers, service.limits.maxAnswerBytes);
+  };
+  // The rounds' own members are not part of the task's request (nor of its digest).
+  const { task: _legacy, inputResponses: _responses, requestState: _state, ...stored } = call.params;
+  const outcome = await runtime.callTool({
+    principal: call.principal,
+    params: call.params,
+    stored,
+    headerKey: headerValue(call.headers, 'idempotency-key'),
+    asks: declared ? 'accepted' : 'none',
+    clientTakesTasks: declared,
+    context,
+  });
+  switch (outcome.kind) {
+    case 'invalid':
+      throw invalidParams(outcome.message);
+    case 'result':
+      return { ...outcome.result, resultType: 'complete' };
+    case 'input':
+      return {
+        resultType: 'input_required',
+        inputRequests: outcome.needed.requests,
+        requestState: signRoundState(secret!, bound, { answers: outcome.needed.answered }, service.now()),
+      };
+    case 'task':
+      // Only now, after the record and its outbox entry committed: a tasks/get resolves.
+      return outcome.followUp ? { ...taskFollowUp(outcome.record), resultType: 'complete' } : createTaskResult(outcome.record);
+    case 'refused':
+      throw refusalError(outcome);
+  }
+}
+
+/** A refused call's JSON-RPC error on this generation: a `required` tool without the extension is -32021. */
+function refusalError(outcome: Extract<CallOutcome, { kind: 'refused' }>): ProtocolError {
+  switch (outcome.decision) {
+    case 'BLOCK_TASK_REQUIRED':
+      return missingTasksExtension(`Tool ${outcome.tool}`);
+    case 'BLOCK_IDEMPOTENCY_COLLISION':
+      return invalidParams(outcome.message);
+    case 'BLOCK_TASK_LIMIT':
+    case 'BLOCK_STORED_LIMIT':
+      return new ProtocolError(CODES.tooManyTasks, outcome.message);
+    case 'BLOCK_TASK_FORBIDDEN':
+      // The server chooses here: a `forbidden` tool runs plainly, never refused as a task.
+      return new ProtocolError(CODES.internalError, `tools/call answered ${outcome.decision}`);
+  }
+}
+
+/** The first value of a request header, or null. */
+function headerValue(headers: IncomingHttpHeaders, name: string): string | null {
+  const value = Object.hasOwn(headers, name) ? headers[name] : undefined;
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}
