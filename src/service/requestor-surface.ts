@@ -206,9 +206,9 @@ export class RequestorSurface {
 
   /**
    * A decision a wire made outside any store write (a refusal, a miss found by a read that
-   * decides nothing itself): one count in the aggregated audit, bounded per caller and hour
-   * (`TaskUpkeep.recordDecision`), and one decision event. `read`: a read's decision, not
-   * audited when reads are not (`auditReads`).
+   * decides nothing itself): one count in the aggregated audit (one row per task or caller,
+   * decision and hour: `TaskUpkeep.recordDecision`), and one decision event. `read`: a read's
+   * decision, not audited when reads are not (`auditReads`).
    */
   async recordDecision(input: RecordDecisionInput): Promise<void> {
     const { ctx } = this;
