@@ -8,11 +8,11 @@
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient, type JsonRpcResponse, type RawClientDispatch, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
+import { META_KEYS, TASKS_EXTENSION } from './core/meta-keys.js';
 
 /** The protocol revision this requester speaks in modern mode. */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
 
-const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const DEFAULT_CLIENT_INFO = { name: 'tasklatch-client', version: '1.0.0' };
 const DEFAULT_TIMEOUT_MS = 60_000;
 
@@ -45,9 +45,9 @@ export function framed(
   clientInfo: { name: string; version: string } = DEFAULT_CLIENT_INFO,
 ): { method: string; params: Record<string, unknown> } {
   const meta = {
-    'io.modelcontextprotocol/protocolVersion': MODERN_PROTOCOL_VERSION,
-    'io.modelcontextprotocol/clientInfo': clientInfo,
-    'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
+    [META_KEYS.protocolVersion]: MODERN_PROTOCOL_VERSION,
+    [META_KEYS.clientInfo]: clientInfo,
+    [META_KEYS.clientCapabilities]: { extensions: { [TASKS_EXTENSION]: {} } },
   };
   return { method, params: { ...params, _meta: meta } };
 }

@@ -42,6 +42,8 @@ export {
   type Surface,
 } from './core/decisions.js';
 export { TasklatchError, isTasklatchError, ERROR_CODES, type ErrorCode } from './core/errors.js';
+export { JSON_RPC_CODES, type JsonRpcCode } from './core/json-rpc-codes.js';
+export { META_KEYS, TASKS_EXTENSION } from './core/meta-keys.js';
 export { requestDigest, resultDigest, jcsSha256, toolDigest, type ToolDefinition } from './core/digest.js';
 export { checkAppName, DEFAULT_APP, APP_NAME_MAX } from './core/app-name.js';
 export { parseTimestamp, formatTimestamp, isExpired } from './core/time.js';

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -79,7 +79,8 @@ describe('the import graph of src/', () => {
       'node-driver.ts': 'node:sqlite in that shape, for a Node where better-sqlite3 does not load',
     },
     postgres: {
-      'prepared.ts': 'parameters inlined as literals and session-level prepared statements: several statements in one message, a round trip SQLite does not have',
+      'prepared.ts':
+        'parameters inlined as literals and session-level prepared statements: several statements in one message, a round trip SQLite does not have',
       'write-batcher.ts': 'group commit: concurrent writes share a transaction and a round trip (a SQLite write is a local call under one file lock)',
       'read-batcher.ts': 'concurrent reads in one statement (a SQLite read is a local call, with no round trip to share)',
     },
@@ -90,8 +91,14 @@ describe('the import graph of src/', () => {
     const [sqlite, postgres] = [names('sqlite'), names('postgres')];
     const extras = (dialect: string) => DIALECT_EXTRAS[dialect]!;
     // A shared role missing from one dialect, or an extra nobody listed: either way one side has it alone.
-    expect(sqlite.filter((name) => !postgres.includes(name) && !(name in extras('sqlite'))), 'only in sqlite, not listed').toEqual([]);
-    expect(postgres.filter((name) => !sqlite.includes(name) && !(name in extras('postgres'))), 'only in postgres, not listed').toEqual([]);
+    expect(
+      sqlite.filter((name) => !postgres.includes(name) && !(name in extras('sqlite'))),
+      'only in sqlite, not listed',
+    ).toEqual([]);
+    expect(
+      postgres.filter((name) => !sqlite.includes(name) && !(name in extras('postgres'))),
+      'only in postgres, not listed',
+    ).toEqual([]);
     for (const [dialect, listed] of Object.entries(DIALECT_EXTRAS)) {
       const other = dialect === 'sqlite' ? postgres : sqlite;
       for (const [extra, why] of Object.entries(listed)) {
@@ -134,13 +141,22 @@ describe('the size of src/', () => {
   });
 
   /**
-   * JSON-RPC error codes are protocol facts named once: the table of codes, and at most two other
-   * files that must spell one (none today beyond the table's neighbours listed here).
+   * JSON-RPC error codes are protocol facts named once: the table of codes
+   * (core/json-rpc-codes.ts), and at most two other files that must spell one (none today).
    */
   it('spells JSON-RPC error codes as numbers in at most three files', () => {
     const spelling = sourceFiles(SRC)
       .filter((file) => /-32[0-9]{3}\b/.test(readFileSync(file, 'utf8')))
       .map((file) => relative(SRC, file));
     expect(spelling.length, spelling.join(', ')).toBeLessThanOrEqual(3);
+    expect(spelling).toContain('core/json-rpc-codes.ts');
+  });
+
+  /** `_meta` keys and the tasks extension id are named once too, in code and in comments alike. */
+  it('spells io.modelcontextprotocol/ and io.tasklatch/ names in core/meta-keys.ts only', () => {
+    const spelling = sourceFiles(SRC)
+      .filter((file) => /io\.(modelcontextprotocol|tasklatch)\//.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(SRC, file).split(sep).join('/'));
+    expect(spelling).toEqual(['core/meta-keys.ts']);
   });
 });

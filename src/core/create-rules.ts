@@ -1,9 +1,10 @@
 import type { CreateDecision, LimitDecision } from './decisions.js';
+import { META_KEYS } from './meta-keys.js';
 import type { Millis, TaskCapabilities, TaskRecord, TaskSupport, ToolDescriptor, WireRequest } from './types.js';
 import { visibleTo } from './visibility.js';
 
-/** The `_meta` member that carries an idempotency key. */
-export const IDEMPOTENCY_META_KEY = 'io.tasklatch/idempotency-key';
+/** The `_meta` member that carries an idempotency key (`META_KEYS.idempotencyKey`, under its public name). */
+export const IDEMPOTENCY_META_KEY = META_KEYS.idempotencyKey;
 
 /** A request is augmented when `params.task` is an object (possibly empty). */
 export function isAugmented(request: WireRequest): boolean {

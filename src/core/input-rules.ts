@@ -1,5 +1,6 @@
 import type { AnswerDecision, AskDecision, MissDecision } from './decisions.js';
 import { holdsFence } from './dispatch-rules.js';
+import { JSON_RPC_CODES } from './json-rpc-codes.js';
 import { formatTimestamp, isExpired } from './time.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js';
 import { classifyMiss } from './visibility.js';
@@ -132,7 +133,7 @@ export function awaitsInput(task: Pick<TaskRecord, 'status' | 'expiresAt'>, now:
  */
 export function deadlineOutcome(question: Pick<StoredInput, 'key' | 'deadlineAt'>): { error: { code: number; message: string } } {
   const at = question.deadlineAt === null ? 'none' : formatTimestamp(question.deadlineAt);
-  return { error: { code: -32603, message: `no answer to input request ${JSON.stringify(question.key)} before its deadline (${at})` } };
+  return { error: { code: JSON_RPC_CODES.internalError, message: `no answer to input request ${JSON.stringify(question.key)} before its deadline (${at})` } };
 }
 
 /** The audit detail of a task ended by a deadline. */

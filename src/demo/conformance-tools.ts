@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { defineTool, type TaskTool, type ToolContext } from '../tools/tool.js';
@@ -110,10 +111,12 @@ function inputRequiredResultTools() {
   ];
 }
 
-/** -32021 as a tool raises it: the client did not declare what this tool needs. */
+/** Missing capability as a tool raises it: the client did not declare what this tool needs. */
 function needs(ctx: ToolContext, capability: 'sampling' | 'elicitation', tool: string): void {
   if (ctx.clientCapabilities?.[capability] !== undefined) return;
-  throw new ProtocolError(-32021, `${tool} needs the client's ${capability} capability`, { requiredCapabilities: { [capability]: {} } });
+  throw new ProtocolError(JSON_RPC_CODES.missingCapability, `${tool} needs the client's ${capability} capability`, {
+    requiredCapabilities: { [capability]: {} },
+  });
 }
 
 /**
@@ -157,12 +160,12 @@ export function conformanceTools(): TaskTool[] {
       execution: { taskSupport: 'required' },
       handler: async (_args, ctx) => {
         await sleep(300, undefined, { signal: ctx.signal });
-        throw new ProtocolError(-32603, 'protocol_error_job ended with a JSON-RPC error, as it always does');
+        throw new ProtocolError(JSON_RPC_CODES.internalError, 'protocol_error_job ended with a JSON-RPC error, as it always does');
       },
     }),
     defineTool({
       name: 'test_missing_capability',
-      description: 'Needs the client’s sampling capability; without it the call is refused with -32021.',
+      description: `Needs the client’s sampling capability; without it the call is refused with ${JSON_RPC_CODES.missingCapability}.`,
       inputSchema: z.object({}),
       handler: async (_args, ctx) => {
         needs(ctx, 'sampling', 'test_missing_capability');

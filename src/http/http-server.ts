@@ -1,11 +1,11 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TasklatchError } from '../core/errors.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { SessionLimits } from '../mcp/session-limits.js';
 import { SessionTransports } from '../mcp/session-transports.js';
 import { createTaskServer, type TaskServer } from '../mcp/task-server.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
-import { CODES } from '../stateless/protocol.js';
 import { StatelessServer } from '../stateless/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 import { authFront, type HttpAuthenticate } from './auth-front.js';
@@ -32,8 +32,8 @@ export interface HttpOptions {
   taskServer?: TaskServer;
   /**
    * The generations served (default both). A request of another one is answered HTTP 400 with
-   * `-32022` naming those served, and nothing of its wire is built: `['2026-07-28']` holds no
-   * sessions at all.
+   * `JSON_RPC_CODES.unsupportedVersion` naming those served, and nothing of its wire is built:
+   * `['2026-07-28']` holds no sessions at all.
    */
   generations?: readonly ProtocolGeneration[];
   /** The name and version both wires announce (default: the task server's, else `tasklatch` 0.1.0). */
@@ -126,14 +126,14 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     }
     if (allowedHosts !== null && !checkHostAndOrigin(req.headers, allowedHosts)) {
       early();
-      return sendJson(res, 403, { jsonrpc: '2.0', error: { code: -32600, message: 'Forbidden: Host or Origin not allowed' } });
+      return sendJson(res, 403, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.invalidRequest, message: 'Forbidden: Host or Origin not allowed' } });
     }
     const auth = await checkAuth(req);
     if (auth.kind === 'unavailable') {
       early();
       logger.warn({ err: auth.cause }, 'authorization server unreachable; request not authenticated');
       res.setHeader('retry-after', '5');
-      return sendJson(res, 503, { jsonrpc: '2.0', error: { code: -32000, message: 'Authorization server unavailable; retry later' } });
+      return sendJson(res, 503, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.serverError, message: 'Authorization server unavailable; retry later' } });
     }
     if (auth.kind === 'refused') {
       early();
@@ -153,14 +153,18 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     if (read.kind === 'gone') return;
     if (read.kind === 'too large') {
       res.setHeader('connection', 'close');
-      return sendJson(res, 413, { jsonrpc: '2.0', id: null, error: { code: -32000, message: `Request body too large: at most ${maxBody} bytes` } });
+      return sendJson(res, 413, {
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: JSON_RPC_CODES.serverError, message: `Request body too large: at most ${maxBody} bytes` },
+      });
     }
     const body = read.kind === 'json' ? read.value : undefined;
     seen.body = body;
     const sessionId = header(req, 'mcp-session-id');
     const modern = sessionId === null && isModernRequest(req.headers, body);
     if (read.kind === 'not json') {
-      const error = { jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${read.message}` } };
+      const error = { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.parseError, message: `Parse error: ${read.message}` } };
       return sendJson(res, 400, modern ? error : { ...error, id: null });
     }
     if (!modern && sessions !== null) return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
@@ -169,7 +173,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
       jsonrpc: '2.0',
       id: readableId(body),
       error: {
-        code: CODES.unsupportedVersion,
+        code: JSON_RPC_CODES.unsupportedVersion,
         message: `Unsupported protocol version: this endpoint serves ${[...generations].join(' and ')}`,
         data: { supported: [...generations] },
       },
@@ -179,7 +183,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   const http: HttpServer = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       logger.error({ err: error }, 'HTTP request failed');
-      if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' } });
+      if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.internalError, message: 'Internal error' } });
       else res.end();
     });
   });

@@ -8,7 +8,7 @@ const KEPT_BYTES = 2048;
  * One structured log line for every request answered with an HTTP 4xx, whoever wrote the answer
  * (this layer, the session transports or the SDK transport): the status, the JSON-RPC code and
  * message when the body has them, the request's method, id and session. A client's fault is
- * logged at `info` and never with a stack; server faults (5xx, -32603) are logged, with their
+ * logged at `info` and never with a stack; server faults (5xx, internal error) are logged, with their
  * stack, where they arise. A client that leaves before its answer is one `info` line too.
  */
 export function logRefusals(req: IncomingMessage, res: ServerResponse, logger: Logger, body: () => unknown): void {

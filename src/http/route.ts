@@ -1,9 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { META_KEYS } from '../core/meta-keys.js';
 
 /** Protocol versions served by the 2025-11-25 session wire (an `initialize` negotiates one). */
 const SESSION_VERSIONS = new Set(['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25']);
-
-const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 
 /**
  * Which generation a request without a session belongs to. "A request carrying modern
@@ -16,7 +15,7 @@ export function isModernRequest(headers: IncomingHttpHeaders, body: unknown): bo
   if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
     const params = (body as { params?: unknown }).params;
     const meta = typeof params === 'object' && params !== null ? (params as { _meta?: unknown })._meta : undefined;
-    if (typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META in meta) return true;
+    if (typeof meta === 'object' && meta !== null && META_KEYS.protocolVersion in meta) return true;
   }
   const version = headers['mcp-protocol-version'];
   const text = Array.isArray(version) ? version[0] : version;

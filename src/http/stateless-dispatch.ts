@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { StatelessReply, StatelessServer } from '../stateless/stateless-server.js';
 import type { Principal } from '../tools/principal.js';
 
@@ -19,7 +20,7 @@ export async function serveStateless(
 ): Promise<void> {
   if (req.method !== 'POST') {
     res.setHeader('Allow', 'POST');
-    return sendJson(res, 405, { jsonrpc: '2.0', error: { code: -32600, message: 'Method not allowed: 2026-07-28 requests are POSTs' } });
+    return sendJson(res, 405, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.invalidRequest, message: 'Method not allowed: 2026-07-28 requests are POSTs' } });
   }
   const closed = closeSignal(res);
   const reply = await stateless.handle({

@@ -1,15 +1,16 @@
 import { InitializeRequestSchema, JSONRPCMessageSchema, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 
 /** Why a POSTed body is refused before the SDK transport sees it: the JSON-RPC error and the id to echo. */
 export interface EnvelopeProblem {
-  code: -32600 | -32602;
+  code: typeof JSON_RPC_CODES.invalidRequest | typeof JSON_RPC_CODES.invalidParams;
   message: string;
   id: string | number | null;
 }
 
 /**
- * The methods whose params the SDK itself parses: a bad one would answer -32603 with a
+ * The methods whose params the SDK itself parses: a bad one would answer internal error with a
  * validation dump. A Map: a client's method name is never looked up on a plain object.
  */
 const SDK_PARSED: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>([
@@ -21,14 +22,14 @@ const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']
 
 /**
  * The JSON-RPC codes the spec names, for a body that is JSON but not a message the 2025-11-25
- * wire can take: a malformed envelope (or an empty batch) is -32600 Invalid Request, params of
- * the wrong shape are -32602 Invalid params; each with one short sentence. The SDK transport
- * would answer both as -32700 Parse error, and a malformed `initialize` with the raw schema
+ * wire can take: a malformed envelope (or an empty batch) is an invalid request, params of
+ * the wrong shape are invalid params; each with one short sentence. The SDK transport
+ * would answer both as a parse error, and a malformed `initialize` with the raw schema
  * issues. null when every message is well-formed.
  */
 export function checkEnvelope(body: unknown): EnvelopeProblem | null {
   if (Array.isArray(body)) {
-    if (body.length === 0) return { code: -32600, message: 'Invalid Request: an empty batch', id: null };
+    if (body.length === 0) return { code: JSON_RPC_CODES.invalidRequest, message: 'Invalid Request: an empty batch', id: null };
     for (const message of body as unknown[]) {
       const problem = checkMessage(message);
       // One answer for the whole batch: no message of it was handled.
@@ -64,11 +65,11 @@ function checkMessage(message: unknown): EnvelopeProblem | null {
 }
 
 function invalid(why: string, id: string | number | null): EnvelopeProblem {
-  return { code: -32600, message: `Invalid Request: ${why}`, id };
+  return { code: JSON_RPC_CODES.invalidRequest, message: `Invalid Request: ${why}`, id };
 }
 
 function params(message: string, id: string | number | null): EnvelopeProblem {
-  return { code: -32602, message, id };
+  return { code: JSON_RPC_CODES.invalidParams, message, id };
 }
 
 /** The first issue as `path: message`, short: never the whole schema dump. */

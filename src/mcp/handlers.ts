@@ -8,6 +8,8 @@ import {
   ListToolsRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { isAugmented } from '../core/create-rules.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
+import { META_KEYS } from '../core/meta-keys.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
 import type { CallOutcome } from '../runtime/call-tool.js';
 import { isTasklatchError } from '../core/errors.js';
@@ -19,11 +21,9 @@ import { questionDelivery, sessionAsk } from './input-delivery.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
 import type { ToolContext } from '../tools/tool.js';
 import type { Extra, Register, SessionContext } from './session.js';
-import { invalidParams, methodNotFound, taskNotFound, TOO_MANY_TASKS, wireResult, wireTask, WireError } from './wire.js';
+import { invalidParams, methodNotFound, taskNotFound, wireResult, wireTask, WireError } from './wire.js';
 
 export type { Register, SessionContext, SessionHost } from './session.js';
-
-const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
 
 /** Installs tools/list, tools/call and the tasks/* handlers on one session. */
 export function registerTaskHandlers(session: SessionContext, register: Register): void {
@@ -93,7 +93,7 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
     params,
     // The session's client capabilities go into the stored request, as a 2026-07-28 request
     // carries its own: a worker in any process then knows what the task may ask its requestor.
-    stored: { ...params, _meta: { [CLIENT_CAPABILITIES_META]: clientCapabilities, ...meta } },
+    stored: { ...params, _meta: { [META_KEYS.clientCapabilities]: clientCapabilities, ...meta } },
     headerKey: headerValue(extra, 'idempotency-key'),
     asks: isAugmented({ method: 'tools/call', params }) ? 'requested' : 'none',
     clientTakesTasks: clientCapabilities.tasks !== undefined,
@@ -127,7 +127,7 @@ function answerCall(session: SessionContext, outcome: CallOutcome, principal: Pr
   }
 }
 
-/** A refused call's JSON-RPC error on this generation: a task asked wrongly is -32601, as the 2025-11-25 spec says. */
+/** A refused call's JSON-RPC error on this generation: a task asked wrongly is method not found, as the 2025-11-25 spec says. */
 function refusalError(outcome: Extract<CallOutcome, { kind: 'refused' }>): WireError {
   switch (outcome.decision) {
     case 'BLOCK_TASK_FORBIDDEN':
@@ -138,7 +138,7 @@ function refusalError(outcome: Extract<CallOutcome, { kind: 'refused' }>): WireE
       return invalidParams(outcome.message);
     case 'BLOCK_TASK_LIMIT':
     case 'BLOCK_STORED_LIMIT':
-      return new WireError(TOO_MANY_TASKS, outcome.message);
+      return new WireError(JSON_RPC_CODES.tooManyTasks, outcome.message);
   }
 }
 

@@ -3,11 +3,12 @@ import {
   CreateMessageResultSchema,
   ElicitResultSchema,
   ListRootsResultSchema,
-  RELATED_TASK_META_KEY,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { outstanding, type InputRequest } from '../core/input-rules.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
+import { META_KEYS } from '../core/meta-keys.js';
 import type { TaskRecord } from '../core/types.js';
 import { answerProblem } from '../service/answer-check.js';
 import type { TaskService } from '../service/task-service.js';
@@ -47,12 +48,12 @@ export function questionDelivery(input: { service: TaskService; auth: string; ex
     for (const question of outstanding(found.inputs ?? [])) {
       if (sent.has(question.key)) continue;
       sent.add(question.key);
-      const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
+      const related = { [META_KEYS.relatedTask]: { taskId: record.taskId } };
       send(input.extra, question.request, related, input.extra.signal)
         .then(async (response) => {
           // Too large, or not what the question's schema asks: refused like no answer at all.
           const problem = answerProblem(question.key, question.request, response, input.service.limits.maxAnswerBytes);
-          if (problem !== null) throw new ProtocolError(-32602, problem);
+          if (problem !== null) throw new ProtocolError(JSON_RPC_CODES.invalidParams, problem);
           await input.service.answer({ auth: input.auth, taskId: record.taskId, responses: { [question.key]: response } });
         })
         .catch((error: unknown) => {
@@ -67,7 +68,7 @@ export function questionDelivery(input: { service: TaskService; auth: string; ex
 
 /**
  * A plain 2025-11-25 call asks within the call: one server→client request per key, in order.
- * An answer too large or not matching its question's schema ends the call with -32602.
+ * An answer too large or not matching its question's schema ends the call with invalid params.
  */
 export function sessionAsk(extra: Extra, maxAnswerBytes: number): Ask {
   return async (requests) => {
@@ -75,7 +76,7 @@ export function sessionAsk(extra: Extra, maxAnswerBytes: number): Ask {
     for (const [key, request] of Object.entries(requests)) {
       const answer = await send(extra, request, {}, extra.signal);
       const problem = answerProblem(key, request, answer, maxAnswerBytes);
-      if (problem !== null) throw new ProtocolError(-32602, problem);
+      if (problem !== null) throw new ProtocolError(JSON_RPC_CODES.invalidParams, problem);
       answers[key] = answer;
     }
     return answers;

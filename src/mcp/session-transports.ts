@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { checkEnvelope } from './envelope-check.js';
 import { DEFAULT_SESSION_LIMITS, mediaTypeProblem, type SessionLimits } from './session-limits.js';
 import type { TaskServer } from './task-server.js';
@@ -56,7 +57,8 @@ export class SessionTransports {
   /** Hands a request (its body already read) to its session, or opens one for an `initialize`. */
   async handle(req: IncomingMessage, res: ServerResponse, body: unknown, sessionId: string | null, caller: string): Promise<void> {
     const found = sessionId === null ? undefined : this.sessions.get(sessionId);
-    if (sessionId !== null && (found === undefined || found.owner !== caller)) return sendJson(res, 404, jsonRpcError(-32001, 'Session not found'));
+    if (sessionId !== null && (found === undefined || found.owner !== caller))
+      return sendJson(res, 404, jsonRpcError(JSON_RPC_CODES.sessionNotFound, 'Session not found'));
     const problem = req.method === 'POST' ? checkEnvelope(body) : null;
     if (problem !== null) return sendJson(res, 400, { jsonrpc: '2.0', id: problem.id, error: { code: problem.code, message: problem.message } });
     if (found === undefined) return this.open(req, res, body, caller);
@@ -66,7 +68,7 @@ export class SessionTransports {
       return sendJson(res, 409, {
         jsonrpc: '2.0',
         id: JSON.parse(duplicate) as unknown,
-        error: { code: -32600, message: 'A request with this id is already in flight on this session' },
+        error: { code: JSON_RPC_CODES.invalidRequest, message: 'A request with this id is already in flight on this session' },
       });
     }
     for (const id of ids) found.inFlight.add(id);
@@ -92,18 +94,23 @@ export class SessionTransports {
   }
 
   private async open(req: IncomingMessage, res: ServerResponse, body: unknown, caller: string): Promise<void> {
-    if (req.method !== 'POST' || !isInitializeRequest(body)) return sendJson(res, 400, jsonRpcError(-32000, 'Bad Request: no session; send initialize first'));
+    if (req.method !== 'POST' || !isInitializeRequest(body))
+      return sendJson(res, 400, jsonRpcError(JSON_RPC_CODES.serverError, 'Bad Request: no session; send initialize first'));
     // What the transport would refuse is refused before it exists: a refused initialize leaves nothing behind.
     const media = mediaTypeProblem(req.headers);
-    if (media !== null) return sendJson(res, media.status, jsonRpcError(-32000, media.message));
+    if (media !== null) return sendJson(res, media.status, jsonRpcError(JSON_RPC_CODES.serverError, media.message));
     const pending = [...this.opening.values()].reduce((sum, n) => sum + n, 0);
     const mine = [...this.sessions.values()].filter((s) => s.owner === caller).length + (this.opening.get(caller) ?? 0);
     if (mine >= this.limits.maxPerCaller) {
-      return sendJson(res, 429, jsonRpcError(-32000, `Too many open sessions for this caller: at most ${this.limits.maxPerCaller}; close one (DELETE) first`));
+      return sendJson(
+        res,
+        429,
+        jsonRpcError(JSON_RPC_CODES.serverError, `Too many open sessions for this caller: at most ${this.limits.maxPerCaller}; close one (DELETE) first`),
+      );
     }
     if (this.sessions.size + pending >= this.limits.maxSessions) {
       res.setHeader('Retry-After', '60');
-      return sendJson(res, 503, jsonRpcError(-32000, `Too many open sessions: at most ${this.limits.maxSessions}; retry later`));
+      return sendJson(res, 503, jsonRpcError(JSON_RPC_CODES.serverError, `Too many open sessions: at most ${this.limits.maxSessions}; retry later`));
     }
     const opened = () => {
       const left = (this.opening.get(caller) ?? 1) - 1;
@@ -136,12 +143,12 @@ export class SessionTransports {
 
   /**
    * One log line per request refused inside its session (a JSON-RPC error in a 200 answer, where
-   * the HTTP layer sees only the status). -32603 is logged, with its stack, where it arises.
+   * the HTTP layer sees only the status). An internal error is logged, with its stack, where it arises.
    */
   private logErrors(transport: StreamableHTTPServerTransport): void {
     const send = transport.send.bind(transport);
     transport.send = (message, options) => {
-      if ('error' in message && message.error.code !== -32603) {
+      if ('error' in message && message.error.code !== JSON_RPC_CODES.internalError) {
         const { code, message: reason } = message.error;
         this.taskServer.logger.info({ status: 200, code, reason: reason.slice(0, 300), id: message.id, sessionId: transport.sessionId }, 'request refused');
       }

@@ -1,8 +1,9 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isTasklatchError } from '../core/errors.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { Logger } from '../runtime/log.js';
 import { createRuntime, TaskRuntime, type RuntimeOptions } from '../runtime/task-runtime.js';
 import { ANONYMOUS, type Principal } from '../tools/principal.js';
@@ -95,7 +96,7 @@ export class TaskServer implements SessionHost {
    */
   createSession(principal: Principal | null = null): Server {
     const server = new Server(this.identity, { capabilities: { tools: {}, tasks: { ...this.capabilities } } });
-    // Requests are validated here, not by the SDK: its parse failures answer -32603, where a
+    // Requests are validated here, not by the SDK: its parse failures answer internal error, where a
     // malformed request (a missing task id, a cursor that is not a string) is invalid params.
     // And the SDK's Server wraps tools/call to check result shapes by `params.task`; a call with
     // `params.task` that this server must run as a plain call (no task capability) would be
@@ -163,7 +164,7 @@ export function methodOf(schema: unknown): string {
 
 /**
  * A handler that validates its request against `schema` first: a malformed request is answered
- * invalid params (-32602) with the first issue, before the handler sees it.
+ * invalid params with the first issue, before the handler sees it.
  */
 export function checkedHandler<Extra>(schema: unknown, handler: (request: never, extra: Extra) => Promise<unknown>, logger: Logger) {
   const method = methodOf(schema);
@@ -184,8 +185,8 @@ export function checkedHandler<Extra>(schema: unknown, handler: (request: never,
       }
       // A server fault: logged with its stack, answered without its text (which may be a database's).
       const { requestId, sessionId } = extra as { requestId?: unknown; sessionId?: unknown };
-      logger.error({ err: error, method, id: requestId, sessionId }, 'request failed: -32603');
-      throw new ProtocolError(ErrorCode.InternalError, 'Internal error');
+      logger.error({ err: error, method, id: requestId, sessionId }, `request failed: ${JSON_RPC_CODES.internalError}`);
+      throw new ProtocolError(JSON_RPC_CODES.internalError, 'Internal error');
     }
   };
 }

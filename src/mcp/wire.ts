@@ -1,10 +1,11 @@
-import { ErrorCode, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
+import { META_KEYS } from '../core/meta-keys.js';
 import type { TaskRecord } from '../core/types.js';
 import { isStoredError, ProtocolError } from '../tools/protocol-error.js';
 import type { ToolResult } from '../tools/tool.js';
 
 /**
- * The decision → JSON-RPC mapping of the contract. Nothing outside src/mcp knows these codes.
+ * The decision → JSON-RPC mapping of the contract, with the codes of `JSON_RPC_CODES`.
  * Unknown, foreign and expired task ids share one message so an id reveals nothing.
  */
 export const TASK_NOT_FOUND_MESSAGE = 'Task not found';
@@ -17,29 +18,26 @@ export const TASK_NOT_FOUND_MESSAGE = 'Task not found';
 export const WireError = ProtocolError;
 export type WireError = ProtocolError;
 
-/** Server-defined JSON-RPC code for an admission refused by the active-task limit. */
-export const TOO_MANY_TASKS = -32000;
-
-/** Server-defined JSON-RPC code for a request the store could not serve (down, unreachable): retry later. */
-export const STORE_UNAVAILABLE = -32001;
+/** Server-defined JSON-RPC code for an admission refused by the active-task limit (public name of `JSON_RPC_CODES.tooManyTasks`). */
+export const TOO_MANY_TASKS = JSON_RPC_CODES.tooManyTasks;
 
 /** How long a client is asked to wait before it retries a request the store could not serve. */
 export const STORE_RETRY_AFTER_MS = 2000;
 
 export function storeUnavailable(): WireError {
-  return new WireError(STORE_UNAVAILABLE, 'Store unavailable: retry later', { retryAfterMs: STORE_RETRY_AFTER_MS });
+  return new WireError(JSON_RPC_CODES.storeUnavailable, 'Store unavailable: retry later', { retryAfterMs: STORE_RETRY_AFTER_MS });
 }
 
 export function taskNotFound(): WireError {
-  return new WireError(ErrorCode.InvalidParams, TASK_NOT_FOUND_MESSAGE);
+  return new WireError(JSON_RPC_CODES.invalidParams, TASK_NOT_FOUND_MESSAGE);
 }
 
 export function methodNotFound(message: string): WireError {
-  return new WireError(ErrorCode.MethodNotFound, message);
+  return new WireError(JSON_RPC_CODES.methodNotFound, message);
 }
 
 export function invalidParams(message: string): WireError {
-  return new WireError(ErrorCode.InvalidParams, message);
+  return new WireError(JSON_RPC_CODES.invalidParams, message);
 }
 
 export { wireTask } from '../tools/task-views.js';
@@ -55,7 +53,7 @@ export function wireResult(record: TaskRecord): ToolResult {
     const { code, message, data } = record.result.error;
     throw new ProtocolError(code, message, data);
   }
-  const related = { [RELATED_TASK_META_KEY]: { taskId: record.taskId } };
+  const related = { [META_KEYS.relatedTask]: { taskId: record.taskId } };
   if (record.status === 'cancelled' || record.result === null || typeof record.result !== 'object') {
     const text = record.status === 'cancelled' ? `Task ${record.taskId} was cancelled` : `Task ${record.taskId} ${record.status} without a result`;
     return { content: [{ type: 'text', text }], isError: true, _meta: related };

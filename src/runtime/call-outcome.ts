@@ -41,7 +41,7 @@ export type CallRefusal = 'BLOCK_TASK_REQUIRED' | 'BLOCK_TASK_FORBIDDEN' | 'BLOC
  * - `refused`: a decision of the create surface that refuses it (audited); `message` is what
  *   the caller is told where the wire has no phrasing of its own.
  * - `invalid`: the request itself was refused before any decision (bounds, an unknown tool,
- *   arguments of a task call its schema refuses, an unstorable request): -32602 on both wires,
+ *   arguments of a task call its schema refuses, an unstorable request): invalid params on both wires,
  *   no decision and no audit line, as for any malformed request.
  */
 export type CallOutcome =

@@ -1,6 +1,7 @@
 import { decideCallMode } from '../core/call-rules.js';
 import { idempotencyKeyOf } from '../core/create-rules.js';
 import { isTasklatchError } from '../core/errors.js';
+import { META_KEYS } from '../core/meta-keys.js';
 import type { TaskCapabilities, WireRequest } from '../core/types.js';
 import { checkCallInput } from '../service/input-bounds.js';
 import type { TaskService } from '../service/task-service.js';
@@ -8,7 +9,7 @@ import { InputNeeded } from '../tools/asking.js';
 import { argumentsMessage, invokeParsed, parseArguments, type ParsedArguments } from '../tools/invoke-tool.js';
 import { authKeyOf } from '../tools/principal.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
-import { PREPARED_META, type TaskTool, type ToolContext } from '../tools/tool.js';
+import type { TaskTool, ToolContext } from '../tools/tool.js';
 import { refusalMessage, type CallOutcome, type ToolCall } from './call-outcome.js';
 
 export type { CallOutcome, CallRefusal, ToolCall } from './call-outcome.js';
@@ -88,7 +89,7 @@ async function admit(host: CallToolHost, call: ToolCall, tool: TaskTool, parsed:
         if (tool.prepare === undefined || !parsed.success) return;
         const prepared = await tool.prepare(parsed.data, ctx);
         const meta = (stored.params._meta as Record<string, unknown> | undefined) ?? {};
-        stored.params._meta = { ...meta, [PREPARED_META]: prepared };
+        stored.params._meta = { ...meta, [META_KEYS.prepared]: prepared };
       },
     });
   } catch (error) {

@@ -1,10 +1,12 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
+import { TASKS_EXTENSION } from '../core/meta-keys.js';
 import type { Logger } from '../runtime/log.js';
 import { createRuntime, type RuntimeOptions, type TaskRuntime } from '../runtime/task-runtime.js';
 import { principalFromAuthInfo } from '../sdk/request-auth.js';
 import type { TaskLimits } from '../service/limits.js';
-import { CODES, methodNotFound, TASKS_EXTENSION } from '../stateless/protocol.js';
+import { methodNotFound } from '../stateless/protocol.js';
 import { StatelessServer } from '../stateless/stateless-server.js';
 import type { TaskStore } from '../store/types.js';
 import { ANONYMOUS, type Principal } from '../tools/principal.js';
@@ -103,7 +105,7 @@ export class SdkV2Tasklatch {
       }
       if (!servesModernEra(mcpServer))
         throw new ProtocolError(
-          CODES.invalidRequest,
+          JSON_RPC_CODES.invalidRequest,
           `Tool ${name} runs as a task on protocol revision 2026-07-28 only; 2025-11-25 tasks are served through tasklatch/sdk`,
         );
       return this.serve('tools/call', request, ctx);
@@ -115,7 +117,7 @@ export class SdkV2Tasklatch {
         return this.serve(method, { params }, ctx);
       };
       // The explicit schemas make tasks/get and tasks/cancel the extension's methods, which the
-      // SDK's era gate lets through on 2026-07-28 (it answers them -32601 otherwise).
+      // SDK's era gate lets through on 2026-07-28 (it answers them method not found otherwise).
       (mcpServer.server.setRequestHandler as (method: string, schemas: unknown, handler: unknown) => void)(method, ANY_PARAMS, handler);
     }
     return mcpServer;

@@ -1,7 +1,8 @@
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
+import { META_KEYS } from '../core/meta-keys.js';
 import { inputJsonSchema, schemaFromCheck, zodMajorOf, type SchemaCheck } from '../tools/input-schema.js';
 import type { InputRequest } from '../core/input-rules.js';
 import type { TaskSupport } from '../core/types.js';
-import { CODES } from '../stateless/protocol.js';
 import { authKeyOf } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import type { TaskTool, ToolContext, ToolResult } from '../tools/tool.js';
@@ -72,7 +73,7 @@ async function runRounds(tool: RegisteredV2Tool, args: unknown, ctx: ToolContext
   for (let round = 1; ; round += 1) {
     const result = (await tool.executor(args, v2Context(ctx, responses, state))) as Record<string, unknown>;
     if (result?.resultType !== 'input_required') return result as ToolResult;
-    if (round === MAX_ROUNDS) throw new ProtocolError(CODES.internalError, `the tool asked for input ${MAX_ROUNDS} times in one run`);
+    if (round === MAX_ROUNDS) throw new ProtocolError(JSON_RPC_CODES.internalError, `the tool asked for input ${MAX_ROUNDS} times in one run`);
     const requests = (result.inputRequests ?? {}) as Record<string, InputRequest>;
     // Asked again in the same order on every run: answered questions resolve at once from the store.
     if (Object.keys(requests).length > 0) responses = { ...responses, ...(await ctx.ask(requests)) };
@@ -93,7 +94,7 @@ function v2Context(ctx: ToolContext, inputResponses: Record<string, unknown>, re
       id: ctx.idempotencyKey,
       method: 'tools/call',
       _meta: { progressToken: ctx.idempotencyKey },
-      envelope: { 'io.modelcontextprotocol/clientCapabilities': ctx.clientCapabilities ?? {} },
+      envelope: { [META_KEYS.clientCapabilities]: ctx.clientCapabilities ?? {} },
       inputResponses,
       requestState: () => requestState,
       signal: ctx.signal,

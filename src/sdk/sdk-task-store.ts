@@ -1,6 +1,7 @@
 import type { CreateTaskOptions, TaskStore as SdkTaskStoreInterface } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import { ErrorCode, McpError, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { isTasklatchError } from '../core/errors.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { isTerminal, type TaskCapabilities, type TaskRecord, type WireRequest } from '../core/types.js';
 import { wireResult, wireTask } from '../mcp/wire.js';
 import { isPlausibleTaskId } from '../service/input-bounds.js';
@@ -65,10 +66,10 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
     );
     if (outcome.decision === 'ACCEPT_TASK' || outcome.decision === 'REPLAY_TASK') return wireTask(outcome.record);
     if (outcome.decision === 'BLOCK_IDEMPOTENCY_COLLISION')
-      throw new McpError(ErrorCode.InvalidParams, 'Idempotency key is already used by a different request');
+      throw new McpError(JSON_RPC_CODES.invalidParams, 'Idempotency key is already used by a different request');
     if (outcome.decision === 'BLOCK_TASK_LIMIT')
-      throw new McpError(-32000, `Too many active tasks: at most ${this.service.limits.maxActiveTasks ?? 0} per caller`);
-    throw new McpError(ErrorCode.InternalError, `task admission answered ${outcome.decision}`);
+      throw new McpError(JSON_RPC_CODES.tooManyTasks, `Too many active tasks: at most ${this.service.limits.maxActiveTasks ?? 0} per caller`);
+    throw new McpError(JSON_RPC_CODES.internalError, `task admission answered ${outcome.decision}`);
   }
 
   async getTask(taskId: string): Promise<Task | null> {
@@ -82,8 +83,8 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
 
   async getTaskResult(taskId: string): Promise<Result> {
     const record = await this.read(taskId, 'tasks/result');
-    if (record === null) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
-    if (!isTerminal(record.status)) throw new McpError(ErrorCode.InvalidParams, `Task ${taskId} is ${record.status} and has no result yet`);
+    if (record === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
+    if (!isTerminal(record.status)) throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is ${record.status} and has no result yet`);
     const { _meta: _related, ...result } = wireResult(record);
     return result;
   }
@@ -91,8 +92,8 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
   async updateTaskStatus(taskId: string, status: Task['status'], statusMessage?: string): Promise<void> {
     if (status === 'cancelled') {
       const out = await this.service.cancel({ auth: this.auth.authKey(), taskId });
-      if (out.record === null) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
-      if (out.decision === 'ALREADY_TERMINAL') throw new McpError(ErrorCode.InvalidParams, `Task ${taskId} is already ${out.record.status}`);
+      if (out.record === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
+      if (out.decision === 'ALREADY_TERMINAL') throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is already ${out.record.status}`);
       return;
     }
     await this.write(taskId, { status, ...(statusMessage === undefined ? {} : { statusMessage }) });
@@ -119,22 +120,23 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
     const auth = this.auth.authKey();
     for (let attempt = 0; attempt <= STALE_RETRIES; attempt++) {
       const found = isPlausibleTaskId(taskId) ? (await this.service.lookup({ auth, taskId })).record : null;
-      if (found === null) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+      if (found === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
       const out = await this.service.transition({ auth, taskId, write: { ...write, expectedVersion: found.version } });
       if (out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL') return;
       if (out.decision === 'BLOCK_STALE_VERSION') continue;
       if (out.decision === 'BLOCK_TERMINAL_REWRITE')
-        throw new McpError(ErrorCode.InvalidParams, `Task ${taskId} is already ${out.record?.status ?? 'terminal'}; a terminal status is final`);
-      throw new McpError(ErrorCode.InvalidParams, `Task ${taskId}: write refused (${out.decision})`);
+        throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is already ${out.record?.status ?? 'terminal'}; a terminal status is final`);
+      throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId}: write refused (${out.decision})`);
     }
-    throw new McpError(ErrorCode.InternalError, `Task ${taskId}: the version kept moving; write not applied`);
+    throw new McpError(JSON_RPC_CODES.internalError, `Task ${taskId}: the version kept moving; write not applied`);
   }
 
   private async translate<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
-      if (isTasklatchError(error, 'INVALID_INPUT') || isTasklatchError(error, 'INVALID_CURSOR')) throw new McpError(ErrorCode.InvalidParams, error.message);
+      if (isTasklatchError(error, 'INVALID_INPUT') || isTasklatchError(error, 'INVALID_CURSOR'))
+        throw new McpError(JSON_RPC_CODES.invalidParams, error.message);
       throw error;
     }
   }

@@ -33,7 +33,7 @@ function validatorOf(schema: Record<string, unknown>): ValidateFunction | null {
 /**
  * Why an answer to a question is refused, or null: larger than `maxBytes` as JSON, or an
  * accepted elicitation whose `content` does not match the question's `requestedSchema`. The
- * reason names the key; the caller refuses with -32602 and stores nothing.
+ * reason names the key; the caller refuses with invalid params and stores nothing.
  */
 export function answerProblem(key: string, request: InputRequest, answer: unknown, maxBytes: number): string | null {
   const bytes = jsonBytes(answer);

@@ -17,7 +17,7 @@ export function isPlausibleTaskId(taskId: unknown): taskId is string {
  * text (PostgreSQL refuses a NUL in jsonb; a lone surrogate is not UTF-8), `arguments` no larger
  * than `maxArgumentBytes` as JSON, and an idempotency key, where there is one, a string of bounded
  * length. Throws INVALID_INPUT naming the problem; the
- * wires answer it with -32602.
+ * wires answer it with invalid params.
  */
 export function checkCallInput(params: Record<string, unknown>, headerKey: string | null, maxArgumentBytes = Infinity): void {
   checkJson(params, 'params');

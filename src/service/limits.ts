@@ -18,17 +18,17 @@ export interface TaskLimits {
    * one caller can make the store keep.
    */
   maxStoredTasks: number | null;
-  /** Largest `arguments` of a `tools/call`, as JSON (bytes); larger: -32602, nothing stored. */
+  /** Largest `arguments` of a `tools/call`, as JSON (bytes); larger: invalid params, nothing stored. */
   maxArgumentBytes: number;
   /** Largest stored request of a task (its params as JSON, with `_meta` and what `prepare` returned; bytes). */
   maxRequestBytes: number;
   /** Largest stored result of a task (bytes); a larger one ends the task `failed` with an error saying so. */
   maxResultBytes: number;
-  /** Largest answer to one question of a task, as JSON (bytes); larger: -32602, nothing stored. */
+  /** Largest answer to one question of a task, as JSON (bytes); larger: invalid params, nothing stored. */
   maxAnswerBytes: number;
   /** How long a signed multi-round `requestState` is taken back after it was issued (ms). */
   requestStateMaxAgeMs: number;
-  /** Task ids one `subscriptions/listen` may name; more: -32602. */
+  /** Task ids one `subscriptions/listen` may name; more: invalid params. */
   maxListenTaskIds: number;
   /** Open task subscriptions of all callers on one server; one more answers 503 with `Retry-After`. */
   maxSubscriptions: number;

@@ -26,7 +26,7 @@ function decodeHeaderValue(text: string): string {
 /**
  * The routing headers must repeat the body, so that a proxy may route on them without reading
  * it: `MCP-Protocol-Version` = `_meta` protocol version, `Mcp-Method` = method (values are
- * case-sensitive), `Mcp-Name` = the named member. A missing or different one is -32020.
+ * case-sensitive), `Mcp-Name` = the named member. A missing or different one is a header mismatch.
  */
 export function checkRoutingHeaders(headers: IncomingHttpHeaders, method: string, params: Record<string, unknown>, version: string): void {
   const sentVersion = single(headers, 'mcp-protocol-version');

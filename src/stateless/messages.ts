@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { META } from './protocol.js';
+import { META_KEYS } from '../core/meta-keys.js';
 
 /**
  * The messages of the 2026-07-28 wire, as zod schemas: what a request must look like before any
@@ -13,16 +13,16 @@ export const Envelope = z.object({
   jsonrpc: z.literal('2.0'),
   id: RequestId.optional(),
   method: z.string().min(1),
-  /** Checked apart from the envelope: params of the wrong shape are -32602, not -32600. */
+  /** Checked apart from the envelope: params of the wrong shape are invalid params, not an invalid request. */
   params: z.unknown().optional(),
 });
 export type Envelope = z.infer<typeof Envelope>;
 
 /** The per-request `_meta` every 2026-07-28 request carries. */
 export const RequestMeta = z.looseObject({
-  [META.protocolVersion]: z.string().min(1),
-  [META.clientCapabilities]: z.record(z.string(), z.unknown()),
-  [META.clientInfo]: z.looseObject({ name: z.string(), version: z.string() }).optional(),
+  [META_KEYS.protocolVersion]: z.string().min(1),
+  [META_KEYS.clientCapabilities]: z.record(z.string(), z.unknown()),
+  [META_KEYS.clientInfo]: z.looseObject({ name: z.string(), version: z.string() }).optional(),
 });
 
 export const TaskIdParams = z.looseObject({ taskId: z.string().min(1) });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { InputRequest } from '../core/input-rules.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { answerProblem } from '../service/answer-check.js';
 import { askingContext, InputNeeded, isAnswerTo, type Ask } from '../tools/asking.js';
 import type { Principal } from '../tools/principal.js';
@@ -20,7 +21,7 @@ export interface Call {
 /**
  * A plain call's context: what it asks is answered from the call's rounds (MRTR); a question
  * without a well-formed answer yet ends this round with `input_required`; an answer over
- * `maxAnswerBytes` or not matching its question's schema ends the call with -32602.
+ * `maxAnswerBytes` or not matching its question's schema ends the call with invalid params.
  */
 export function plainContext(call: Call, answers: Record<string, unknown>, maxAnswerBytes: number): ToolContext {
   const used: Record<string, unknown> = {};
@@ -34,7 +35,7 @@ export function plainContext(call: Call, answers: Record<string, unknown>, maxAn
         continue;
       }
       const problem = answerProblem(key, request, answer, maxAnswerBytes);
-      if (problem !== null) throw new ProtocolError(-32602, `Invalid inputResponses: ${problem}`);
+      if (problem !== null) throw new ProtocolError(JSON_RPC_CODES.invalidParams, `Invalid inputResponses: ${problem}`);
       got[key] = answer;
     }
     if (Object.keys(missing).length > 0) throw new InputNeeded(missing, { ...used, ...got });

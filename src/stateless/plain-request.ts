@@ -1,4 +1,4 @@
-import { META } from './protocol.js';
+import { META_KEYS } from '../core/meta-keys.js';
 
 /**
  * Hand-written checks for the shape nearly every request has, so that the hot path (a
@@ -36,9 +36,9 @@ export interface PlainMeta {
 /** The per-request `_meta`, as `RequestMeta` would parse it; null to ask `RequestMeta`. */
 export function plainMeta(meta: unknown): PlainMeta | null {
   if (!isPlainObject(meta)) return null;
-  const version = meta[META.protocolVersion];
-  const capabilities = meta[META.clientCapabilities];
-  const info = meta[META.clientInfo];
+  const version = meta[META_KEYS.protocolVersion];
+  const capabilities = meta[META_KEYS.clientCapabilities];
+  const info = meta[META_KEYS.clientInfo];
   if (typeof version !== 'string' || version.length === 0 || !isPlainObject(capabilities)) return null;
   if (info !== undefined && !(isPlainObject(info) && typeof info.name === 'string' && typeof info.version === 'string')) return null;
   return { version, capabilities };

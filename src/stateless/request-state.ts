@@ -44,7 +44,7 @@ export function signRoundState(secret: Uint8Array, bound: RoundBinding, state: R
 
 /**
  * The state a client sent back; anything edited, foreign, for another call, older than
- * `maxAgeMs` or with its signature spelled other than the one canonical way is -32602.
+ * `maxAgeMs` or with its signature spelled other than the one canonical way is invalid params.
  */
 export function verifyRoundState(secret: Uint8Array, bound: RoundBinding, token: unknown, check: { now: number; maxAgeMs: number }): RoundState {
   const refused = () => invalidParams('Invalid requestState: it was not issued for this call, or it was altered');

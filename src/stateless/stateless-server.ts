@@ -1,4 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
+import { META_KEYS, TASKS_EXTENSION } from '../core/meta-keys.js';
 import { answerProblem } from '../service/answer-check.js';
 import { isPlausibleTaskId } from '../service/input-bounds.js';
 import { isTasklatchError } from '../core/errors.js';
@@ -9,17 +11,7 @@ import { authKeyOf, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { checkRoutingHeaders } from './headers.js';
 import { describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
-import {
-  CODES,
-  declaresTasks,
-  invalidParams,
-  META,
-  methodNotFound,
-  missingTasksExtension,
-  storeUnavailable,
-  SUPPORTED_VERSIONS,
-  TASKS_EXTENSION,
-} from './protocol.js';
+import { declaresTasks, invalidParams, methodNotFound, missingTasksExtension, storeUnavailable, SUPPORTED_VERSIONS } from './protocol.js';
 import { openTaskSubscription, SubscriptionSlots, type EventSink } from './subscriptions.js';
 import { errorReply, readableId, type StatelessReply } from './replies.js';
 
@@ -101,10 +93,10 @@ export class StatelessServer {
   /** Answers one POSTed message. Never throws: every failure is a JSON-RPC error reply. */
   async handle(request: StatelessRequest): Promise<StatelessReply> {
     if (Array.isArray(request.body))
-      return errorReply(undefined, new ProtocolError(CODES.invalidRequest, 'a POST carries one JSON-RPC message; batches are not part of 2026-07-28'));
+      return errorReply(undefined, new ProtocolError(JSON_RPC_CODES.invalidRequest, 'a POST carries one JSON-RPC message; batches are not part of 2026-07-28'));
     const envelope = plainEnvelope(request.body) ?? Envelope.safeParse(request.body);
     if ('success' in envelope && !envelope.success)
-      return errorReply(readableId(request.body), new ProtocolError(CODES.invalidRequest, `Invalid request: ${describeIssue(envelope.error)}`));
+      return errorReply(readableId(request.body), new ProtocolError(JSON_RPC_CODES.invalidRequest, `Invalid request: ${describeIssue(envelope.error)}`));
     const { id, method, params: given = {} } = 'success' in envelope ? envelope.data : envelope;
     if (typeof given !== 'object' || given === null || Array.isArray(given)) {
       return id === undefined ? { kind: 'accepted' } : errorReply(id, invalidParams(`Invalid params for ${method.slice(0, 60)}: params must be an object`));
@@ -161,7 +153,7 @@ export class StatelessServer {
 
   private async serve(method: string, version: string, call: Call): Promise<Record<string, unknown> | StreamReply> {
     if (!(SUPPORTED_VERSIONS as readonly string[]).includes(version)) {
-      throw new ProtocolError(CODES.unsupportedVersion, `Unsupported protocol version ${version}`, {
+      throw new ProtocolError(JSON_RPC_CODES.unsupportedVersion, `Unsupported protocol version ${version}`, {
         supported: [...SUPPORTED_VERSIONS],
         requested: version,
       });
@@ -171,7 +163,7 @@ export class StatelessServer {
     return handler(call);
   }
 
-  /** The error a failed request answers: its own, -32602 for refused input, else a logged -32603. */
+  /** The error a failed request answers: its own, invalid params for refused input, else a logged internal error. */
   private protocolErrorOf(error: unknown, method: string): ProtocolError {
     if (error instanceof ProtocolError) return error;
     if (isTasklatchError(error, 'INVALID_INPUT')) return invalidParams(error.message);
@@ -181,7 +173,7 @@ export class StatelessServer {
       return storeUnavailable();
     }
     this.runtime.logger.error({ err: error, method }, 'request failed');
-    return new ProtocolError(CODES.internalError, 'Internal error');
+    return new ProtocolError(JSON_RPC_CODES.internalError, 'Internal error');
   }
 
   private discover(): Record<string, unknown> {
@@ -191,7 +183,7 @@ export class StatelessServer {
       capabilities: { tools: {}, prompts: {}, resources: {}, extensions: { [TASKS_EXTENSION]: {} } },
       ttlMs: this.listTtlMs,
       cacheScope: 'public',
-      _meta: { [META.serverInfo]: { name: this.options.name ?? 'tasklatch', version: this.options.version ?? '0.1.0' } },
+      _meta: { [META_KEYS.serverInfo]: { name: this.options.name ?? 'tasklatch', version: this.options.version ?? '0.1.0' } },
     };
   }
 
@@ -293,5 +285,5 @@ function requestMeta(meta: unknown): PlainMeta {
   if (plain !== null) return plain;
   const parsed = RequestMeta.safeParse(meta);
   if (!parsed.success) throw invalidParams(`Invalid _meta: ${describeIssue(parsed.error)}`);
-  return { version: parsed.data[META.protocolVersion], capabilities: parsed.data[META.clientCapabilities] };
+  return { version: parsed.data[META_KEYS.protocolVersion], capabilities: parsed.data[META_KEYS.clientCapabilities] };
 }

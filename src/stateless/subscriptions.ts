@@ -1,9 +1,10 @@
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
+import { META_KEYS } from '../core/meta-keys.js';
 import { visibleTo } from '../core/visibility.js';
 import type { TaskRecord } from '../core/types.js';
 import type { TaskLimits } from '../service/limits.js';
 import type { TaskService } from '../service/task-service.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import { CODES, META } from './protocol.js';
 import { detailedTask } from '../tools/task-views.js';
 
 /** Where a subscription's messages go: SSE events and keep-alive comments on one response. */
@@ -22,7 +23,7 @@ export class SubscriptionsFull extends ProtocolError {
     readonly status: 429 | 503,
     readonly retryAfterSeconds: number,
   ) {
-    super(CODES.tooManyTasks, message);
+    super(JSON_RPC_CODES.tooManyTasks, message);
   }
 }
 
@@ -81,7 +82,7 @@ export async function openTaskSubscription(input: {
   closed: AbortSignal;
 }): Promise<void> {
   const { service, auth, sink, closed } = input;
-  const tagged = { [META.subscriptionId]: input.subscriptionId };
+  const tagged = { [META_KEYS.subscriptionId]: input.subscriptionId };
   if (closed.aborted) return;
   const named = [...new Set(input.taskIds)];
   const found = named.length === 0 ? [] : await service.store.visibleTaskIds({ authKey: auth, taskIds: named, now: service.now() }).catch(() => null);

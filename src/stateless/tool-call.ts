@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { CallOutcome } from '../runtime/call-tool.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
@@ -7,13 +8,13 @@ import { ProtocolError } from '../tools/protocol-error.js';
 import { createTaskResult } from '../tools/task-views.js';
 import { CallToolParams, describeIssue } from './messages.js';
 import { plainContext, type Call } from './plain-context.js';
-import { CODES, declaresTasks, invalidParams, missingTasksExtension } from './protocol.js';
+import { declaresTasks, invalidParams, missingTasksExtension } from './protocol.js';
 import { signRoundState, verifyRoundState } from './request-state.js';
 
 /**
  * `tools/call`: the runtime's one call path (`TaskRuntime.callTool`). The server decides
  * whether a call becomes a task (`decideCallMode`): never without the extension in this
- * request (a `required` tool then answers -32021), never for a `forbidden` tool, always for a
+ * request (a `required` tool then answers missing capability), never for a `forbidden` tool, always for a
  * `required` one, and for an `optional` one unless the tool prefers a plain answer for these
  * arguments. A legacy `params.task` changes nothing, and is not stored.
  */
@@ -68,7 +69,7 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
   }
 }
 
-/** A refused call's JSON-RPC error on this generation: a `required` tool without the extension is -32021. */
+/** A refused call's JSON-RPC error on this generation: a `required` tool without the extension is missing capability. */
 function refusalError(outcome: Extract<CallOutcome, { kind: 'refused' }>): ProtocolError {
   switch (outcome.decision) {
     case 'BLOCK_TASK_REQUIRED':
@@ -77,10 +78,10 @@ function refusalError(outcome: Extract<CallOutcome, { kind: 'refused' }>): Proto
       return invalidParams(outcome.message);
     case 'BLOCK_TASK_LIMIT':
     case 'BLOCK_STORED_LIMIT':
-      return new ProtocolError(CODES.tooManyTasks, outcome.message);
+      return new ProtocolError(JSON_RPC_CODES.tooManyTasks, outcome.message);
     case 'BLOCK_TASK_FORBIDDEN':
       // The server chooses here: a `forbidden` tool runs plainly, never refused as a task.
-      return new ProtocolError(CODES.internalError, `tools/call answered ${outcome.decision}`);
+      return new ProtocolError(JSON_RPC_CODES.internalError, `tools/call answered ${outcome.decision}`);
   }
 }
 

@@ -1,4 +1,5 @@
 import type { InputRequest } from '../core/input-rules.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { ProtocolError } from './protocol-error.js';
 
 /** What a client answers to an `elicitation/create`. */
@@ -17,20 +18,20 @@ export const CAPABILITY_OF: Readonly<Record<string, string>> = {
 
 /**
  * Only what the requesting client declared may be asked: a request it cannot answer ends the
- * call (and its task) with -32021 naming the capability, before anything else happens. A kind
+ * call (and its task) with missing capability naming the capability, before anything else happens. A kind
  * of request no client capability covers is refused the same way.
  */
 export function checkAskable(requests: Readonly<Record<string, InputRequest>>, capabilities: Record<string, unknown> | null): void {
   const keys = Object.keys(requests);
-  if (keys.length === 0) throw new ProtocolError(-32603, 'ask() needs at least one input request');
+  if (keys.length === 0) throw new ProtocolError(JSON_RPC_CODES.internalError, 'ask() needs at least one input request');
   for (const key of keys) {
     const { method } = requests[key]!;
     const capability = CAPABILITY_OF[method];
     if (capability === undefined)
-      throw new ProtocolError(-32603, `input request ${JSON.stringify(key)}: ${method} is not an input request a client can answer`);
+      throw new ProtocolError(JSON_RPC_CODES.internalError, `input request ${JSON.stringify(key)}: ${method} is not an input request a client can answer`);
     if (capabilities?.[capability] === undefined) {
       throw new ProtocolError(
-        -32021,
+        JSON_RPC_CODES.missingCapability,
         `input request ${JSON.stringify(key)} (${method}) needs the client's ${capability} capability, which the request did not declare`,
         {
           requiredCapabilities: { [capability]: {} },
@@ -59,7 +60,7 @@ const MAX_TIMEOUT_MS = 2 ** 47;
 export function checkAskOptions(options: AskOptions): void {
   const { timeoutMs } = options;
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
-    throw new ProtocolError(-32603, `ask() timeoutMs must be a positive number of milliseconds (at most 2^47), not ${String(timeoutMs)}`);
+    throw new ProtocolError(JSON_RPC_CODES.internalError, `ask() timeoutMs must be a positive number of milliseconds (at most 2^47), not ${String(timeoutMs)}`);
   }
 }
 

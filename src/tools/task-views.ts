@@ -1,3 +1,4 @@
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { formatTimestamp } from '../core/time.js';
 import type { TaskRecord, TaskStatus } from '../core/types.js';
 import { isStoredError } from './protocol-error.js';
@@ -70,7 +71,9 @@ export function detailedTask(record: TaskRecord): Record<string, unknown> {
     // Exactly the CallToolResult the call returned, as a complete result of its own.
     view.result = { resultType: 'complete', ...(record.result as Record<string, unknown>) };
   } else if (status === 'failed') {
-    const error = isStoredError(record.result) ? record.result.error : { code: -32603, message: `task ${record.taskId} failed without a result` };
+    const error = isStoredError(record.result)
+      ? record.result.error
+      : { code: JSON_RPC_CODES.internalError, message: `task ${record.taskId} failed without a result` };
     view.error = error;
     view.statusMessage ??= error.message;
   }

@@ -36,7 +36,7 @@ export interface ToolContext {
   /**
    * Asks the requestor and resolves with the answers, by key (keys are unique for a task's
    * lifetime). Only input requests the client declared it can answer may be asked; another ends
-   * the call with -32021. In a task the question is stored and the task waits `input_required`
+   * the call with missing capability. In a task the question is stored and the task waits `input_required`
    * without holding a worker: once every answer is in, the handler runs again from the start and
    * each earlier `ask` resolves at once with its stored answer, so a handler must ask the same
    * questions in the same order (a different one ends the task failed) and do nothing
@@ -92,9 +92,6 @@ export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
   prepare?(args: z.infer<Schema>, ctx: ToolContext): Promise<unknown>;
   handler(args: z.infer<Schema>, ctx: ToolContext): Promise<ToolResult>;
 }
-
-/** Where a task's stored request keeps what the tool's `prepare` returned (outside its digest). */
-export const PREPARED_META = 'io.tasklatch/prepared';
 
 /** Declares a tool with its argument type inferred from the schema. */
 export function defineTool<Schema extends z.ZodObject>(tool: TaskTool<Schema>): TaskTool<Schema> {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jcsSha256 } from '../core/digest.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { jsonBytes } from '../service/limits.js';
@@ -179,7 +180,7 @@ export class TaskRun {
       const same = before.length === keys.length && before.every((q) => requests[q.key] !== undefined && q.requestDigest === jcsSha256(requests[q.key]));
       if (!same) {
         throw new ProtocolError(
-          -32603,
+          JSON_RPC_CODES.internalError,
           `the tool asked something else on its re-run: ask ${seq + 1} was ${before.map((q) => q.key).join(', ')} and is now ${keys.join(', ')}; a task's handler must ask the same questions in the same order`,
         );
       }
@@ -199,7 +200,10 @@ export class TaskRun {
         if (out.record !== null) this.version = out.record.version;
         return this.suspend();
       case 'BLOCK_INPUT_KEY_REUSED':
-        throw new ProtocolError(-32603, `input key ${keys.join(', ')} was asked before in this task: keys are unique for a task's lifetime`);
+        throw new ProtocolError(
+          JSON_RPC_CODES.internalError,
+          `input key ${keys.join(', ')} was asked before in this task: keys are unique for a task's lifetime`,
+        );
       case 'BLOCK_STALE_VERSION':
         this.stop('lease lost');
         break;
@@ -225,7 +229,7 @@ export class TaskRun {
     const limit = this.port.limits.maxResultBytes;
     if (bytes <= limit) return outcome;
     this.log('warn', 'task result over the size bound; the task ends failed', { taskId: this.taskId, bytes, limit });
-    return { error: { code: -32603, message: `the task's result is ${bytes} bytes; at most ${limit} bytes are stored` } };
+    return { error: { code: JSON_RPC_CODES.internalError, message: `the task's result is ${bytes} bytes; at most ${limit} bytes are stored` } };
   }
 
   /** Gives the lease back (draining), so another worker claims the task at once. */

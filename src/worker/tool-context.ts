@@ -1,6 +1,6 @@
+import { META_KEYS } from '../core/meta-keys.js';
 import type { TaskRecord } from '../core/types.js';
 import { askingContext } from '../tools/asking.js';
-import { PREPARED_META } from '../tools/tool.js';
 import { principalOf } from '../tools/principal.js';
 import type { ToolContext } from '../tools/tool.js';
 import type { TaskRun } from './task-run.js';
@@ -14,7 +14,7 @@ export type ProgressSink = (record: TaskRecord, progress: number, total?: number
  */
 export function requestCapabilities(request: unknown): Record<string, unknown> | null {
   const meta = (request as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
-  const capabilities = meta?.['io.modelcontextprotocol/clientCapabilities'];
+  const capabilities = meta?.[META_KEYS.clientCapabilities];
   return typeof capabilities === 'object' && capabilities !== null && !Array.isArray(capabilities) ? (capabilities as Record<string, unknown>) : null;
 }
 
@@ -30,7 +30,7 @@ export function taskToolContext(run: TaskRun, progress?: ProgressSink): ToolCont
     // The same for every attempt of the task: side effects named after it are idempotent.
     idempotencyKey: `task:${record.taskId}`,
     clientCapabilities,
-    prepared: ((record.request as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta ?? {})[PREPARED_META],
+    prepared: ((record.request as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta ?? {})[META_KEYS.prepared],
     reportStatus: (message) => run.reportStatus(message),
     reportProgress: async (value, total, message) => {
       if (!run.signal.aborted) await progress?.(record, value, total, message);

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Envelope, RequestMeta, TaskIdParams } from '../../src/stateless/messages.js';
 import { plainEnvelope, plainMeta, plainTaskId } from '../../src/stateless/plain-request.js';
-import { META } from '../../src/stateless/protocol.js';
+import { META_KEYS } from '../../src/core/meta-keys.js';
 
 /**
  * The hand-written checks of the hot path may only accept what the schemas accept, and must
@@ -20,9 +20,9 @@ const anyJson = fc.oneof(
 
 const metaLike = fc.record(
   {
-    [META.protocolVersion]: fc.oneof(fc.constant('2026-07-28'), anyJson),
-    [META.clientCapabilities]: fc.oneof(fc.constant({ extensions: { 'io.modelcontextprotocol/tasks': {} } }), anyJson),
-    [META.clientInfo]: fc.oneof(fc.record({ name: fc.oneof(fc.string(), anyJson), version: fc.oneof(fc.string(), anyJson) }), anyJson),
+    [META_KEYS.protocolVersion]: fc.oneof(fc.constant('2026-07-28'), anyJson),
+    [META_KEYS.clientCapabilities]: fc.oneof(fc.constant({ extensions: { 'io.modelcontextprotocol/tasks': {} } }), anyJson),
+    [META_KEYS.clientInfo]: fc.oneof(fc.record({ name: fc.oneof(fc.string(), anyJson), version: fc.oneof(fc.string(), anyJson) }), anyJson),
   },
   { requiredKeys: [] },
 );
@@ -70,7 +70,7 @@ describe('hand-written request checks', () => {
         if (plain === null) return;
         const parsed = RequestMeta.safeParse(meta);
         expect(parsed.success).toBe(true);
-        expect(plain).toEqual({ version: parsed.data?.[META.protocolVersion], capabilities: parsed.data?.[META.clientCapabilities] });
+        expect(plain).toEqual({ version: parsed.data?.[META_KEYS.protocolVersion], capabilities: parsed.data?.[META_KEYS.clientCapabilities] });
       }),
       { numRuns: 3000 },
     );
@@ -89,7 +89,7 @@ describe('hand-written request checks', () => {
   });
 
   it('take the usual poll by hand and leave the malformed ones to the schemas', () => {
-    const meta = { [META.protocolVersion]: '2026-07-28', [META.clientCapabilities]: {}, [META.clientInfo]: { name: 'c', version: '1' } };
+    const meta = { [META_KEYS.protocolVersion]: '2026-07-28', [META_KEYS.clientCapabilities]: {}, [META_KEYS.clientInfo]: { name: 'c', version: '1' } };
     const poll = { jsonrpc: '2.0', id: 7, method: 'tasks/get', params: { taskId: 't-1', _meta: meta } };
     expect(plainEnvelope(poll)).toEqual({ id: 7, method: 'tasks/get', params: poll.params });
     expect(plainMeta(meta)).toEqual({ version: '2026-07-28', capabilities: {} });
@@ -108,9 +108,9 @@ describe('hand-written request checks', () => {
     for (const bad of [
       null,
       [],
-      { ...meta, [META.protocolVersion]: '' },
-      { ...meta, [META.clientCapabilities]: [] },
-      { ...meta, [META.clientInfo]: { name: 'c' } },
+      { ...meta, [META_KEYS.protocolVersion]: '' },
+      { ...meta, [META_KEYS.clientCapabilities]: [] },
+      { ...meta, [META_KEYS.clientInfo]: { name: 'c' } },
     ]) {
       expect(plainMeta(bad)).toBeNull();
     }

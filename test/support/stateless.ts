@@ -1,4 +1,4 @@
-import { TASKS_EXTENSION } from '../../src/stateless/protocol.js';
+import { TASKS_EXTENSION } from '../../src/core/meta-keys.js';
 
 /** The `_meta` capabilities of a 2026-07-28 request that can take tasks. */
 export const WITH_TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
