@@ -7,7 +7,8 @@ import { createLogger } from '../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { InputNeeded } from '../../src/tools/asking.js';
-import { PREPARED_META, defineTool, type TaskTool, type ToolContext } from '../../src/tools/tool.js';
+import { META_KEYS } from '../../src/core/meta-keys.js';
+import { defineTool, type TaskTool, type ToolContext } from '../../src/tools/tool.js';
 
 const ALICE = { tenant: 'acme', subject: 'alice' };
 const runtimes: TaskRuntime[] = [];
@@ -106,7 +107,7 @@ describe('TaskRuntime.callTool', () => {
     const { params } = out.record.request as WireRequest;
     expect(params).not.toHaveProperty('task');
     expect(params).not.toHaveProperty('requestState');
-    expect(params._meta).toEqual({ [PREPARED_META]: { planned: 22 } });
+    expect(params._meta).toEqual({ [META_KEYS.prepared]: { planned: 22 } });
     // The default ttl: nothing asked one.
     expect(out.record.ttl).toBe(runtime.service.limits.defaultTtl);
   });
