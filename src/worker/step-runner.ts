@@ -151,6 +151,9 @@ export class StepRunner {
   /** One attempt of a step's function, and the record of how it went. */
   private async attempt<T>(position: number, name: string, config: StepConfig, fn: StepFunction<T>, attempt: number, startedAt?: Millis): Promise<T> {
     const base = { position, name, kind: 'do' as const, attempts: attempt, startedAt: startedAt ?? this.port.now() };
+    // A run whose heartbeats could not renew its lease asks the store before a side effect: past
+    // the lease the task may be another run's, which may have recorded this step already.
+    if (this.port.now() >= this.run.leaseUntil) await this.run.checkpoint();
     const began = performance.now();
     let value: T;
     try {
