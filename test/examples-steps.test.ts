@@ -24,7 +24,13 @@ describe('examples/own-tools/tools.mjs place_order', () => {
         return r?.status === 'completed' ? r : undefined;
       }, 10_000);
       expect(done.result).toMatchObject({
-        structuredContent: { sku: 'book-42', holdId: `hold:task:${taskId}:step:reserve`, chargeId: `charge:task:${taskId}:step:charge`, amountCents: 1999, attempt: 1 },
+        structuredContent: {
+          sku: 'book-42',
+          holdId: `hold:task:${taskId}:step:reserve`,
+          chargeId: `charge:task:${taskId}:step:charge`,
+          amountCents: 1999,
+          attempt: 1,
+        },
       });
       const journal = await runtime.service.lookupSteps({ auth, taskId });
       expect(journal.map((s) => `${s.name} ${s.status}`)).toEqual(['reserve completed', 'charge completed', 'cool-down sleeping', 'ship completed']);

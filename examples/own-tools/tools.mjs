@@ -48,7 +48,11 @@ export const isPrimeTool = defineTool({
 export const placeOrder = defineTool({
   name: 'place_order',
   description: 'Reserves, charges and ships an order in durable steps, with a durable cool-down between (always a task)',
-  inputSchema: z.object({ sku: z.string().min(1), amountCents: z.number().int().positive(), coolDownMs: z.number().int().min(0).max(86_400_000).default(1000) }),
+  inputSchema: z.object({
+    sku: z.string().min(1),
+    amountCents: z.number().int().positive(),
+    coolDownMs: z.number().int().min(0).max(86_400_000).default(1000),
+  }),
   execution: { taskSupport: 'required' },
   async handler({ sku, amountCents, coolDownMs }, ctx) {
     const hold = await ctx.step.do('reserve', () => ({ holdId: `hold:${ctx.step.idempotencyKey('reserve')}`, sku }));

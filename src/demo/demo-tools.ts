@@ -43,7 +43,11 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
       const dir = join(options.exportsDir, safeName(ctx.principal.tenant));
       await mkdir(dir, { recursive: true });
       // Named after the task's stable key: every run of the task writes the same files.
-      const files: ExportFiles = { file: join(dir, `${safeName(ctx.idempotencyKey)}.${args.format}`), format: args.format, parts: Math.max(1, Math.min(20, args.rows)) };
+      const files: ExportFiles = {
+        file: join(dir, `${safeName(ctx.idempotencyKey)}.${args.format}`),
+        format: args.format,
+        parts: Math.max(1, Math.min(20, args.rows)),
+      };
       let sha256: string;
       try {
         // One step per part: a run after a crash (or a drain) gets back the parts already

@@ -43,7 +43,10 @@ export async function writePart(files: ExportFiles, tenant: string, month: strin
  */
 export async function publishExport(files: ExportFiles): Promise<string> {
   const parts = Array.from({ length: files.parts }, (_, i) => partFile(files, i));
-  if (!parts.every((p) => existsSync(p)) && existsSync(files.file)) return createHash('sha256').update(await readFile(files.file)).digest('hex');
+  if (!parts.every((p) => existsSync(p)) && existsSync(files.file))
+    return createHash('sha256')
+      .update(await readFile(files.file))
+      .digest('hex');
   const hash = createHash('sha256');
   const temp = `${files.file}.partial`;
   const handle = await open(temp, 'w');

@@ -109,7 +109,8 @@ export function doArguments<T>(name: string, configOrFn: StepConfig | StepFuncti
   if (timeoutMs !== undefined && !isMs(timeoutMs, MAX_TIMER_MS, true)) throw bad(`timeoutMs must be a positive number of milliseconds up to ${MAX_TIMER_MS}`);
   if (retries !== undefined) {
     if (typeof retries !== 'object' || retries === null) throw bad('retries must be an object { limit, baseDelayMs?, maxDelayMs? }');
-    if (!Number.isInteger(retries.limit) || retries.limit < 0 || retries.limit > MAX_RETRIES) throw bad(`retries.limit must be a whole number from 0 to ${MAX_RETRIES}`);
+    if (!Number.isInteger(retries.limit) || retries.limit < 0 || retries.limit > MAX_RETRIES)
+      throw bad(`retries.limit must be a whole number from 0 to ${MAX_RETRIES}`);
     if (retries.baseDelayMs !== undefined && !isMs(retries.baseDelayMs, MAX_TIMER_MS, false)) throw bad('retries.baseDelayMs must be a number of milliseconds');
     if (retries.maxDelayMs !== undefined && !isMs(retries.maxDelayMs, 2 ** 47, false)) throw bad('retries.maxDelayMs must be a number of milliseconds');
   }

@@ -139,7 +139,8 @@ export class StepRunner {
     const { replay, row } = await this.replay(position, name, 'sleep');
     if (replay.kind === 'DONE') return;
     if (replay.kind === 'WAIT') return this.waitAgain(row!, replay.wakeAt, {});
-    if (replay.kind !== 'RUN') throw this.fatal(stepOrderMessage(position, row === undefined ? 'nothing' : describeStep(row.kind, row.name), describeStep('sleep', name)));
+    if (replay.kind !== 'RUN')
+      throw this.fatal(stepOrderMessage(position, row === undefined ? 'nothing' : describeStep(row.kind, row.name), describeStep('sleep', name)));
     const now = this.port.now();
     const wakeAt = wakeAtFrom(now);
     const step: StepWrite = { position, name, kind: 'sleep', status: 'sleeping', attempts: 0, wakeAt, startedAt: now };
@@ -166,7 +167,10 @@ export class StepRunner {
       if (retries !== undefined && mayRetry(attempt, retries)) {
         this.ran(name, 'retrying', attempt, began);
         const wakeAt = this.port.now() + retryDelay(attempt, retries, this.random);
-        await this.write({ ...base, status: 'retrying', error: failure, wakeAt }, { wakeAt, statusMessage: retryingMessage(name, attempt + 1, retries.limit + 1, wakeAt) });
+        await this.write(
+          { ...base, status: 'retrying', error: failure, wakeAt },
+          { wakeAt, statusMessage: retryingMessage(name, attempt + 1, retries.limit + 1, wakeAt) },
+        );
         return this.run.suspend(wakeAt);
       }
       this.ran(name, 'failed', attempt, began);

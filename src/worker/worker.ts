@@ -302,10 +302,13 @@ export class Worker {
   private lookAt(at: number): void {
     const delay = at - this.service.now();
     if (this.stopping || delay > 2 ** 31 - 1) return;
-    const timer = setTimeout(() => {
-      this.wakeTimers.delete(timer);
-      this.nudge();
-    }, Math.max(0, delay));
+    const timer = setTimeout(
+      () => {
+        this.wakeTimers.delete(timer);
+        this.nudge();
+      },
+      Math.max(0, delay),
+    );
     // A timer must not keep a closing process alive.
     timer.unref();
     this.wakeTimers.add(timer);

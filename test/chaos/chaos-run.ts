@@ -320,7 +320,8 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
   }
   const byStatus = (s: TaskStatus) => submitted.filter((e) => e.status === s).length;
   const exportsCompleted = exported.filter((e) => e.status === 'completed').length;
-  if (files !== exportsCompleted + cancelledAfterEffect + abandonedAfterEffect) violations.push(`${files} export files for ${exportsCompleted} completed exports`);
+  if (files !== exportsCompleted + cancelledAfterEffect + abandonedAfterEffect)
+    violations.push(`${files} export files for ${exportsCompleted} completed exports`);
 
   const figures = {
     store: config.kind,

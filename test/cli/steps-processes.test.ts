@@ -107,10 +107,14 @@ interface WorkerProcess {
 function startWorker(): WorkerProcess {
   // One task at a time: a kill then stops only the task whose kill point it is (each stop is
   // one of the task's attempts).
-  const child = spawn(process.execPath, [BIN, 'worker', '--store', url, '--tools', join(dir, 'tools.mjs'), '--app', APP, '--lease-ms', '1000', '--concurrency', '1'], {
-    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn', STEPS_LOG: join(dir, 'steps.log'), STEPS_MARKS: join(dir, 'marks') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [BIN, 'worker', '--store', url, '--tools', join(dir, 'tools.mjs'), '--app', APP, '--lease-ms', '1000', '--concurrency', '1'],
+    {
+      env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn', STEPS_LOG: join(dir, 'steps.log'), STEPS_MARKS: join(dir, 'marks') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   children.add(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => {
@@ -142,33 +146,40 @@ describe('durable steps across worker processes (PostgreSQL)', () => {
     for (const point of KILL_POINTS) tasks.set(await admit('three_steps', { killAt: point }), point);
     let kills = 0;
     const deadline = Date.now() + 120_000;
-    const allDone = async () => {
-      let done = true;
+    // Read at most every 200 ms, whoever asks: three worker slots wait on it.
+    let checked: Promise<boolean> | null = null;
+    const check = async () => {
       for (const [taskId, point] of tasks) {
-        const status = (await statusOf(taskId))?.status;
-        if (status === 'failed') throw new Error(`the task killed at ${point} failed: ${JSON.stringify((await statusOf(taskId))?.result)}`);
-        done &&= status === 'completed';
+        const record = await statusOf(taskId);
+        if (record?.status === 'failed') throw new Error(`the task killed at ${point} failed: ${JSON.stringify(record.result)}`);
+        if (record?.status !== 'completed') return false;
       }
-      return done;
+      return true;
     };
-    while (!(await allDone())) {
-      expect(Date.now()).toBeLessThan(deadline);
-      const worker = startWorker();
-      await worker.ready.catch(() => undefined);
-      const ended = await Promise.race([worker.exited, until(async () => ((await allDone()) ? 'done' : undefined), 20_000)]).catch(async (e) => {
-        if (process.env.STEPS_DEBUG) for (const id of tasks.keys()) console.log(tasks.get(id), JSON.stringify(await statusOf(id)), JSON.stringify(await store.steps({ authKey: AUTH, taskId: id, now: Date.now() })), JSON.stringify(await store.inspectTask({ taskId: id })));
-        throw e;
-      });
-      if (ended === 'done') {
-        worker.child.kill('SIGTERM');
-        expect((await worker.exited).code).toBe(0);
-        break;
+    const allDone = () => (checked ??= check().finally(() => setTimeout(() => (checked = null), 200)));
+    const waitDone = async () => {
+      while (!(await allDone())) await sleep(200);
+      return 'done' as const;
+    };
+    // Three slots, one worker each (one task at a time): a killed worker's slot starts another
+    // once the dead one's lease has lapsed, so its first claim takes the task over.
+    const slot = async () => {
+      while (!(await allDone())) {
+        expect(Date.now()).toBeLessThan(deadline);
+        const worker = startWorker();
+        await worker.ready.catch(() => undefined);
+        const ended = await Promise.race([worker.exited, waitDone()]);
+        if (ended === 'done') {
+          worker.child.kill('SIGTERM');
+          expect((await worker.exited).code).toBe(0);
+          return;
+        }
+        expect(ended.signal).toBe('SIGKILL');
+        kills++;
+        await sleep(1100);
       }
-      expect(ended.signal).toBe('SIGKILL');
-      kills++;
-      // The dead worker's leases lapse before the next one looks.
-      await sleep(1100);
-    }
+    };
+    await Promise.all([slot(), slot(), slot()]);
     expect(kills).toBe(KILL_POINTS.length);
 
     const log = (await readFile(join(dir, 'steps.log'), 'utf8'))
@@ -199,7 +210,9 @@ describe('durable steps across worker processes (PostgreSQL)', () => {
     const [someTask] = tasks.keys();
     const shown = await runCli(['tasks', 'show', someTask!, '--store', url, '--json']);
     expect(shown.code).toBe(0);
-    const detail = JSON.parse(shown.stdout) as { steps: Array<{ position: number; name: string; kind: string; status: string; attempts: number; valueBytes: number }> };
+    const detail = JSON.parse(shown.stdout) as {
+      steps: Array<{ position: number; name: string; kind: string; status: string; attempts: number; valueBytes: number }>;
+    };
     expect(detail.steps.map((s) => [s.position, s.name, s.kind, s.status, s.attempts])).toEqual(STEPS.map((s, i) => [i, s, 'do', 'completed', 1]));
     expect(detail.steps.every((s) => s.valueBytes === 38)).toBe(true);
     const text = await runCli(['tasks', 'show', someTask!, '--store', url]);
@@ -229,7 +242,9 @@ describe('durable steps across worker processes (PostgreSQL)', () => {
     expect(rested.by).toBe(second.child.pid);
     const journal = (await store.steps({ authKey: AUTH, taskId, now: Date.now() })).steps!;
     expect(journal.map((s) => `${s.name} ${s.kind} ${s.status}`)).toEqual(['before do completed', 'nap sleep sleeping', 'after do completed']);
-    const shown = JSON.parse((await runCli(['tasks', 'show', taskId, '--store', url, '--json'])).stdout) as { steps: Array<{ name: string; wakeAt: string | null }> };
+    const shown = JSON.parse((await runCli(['tasks', 'show', taskId, '--store', url, '--json'])).stdout) as {
+      steps: Array<{ name: string; wakeAt: string | null }>;
+    };
     expect(shown.steps.map((s) => s.name)).toEqual(['before', 'nap', 'after']);
     expect(Date.parse(shown.steps[1]!.wakeAt!)).toBe(journal[1]!.wakeAt);
     second.child.kill('SIGTERM');

@@ -31,7 +31,13 @@ describe('step metrics', () => {
       await ctx.step.sleep('long', 60_000);
       return text('never');
     });
-    const runtime = createRuntime({ store: new MemoryStore(), tools: [flaky, sleeper], logger: createLogger('silent'), sweepIntervalMs: 0, worker: { pollMs: 50 } });
+    const runtime = createRuntime({
+      store: new MemoryStore(),
+      tools: [flaky, sleeper],
+      logger: createLogger('silent'),
+      sweepIntervalMs: 0,
+      worker: { pollMs: 50 },
+    });
     const metrics = new TaskMetrics(runtime.service, { storeReadIntervalMs: 0, processMetrics: false });
     closers.push(
       () => runtime.close(50),
@@ -56,5 +62,8 @@ describe('step metrics', () => {
     expect(body).toMatch(/^tasklatch_step_duration_seconds_count\{tool="flaky",outcome="failed"\} 1$/m);
     expect(body).toMatch(/^tasklatch_step_retries_total\{tool="flaky"\} 2$/m);
     expect(body).toMatch(/^tasklatch_decisions_total\{surface="step",decision="APPLY_STEP"\} 5$/m);
+    expect(body).toMatch(/^tasklatch_tasks_sleeping 1$/m);
+    expect((await runtime.cancel({ auth: AUTH, taskId: second })).decision).toBe('CANCEL_TASK');
+    expect((await metrics.render()).body).toMatch(/^tasklatch_tasks_sleeping 0$/m);
   });
 });

@@ -61,7 +61,10 @@ export async function stepWorld(harness: StoreHarness, label: string, options: {
       const out = await on.create({
         auth: AUTH,
         tool: { name: tool, execution: { taskSupport: 'required' } },
-        request: { method: 'tools/call', params: { name: tool, arguments: {}, task: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': capabilities } } },
+        request: {
+          method: 'tools/call',
+          params: { name: tool, arguments: {}, task: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': capabilities } },
+        },
       });
       return out.record!.taskId;
     },
