@@ -241,12 +241,33 @@ export class StepRunner {
     return { replay, row };
   }
 
-  /** The journal and the stored questions, read once per run. */
+  /**
+   * The journal and the stored questions, read once per run. A read that fails is tried again
+   * while the lease holds (a store that does not answer must not fail the task); past it the run
+   * stops without a write, and a later attempt reads again.
+   */
   private load(): Promise<Journal> {
-    this.journal ??= Promise.all([this.port.lookupSteps({ auth: this.run.record.authKey, taskId: this.run.taskId }), this.run.storedInputs()]).then(
-      ([steps, inputs]) => ({ at: new Map(steps.map((s) => [s.position, s])), named: new Map(steps.map((s) => [s.name, s])), inputs }),
-    );
+    this.journal ??= this.read().catch((error: unknown) => {
+      this.journal = null;
+      throw error;
+    });
     return this.journal;
+  }
+
+  private async read(): Promise<Journal> {
+    const { authKey } = this.run.record;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const [steps, inputs] = await Promise.all([this.port.lookupSteps({ auth: authKey, taskId: this.run.taskId }), this.run.storedInputs()]);
+        return { at: new Map(steps.map((s) => [s.position, s])), named: new Map(steps.map((s) => [s.name, s])), inputs };
+      } catch (error) {
+        const pause = Math.min(100 * 2 ** attempt, 2000);
+        if (this.port.now() + pause >= this.run.leaseUntil) this.run.stop('lease lost');
+        this.run.signal.throwIfAborted();
+        this.run.log('warn', 'journal not read; retrying', { taskId: this.run.taskId, error: String(error) });
+        await sleep(pause, undefined, { signal: this.run.signal });
+      }
+    }
   }
 
   /** Marks the run fatal with an order error: the task ends failed with it whatever the handler returns. */

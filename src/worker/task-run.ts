@@ -234,7 +234,11 @@ export class TaskRun {
 
   /** The task's stored questions, read once per run (asks and steps both consult them). */
   storedInputs(): Promise<StoredInput[]> {
-    this.asked ??= this.service.lookupInputs({ auth: this.record.authKey, taskId: this.taskId });
+    // A failed read is not kept: the next ask or step reads again.
+    this.asked ??= this.service.lookupInputs({ auth: this.record.authKey, taskId: this.taskId }).catch((error: unknown) => {
+      this.asked = null;
+      throw error;
+    });
     return this.asked;
   }
 
