@@ -169,6 +169,18 @@ export function retryingMessage(name: string, attempt: number, of: number, wakeA
   return `retrying step ${JSON.stringify(name)} (attempt ${attempt} of ${of}) at ${formatTimestamp(wakeAt)}`;
 }
 
+/**
+ * Refuses a suspension no store could keep (`INVALID_INPUT`): a wake time that is not epoch
+ * milliseconds, a status message that is not storable text (no NUL, no lone surrogate).
+ */
+export function checkSuspension(suspend: { wakeAt: unknown; statusMessage: unknown } | null | undefined): void {
+  if (suspend === null || suspend === undefined) return;
+  if (!isInstant(suspend.wakeAt)) throw invalid(`a suspension's wakeAt must be epoch milliseconds, not ${String(suspend.wakeAt)}`);
+  if (typeof suspend.statusMessage !== 'string' || !isStorableText(suspend.statusMessage)) {
+    throw invalid("a suspension's status message is text (no NUL, no lone surrogate)");
+  }
+}
+
 /** Refuses a journal position no store could keep (`INVALID_INPUT`): a whole number from 0 to 2^31 - 1. */
 export function checkJournalPosition(position: unknown): void {
   if (!isCount(position)) throw invalid(`a journal position must be a whole number from 0 to ${MAX_INT}, not ${String(position)}`);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { StepWrite } from '../../src/core/step-rules.js';
 import {
+  checkJournalPosition,
+  checkSuspension,
   decodeStepValue,
   encodeStepValue,
   MAX_STEP_ERROR_CHARS,
@@ -102,5 +104,19 @@ describe('messages', () => {
     expect(stepSizeMessage('big', 300_000, 262_144)).toBe('step "big" returned 300000 bytes of JSON, more than the 262144 bytes a step may record');
     expect(sleepingMessage('cool-down', Date.parse('2026-12-02T05:00:00.000Z'))).toBe('sleeping until 2026-12-02T05:00:00.000Z (step "cool-down")');
     expect(retryingMessage('charge', 2, 4, Date.parse('2026-12-02T05:00:00.000Z'))).toBe('retrying step "charge" (attempt 2 of 4) at 2026-12-02T05:00:00.000Z');
+  });
+});
+
+describe('checkSuspension and checkJournalPosition', () => {
+  it('pass what a store keeps and refuse the rest', () => {
+    expect(() => checkSuspension(null)).not.toThrow();
+    expect(() => checkSuspension({ wakeAt: T0, statusMessage: 'sleeping' })).not.toThrow();
+    expect(() => checkSuspension({ wakeAt: Number.NaN, statusMessage: 'x' })).toThrow(/wakeAt must be epoch milliseconds/);
+    expect(() => checkSuspension({ wakeAt: T0 + 0.5, statusMessage: 'x' })).toThrow(/wakeAt/);
+    expect(() => checkSuspension({ wakeAt: T0, statusMessage: '\ud800' })).toThrow(/status message is text/);
+    expect(() => checkSuspension({ wakeAt: T0, statusMessage: 7 })).toThrow(/status message is text/);
+    expect(() => checkJournalPosition(0)).not.toThrow();
+    expect(() => checkJournalPosition(2 ** 31)).toThrow(/whole number from 0 to 2147483647/);
+    expect(() => checkJournalPosition(-1)).toThrow(/not -1/);
   });
 });

@@ -1,5 +1,5 @@
 import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
-import { prepareStepWrite, type PreparedStep } from '../../core/step-value.js';
+import { checkSuspension, prepareStepWrite, type PreparedStep } from '../../core/step-value.js';
 import { isExpired } from '../../core/time.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
@@ -22,6 +22,7 @@ export interface MemoryStepState {
 
 export function recordStepIn(state: MemoryStepState, input: RecordStepInput): RecordStepOutcome {
   const step = prepareStepWrite(input.step);
+  checkSuspension(input.suspend);
   const { authKey, taskId } = input.fence;
   const task = state.tasks.get(taskId) ?? null;
   const rows = state.journal.get(taskId) ?? [];

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
 import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
-import { prepareStepWrite } from '../../core/step-value.js';
+import { checkSuspension, prepareStepWrite } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -90,6 +90,7 @@ const SEED_STEP = `
 /** `suspended`: the write suspended the task (its change is to be notified). */
 export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promise<RecordStepOutcome & { suspended: boolean }> {
   const step = prepareStepWrite(input.step);
+  checkSuspension(input.suspend);
   const { fence, now } = input;
   return inShortTransaction(pool, async (tx) => {
     const locked = await tx.query<TaskRow>(LOCK_TASK, [fence.taskId]);

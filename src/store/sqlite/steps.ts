@@ -1,7 +1,7 @@
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import { TasklatchError } from '../../core/errors.js';
 import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
-import { prepareStepWrite } from '../../core/step-value.js';
+import { checkSuspension, prepareStepWrite } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -54,6 +54,7 @@ export function prepareStepStatements(db: SqliteDatabase): StepStatements {
 
 export function recordStepIn(sql: Statements, steps: StepStatements, input: RecordStepInput): RecordStepOutcome {
   const step = prepareStepWrite(input.step);
+  checkSuspension(input.suspend);
   const { fence, now } = input;
   const task = readById(sql, fence.taskId);
   const rows = (steps.selectAtOrNamed.all({ task_id: fence.taskId, position: step.position, name: step.name }) as StepRow[]).map(rowToStep);

@@ -37,7 +37,7 @@ const nap = (position: number, wakeAt: number): StepWrite => ({
   startedAt: T0 + 2,
 });
 
-defineStoreSuite('steps', ({ fresh, freshMany }) => {
+defineStoreSuite('steps', ({ harness, fresh, freshMany }) => {
   /** An admitted task claimed by `owner` at T0 (version 2) and its fence. */
   async function claimed(store: TaskStore, overrides: Parameters<typeof admission>[0] = {}, owner = 'w1'): Promise<Fence> {
     const admitted = (await store.admit(admission(overrides))).record!;
@@ -157,8 +157,12 @@ defineStoreSuite('steps', ({ fresh, freshMany }) => {
     const error = await record_(store, fence, done({ position: 1, name: 'when', value: new Date(T0) })).catch((e: unknown) => e);
     expect(isTasklatchError(error, 'INVALID_INPUT')).toBe(true);
     expect(String(error)).toContain('step "when" returned a value JSON cannot carry exactly: a Date at $');
+    const suspend = { wakeAt: T0 + 100, statusMessage: 'bad \u0000 message' };
+    const badSuspend = await record_(store, fence, nap(1, T0 + 100), { suspend }).catch((e: unknown) => e);
+    expect(isTasklatchError(badSuspend, 'INVALID_INPUT')).toBe(true);
     expect((await journal(store, fence))!.map((s) => s.name)).toEqual(['charge']);
     expect(await stepLines(store, fence.taskId)).toEqual(before);
+    expect((await store.get({ ...fence, now: T0 + 20 })).record).toMatchObject({ version: 2, leaseOwner: 'w1', statusMessage: null });
   });
 
   it('refuses a step after the task ended', async () => {
@@ -210,6 +214,22 @@ defineStoreSuite('steps', ({ fresh, freshMany }) => {
       ['BLOCK_STEP_ORDER', 4, 'nap@0 sleeping'],
       ['APPLY_STEP', 5, 'nap@0 sleeping'],
     ]);
+  });
+
+  it.skipIf(harness.name === 'memory')('a suspension through one handle wakes a listener on another with the new version', async () => {
+    const [writer, reader] = await freshMany('step-listen', 2);
+    const fence = await claimed(writer!);
+    const seen: [string | null, number | undefined][] = [];
+    const stop = await reader!.listen((taskId, version) => seen.push([taskId, version]));
+    try {
+      const wakeAt = T0 + 30_000;
+      const slept = await record_(writer!, fence, nap(0, wakeAt), { suspend: { wakeAt, statusMessage: 'zz' } });
+      for (let i = 0; i < 200 && !seen.some(([, v]) => v === slept.record!.version); i++) await new Promise((r) => setTimeout(r, 10));
+      // A step that did not suspend may be told too (its version unchanged); the suspension is told with its new one.
+      expect(seen.filter(([id]) => id === fence.taskId).at(-1)).toEqual([fence.taskId, 3]);
+    } finally {
+      await stop();
+    }
   });
 
   it('cancels a sleeping task at once: nothing claims it at its wake time', async () => {
