@@ -29,6 +29,7 @@ export {
   RELEASE_DECISION,
   ASK_DECISIONS,
   ANSWER_DECISIONS,
+  STEP_DECISIONS,
   SURFACES,
   type CreateDecision,
   type TransitionDecision,
@@ -38,6 +39,7 @@ export {
   type AskDecision,
   type AnswerDecision,
   type InputDecision,
+  type StepDecision,
   type Decision,
   type Surface,
 } from './core/decisions.js';
@@ -95,7 +97,12 @@ export type {
   AuditEntry,
   ProgressEvent,
   SweepOutcome,
+  TaskSteps,
+  RecordStepInput,
+  RecordStepOutcome,
+  StepsOutcome,
 } from './store/types.js';
+export type { StepRecord, StepWrite, StepKind, StepStatus, StepError } from './core/step-rules.js';
 export { MemoryStore } from './store/memory/memory-store.js';
 export { openStore } from './store/open-store.js';
 export {
@@ -107,10 +114,11 @@ export {
   type CancelTaskOutcome,
   type ListOutcome,
 } from './service/task-service.js';
-export type { WorkerPort, ClaimRequest, AskRequest } from './service/worker-port.js';
+export type { WorkerPort, ClaimRequest, AskRequest, RecordStepRequest } from './service/worker-port.js';
 export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
 export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
 export { ANONYMOUS } from './tools/principal.js';
+export { StepFailedError, stepOf, type Step, type StepConfig, type StepContext, type StepFunction } from './tools/step.js';
 export { ToolRegistry } from './tools/tool-registry.js';
 export { invokeTool, errorResult, argumentProblem } from './tools/invoke-tool.js';
 export { ProtocolError, isStoredError, type StoredError } from './tools/protocol-error.js';

@@ -17,6 +17,7 @@ import { isTerminal, type TaskRecord } from '../core/types.js';
 import { visibleTo } from '../core/visibility.js';
 import { askingContext } from '../tools/asking.js';
 import { isPlausibleTaskId } from '../service/input-bounds.js';
+import { plainStep } from '../tools/plain-step.js';
 import { questionDelivery, sessionAsk } from './input-delivery.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
 import type { ToolContext } from '../tools/tool.js';
@@ -158,12 +159,14 @@ function listedTools(session: SessionContext): Array<Record<string, unknown>> {
 function plainContext(session: SessionContext, principal: Principal, extra: Extra): ToolContext {
   const token = extra._meta?.progressToken;
   const capabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null;
+  const idempotencyKey = `call:${randomUUID()}`;
   return {
     ...askingContext(sessionAsk(extra, session.server.runtime.service.limits.maxAnswerBytes), capabilities),
     taskId: null,
     principal,
     signal: extra.signal,
-    idempotencyKey: `call:${randomUUID()}`,
+    idempotencyKey,
+    step: plainStep(extra.signal, idempotencyKey),
     clientCapabilities: capabilities,
     reportStatus: async () => undefined,
     checkpoint: async () => extra.signal.throwIfAborted(),

@@ -4,6 +4,8 @@ import type { TaskStats } from '../store/task-operations.js';
 /** One read of the store for the gauges: its counts, the abandoned tasks seen since start, when. */
 export interface Snapshot {
   stats: TaskStats;
+  /** Tasks asleep in a durable sleep or a retry's wait (`sleepingTasks`). */
+  sleeping: number;
   abandoned: number;
   at: number;
 }
@@ -44,11 +46,13 @@ export class StoreSnapshot {
   private async refresh(): Promise<void> {
     try {
       const { store } = this.service;
-      const stats = await store.taskStats({ now: this.service.now() });
+      const now = this.service.now();
+      const stats = await store.taskStats({ now });
+      const sleeping = await store.sleepingTasks({ now });
       const tally = await store.auditTally({ after: this.position });
       if (this.position !== null) this.abandoned += tally.abandoned;
       this.position = tally.position;
-      this.last = { stats, abandoned: this.abandoned, at: Date.now() };
+      this.last = { stats, sleeping, abandoned: this.abandoned, at: Date.now() };
     } catch {
       // The last read stands; the store's own errors are counted by tasklatch_store_errors_total.
     }

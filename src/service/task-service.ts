@@ -1,4 +1,5 @@
 import type { StoredInput } from '../core/input-rules.js';
+import type { StepRecord } from '../core/step-rules.js';
 import type { Millis, StatusWrite, TaskCapabilities, TaskRecord } from '../core/types.js';
 import type {
   AnswerOutcome,
@@ -7,6 +8,7 @@ import type {
   InputsOutcome,
   LookupOutcome,
   OverdueOutcome,
+  RecordStepOutcome,
   StoreCapabilities,
   TaskStore,
   TransitionOutcome,
@@ -21,7 +23,7 @@ import type { CancelTaskOutcome, CreateOutcome, ListOutcome, QuietIf, ReadOnlyMe
 import { RequestorSurface, type CreateInput, type RecordDecisionInput } from './requestor-surface.js';
 import { awaitResult, type AwaitResultInput } from './result-wait.js';
 import type { TaskEvents } from './task-events.js';
-import type { AskRequest, ClaimRequest, WorkerPort } from './worker-port.js';
+import type { AskRequest, ClaimRequest, RecordStepRequest, WorkerPort } from './worker-port.js';
 import { WorkerSurface } from './worker-surface.js';
 
 export type { TaskServiceOptions } from './guard-context.js';
@@ -168,6 +170,14 @@ export class TaskService implements WorkerPort {
 
   ask(input: AskRequest): Promise<AskOutcome> {
     return this.writes.ask(input);
+  }
+
+  recordStep(input: RecordStepRequest): Promise<RecordStepOutcome> {
+    return this.writes.recordStep(input);
+  }
+
+  lookupSteps(input: { auth: string; taskId: string }): Promise<StepRecord[]> {
+    return this.writes.lookupSteps(input);
   }
 
   lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome> {

@@ -1,6 +1,7 @@
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
+import type { StepRecord, StepWrite } from '../core/step-rules.js';
 import type { Millis, TaskRecord } from '../core/types.js';
-import type { AskOutcome, ClaimInput, Fence, LookupOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
+import type { AskOutcome, ClaimInput, Fence, LookupOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
 import type { AdmissionClaimers } from './admission-claims.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { TaskLimits } from './limits.js';
@@ -13,21 +14,33 @@ export type ClaimRequest = Omit<ClaimInput, 'now' | 'correlationId'>;
 export interface AskRequest {
   fence: Fence;
   askSeq: number;
+  /** The ask's place among the run's steps, sleeps and asks (its journal position). */
+  position?: number;
   questions: ReadonlyArray<{ key: string; request: InputRequest }>;
   timeoutMs?: number;
 }
 
 /**
+ * One step of a run's journal, written under the run's fence; with `suspend` the same write
+ * suspends the task until `wakeAt` (a sleep, a durable retry) with that status message.
+ */
+export interface RecordStepRequest {
+  fence: Fence;
+  step: StepWrite;
+  suspend?: { wakeAt: Millis; statusMessage: string } | null;
+}
+
+/**
  * The few things a worker needs of the task service, and no more: take due tasks (`claim`),
  * keep or give back a lease (`heartbeat`, `release`), write its own task under its fence
- * (`setStatus`, `ask`, and one terminal write, `complete` or `fail`), and look at its task
- * (`lookup`, `lookupInputs`). Every write names the fence; a write refused by it is the store's
+ * (`setStatus`, `ask`, `recordStep`, and one terminal write, `complete` or `fail`), and look
+ * at its task (`lookup`, `lookupInputs`, `lookupSteps`). Every write names the fence; a write refused by it is the store's
  * classified decision, never an exception. `TaskService` is one; a test can pass a fake.
  */
 export interface WorkerPort {
   /** The app whose tasks this service admits: a worker's default, and the only one an admission may lease to. */
   readonly app: string;
-  readonly limits: Pick<TaskLimits, 'pollInterval' | 'maxResultBytes'>;
+  readonly limits: Pick<TaskLimits, 'pollInterval' | 'maxResultBytes' | 'maxStepBytes'>;
   /** Whether other processes may write unnoticed (`shared` without `listenNotify`): the poll is then short. */
   readonly supports: Pick<StoreCapabilities, 'shared' | 'listenNotify'>;
   /** Change events: an idle worker wakes on any, a run watches its own task. */
@@ -51,8 +64,12 @@ export interface WorkerPort {
   fail(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome>;
   /** Stores a run's questions; the task goes `input_required`. */
   ask(input: AskRequest): Promise<AskOutcome>;
+  /** Records one step of the run's journal (see `TaskStore.recordStep`), bounded by `limits.maxStepBytes`. */
+  recordStep(input: RecordStepRequest): Promise<RecordStepOutcome>;
   /** The stored fact of a task for its own auth key: no decision, no audit line. */
   lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome>;
   /** The stored questions of a task for its own auth key; none when it is out of reach. */
   lookupInputs(input: { auth: string; taskId: string }): Promise<StoredInput[]>;
+  /** The journal of a task for its own auth key, in position order; none when it is out of reach. */
+  lookupSteps(input: { auth: string; taskId: string }): Promise<StepRecord[]>;
 }

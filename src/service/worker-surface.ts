@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { StepRecord } from '../core/step-rules.js';
 import type { StatusWrite, TaskRecord } from '../core/types.js';
-import type { AskOutcome, Fence, LookupOutcome, TransitionOutcome } from '../store/types.js';
+import type { AskOutcome, Fence, LookupOutcome, RecordStepOutcome, TransitionOutcome } from '../store/types.js';
 import type { GuardContext } from './guard-context.js';
-import type { AskRequest, ClaimRequest } from './worker-port.js';
+import type { AskRequest, ClaimRequest, RecordStepRequest } from './worker-port.js';
 
 /**
  * The writes of whoever runs tasks: claims, leases, status writes under a fence, questions, and
@@ -84,6 +85,26 @@ export class WorkerSurface {
     const { authKey, taskId } = input.fence;
     ctx.decided({ surface: 'input', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null });
     return out;
+  }
+
+  /**
+   * A run records one step of its task's journal (see `TaskStore.recordStep`), bounded by
+   * `limits.maxStepBytes`; a write that suspends the task changes its record and is published.
+   */
+  async recordStep(input: RecordStepRequest): Promise<RecordStepOutcome> {
+    const { ctx } = this;
+    const correlationId = randomUUID();
+    const out = await ctx.store.recordStep({ ...input, maxStepBytes: ctx.limits.maxStepBytes, now: ctx.clock(), correlationId });
+    const { authKey, taskId } = input.fence;
+    if (out.decision === 'APPLY_STEP' && input.suspend) ctx.changes.publish(taskId, out.record?.version, out.record ?? undefined);
+    const detail = `${input.step.name}@${input.step.position} ${input.step.status}`;
+    ctx.decided({ surface: 'step', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null, detail });
+    return out;
+  }
+
+  /** The journal of a task for its own auth context, in position order; none when it is out of reach (a worker's read). */
+  async lookupSteps(input: { auth: string; taskId: string }): Promise<StepRecord[]> {
+    return (await this.ctx.store.steps({ authKey: input.auth, taskId: input.taskId, now: this.ctx.clock() })).steps ?? [];
   }
 
   /**

@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { StoredInput } from '../../src/core/input-rules.js';
+import type { StepRecord } from '../../src/core/step-rules.js';
 import type { TaskRecord } from '../../src/core/types.js';
 import { AdmissionClaimers } from '../../src/service/admission-claims.js';
 import { ChangeFeed } from '../../src/service/change-feed.js';
 import { TaskEvents } from '../../src/service/task-events.js';
-import type { AskRequest, ClaimRequest, WorkerPort } from '../../src/service/worker-port.js';
-import type { AskOutcome, Fence, LookupOutcome, TransitionOutcome } from '../../src/store/types.js';
+import type { AskRequest, ClaimRequest, RecordStepRequest, WorkerPort } from '../../src/service/worker-port.js';
+import type { AskOutcome, Fence, LookupOutcome, RecordStepOutcome, TransitionOutcome } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { TaskExecutor } from '../../src/worker/task-executor.js';
@@ -28,7 +29,7 @@ interface PortWrite {
  */
 class FakePort implements WorkerPort {
   readonly app = 'default';
-  readonly limits = { pollInterval: 100, maxResultBytes: 2_000 };
+  readonly limits = { pollInterval: 100, maxResultBytes: 2_000, maxStepBytes: 1_000 };
   readonly supports = { shared: false, listenNotify: false };
   readonly changes = new ChangeFeed();
   readonly events = new TaskEvents();
@@ -91,6 +92,14 @@ class FakePort implements WorkerPort {
   }
 
   async lookupInputs(): Promise<StoredInput[]> {
+    return [];
+  }
+
+  async recordStep(input: RecordStepRequest): Promise<RecordStepOutcome> {
+    throw new Error(`no tool of these tests takes a step (task ${input.fence.taskId})`);
+  }
+
+  async lookupSteps(): Promise<StepRecord[]> {
     return [];
   }
 

@@ -1,5 +1,6 @@
 import { jcsSha256 } from '../../core/digest.js';
 import { answerMiss, awaitsInput, decideAnswer, decideAsk, outstanding, overdueQuestion, type StoredInput } from '../../core/input-rules.js';
+import { checkJournalPosition } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/visibility.js';
 import type { AnswerDecision } from '../../core/decisions.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
@@ -21,6 +22,7 @@ export interface MemoryInputState {
 
 export function askIn(state: MemoryInputState, input: AskInput): AskOutcome {
   const { authKey, taskId } = input.fence;
+  if (input.position !== undefined) checkJournalPosition(input.position);
   const task = state.tasks.get(taskId) ?? null;
   const asked = state.questions.get(taskId) ?? [];
   const keys = input.questions.map((q) => q.key);
@@ -38,6 +40,7 @@ export function askIn(state: MemoryInputState, input: AskInput): AskOutcome {
         responseDigest: null,
         answeredAt: null,
         deadlineAt: q.deadlineAt ?? null,
+        ...(input.position === undefined ? {} : { position: input.position }),
       });
     }
     state.questions.set(taskId, asked);

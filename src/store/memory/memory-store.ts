@@ -10,8 +10,10 @@ import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus }
 import { deadlineDetail, deadlineOutcome, type StoredInput } from '../../core/input-rules.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
+import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
 import { claimIn, closeEntry, heartbeatIn, pendingIn, releaseIn, type MemoryDispatchState, type OutboxEntry } from './memory-dispatch.js';
+import { journalOf, recordStepIn, seedSteps, sleepingIn, stepsOf, type MemoryStepState } from './memory-steps.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
 import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -36,6 +38,9 @@ import type {
   TaskStore,
   TransitionInput,
   TransitionOutcome,
+  RecordStepInput,
+  RecordStepOutcome,
+  StepsOutcome,
 } from '../types.js';
 
 /**
@@ -75,6 +80,8 @@ export class MemoryStore implements TaskStore {
     audit: (line) => this.audit.append(line),
   };
   private readonly operations: MemoryOperationsState = { tasks: this.tasks, outbox: this.outbox, questions: this.questions, audit: this.audit };
+  /** taskId → its journal in position order: the task_steps table of the SQL stores. */
+  private readonly stepState: MemoryStepState = { tasks: this.tasks, journal: new Map<string, StepRecord[]>(), outbox: this.outbox, audit: this.audit };
 
   // The records role (TaskRecords).
 
@@ -201,6 +208,16 @@ export class MemoryStore implements TaskStore {
     return inputsOf(this.inputState, ref);
   }
 
+  // The step role (TaskSteps): memory-steps.ts.
+
+  async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
+    return recordStepIn(this.stepState, input);
+  }
+
+  async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+    return stepsOf(this.stepState, ref);
+  }
+
   // Upkeep (TaskUpkeep).
 
   async recordDecision(entry: AuditEntry): Promise<void> {
@@ -222,6 +239,7 @@ export class MemoryStore implements TaskStore {
       this.track(record, false);
       this.outbox.delete(record.taskId);
       this.questions.delete(record.taskId);
+      this.stepState.journal.delete(record.taskId);
       if (record.idempotencyKey !== null) {
         const keyIndex = `${record.authKey}\n${record.idempotencyKey}`;
         if (this.keys.get(keyIndex) === record.taskId) this.keys.delete(keyIndex);
@@ -252,7 +270,7 @@ export class MemoryStore implements TaskStore {
     return ended;
   }
 
-  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = [], steps: readonly StepRecord[] = []): Promise<void> {
     for (const record of records) {
       const previous = this.tasks.get(record.taskId);
       if (previous !== undefined) this.track(previous, false);
@@ -261,6 +279,7 @@ export class MemoryStore implements TaskStore {
       if (record.idempotencyKey !== null) this.keys.set(`${record.authKey}\n${record.idempotencyKey}`, record.taskId);
     }
     seedInputs(this.inputState, inputs);
+    seedSteps(this.stepState, steps);
   }
 
   async sharedSecret(): Promise<Uint8Array> {
@@ -289,6 +308,14 @@ export class MemoryStore implements TaskStore {
 
   async taskStats({ now }: { now: Millis }): Promise<TaskStats> {
     return taskStatsIn(this.operations, now);
+  }
+
+  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
+    return journalOf(this.stepState, taskId);
+  }
+
+  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
+    return sleepingIn(this.stepState, now);
   }
 
   /** Nothing to migrate: the memory store has no schema. */

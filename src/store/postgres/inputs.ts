@@ -3,6 +3,7 @@ import type { Decision } from '../../core/decisions.js';
 import { jcsSha256, resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
 import { answerMiss, deadlineDetail, deadlineOutcome, decideAnswer, decideAsk, outstanding, type StoredInput } from '../../core/input-rules.js';
+import { checkJournalPosition } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/visibility.js';
 import type { AnswerDecision } from '../../core/decisions.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
@@ -21,6 +22,7 @@ import { sql } from './statements.js';
 
 export async function askIn(pool: pg.Pool, input: AskInput): Promise<AskOutcome> {
   const { fence, now } = input;
+  if (input.position !== undefined) checkJournalPosition(input.position);
   const keys = input.questions.map((q) => q.key);
   // A key twice in one ask, or a version no integer column holds, cannot apply: straight to the rules.
   if (new Set(keys).size === keys.length && isInt4(fence.version)) {
@@ -55,6 +57,7 @@ async function applyAsk(pool: pg.Pool, input: AskInput, keys: string[]): Promise
       input.askSeq,
       JSON.stringify(questions),
       ...audit,
+      input.position ?? null,
     ]);
     return applied.rows[0] === undefined ? null : rowToRecord(applied.rows[0]);
   } catch (error) {

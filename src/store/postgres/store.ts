@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
 import type { StoredInput } from '../../core/input-rules.js';
+import type { StepRecord } from '../../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { boundedAuditLine } from '../audit-line.js';
 import { AuditWriter } from '../audit-writer.js';
@@ -29,6 +30,9 @@ import type {
   TaskStore,
   TransitionInput,
   TransitionOutcome,
+  RecordStepInput,
+  RecordStepOutcome,
+  StepsOutcome,
 } from '../types.js';
 import { auditTrailIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
@@ -40,6 +44,7 @@ import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } 
 import { encodedProgress } from './progress.js';
 import { ReadBatcher } from './read-batcher.js';
 import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
+import { journalIn, recordStepIn, seedStepsIn, sleepingIn, stepsIn } from './steps.js';
 import { sql } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
 import { inTransaction } from './transactions.js';
@@ -209,6 +214,25 @@ export class PostgresStore implements TaskStore {
     return out;
   }
 
+  async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
+    const { suspended, ...out } = await recordStepIn(this.pool, input);
+    // A suspension changes the task (version, lease, status message): told like any status write.
+    if (suspended && out.record !== null) this.notified([out.record]);
+    return out;
+  }
+
+  async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+    return stepsIn(this.pool, ref);
+  }
+
+  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
+    return journalIn(this.pool, taskId);
+  }
+
+  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
+    return sleepingIn(this.pool, now);
+  }
+
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
     return inputsIn(this.pool, ref);
   }
@@ -237,10 +261,11 @@ export class PostgresStore implements TaskStore {
     return ended;
   }
 
-  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = [], steps: readonly StepRecord[] = []): Promise<void> {
     await inTransaction(this.pool, async (client) => {
       await seedTasksIn(client, records);
       await seedInputsIn(client, inputs);
+      await seedStepsIn(client, steps);
     });
   }
 

@@ -3,6 +3,7 @@ import type { Decision } from '../../core/decisions.js';
 import { jcsSha256, resultDigest } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
 import { answerMiss, deadlineDetail, deadlineOutcome, decideAnswer, decideAsk, outstanding, type StoredInput } from '../../core/input-rules.js';
+import { checkJournalPosition } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/visibility.js';
 import type { AnswerDecision } from '../../core/decisions.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
@@ -20,6 +21,7 @@ import type { Statements } from './statements.js';
 
 export function askIn(db: SqliteDatabase, sql: Statements, input: AskInput): AskOutcome {
   const { fence, now } = input;
+  if (input.position !== undefined) checkJournalPosition(input.position);
   const keys = input.questions.map((q) => q.key);
   // A key twice in one ask, or a version SQLite would coerce, cannot apply: straight to the rules.
   const applied = new Set(keys).size === keys.length && Number.isSafeInteger(fence.version) ? applyAsk(db, sql, input, keys) : null;
@@ -60,6 +62,7 @@ function applyAsk(db: SqliteDatabase, sql: Statements, input: AskInput, keys: st
           responseDigest: null,
           answeredAt: null,
           deadlineAt: q.deadlineAt ?? null,
+          ...(input.position === undefined ? {} : { position: input.position }),
         };
         sql.insertInput.run(inputToRow(question));
       }

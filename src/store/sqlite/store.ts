@@ -1,5 +1,6 @@
 import { TasklatchError } from '../../core/errors.js';
 import type { StoredInput } from '../../core/input-rules.js';
+import type { StepRecord } from '../../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { boundedAuditLine } from '../audit-line.js';
 import { AuditWriter } from '../audit-writer.js';
@@ -28,6 +29,9 @@ import type {
   TaskStore,
   TransitionInput,
   TransitionOutcome,
+  RecordStepInput,
+  RecordStepOutcome,
+  StepsOutcome,
 } from '../types.js';
 import { auditTrailIn, prepareAuditStatements, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { openDatabase, sqliteDriver } from './connection.js';
@@ -35,6 +39,7 @@ import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
 import type { SqliteDatabase } from './driver.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
+import { journalIn, prepareStepStatements, recordStepIn, seedStepsIn, sleepingIn, stepsIn, type StepStatements } from './steps.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import { ProgressWriter } from './progress.js';
@@ -63,6 +68,7 @@ export class SqliteStore implements TaskStore {
 
   private readonly sql: Statements;
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
+  private readonly stepSql: StepStatements;
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
   private readonly auditWriter: AuditWriter;
@@ -79,6 +85,7 @@ export class SqliteStore implements TaskStore {
   ) {
     this.sql = prepareStatements(db);
     this.audit = prepareAuditStatements(db);
+    this.stepSql = prepareStepStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
     // not take the file's write lock for its audit line, and a burst of polls commits once.
     this.auditWriter = new AuditWriter(
@@ -164,6 +171,25 @@ export class SqliteStore implements TaskStore {
     return this.write(() => answerIn(this.sql, input));
   }
 
+  async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
+    const out = this.write(() => recordStepIn(this.sql, this.stepSql, input));
+    // A suspension is a change of the task: its progress goes out first, as after a status write.
+    if (input.suspend) this.progress?.flush([input.fence.taskId]);
+    return out;
+  }
+
+  async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+    return this.db.transaction(() => stepsIn(this.sql, this.stepSql, ref)).deferred();
+  }
+
+  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
+    return journalIn(this.stepSql, taskId);
+  }
+
+  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
+    return sleepingIn(this.stepSql, now);
+  }
+
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
     // One snapshot for the visibility read and the questions, as in `get`.
     return this.db.transaction(() => inputsIn(this.sql, ref)).deferred();
@@ -199,10 +225,11 @@ export class SqliteStore implements TaskStore {
     return ended;
   }
 
-  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = [], steps: readonly StepRecord[] = []): Promise<void> {
     this.write(() => {
       seedTasksIn(this.sql, records);
       seedInputsIn(this.sql, inputs);
+      seedStepsIn(this.stepSql, steps);
     });
   }
 
