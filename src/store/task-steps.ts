@@ -1,7 +1,6 @@
 import type { MissDecision, StepDecision } from '../core/decisions.js';
 import type { StepRecord, StepWrite } from '../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../core/types.js';
-import type { TaskRef } from './types.js';
 
 /** One step a run records in its task's journal (`TaskSteps.recordStep`). */
 export interface RecordStepInput {
@@ -40,6 +39,6 @@ export type StepsOutcome = { decision: 'FOUND'; steps: StepRecord[] } | { decisi
  */
 export interface TaskSteps {
   recordStep(input: RecordStepInput): Promise<RecordStepOutcome>;
-  /** The caller's task's journal, in position order. */
-  steps(input: TaskRef & { now: Millis }): Promise<StepsOutcome>;
+  /** The caller's task's journal, in position order (`input` is a `TaskRef` with the time). */
+  steps(input: { authKey: string; taskId: string; now: Millis }): Promise<StepsOutcome>;
 }

@@ -90,7 +90,10 @@ export function stepErrorOf(error: unknown): StepError {
 /** A name no journal could keep ends the call: a bug in the tool, like a bad ask. */
 export function checkStepName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.length === 0 || name.length > MAX_STEP_NAME_CHARS || !isStorableText(name)) {
-    throw new ProtocolError(JSON_RPC_CODES.internalError, `a step name is text of 1 to ${MAX_STEP_NAME_CHARS} characters, not ${JSON.stringify(String(name).slice(0, 60))}`);
+    throw new ProtocolError(
+      JSON_RPC_CODES.internalError,
+      `a step name is text of 1 to ${MAX_STEP_NAME_CHARS} characters, not ${JSON.stringify(String(name).slice(0, 60))}`,
+    );
   }
 }
 
@@ -122,7 +125,10 @@ export function doArguments<T>(name: string, configOrFn: StepConfig | StepFuncti
 export function checkSleepMs(name: string, ms: unknown): number {
   checkStepName(name);
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > 2 ** 47) {
-    throw new ProtocolError(JSON_RPC_CODES.internalError, `sleep ${JSON.stringify(name)}: ms must be a number of milliseconds from 0 to 2^47, not ${String(ms)}`);
+    throw new ProtocolError(
+      JSON_RPC_CODES.internalError,
+      `sleep ${JSON.stringify(name)}: ms must be a number of milliseconds from 0 to 2^47, not ${String(ms)}`,
+    );
   }
   return Math.ceil(ms);
 }

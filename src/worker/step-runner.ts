@@ -17,7 +17,7 @@ import {
   type StepWrite,
 } from '../core/step-rules.js';
 import { retryingMessage, sleepingMessage, stepSizeMessage } from '../core/step-value.js';
-import type { Millis } from '../core/types.js';
+import type { Millis, TaskRecord } from '../core/types.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import type { Fence, RecordStepOutcome } from '../store/types.js';
 import { ProtocolError } from '../tools/protocol-error.js';
@@ -34,13 +34,35 @@ import {
   type StepConfig,
   type StepFunction,
 } from '../tools/step.js';
-import type { TaskRun } from './task-run.js';
 
 /** How a write that suspends the task says until when, and why (its status message). */
 type Suspension = { wakeAt: Millis; statusMessage: string };
 
 /** What a run's steps need of the worker port: the journal's read and its fenced write, the step limit, the clock, the events. */
 export type StepPort = Pick<WorkerPort, 'limits' | 'events' | 'now' | 'recordStep' | 'lookupSteps'>;
+
+/**
+ * What a run's steps need of the run that holds the fence (`TaskRun` is the one): its task, its
+ * signal, its lease, its write chain, its stored questions, and the ways it stops.
+ */
+export interface StepRun {
+  readonly record: TaskRecord;
+  readonly taskId: string;
+  readonly signal: AbortSignal;
+  /** The fence's version: a suspending write moves it on. */
+  version: number;
+  readonly leaseUntil: number;
+  /** Set when the handler broke its journal: the task ends failed with it. */
+  fatal: ProtocolError | null;
+  log(level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>): void;
+  fence(): Fence;
+  stop(reason: 'cancelled' | 'expired' | 'lease lost'): void;
+  serial<T>(work: () => Promise<T>): Promise<T>;
+  checkpoint(): Promise<void>;
+  storedInputs(): Promise<StoredInput[]>;
+  /** Stops the handler while the task waits (until `wakeAt`, when given); never returns. */
+  suspend(wakeAt?: number): never;
+}
 
 /** The journal as this run found it: steps by position and by name, and the task's stored questions. */
 interface Journal {
@@ -65,7 +87,7 @@ export class StepRunner {
   private journal: Promise<Journal> | null = null;
 
   constructor(
-    private readonly run: TaskRun,
+    private readonly run: StepRun,
     private readonly port: StepPort,
     private readonly random: () => number = Math.random,
   ) {}
