@@ -19,73 +19,76 @@ import { readById } from './reads.js';
  * COMMIT in one round trip.
  */
 
-/** The task, locked until commit; sent with BEGIN. */
-const LOCK_TASK = `SELECT * FROM tasks WHERE task_id = $1 FOR UPDATE`;
-
-/**
- * The rows the order rule reads: the one at the position and the one with the name. A statement
- * of its own after the lock, so that its snapshot sees every step committed before the lock was
- * granted ($1 task id, $2 position, $3 name).
- */
-const SELECT_AT_OR_NAMED = `SELECT * FROM task_steps WHERE task_id = $1 AND (position = $2 OR name = $3)`;
-
 const STEP_TYPES = ['text', 'int', 'text', 'text', 'text', 'int', 'text', 'text', 'int', 'bigint', 'bigint', 'bigint'] as const;
 const STEP_VALUES = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
 const n = STEP_COLUMNS.length;
 
-/**
- * An applied step as one statement, under the task's lock: the journal row at its position (a
- * replaced row keeps when it started), with `$${n + 2}` the suspension: version + 1, a first
- * attempt again, no lease, its status message, the open outbox entry due at the wake time (not
- * before). The audit line goes with it. Parameters: the row (`STEP_COLUMNS` order), the fence's
- * version, suspend, the status message, the wake time, the audit line (`auditToRow`).
- */
-const APPLY_STEP = `
-  WITH step AS (
+/** The statements of the step role in PostgreSQL, by camelCase name as in the other roles' maps. */
+const stepSql = {
+  /** The task, locked until commit; sent with BEGIN. */
+  lockTask: `SELECT * FROM tasks WHERE task_id = $1 FOR UPDATE`,
+
+  /**
+   * The rows the order rule reads: the one at the position and the one with the name. A statement
+   * of its own after the lock, so that its snapshot sees every step committed before the lock was
+   * granted ($1 task id, $2 position, $3 name).
+   */
+  selectAtOrNamed: `SELECT * FROM task_steps WHERE task_id = $1 AND (position = $2 OR name = $3)`,
+
+  /**
+   * An applied step as one statement, under the task's lock: the journal row at its position (a
+   * replaced row keeps when it started), with `$${n + 2}` the suspension: version + 1, a first
+   * attempt again, no lease, its status message, the open outbox entry due at the wake time (not
+   * before). The audit line goes with it. Parameters: the row (`STEP_COLUMNS` order), the fence's
+   * version, suspend, the status message, the wake time, the audit line (`auditToRow`).
+   */
+  applyStep: `
+    WITH step AS (
+      INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_VALUES})
+      ON CONFLICT (task_id, position) DO UPDATE SET
+        ${STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position' && c !== 'started_at_ms')
+          .map((c) => `${c} = excluded.${c}`)
+          .join(', ')}
+    ), suspended AS (
+      UPDATE tasks SET version = version + 1, last_updated_at_ms = $${n}::bigint, status_message = $${n + 3}::text,
+             attempt = 0, lease_owner = NULL, lease_expires_at_ms = NULL
+       WHERE $${n + 2}::boolean AND task_id = $1::text AND version = $${n + 1}::int
+      RETURNING *
+    ), moved AS (
+      UPDATE task_outbox o SET available_at_ms = $${n + 4}::bigint, claimed_by = NULL, lease_expires_at_ms = NULL
+        FROM suspended s WHERE o.task_id = s.task_id AND o.done_at_ms IS NULL
+    ), audited AS (
+      INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+      VALUES (${Array.from({ length: 9 }, (_, i) => `$${n + 5 + i}`).join(', ')})
+    )
+    SELECT * FROM suspended`,
+
+  insertAudit: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+
+  /** The caller's unexpired task's journal: no row when the task is out of reach, one row of NULLs when it has none. */
+  selectVisibleSteps: `
+    SELECT s.* FROM tasks t LEFT JOIN task_steps s ON s.task_id = t.task_id
+     WHERE t.task_id = $1 AND t.auth_key = $2 AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $3)
+     ORDER BY s.position`,
+
+  selectJournal: `SELECT * FROM task_steps WHERE task_id = $1 ORDER BY position`,
+
+  /** Restates the sleeping-tasks count: a wait still to come on a working, unexpired task ($1 now). */
+  countSleeping: `
+    SELECT count(DISTINCT s.task_id)::int AS n FROM task_steps s JOIN tasks t ON t.task_id = s.task_id
+     WHERE s.status IN ('sleeping', 'retrying') AND s.wake_at_ms > $1
+       AND t.status = 'working' AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $1)`,
+
+  /** Seeding: a row as it is replaces the task's rows at its position and with its name. */
+  deleteNamed: `DELETE FROM task_steps WHERE task_id = $1 AND name = $2 AND position <> $3`,
+  seedStep: `
     INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_VALUES})
     ON CONFLICT (task_id, position) DO UPDATE SET
-      ${STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position' && c !== 'started_at_ms')
+      ${STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position')
         .map((c) => `${c} = excluded.${c}`)
-        .join(', ')}
-  ), suspended AS (
-    UPDATE tasks SET version = version + 1, last_updated_at_ms = $${n}::bigint, status_message = $${n + 3}::text,
-           attempt = 0, lease_owner = NULL, lease_expires_at_ms = NULL
-     WHERE $${n + 2}::boolean AND task_id = $1::text AND version = $${n + 1}::int
-    RETURNING *
-  ), moved AS (
-    UPDATE task_outbox o SET available_at_ms = $${n + 4}::bigint, claimed_by = NULL, lease_expires_at_ms = NULL
-      FROM suspended s WHERE o.task_id = s.task_id AND o.done_at_ms IS NULL
-  ), audited AS (
-    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
-    VALUES (${Array.from({ length: 9 }, (_, i) => `$${n + 5 + i}`).join(', ')})
-  )
-  SELECT * FROM suspended`;
-
-const INSERT_AUDIT = `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
-
-/** The caller's unexpired task's journal: no row when the task is out of reach, one row of NULLs when it has none. */
-const SELECT_VISIBLE_STEPS = `
-  SELECT s.* FROM tasks t LEFT JOIN task_steps s ON s.task_id = t.task_id
-   WHERE t.task_id = $1 AND t.auth_key = $2 AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $3)
-   ORDER BY s.position`;
-
-const SELECT_STEPS = `SELECT * FROM task_steps WHERE task_id = $1 ORDER BY position`;
-
-/** Restates the sleeping-tasks count: a wait still to come on a working, unexpired task ($1 now). */
-const COUNT_SLEEPING = `
-  SELECT count(DISTINCT s.task_id)::int AS n FROM task_steps s JOIN tasks t ON t.task_id = s.task_id
-   WHERE s.status IN ('sleeping', 'retrying') AND s.wake_at_ms > $1
-     AND t.status = 'working' AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $1)`;
-
-/** Seeding: a row as it is replaces the task's rows at its position and with its name. */
-const DELETE_NAMED = `DELETE FROM task_steps WHERE task_id = $1 AND name = $2 AND position <> $3`;
-const SEED_STEP = `
-  INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_VALUES})
-  ON CONFLICT (task_id, position) DO UPDATE SET
-    ${STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position')
-      .map((c) => `${c} = excluded.${c}`)
-      .join(', ')}`;
+        .join(', ')}`,
+} as const;
 
 /** `suspended`: the write suspended the task (its change is to be notified). */
 export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promise<RecordStepOutcome & { suspended: boolean }> {
@@ -93,9 +96,9 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
   checkSuspension(input.suspend);
   const { fence, now } = input;
   return inShortTransaction(pool, async (tx) => {
-    const locked = await tx.query<TaskRow>(LOCK_TASK, [fence.taskId]);
+    const locked = await tx.query<TaskRow>(stepSql.lockTask, [fence.taskId]);
     const task = locked.rows[0] === undefined ? null : rowToRecord(locked.rows[0]);
-    const read = task === null ? [] : (await tx.query<StepRow>(SELECT_AT_OR_NAMED, [fence.taskId, step.position, step.name])).rows.map(rowToStep);
+    const read = task === null ? [] : (await tx.query<StepRow>(stepSql.selectAtOrNamed, [fence.taskId, step.position, step.name])).rows.map(rowToStep);
     const decision = decideStepRecord({
       record: task,
       auth: fence.authKey,
@@ -122,7 +125,7 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
         }),
       );
     if (decision !== 'APPLY_STEP' || visible === null) {
-      await tx.commitWith([{ text: INSERT_AUDIT, params: line(visible) }]);
+      await tx.commitWith([{ text: stepSql.insertAudit, params: line(visible) }]);
       return { decision, record: visible, suspended: false };
     }
     const suspend = input.suspend ?? null;
@@ -136,7 +139,7 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
       suspend?.wakeAt ?? null,
       ...line(after),
     ];
-    const [applied] = await tx.commitWith([{ text: APPLY_STEP, params }]);
+    const [applied] = await tx.commitWith([{ text: stepSql.applyStep, params }]);
     if (suspend === null) return { decision, record: visible, suspended: false };
     const row = (applied?.rows as TaskRow[] | undefined)?.[0];
     if (row === undefined) throw new TasklatchError('INTERNAL', `task ${JSON.stringify(fence.taskId)} changed under the lock of its step`);
@@ -149,29 +152,29 @@ function rowParams(row: StepRow): unknown[] {
 }
 
 export async function stepsIn(pool: pg.Pool, { authKey, taskId, now }: TaskRef & { now: Millis }): Promise<StepsOutcome> {
-  const found = await pool.query<StepRow | { [K in keyof StepRow]: null }>(SELECT_VISIBLE_STEPS, [taskId, authKey, now]);
+  const found = await pool.query<StepRow | { [K in keyof StepRow]: null }>(stepSql.selectVisibleSteps, [taskId, authKey, now]);
   if (found.rows.length > 0) return { decision: 'FOUND', steps: found.rows.filter((r): r is StepRow => r.task_id !== null).map(rowToStep) };
   // Nothing visible; a second read by id alone only says why.
   const miss = classifyMiss(await readById(pool, taskId), authKey, now);
   if (miss !== null) return { decision: miss, steps: null };
   // Became visible between the two reads (seeded meanwhile).
-  const read = await pool.query<StepRow>(SELECT_STEPS, [taskId]);
+  const read = await pool.query<StepRow>(stepSql.selectJournal, [taskId]);
   return { decision: 'FOUND', steps: read.rows.map(rowToStep) };
 }
 
 /** The operator's read: a task's journal whatever its auth key. */
 export async function journalIn(pool: pg.Pool, taskId: string): Promise<StepRecord[]> {
-  return (await pool.query<StepRow>(SELECT_STEPS, [taskId])).rows.map(rowToStep);
+  return (await pool.query<StepRow>(stepSql.selectJournal, [taskId])).rows.map(rowToStep);
 }
 
 export async function sleepingIn(pool: pg.Pool, now: Millis): Promise<number> {
-  return (await pool.query<{ n: number }>(COUNT_SLEEPING, [now])).rows[0]?.n ?? 0;
+  return (await pool.query<{ n: number }>(stepSql.countSleeping, [now])).rows[0]?.n ?? 0;
 }
 
 export async function seedStepsIn(client: pg.PoolClient, steps: readonly StepRecord[]): Promise<void> {
   for (const step of steps) {
     const row = stepToRow(step);
-    await client.query(DELETE_NAMED, [row.task_id, row.name, row.position]);
-    await client.query(SEED_STEP, rowParams(row));
+    await client.query(stepSql.deleteNamed, [row.task_id, row.name, row.position]);
+    await client.query(stepSql.seedStep, rowParams(row));
   }
 }

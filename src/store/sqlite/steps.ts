@@ -21,7 +21,8 @@ import { readById } from './reads.js';
 const VALUES = STEP_COLUMNS.map((c) => `@${c}`).join(', ');
 const set = (columns: readonly string[]) => columns.map((c) => `${c} = excluded.${c}`).join(', ');
 
-const SQL = {
+/** The statements of the step role in SQLite, by camelCase name as in the other roles' maps. */
+const stepSql = {
   /** The rows the order rule reads: the one at the position and the one with the name. */
   selectAtOrNamed: 'SELECT * FROM task_steps WHERE task_id = @task_id AND (position = @position OR name = @name)',
   /** A write at a position: a replaced row keeps when it started. */
@@ -46,10 +47,10 @@ const SQL = {
      ON CONFLICT (task_id, position) DO UPDATE SET ${set(STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position'))}`,
 } as const;
 
-export type StepStatements = { readonly [K in keyof typeof SQL]: SqliteStatement };
+export type StepStatements = { readonly [K in keyof typeof stepSql]: SqliteStatement };
 
 export function prepareStepStatements(db: SqliteDatabase): StepStatements {
-  return Object.fromEntries(Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)] as const)) as StepStatements;
+  return Object.fromEntries(Object.entries(stepSql).map(([name, text]) => [name, db.prepare(text)] as const)) as StepStatements;
 }
 
 export function recordStepIn(sql: Statements, steps: StepStatements, input: RecordStepInput): RecordStepOutcome {
