@@ -6,9 +6,9 @@ import { taskSql } from './task-statements.js';
 /**
  * Every statement of the SQLite store's roles by name (`sql.insertTask`, `sql.applyClaim`,
  * `sql.applyAsk`), gathered from the file of each role: task-statements.ts (records),
- * dispatch-statements.ts, input-statements.ts. The audit trail and the operator's reads keep
- * their SQL beside the code that runs it (audit.ts, operations.ts). Names are unique across the
- * roles, as in the PostgreSQL store's map.
+ * dispatch-statements.ts, input-statements.ts. The audit trail, the operator's reads and the
+ * step journal keep their SQL beside the code that runs it (audit.ts, operations.ts, steps.ts).
+ * Names are unique across the roles, as in the PostgreSQL store's map.
  */
 const SQL = { ...taskSql, ...dispatchSql, ...inputSql } as const;
 
