@@ -27,6 +27,8 @@ export {
   LIMIT_DECISION,
   STORED_LIMIT_DECISION,
   RELEASE_DECISION,
+  ASK_DECISIONS,
+  ANSWER_DECISIONS,
   STEP_DECISIONS,
   SURFACES,
   type CreateDecision,
@@ -34,6 +36,9 @@ export {
   type ReadDecision,
   type ListDecision,
   type MissDecision,
+  type AskDecision,
+  type AnswerDecision,
+  type InputDecision,
   type StepDecision,
   type Decision,
   type Surface,
@@ -55,7 +60,9 @@ export {
   type CreateEntry,
   type PriorRecord,
 } from './core/create-rules.js';
-export { decideTransition, classifyMiss, type GuardedRecord } from './core/transition-rules.js';
+export { decideTransition, type GuardedRecord } from './core/transition-rules.js';
+export { classifyMiss, visibleTo, type VisibleRecord } from './core/visibility.js';
+export { authKeyOf, principalOf, parsePrincipal, type Principal } from './core/principal.js';
 export { decideRead, decideVisibleRead, decideCancel, decideList, visibleTasks, compareListOrder, compareCodePoints } from './core/read-rules.js';
 export {
   decideDispatch,
@@ -100,7 +107,7 @@ export { TaskService, type TaskServiceOptions, type CreateOutcome, type ReadOutc
 export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
 export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
 export { StepFailedError, stepOf, type Step, type StepConfig, type StepContext, type StepFunction } from './tools/step.js';
-export { authKeyOf, principalOf, ANONYMOUS, type Principal } from './tools/principal.js';
+export { ANONYMOUS } from './tools/principal.js';
 export { ToolRegistry } from './tools/tool-registry.js';
 export { invokeTool, errorResult, argumentProblem } from './tools/invoke-tool.js';
 export { ProtocolError, isStoredError, type StoredError } from './tools/protocol-error.js';

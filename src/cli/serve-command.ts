@@ -1,17 +1,18 @@
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { TasklatchError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
 import { startHttpServer } from '../http/http-server.js';
 import { createOAuthResource, type OAuthResourceOptions } from '../http/oauth/oauth-resource.js';
 import { watchTokenFile } from '../http/token-file.js';
 import { createTaskServer, type Authenticate } from '../mcp/task-server.js';
 import { createLogger, type Logger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
-import type { Principal } from '../tools/principal.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { metricsTokenFrom, operatorEndpointsFor, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
 import { storeUrlFrom } from './store-url.js';
+import { parsePrincipalArg } from './task-query-args.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
@@ -105,7 +106,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   if (oauth !== undefined && values.stdio) throw new TasklatchError('INVALID_INPUT', '--issuer serves HTTP; a --stdio caller is named by --principal');
   const tokenFile = values['auth-tokens'];
   const tokens = tokenFile === undefined ? undefined : await watchTokens(tokenFile, logger);
-  const sessionPrincipal = values.principal === undefined ? null : parsePrincipal(values.principal);
+  const sessionPrincipal = values.principal === undefined ? null : parsePrincipalArg('--principal', values.principal);
   const limits = {
     ...(values['default-ttl'] === undefined ? {} : { defaultTtl: positiveInt('--default-ttl', values['default-ttl']) }),
     ...(values['max-ttl'] === undefined ? {} : { maxTtl: positiveInt('--max-ttl', values['max-ttl']) }),
@@ -242,12 +243,6 @@ async function watchTokens(file: string, logger: Logger) {
   } catch (error) {
     throw new TasklatchError('INVALID_INPUT', `--auth-tokens ${(error as Error).message}`);
   }
-}
-
-function parsePrincipal(text: string): Principal {
-  const slash = text.indexOf('/');
-  if (slash <= 0 || slash === text.length - 1) throw new TasklatchError('INVALID_INPUT', `--principal must be TENANT/SUBJECT, got ${JSON.stringify(text)}`);
-  return { tenant: text.slice(0, slash), subject: text.slice(slash + 1) };
 }
 
 function parseListen(text: string): { host: string; port: number } {

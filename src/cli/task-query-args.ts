@@ -1,8 +1,8 @@
 import { checkAppName } from '../core/app-name.js';
 import { TasklatchError } from '../core/errors.js';
+import { parsePrincipal, type Principal } from '../core/principal.js';
 import { isTaskStatus, TASK_STATUSES, type Millis } from '../core/types.js';
 import type { OperatorPosition, TaskFilter } from '../store/task-operations.js';
-import type { Principal } from '../tools/principal.js';
 
 /** What `tasks ls` was asked, every part checked. */
 export interface TaskQuery {
@@ -80,11 +80,11 @@ export function decodePage(token: string): OperatorPosition {
   return { createdAt: value[0] as number, taskId: value[1] };
 }
 
-/** `TENANT/SUBJECT` (the tenant has no slash; the subject may). */
+/** A flag's `TENANT/SUBJECT` (`--as`, `--principal`), parsed by the core's one rule; anything else is refused naming the flag. */
 export function parsePrincipalArg(flag: string, text: string): Principal {
-  const slash = text.indexOf('/');
-  if (slash <= 0 || slash === text.length - 1) throw new TasklatchError('INVALID_INPUT', `${flag} takes TENANT/SUBJECT, got ${JSON.stringify(text)}`);
-  return { tenant: text.slice(0, slash), subject: text.slice(slash + 1) };
+  const principal = parsePrincipal(text);
+  if (principal === null) throw new TasklatchError('INVALID_INPUT', `${flag} takes TENANT/SUBJECT, got ${JSON.stringify(text)}`);
+  return principal;
 }
 
 function nonEmpty(flag: string, text: string): string {

@@ -1,10 +1,10 @@
 import type { StoredInput } from '../core/input-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
+import { principalOf } from '../core/principal.js';
 import { isExpired } from '../core/time.js';
 import type { Millis, TaskRecord } from '../core/types.js';
 import type { TaskInspection, TaskStats } from '../store/task-operations.js';
 import type { AuditEntry } from '../store/types.js';
-import { principalOf } from '../tools/principal.js';
 import { renderTable } from './table.js';
 
 /**

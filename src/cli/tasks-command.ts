@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { TasklatchError } from '../core/errors.js';
+import { authKeyOf } from '../core/principal.js';
 import { TaskService } from '../service/task-service.js';
 import type { TaskStore } from '../store/types.js';
-import { authKeyOf } from '../tools/principal.js';
 import type { CliIo } from './io.js';
 import { openOperatorStore } from './operator-store.js';
 import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';

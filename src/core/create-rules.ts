@@ -1,6 +1,6 @@
 import type { CreateDecision, LimitDecision } from './decisions.js';
-import { isExpired } from './time.js';
 import type { Millis, TaskCapabilities, TaskRecord, TaskSupport, ToolDescriptor, WireRequest } from './types.js';
+import { visibleTo } from './visibility.js';
 
 /** The `_meta` member that carries an idempotency key. */
 export const IDEMPOTENCY_META_KEY = 'io.tasklatch/idempotency-key';
@@ -58,13 +58,7 @@ export function decideAdmission(input: {
   now: Millis;
 }): 'REPLAY_TASK' | 'BLOCK_IDEMPOTENCY_COLLISION' | 'ACCEPT_TASK' {
   const { prior } = input;
-  if (
-    input.idempotencyKey !== null &&
-    prior !== null &&
-    prior.authKey === input.auth &&
-    prior.idempotencyKey === input.idempotencyKey &&
-    !isExpired(prior, input.now)
-  ) {
+  if (input.idempotencyKey !== null && prior !== null && prior.idempotencyKey === input.idempotencyKey && visibleTo(prior, input.auth, input.now)) {
     return prior.requestDigest === input.requestDigest ? 'REPLAY_TASK' : 'BLOCK_IDEMPOTENCY_COLLISION';
   }
   return 'ACCEPT_TASK';

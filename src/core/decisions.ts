@@ -1,4 +1,3 @@
-import type { AnswerDecision, AskDecision } from './input-rules.js';
 /** Every decision the guard can return, by surface. String unions, not enums. */
 
 export const CREATE_DECISIONS = [
@@ -62,7 +61,32 @@ export type LimitDecision = typeof LIMIT_DECISION | typeof STORED_LIMIT_DECISION
 export const RELEASE_DECISION = 'RELEASE_LEASE';
 export type ReleaseDecision = typeof RELEASE_DECISION;
 
-/** The input surface's decisions (`src/core/input-rules.ts`), and the answer write's summary. */
+/** The input surface's ask, in the precedence of `decideAsk` (`src/core/input-rules.ts`). */
+export const ASK_DECISIONS = [
+  'NOT_FOUND',
+  'BLOCK_AUTH',
+  'BLOCK_EXPIRED',
+  'BLOCK_TERMINAL_REWRITE',
+  'BLOCK_STALE_VERSION',
+  'BLOCK_INPUT_KEY_REUSED',
+  'APPLY_ASK',
+] as const;
+export type AskDecision = (typeof ASK_DECISIONS)[number];
+
+/** The input surface's answer to one key, in the precedence of `decideAnswer` (`src/core/input-rules.ts`). */
+export const ANSWER_DECISIONS = [
+  'NOT_FOUND',
+  'BLOCK_AUTH',
+  'BLOCK_EXPIRED',
+  'BLOCK_TERMINAL',
+  'IGNORE_UNKNOWN_KEY',
+  'IDEMPOTENT_ANSWER',
+  'BLOCK_ANSWER_REWRITE',
+  'APPLY_ANSWER',
+] as const;
+export type AnswerDecision = (typeof ANSWER_DECISIONS)[number];
+
+/** The input surface's decisions, and the answer write's summary (`IGNORE_ANSWER`: no key changed anything). */
 export type InputDecision = AskDecision | AnswerDecision | 'IGNORE_ANSWER';
 
 /**

@@ -1,5 +1,6 @@
 import { isExpired } from './time.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js';
+import { visibleTo } from './visibility.js';
 
 /**
  * What a claim walk does with one due outbox entry, given its task as read:
@@ -38,8 +39,9 @@ export function decideDispatch(task: DispatchedRecord | null, now: Millis, maxAt
 export type FencedRecord = Pick<TaskRecord, 'taskId' | 'authKey' | 'version' | 'leaseOwner' | 'status' | 'expiresAt'>;
 
 /**
- * Whether `fence` still holds `task` at `now`: the same task under the same auth key, the
- * version the holder wrote and its lease owner, on a task neither terminal nor expired. Strict
+ * Whether `fence` still holds `task` at `now`: the same task, the version the holder wrote and
+ * its lease owner, on a task not terminal and still visible to the fence's auth key
+ * (`visibleTo`: the same key, unexpired). Strict
  * equality: a version of another type (text '3') never matches. The lease's own expiry is not
  * part of it: a late heartbeat still holds until another claim bumps the version.
  */
@@ -47,11 +49,10 @@ export function holdsFence(task: FencedRecord | null, fence: Fence, now: Millis)
   return (
     task !== null &&
     task.taskId === fence.taskId &&
-    task.authKey === fence.authKey &&
     task.version === fence.version &&
     task.leaseOwner === fence.owner &&
     !isTerminal(task.status) &&
-    !isExpired(task, now)
+    visibleTo(task, fence.authKey, now)
   );
 }
 

@@ -1,7 +1,8 @@
-import type { MissDecision } from './decisions.js';
+import type { AnswerDecision, AskDecision, MissDecision } from './decisions.js';
 import { holdsFence } from './dispatch-rules.js';
 import { formatTimestamp, isExpired } from './time.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js';
+import { classifyMiss } from './visibility.js';
 
 /**
  * The input surface: a running task asks its requestor something (an MCP input request:
@@ -40,28 +41,8 @@ export interface StoredInput {
   deadlineAt: Millis | null;
 }
 
-export const ASK_DECISIONS = [
-  'NOT_FOUND',
-  'BLOCK_AUTH',
-  'BLOCK_EXPIRED',
-  'BLOCK_TERMINAL_REWRITE',
-  'BLOCK_STALE_VERSION',
-  'BLOCK_INPUT_KEY_REUSED',
-  'APPLY_ASK',
-] as const;
-export type AskDecision = (typeof ASK_DECISIONS)[number];
-
-export const ANSWER_DECISIONS = [
-  'NOT_FOUND',
-  'BLOCK_AUTH',
-  'BLOCK_EXPIRED',
-  'BLOCK_TERMINAL',
-  'IGNORE_UNKNOWN_KEY',
-  'IDEMPOTENT_ANSWER',
-  'BLOCK_ANSWER_REWRITE',
-  'APPLY_ANSWER',
-] as const;
-export type AnswerDecision = (typeof ANSWER_DECISIONS)[number];
+// Stores still import these types from here; their home is decisions.ts.
+export type { AnswerDecision, AskDecision } from './decisions.js';
 
 /** The part of a record the input rules read. */
 export type AskedRecord = Pick<TaskRecord, 'taskId' | 'authKey' | 'status' | 'version' | 'expiresAt' | 'leaseOwner'>;
@@ -80,9 +61,8 @@ export function decideAsk(input: {
   now: Millis;
 }): AskDecision {
   const { task, fence, now } = input;
-  if (task === null) return 'NOT_FOUND';
-  if (task.authKey !== fence.authKey) return 'BLOCK_AUTH';
-  if (isExpired(task, now)) return 'BLOCK_EXPIRED';
+  const miss = classifyMiss(task, fence.authKey, now);
+  if (miss !== null || task === null) return miss ?? 'NOT_FOUND';
   if (isTerminal(task.status)) return 'BLOCK_TERMINAL_REWRITE';
   if (task.status !== 'working' || !holdsFence(task, fence, now)) return 'BLOCK_STALE_VERSION';
   const seen = new Set<string>();
@@ -120,11 +100,9 @@ export function answerMiss(
   auth: string,
   now: Millis,
 ): MissDecision | 'BLOCK_TERMINAL' | null {
-  if (task === null) return 'NOT_FOUND';
-  if (task.authKey !== auth) return 'BLOCK_AUTH';
-  if (isExpired(task, now)) return 'BLOCK_EXPIRED';
-  if (isTerminal(task.status)) return 'BLOCK_TERMINAL';
-  return null;
+  const miss = classifyMiss(task, auth, now);
+  if (miss !== null || task === null) return miss ?? 'NOT_FOUND';
+  return isTerminal(task.status) ? 'BLOCK_TERMINAL' : null;
 }
 
 /** The questions still waiting for an answer, in ask order. */

@@ -1,7 +1,7 @@
 import type { ListDecision, MissDecision, ReadDecision } from './decisions.js';
-import { classifyMiss, type GuardedRecord } from './transition-rules.js';
-import { isExpired } from './time.js';
+import type { GuardedRecord } from './transition-rules.js';
 import { isTerminal, type Millis, type ReadMethod, type TaskCapabilities, type TaskRecord } from './types.js';
+import { classifyMiss, visibleTo } from './visibility.js';
 
 /** The read surface (`tasks/get`, `tasks/result`, `tasks/cancel`), in the contract's precedence. */
 export function decideRead(input: { capabilities: TaskCapabilities; method: ReadMethod; auth: string; task: GuardedRecord | null; now: Millis }): ReadDecision {
@@ -63,11 +63,6 @@ export function compareCodePoints(a: string, b: string): number {
     if (x !== y) return x - y;
   }
   return left.length - right.length;
-}
-
-/** Whether `record` is within `auth`'s reach at `now`: its own auth key, unexpired (the stores' visibility rule). */
-export function visibleTo(record: Pick<TaskRecord, 'authKey' | 'expiresAt'>, auth: string, now: Millis): boolean {
-  return record.authKey === auth && !isExpired(record, now);
 }
 
 /** List rule 2 over a set of records: the caller's unexpired tasks in list order. */

@@ -1,21 +1,13 @@
-import type { MissDecision, TransitionDecision } from './decisions.js';
+import type { TransitionDecision } from './decisions.js';
 import { resultDigest } from './digest.js';
-import { isExpired } from './time.js';
 import { isTaskStatus, isTerminal, type Millis, type StatusWrite, type TaskRecord } from './types.js';
+import { classifyMiss } from './visibility.js';
+
+// Stores still import classifyMiss from here; its home is visibility.ts.
+export { classifyMiss } from './visibility.js';
 
 /** The part of a record the transition and read rules look at. */
 export type GuardedRecord = Pick<TaskRecord, 'authKey' | 'status' | 'version' | 'expiresAt' | 'result' | 'resultDigest'>;
-
-/**
- * Why a record is not visible to `auth` at `now`, or null when it is. The order (missing, other
- * context, expired) is the contract's; on the wire the three look the same.
- */
-export function classifyMiss(record: GuardedRecord | null, auth: string, now: Millis): MissDecision | null {
-  if (record === null) return 'NOT_FOUND';
-  if (record.authKey !== auth) return 'BLOCK_AUTH';
-  if (isExpired(record, now)) return 'BLOCK_EXPIRED';
-  return null;
-}
 
 function storedResultDigest(record: GuardedRecord): string | null {
   if (record.resultDigest !== null) return record.resultDigest;

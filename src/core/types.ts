@@ -9,7 +9,8 @@
  * - **lease**: a worker's time-limited claim on a task (owner + expiry). An expired lease may be
  *   taken over by another worker.
  * - **attempt**: how many times a worker has claimed the task.
- * - **auth key**: the creator's authorization context (`tenant/subject`). Every query carries it.
+ * - **auth key**: the creator's authorization context (`tenant/subject`, `authKeyOf` in
+ *   `principal.ts`). Every query carries it; `visibility.ts` says who sees a task.
  * - **outbox**: the dispatch entry written in the same transaction as the record, so work is
  *   never dispatched for a task that does not exist, nor lost for one that does.
  * - **terminal**: `completed`, `failed`, `cancelled`. A terminal status never changes.

@@ -17,7 +17,7 @@ import { idempotencyKeyOf, isAugmented, taskSupportOf } from '../core/create-rul
 import { taskFollowUp } from '../runtime/task-tools.js';
 import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type TaskRecord, type WireRequest } from '../core/types.js';
-import { visibleTo } from '../core/read-rules.js';
+import { visibleTo } from '../core/visibility.js';
 import { askingContext } from '../tools/asking.js';
 import { plainStep } from '../tools/plain-step.js';
 import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';

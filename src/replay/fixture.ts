@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import {
+  ANSWER_DECISIONS,
+  ASK_DECISIONS,
   CREATE_DECISIONS,
   LIMIT_DECISION,
   LIST_DECISIONS,
@@ -9,7 +11,6 @@ import {
   TRANSITION_DECISIONS,
 } from '../core/decisions.js';
 import { TasklatchError } from '../core/errors.js';
-import { ANSWER_DECISIONS, ASK_DECISIONS } from '../core/input-rules.js';
 import { STEP_KIND_STATUSES, STEP_KINDS, STEP_STATUSES, type StepKind, type StepStatus } from '../core/step-rules.js';
 import { isTimestamp } from '../core/time.js';
 import { READ_METHODS, TASK_STATUSES } from '../core/types.js';

@@ -7,7 +7,9 @@ import type { InputCase, StoredInputPacket } from './fixture.js';
 import { toRecord } from './to-record.js';
 
 /**
- * An input case through the store (the service has no input surface): the task and its
+ * An input case through the store's `ask` and `answer`, which decide it (`decideAsk`,
+ * `decideAnswer` in the store's own transaction; the service's methods of the same names add
+ * only a deadline, the change publication and the audit event around them): the task and its
  * questions are seeded under the case's namespace, then the ask or the answer is made on the
  * packet's `now`. An ask's fence is the packet's auth key, task id, expected version and owner;
  * an answer's decision is the decision for its key, or the task's when it is out of reach.

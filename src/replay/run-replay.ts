@@ -37,8 +37,8 @@ export function sha256Hex(bytes: Uint8Array): string {
 
 /**
  * Replays every case through `store`: seeds the case's stored records, performs the operation
- * through the task service (the path the wire uses; input and step cases, which the service
- * does not serve, through the store), and compares decisions.
+ * through the task service (the path the wire uses; input and step cases through the store,
+ * which decides them: `performInput`, `performStep`), and compares decisions.
  *
  * Cases share one store, so each case's ids and auth keys live under a namespace of their own
  * (`replay-<run>/<case>/`); the prefix is the same for every record of a case, so equality and

@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { authKeyOf } from '../core/principal.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import type { TaskService, ReadOutcome } from '../service/task-service.js';
 import { errorResult } from '../tools/invoke-tool.js';
-import { authKeyOf } from '../tools/principal.js';
 import { isStoredError } from '../tools/protocol-error.js';
 import { wireTask } from '../tools/task-fields.js';
 import { defineTool, type TaskTool, type ToolResult } from '../tools/tool.js';

@@ -1,4 +1,4 @@
-import { visibleTo } from '../core/read-rules.js';
+import { visibleTo } from '../core/visibility.js';
 import { isTerminal, type Millis, type TaskRecord } from '../core/types.js';
 import type { TaskWatch } from './change-feed.js';
 import type { ReadOutcome } from './task-service.js';

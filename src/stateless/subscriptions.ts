@@ -1,4 +1,4 @@
-import { visibleTo } from '../core/read-rules.js';
+import { visibleTo } from '../core/visibility.js';
 import type { TaskRecord } from '../core/types.js';
 import type { TaskLimits } from '../service/limits.js';
 import type { TaskService } from '../service/task-service.js';

@@ -1,10 +1,5 @@
+import { authKeyOf } from '../core/principal.js';
 import type { TaskFilter } from './task-operations.js';
-
-/** `tenant/subject` split at its first slash (a tenant never holds one); the store's own copy of the tools' rule. */
-export function principalOfAuthKey(authKey: string): { tenant: string; subject: string } {
-  const slash = authKey.indexOf('/');
-  return slash < 0 ? { tenant: authKey, subject: '' } : { tenant: authKey.slice(0, slash), subject: authKey.slice(slash + 1) };
-}
 
 /** How a dialect names the parts of `auth_key` in SQL. */
 export interface FilterDialect {
@@ -19,7 +14,8 @@ export interface FilterDialect {
  */
 export function filterConditions(filter: TaskFilter, dialect: FilterDialect, param: (value: unknown) => string): string[] {
   const where: string[] = [];
-  if (filter.tenant !== undefined && filter.subject !== undefined) where.push(`auth_key = ${param(`${filter.tenant}/${filter.subject}`)}`);
+  if (filter.tenant !== undefined && filter.subject !== undefined)
+    where.push(`auth_key = ${param(authKeyOf({ tenant: filter.tenant, subject: filter.subject }))}`);
   else if (filter.tenant !== undefined) where.push(`${dialect.tenant} = ${param(filter.tenant)}`);
   else if (filter.subject !== undefined) where.push(`${dialect.subject} = ${param(filter.subject)}`);
   if (filter.status !== undefined) where.push(`status = ${param(filter.status)}`);

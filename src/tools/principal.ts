@@ -1,18 +1,8 @@
-/** Who is calling: a tenant and a subject. Their join (`tenant/subject`) is the auth key. */
-export interface Principal {
-  tenant: string;
-  subject: string;
-}
+import type { Principal } from '../core/principal.js';
+
+// The principal and its auth key are the core's (`src/core/principal.ts`); the wire adapters and
+// tool hosts import them from here beside the default caller.
+export { authKeyOf, principalOf, type Principal } from '../core/principal.js';
 
 /** The principal of callers without an auth context. */
 export const ANONYMOUS: Principal = { tenant: 'anonymous', subject: 'anonymous' };
-
-export function authKeyOf(principal: Principal): string {
-  return `${principal.tenant}/${principal.subject}`;
-}
-
-/** `tenant/subject` back to a principal (the tenant never contains a slash). */
-export function principalOf(authKey: string): Principal {
-  const slash = authKey.indexOf('/');
-  return slash < 0 ? { tenant: authKey, subject: '' } : { tenant: authKey.slice(0, slash), subject: authKey.slice(slash + 1) };
-}

@@ -1,8 +1,8 @@
+import { principalOf } from '../../core/principal.js';
 import { compareListOrder } from '../../core/read-rules.js';
 import { isExpired } from '../../core/time.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import type { StoredInput } from '../../core/input-rules.js';
-import { principalOfAuthKey } from '../operator-filter.js';
 import {
   emptyStats,
   type AuditTally,
@@ -24,7 +24,7 @@ export interface MemoryOperationsState {
 
 /** Whether `record` passes every field of `filter` (the SQL stores' WHERE clauses). */
 export function matchesFilter(record: TaskRecord, filter: TaskFilter): boolean {
-  const { tenant, subject } = principalOfAuthKey(record.authKey);
+  const { tenant, subject } = principalOf(record.authKey);
   return (
     (filter.tenant === undefined || tenant === filter.tenant) &&
     (filter.subject === undefined || subject === filter.subject) &&

@@ -1,7 +1,7 @@
 import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
 import { checkSuspension, prepareStepWrite, type PreparedStep } from '../../core/step-value.js';
 import { isExpired } from '../../core/time.js';
-import { classifyMiss } from '../../core/transition-rules.js';
+import { classifyMiss } from '../../core/visibility.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import { stepDetail } from '../step-detail.js';

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
 import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
 import { checkSuspension, prepareStepWrite } from '../../core/step-value.js';
-import { classifyMiss } from '../../core/transition-rules.js';
+import { classifyMiss } from '../../core/visibility.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import { stepDetail } from '../step-detail.js';
