@@ -31,7 +31,7 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
   it('a sleeping task holds no worker slot: a one-slot worker runs another task meanwhile, then wakes the sleeper on time', async () => {
     const w = await world('slot');
     const sleeper = stepTool('sleeper', async (_args, ctx) => {
-      await ctx.step.sleep('nap', 1200);
+      await ctx.step.sleep('nap', 3000);
       return text('woke');
     });
     const quick = stepTool('quick', async () => text('quick'));
@@ -41,14 +41,16 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     const asleep = await sleepingMessage(w, sleeping);
     await until(() => (worker.executor.active === 0 ? true : undefined));
     const other = await w.admit('quick');
-    expect((await w.settled(other, 'completed')).status).toBe('completed');
-    expect((await w.record(sleeping))?.status).toBe('working');
+    const quickDone = await w.settled(other, 'completed');
     const woke = await w.settled(sleeping);
     expect(woke.status).toBe('completed');
     const [nap] = await w.svc.lookupSteps({ auth: AUTH, taskId: sleeping });
-    expect(nap!.wakeAt! - nap!.startedAt).toBeGreaterThanOrEqual(1200);
+    expect(nap!.wakeAt! - nap!.startedAt).toBeGreaterThanOrEqual(3000);
+    // The one slot ran the other task while the sleeper slept.
+    expect(quickDone.lastUpdatedAt).toBeLessThan(nap!.wakeAt!);
     expect(woke.lastUpdatedAt).toBeGreaterThanOrEqual(nap!.wakeAt!);
-    expect(woke.lastUpdatedAt - nap!.wakeAt!).toBeLessThan(1500);
+    // Well before the 60 s poll: the worker looked at the outbox at the wake time.
+    expect(woke.lastUpdatedAt - nap!.wakeAt!).toBeLessThan(3000);
     expect(asleep.version).toBeLessThan(woke.version);
   });
 
@@ -67,7 +69,7 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     const t0 = Date.now();
     const out = await w.svc.cancel({ auth: AUTH, taskId });
     expect(out.decision).toBe('CANCEL_TASK');
-    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(Date.now() - t0).toBeLessThan(2000);
     expect((await w.record(taskId))?.status).toBe('cancelled');
     expect((await w.store.inspectTask({ taskId }))?.dispatch?.doneAt).not.toBeNull();
     await sleep(200);

@@ -25,7 +25,7 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
         calls.charge++;
         return { id: `ch_${calls.charge}`, amount: 42, note: undefined };
       });
-      await ctx.step.sleep('cool-down', 400);
+      await ctx.step.sleep('cool-down', 800);
       const receipt = await ctx.step.do('receipt', () => {
         calls.receipt++;
         return `receipt for ${charge.id}`;
@@ -54,7 +54,7 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
     ]);
     expect(journal[0]!.value).toEqual({ id: 'ch_1', amount: 42 });
     expect(journal[3]!.value).toBeUndefined();
-    expect(journal[1]!.wakeAt! - journal[1]!.startedAt).toBeGreaterThanOrEqual(400);
+    expect(journal[1]!.wakeAt! - journal[1]!.startedAt).toBeGreaterThanOrEqual(800);
     const lines = (await w.store.auditTrail({ taskId })).filter((e) => e.surface === 'step');
     expect(lines.map((e) => [e.decision, e.detail])).toEqual([
       ['APPLY_STEP', 'charge@0 completed'],
