@@ -55,7 +55,9 @@ function commitOf(): string {
 async function main(): Promise<void> {
   const started = performance.now();
   const quick = process.env.TASKLATCH_BENCH_QUICK === '1';
-  const only = new Set((process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,reads,contention,http,polling,memory,steps').split(',').map((s) => s.trim()));
+  const only = new Set(
+    (process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,reads,contention,http,polling,memory,steps').split(',').map((s) => s.trim()),
+  );
   const config = benchConfig(quick);
   linkMigrations();
   const pg = await openBenchPostgres();

@@ -1,48 +1,28 @@
 import { readFileSync } from 'node:fs';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import pg from 'pg';
-import type { BenchPostgres } from '../lib/postgres.js';
+import type { SideStart } from './protocol.js';
+import type { LoopState, StepsSide } from './side.js';
 
 /**
- * The DBOS Transact side of the steps scenario: the same work as tasklatch's tools, written as
- * DBOS workflows of `DBOS.runStep` checkpoints, started with `DBOS.startWorkflow` and awaited
- * through the handle, on a system database of its own on the same PostgreSQL server.
+ * The DBOS Transact side: the same work as tasklatch's tool, written as DBOS workflows of
+ * `DBOS.runStep` checkpoints, started with `DBOS.startWorkflow` and awaited through the handle,
+ * on a system database of its own on the same PostgreSQL server (DBOS creates and migrates it).
  */
 
 /** The installed version of DBOS Transact, from its package.json (exports hide it from import). */
 export const DBOS_VERSION = ((): string => {
   try {
-    const file = new URL('../../../../node_modules/@dbos-inc/dbos-sdk/package.json', import.meta.url);
+    // Compiled to dist/bench/bench/scenarios/steps/; the package root is five levels up.
+    const file = new URL('../../../../../node_modules/@dbos-inc/dbos-sdk/package.json', import.meta.url);
     return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
   } catch {
     return '?';
   }
 })();
 
-/** Stop flag and checkpoint count the looping workflows share with the bench (one process). */
-export interface LoopState {
-  stop: boolean;
-  checkpoints: number;
-}
-
-export interface DbosSide {
-  /** The system database (dropped by `close`). */
-  database: string;
-  /** Starts a workflow of `steps` checkpoints and waits for its result. */
-  runTask(steps: number): Promise<void>;
-  /** Starts a workflow that checkpoints steps until `state.stop`; resolves when it has returned. */
-  runLoop(state: LoopState): Promise<void>;
-  close(): Promise<void>;
-}
-
-/**
- * Launches DBOS (a process-wide singleton: once per bench run) on a fresh database
- * `tlbench_<run>_steps_dbos`, which DBOS creates and migrates itself.
- */
-export async function startDbos(pgServer: BenchPostgres, poolSize: number): Promise<DbosSide> {
-  const database = `tlbench_${pgServer.run}_steps_dbos`;
-  const url = new URL(pgServer.url);
-  url.pathname = `/${database}`;
+/** Launches DBOS (a process-wide singleton: once per side process). */
+export async function startDbosSide(start: SideStart): Promise<StepsSide> {
   // Registration comes before launch, as DBOS requires.
   const steps = DBOS.registerWorkflow(
     async (n: number): Promise<number> => {
@@ -52,10 +32,10 @@ export async function startDbos(pgServer: BenchPostgres, poolSize: number): Prom
     },
     { name: 'benchSteps' },
   );
+  // A workflow's arguments are serialised: the looping one gets a key to its state in this process.
   const loops = new Map<string, LoopState>();
   const loop = DBOS.registerWorkflow(
     async (key: string): Promise<number> => {
-      // The state lives in this process; a workflow's arguments must be serialisable, so it gets a key.
       const state = loops.get(key);
       if (state === undefined) throw new Error(`no loop state ${key}`);
       let i = 0;
@@ -68,15 +48,15 @@ export async function startDbos(pgServer: BenchPostgres, poolSize: number): Prom
     },
     { name: 'benchStepLoop' },
   );
-  DBOS.setConfig({ name: 'tlbench', systemDatabaseUrl: url.toString(), systemDatabasePoolSize: poolSize, logLevel: 'error' });
+  DBOS.setConfig({ name: 'tlbench', systemDatabaseUrl: start.url, systemDatabasePoolSize: start.poolSize, logLevel: 'error' });
   await DBOS.launch();
   let nextLoop = 0;
+  const expected = (start.steps * (start.steps - 1)) / 2;
   return {
-    database,
-    runTask: async (n) => {
-      const handle = await DBOS.startWorkflow(steps)(n);
+    runTask: async () => {
+      const handle = await DBOS.startWorkflow(steps)(start.steps);
       const sum = await handle.getResult();
-      if (sum !== (n * (n - 1)) / 2) throw new Error(`DBOS workflow returned ${sum}`);
+      if (sum !== expected) throw new Error(`DBOS workflow returned ${sum}, expected ${expected}`);
     },
     runLoop: async (state) => {
       const key = String(nextLoop++);
@@ -88,10 +68,7 @@ export async function startDbos(pgServer: BenchPostgres, poolSize: number): Prom
         loops.delete(key);
       }
     },
-    close: async () => {
-      await DBOS.shutdown();
-      await dropDatabase(pgServer.url, database);
-    },
+    close: () => DBOS.shutdown(),
   };
 }
 
