@@ -92,6 +92,7 @@ export { openStore } from './store/open-store.js';
 export { TaskService, type TaskServiceOptions, type CreateOutcome, type ReadOutcome, type ListOutcome } from './service/task-service.js';
 export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
 export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
+export { StepFailedError, stepOf, type Step, type StepConfig, type StepContext, type StepFunction } from './tools/step.js';
 export { authKeyOf, principalOf, ANONYMOUS, type Principal } from './tools/principal.js';
 export { ToolRegistry } from './tools/tool-registry.js';
 export { invokeTool, errorResult, argumentProblem } from './tools/invoke-tool.js';

@@ -1,4 +1,5 @@
 import type { StoredInput } from '../core/input-rules.js';
+import type { StepRecord } from '../core/step-rules.js';
 import { isExpired } from '../core/time.js';
 import type { Millis, TaskRecord } from '../core/types.js';
 import type { TaskInspection, TaskStats } from '../store/task-operations.js';
@@ -37,8 +38,8 @@ export function taskSummary(record: TaskRecord, now: Millis) {
   };
 }
 
-/** Everything `tasks show --json` prints of one task. */
-export function taskDetail(seen: TaskInspection, now: Millis) {
+/** Everything `tasks show --json` prints of one task (`steps`: its journal, in position order). */
+export function taskDetail(seen: TaskInspection, now: Millis, steps: readonly StepRecord[] = []) {
   const { record, dispatch, inputs } = seen;
   return {
     task: {
@@ -67,6 +68,23 @@ export function taskDetail(seen: TaskInspection, now: Millis) {
             open: dispatch.doneAt === null,
           },
     inputs: inputs.map(inputView),
+    steps: steps.map(stepView),
+  };
+}
+
+/** One journal row: no value (it may be large, and is the tool's business), its size and its error. */
+function stepView(s: StepRecord) {
+  return {
+    position: s.position,
+    name: s.name,
+    kind: s.kind,
+    status: s.status,
+    attempts: s.attempts,
+    startedAt: iso(s.startedAt),
+    updatedAt: iso(s.updatedAt),
+    valueBytes: s.valueBytes,
+    wakeAt: iso(s.wakeAt),
+    error: s.error,
   };
 }
 
@@ -126,8 +144,8 @@ export function taskTable(records: readonly TaskRecord[], now: Millis): string {
   return renderTable(['TASK', 'PRINCIPAL', 'APP', 'TOOL', 'STATUS', 'ATTEMPT', 'CREATED (UTC)', 'UPDATED (UTC)'], rows);
 }
 
-export function detailText(seen: TaskInspection, now: Millis): string {
-  const d = taskDetail(seen, now);
+export function detailText(seen: TaskInspection, now: Millis, steps: readonly StepRecord[] = []): string {
+  const d = taskDetail(seen, now, steps);
   const t = d.task;
   const lines = [
     `task        ${t.taskId}`,
@@ -149,6 +167,26 @@ export function detailText(seen: TaskInspection, now: Millis): string {
       renderTable(
         ['KEY', 'ASK', 'METHOD', 'ASKED (UTC)', 'DEADLINE (UTC)', 'ANSWERED (UTC)'],
         seen.inputs.map((q) => [q.key, String(q.askSeq), String(q.request.method), shortTime(q.askedAt), shortTime(q.deadlineAt), shortTime(q.answeredAt)]),
+      ),
+    );
+  }
+  if (steps.length > 0) {
+    lines.push('', 'steps');
+    lines.push(
+      renderTable(
+        ['POS', 'NAME', 'KIND', 'STATUS', 'ATTEMPTS', 'STARTED (UTC)', 'UPDATED (UTC)', 'BYTES', 'WAKE (UTC)', 'ERROR'],
+        steps.map((s) => [
+          String(s.position),
+          s.name,
+          s.kind,
+          s.status,
+          String(s.attempts),
+          shortTime(s.startedAt),
+          shortTime(s.updatedAt),
+          String(s.valueBytes),
+          shortTime(s.wakeAt),
+          s.error === null ? '' : truncate(s.error.message, 80),
+        ]),
       ),
     );
   }

@@ -65,10 +65,26 @@ export type ReleaseDecision = typeof RELEASE_DECISION;
 /** The input surface's decisions (`src/core/input-rules.ts`), and the answer write's summary. */
 export type InputDecision = AskDecision | AnswerDecision | 'IGNORE_ANSWER';
 
-export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision | ReleaseDecision | InputDecision;
+/**
+ * The step surface (`src/core/step-rules.ts`): a run records one step of its journal with one
+ * fenced write. In precedence order, as `decideStepRecord` applies them.
+ */
+export const STEP_DECISIONS = [
+  'NOT_FOUND',
+  'BLOCK_AUTH',
+  'BLOCK_EXPIRED',
+  'BLOCK_TERMINAL_REWRITE',
+  'BLOCK_STALE_VERSION',
+  'BLOCK_STEP_ORDER',
+  'BLOCK_STEP_SIZE',
+  'APPLY_STEP',
+] as const;
+export type StepDecision = (typeof STEP_DECISIONS)[number];
+
+export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision | ReleaseDecision | InputDecision | StepDecision;
 
 /** The three ways a record can be invisible to a caller; on the wire they look the same. */
 export type MissDecision = 'NOT_FOUND' | 'BLOCK_AUTH' | 'BLOCK_EXPIRED';
 
-export const SURFACES = ['create', 'transition', 'read', 'list', 'input'] as const;
+export const SURFACES = ['create', 'transition', 'read', 'list', 'input', 'step'] as const;
 export type Surface = (typeof SURFACES)[number];

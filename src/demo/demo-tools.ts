@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { errorResult } from '../tools/invoke-tool.js';
 import { defineTool, type TaskTool } from '../tools/tool.js';
-import { csvHeader, csvLine, ledgerLine, MONTH_PATTERN } from './ledger.js';
+import { partRows, publishExport, removeParts, writePart, type ExportFiles } from './export-parts.js';
+import { ledgerLine, MONTH_PATTERN } from './ledger.js';
 
 export interface DemoToolOptions {
   /** Where `export_ledger` writes its files (one folder per tenant). */
@@ -41,46 +42,34 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
       }
       const dir = join(options.exportsDir, safeName(ctx.principal.tenant));
       await mkdir(dir, { recursive: true });
-      // Named after the task's stable key: a re-run after a crash rewrites the same temp file
-      // and renames onto the same name, so one task never leaves two exports.
-      const file = join(dir, `${safeName(ctx.idempotencyKey)}.${args.format}`);
-      const temp = `${file}.partial`;
-      const hash = createHash('sha256');
-      const handle = await open(temp, 'w');
+      // Named after the task's stable key: every run of the task writes the same files.
+      const files: ExportFiles = { file: join(dir, `${safeName(ctx.idempotencyKey)}.${args.format}`), format: args.format, parts: Math.max(1, Math.min(20, args.rows)) };
+      let sha256: string;
       try {
-        const chunks = Math.max(1, Math.min(20, args.rows));
-        const write = async (text: string) => {
-          hash.update(text);
-          await handle.write(text);
-        };
-        await write(args.format === 'csv' ? csvHeader() : '[');
-        for (let c = 0; c < chunks; c++) {
-          ctx.signal.throwIfAborted();
-          const from = Math.floor((args.rows * c) / chunks);
-          const to = Math.floor((args.rows * (c + 1)) / chunks);
-          let text = '';
-          for (let i = from; i < to; i++) {
-            const line = ledgerLine(ctx.principal.tenant, args.month, i);
-            text += args.format === 'csv' ? csvLine(line) : `${i === 0 ? '' : ','}\n${JSON.stringify(line)}`;
-          }
-          await write(text);
-          await ctx.reportProgress(to, args.rows);
-          await ctx.reportStatus(`${to} of ${args.rows} rows written`);
-          if (args.delayMs > 0) await sleep(args.delayMs / chunks, undefined, { signal: ctx.signal });
+        // One step per part: a run after a crash (or a drain) gets back the parts already
+        // recorded without writing them again, and goes on from the first one that is not.
+        for (let c = 0; c < files.parts; c++) {
+          await ctx.step.do(`rows-${c + 1}-of-${files.parts}`, async ({ signal }) => {
+            await writePart(files, ctx.principal.tenant, args.month, args.rows, c, signal);
+            const { to } = partRows(files, args.rows, c);
+            await ctx.reportProgress(to, args.rows);
+            await ctx.reportStatus(`${to} of ${args.rows} rows written`);
+            if (args.delayMs > 0) await sleep(args.delayMs / files.parts, undefined, { signal });
+          });
         }
-        if (args.format === 'json') await write('\n]\n');
-        await handle.sync();
-        await handle.close();
         // The export becomes real with the rename: make sure the task is still ours first.
-        await ctx.checkpoint();
-        await rename(temp, file);
+        // Recorded, so a run after a crash between the rename and the task's end renames nothing.
+        sha256 = await ctx.step.do('publish', async () => {
+          await ctx.checkpoint();
+          return publishExport(files);
+        });
       } catch (error) {
-        // A stopped export leaves nothing behind; the export exists only once renamed.
-        await handle.close().catch(() => undefined);
-        await rm(temp, { force: true });
+        // A cancelled or expired export never runs again: it leaves nothing behind. Any other stop
+        // (a drain, a lost lease) keeps its parts for the run that carries on.
+        if (endsTask(ctx.signal)) await removeParts(files);
         throw error;
       }
-      const sha256 = hash.digest('hex');
+      const { file } = files;
       return {
         content: [{ type: 'text', text: `exported ${args.rows} rows of ${args.month} to ${file}` }],
         structuredContent: { file, rows: args.rows, sha256 },
@@ -123,6 +112,12 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
   });
 
   return [exportLedger, summarize, lookup];
+}
+
+/** Whether the task of a stopped handler will never run again (cancelled or expired), from its signal's reason. */
+function endsTask(signal: AbortSignal): boolean {
+  const reason: unknown = signal.reason;
+  return signal.aborted && reason instanceof Error && /^task (cancelled|expired)$/.test(reason.message);
 }
 
 /** A name safe for one path segment. */

@@ -19,6 +19,7 @@ import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type TaskRecord, type WireRequest } from '../core/types.js';
 import { visibleTo } from '../core/read-rules.js';
 import { askingContext } from '../tools/asking.js';
+import { plainStep } from '../tools/plain-step.js';
 import { argumentProblem, invokeTool } from '../tools/invoke-tool.js';
 import { checkCallInput, isPlausibleTaskId } from '../service/input-bounds.js';
 import { questionDelivery, sessionAsk } from './input-delivery.js';
@@ -196,12 +197,14 @@ async function runPlain(session: SessionContext, tool: TaskTool, params: Record<
 function plainContext(session: SessionContext, principal: Principal, extra: Extra): ToolContext {
   const token = extra._meta?.progressToken;
   const capabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null;
+  const idempotencyKey = `call:${randomUUID()}`;
   return {
     ...askingContext(sessionAsk(extra, session.server.service.limits.maxAnswerBytes), capabilities),
     taskId: null,
     principal,
     signal: extra.signal,
-    idempotencyKey: `call:${randomUUID()}`,
+    idempotencyKey,
+    step: plainStep(extra.signal, idempotencyKey),
     clientCapabilities: capabilities,
     reportStatus: async () => undefined,
     checkpoint: async () => extra.signal.throwIfAborted(),

@@ -54,6 +54,13 @@ export class TaskMetrics {
       ['tool', 'outcome'],
       SECONDS,
     );
+    const stepDuration = histogram(
+      'tasklatch_step_duration_seconds',
+      'one attempt of a durable step (ctx.step.do) run by this process, by tool and outcome: completed, retrying (it threw, a retry follows), failed',
+      ['tool', 'outcome'],
+      SECONDS,
+    );
+    const stepRetries = counter('tasklatch_step_retries_total', 'durable step attempts that threw and left a retry (a durable wait, then the next attempt), by tool', ['tool']);
     const storeLatency = histogram('tasklatch_store_latency_seconds', 'store round trips, by operation', ['operation'], STORE_SECONDS);
     const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers });
     const results = gauge('tasklatch_results_waiting', 'tasks/result requests held open until their task ends');
@@ -120,6 +127,10 @@ export class TaskMetrics {
         if (e.waitedMs !== null) claimLatency.observe(Math.max(0, e.waitedMs) / 1000);
       },
       runEnded: (e) => runDuration.observe({ tool: e.tool ?? '', outcome: e.outcome }, e.durationMs / 1000),
+      stepRan: (e) => {
+        stepDuration.observe({ tool: e.tool ?? '', outcome: e.outcome }, e.durationMs / 1000);
+        if (e.outcome === 'retrying') stepRetries.inc({ tool: e.tool ?? '' });
+      },
       heartbeatFailed: (e) => heartbeats.inc({ reason: e.lost ? 'lost' : 'error' }),
       storeCall: (operation, ms, failed) => {
         child(`s\n${operation}`, () => storeLatency.labels(operation)).observe(ms / 1000);

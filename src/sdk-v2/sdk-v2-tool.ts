@@ -4,6 +4,7 @@ import type { TaskSupport } from '../core/types.js';
 import { CODES } from '../stateless/protocol.js';
 import { authKeyOf } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
+import { roundSteps, type Step } from '../tools/step.js';
 import type { TaskTool, ToolContext, ToolResult } from '../tools/tool.js';
 import type { RegisteredV2Tool } from './sdk-v2-internals.js';
 
@@ -69,8 +70,10 @@ function definitionOf(schema: StandardSchema | undefined): unknown {
 async function runRounds(tool: RegisteredV2Tool, args: unknown, ctx: ToolContext): Promise<ToolResult> {
   let responses: Record<string, unknown> = {};
   let state: unknown;
+  // Each round runs the callback from the top: a step an earlier round reached is not a new one.
+  const steps = roundSteps(ctx.step);
   for (let round = 1; ; round += 1) {
-    const result = (await tool.executor(args, v2Context(ctx, responses, state))) as Record<string, unknown>;
+    const result = (await tool.executor(args, v2Context(ctx, responses, state, steps()))) as Record<string, unknown>;
     if (result?.resultType !== 'input_required') return result as ToolResult;
     if (round === MAX_ROUNDS) throw new ProtocolError(CODES.internalError, `the tool asked for input ${MAX_ROUNDS} times in one run`);
     const requests = (result.inputRequests ?? {}) as Record<string, InputRequest>;
@@ -80,8 +83,11 @@ async function runRounds(tool: RegisteredV2Tool, args: unknown, ctx: ToolContext
   }
 }
 
-/** What a 2.x tool callback expects as `ctx`, for a call that runs as a task. */
-function v2Context(ctx: ToolContext, inputResponses: Record<string, unknown>, requestState: unknown): Record<string, unknown> {
+/**
+ * What a 2.x tool callback expects as `ctx`, for a call that runs as a task, with tasklatch's
+ * durable steps beside it (`ctx.step`).
+ */
+function v2Context(ctx: ToolContext, inputResponses: Record<string, unknown>, requestState: unknown, step: Step): Record<string, unknown> {
   const ask = (request: InputRequest): Promise<unknown> => {
     if (request.method === 'elicitation/create') return ctx.elicit(request.params as Parameters<ToolContext['elicit']>[0]);
     if (request.method === 'sampling/createMessage') return ctx.sample(request.params ?? {});
@@ -107,5 +113,6 @@ function v2Context(ctx: ToolContext, inputResponses: Record<string, unknown>, re
       requestSampling: (params: Record<string, unknown>) => ask({ method: 'sampling/createMessage', params }),
     },
     http: { authInfo: { token: '', clientId: authKeyOf(ctx.principal), scopes: [], extra: { principal: ctx.principal, taskId: ctx.taskId } } },
+    step,
   };
 }

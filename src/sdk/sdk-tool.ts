@@ -54,10 +54,11 @@ function sdkDefinition(tool: RegisteredSdkTool): NonNullable<TaskTool['definitio
   return { inputSchema: json(tool.inputSchema, 'input'), ...(output === null ? {} : { outputSchema: output }) };
 }
 
-/** What an SDK tool handler expects as `extra`, for a call that runs as a task. */
+/** What an SDK tool handler expects as `extra`, for a call that runs as a task, with tasklatch's durable steps (`extra.step`). */
 function sdkExtra(ctx: ToolContext): Record<string, unknown> {
   return {
     signal: ctx.signal,
+    step: ctx.step,
     requestId: ctx.idempotencyKey,
     taskId: ctx.taskId ?? undefined,
     authInfo: { token: '', clientId: authKeyOf(ctx.principal), scopes: [], extra: { principal: ctx.principal } },

@@ -24,6 +24,8 @@ export interface TaskLimits {
   maxRequestBytes: number;
   /** Largest stored result of a task (bytes); a larger one ends the task `failed` with an error saying so. */
   maxResultBytes: number;
+  /** Largest value one durable step records (`ctx.step.do`), as JSON (bytes); larger: the step fails, naming both sizes. */
+  maxStepBytes: number;
   /** Largest answer to one question of a task, as JSON (bytes); larger: -32602, nothing stored. */
   maxAnswerBytes: number;
   /** How long a signed multi-round `requestState` is taken back after it was issued (ms). */
@@ -48,6 +50,7 @@ export const DEFAULT_LIMITS: TaskLimits = {
   maxRequestBytes: 2 * 1024 * 1024,
   maxResultBytes: 4 * 1024 * 1024,
   maxAnswerBytes: 64 * 1024,
+  maxStepBytes: 256 * 1024,
   requestStateMaxAgeMs: 10 * 60 * 1000,
   maxListenTaskIds: 100,
   maxSubscriptions: 1000,

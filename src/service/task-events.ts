@@ -45,6 +45,17 @@ export interface RunEvent {
   durationMs: number;
 }
 
+/** One attempt of a durable step's function (`ctx.step.do`) run by this process's worker. */
+export interface StepRunEvent {
+  taskId: string;
+  tool: string | null;
+  step: string;
+  /** `completed` (its value recorded), `retrying` (it threw; a durable wait, then another attempt), `failed` (for good). */
+  outcome: 'completed' | 'retrying' | 'failed';
+  attempt: number;
+  durationMs: number;
+}
+
 /**
  * Who hears what the service, its worker and the wires decide and do: the logger, the metrics.
  * Every method is optional and called synchronously on the path it reports, so each must be
@@ -55,6 +66,7 @@ export interface TaskObserver {
   taskEnded?(event: TaskEndEvent): void;
   claimed?(event: ClaimEvent): void;
   runEnded?(event: RunEvent): void;
+  stepRan?(event: StepRunEvent): void;
   heartbeatFailed?(event: { taskId: string; lost: boolean; error?: string }): void;
   /** A store operation's round trip (`operation` is the store method's name). */
   storeCall?(operation: string, ms: number, failed: boolean): void;

@@ -8,6 +8,7 @@ import { TasklatchError } from '../core/errors.js';
 import { decideList, decideVisibleRead } from '../core/read-rules.js';
 import type { Millis, ReadMethod, StatusWrite, TaskCapabilities, TaskRecord, ToolDescriptor, WireRequest } from '../core/types.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
+import type { StepRecord, StepWrite } from '../core/step-rules.js';
 import type {
   AdmitOutcome,
   AnswerOutcome,
@@ -18,6 +19,7 @@ import type {
   InputsOutcome,
   LookupOutcome,
   OverdueOutcome,
+  RecordStepOutcome,
   StoreCapabilities,
   TaskStore,
   TransitionOutcome,
@@ -252,6 +254,8 @@ export class TaskService {
   async ask(input: {
     fence: Fence;
     askSeq: number;
+    /** The ask's place among the run's steps, sleeps and asks (its journal position). */
+    position?: number;
     questions: ReadonlyArray<{ key: string; request: InputRequest }>;
     timeoutMs?: number;
   }): Promise<AskOutcome> {
@@ -266,6 +270,25 @@ export class TaskService {
     const { authKey, taskId } = input.fence;
     this.decided({ surface: 'input', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null });
     return out;
+  }
+
+  /**
+   * A run records one step of its task's journal (see `TaskStore.recordStep`), bounded by
+   * `limits.maxStepBytes`; a write that suspends the task changes its record and is published.
+   */
+  async recordStep(input: { fence: Fence; step: StepWrite; suspend?: { wakeAt: Millis; statusMessage: string } | null }): Promise<RecordStepOutcome> {
+    const correlationId = randomUUID();
+    const out = await this.store.recordStep({ ...input, maxStepBytes: this.limits.maxStepBytes, now: this.clock(), correlationId });
+    const { authKey, taskId } = input.fence;
+    if (out.decision === 'APPLY_STEP' && input.suspend) this.changes.publish(taskId, out.record?.version, out.record ?? undefined);
+    const detail = `${input.step.name}@${input.step.position} ${input.step.status}`;
+    this.decided({ surface: 'step', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null, detail });
+    return out;
+  }
+
+  /** The journal of a task for its own auth context, in position order; none when it is out of reach (a worker's read). */
+  async lookupSteps(input: { auth: string; taskId: string }): Promise<StepRecord[]> {
+    return (await this.store.steps({ authKey: input.auth, taskId: input.taskId, now: this.clock() })).steps ?? [];
   }
 
   /** The requestor answers (see `TaskStore.answer`); a stored answer is published. */

@@ -5,6 +5,7 @@ import { answerProblem } from '../service/answer-check.js';
 import { askingContext, InputNeeded, isAnswerTo, type Ask } from '../tools/asking.js';
 import type { Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
+import { plainStep } from '../tools/plain-step.js';
 import type { TaskTool, ToolContext } from '../tools/tool.js';
 
 /** What a method handler is given: the request's own parts, already checked. */
@@ -48,12 +49,14 @@ export function plainContext(call: Call, answers: Record<string, unknown>, maxAn
     Object.assign(used, got);
     return got;
   };
+  const idempotencyKey = `call:${randomUUID()}`;
   return {
     ...askingContext(ask, call.capabilities),
     taskId: null,
     principal: call.principal,
     signal: call.signal,
-    idempotencyKey: `call:${randomUUID()}`,
+    idempotencyKey,
+    step: plainStep(call.signal, idempotencyKey),
     clientCapabilities: call.capabilities,
     reportStatus: async () => undefined,
     reportProgress: async () => undefined,

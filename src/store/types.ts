@@ -1,7 +1,11 @@
-import type { Decision, MissDecision, TransitionDecision } from '../core/decisions.js';
+import type { Decision, MissDecision, Surface, TransitionDecision } from '../core/decisions.js';
 import type { AnswerDecision, AskDecision, InputRequest, StoredInput } from '../core/input-rules.js';
+import type { StepRecord } from '../core/step-rules.js';
 import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
 import type { TaskOperations } from './task-operations.js';
+import type { TaskSteps } from './task-steps.js';
+
+export type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
 
 /** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
 export type { Fence } from '../core/types.js';
@@ -137,7 +141,7 @@ export interface ClaimInput {
  */
 export interface AuditEntry {
   at: Millis;
-  surface: 'create' | 'transition' | 'read' | 'list' | 'input';
+  surface: Surface;
   decision: Decision;
   authKey: string;
   taskId: string | null;
@@ -316,9 +320,10 @@ export interface TaskUpkeep {
   /**
    * Imports records as they are (replay seeding, migrations between stores), then `inputs`, the
    * questions of those tasks as they are (answered when `answeredAt` is set), each replacing a
-   * stored one of the same task and key.
+   * stored one of the same task and key, then `steps`, journal rows as they are, each replacing
+   * the stored rows of the same task at its position or with its name.
    */
-  seed(records: readonly TaskRecord[], inputs?: readonly StoredInput[]): Promise<void>;
+  seed(records: readonly TaskRecord[], inputs?: readonly StoredInput[], steps?: readonly StepRecord[]): Promise<void>;
   /**
    * Calls `onChange(taskId, version)` whenever another process changes a task record (stores
    * whose `supports.listenNotify` is true; the others never call it), and `onChange(null)` when
@@ -356,7 +361,7 @@ export interface TaskUpkeep {
  * reads the stored fact and classifies it with the same rules. Every operation that touches
  * tasks carries the auth key in its query, never as a filter applied afterwards.
  */
-export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskUpkeep, TaskOperations {
+export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSteps, TaskUpkeep, TaskOperations {
   readonly kind: string;
   /** The database driver it runs on, where there is a choice (SQLite: `better-sqlite3` or `node:sqlite`). */
   readonly driver?: string;

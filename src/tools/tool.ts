@@ -3,6 +3,7 @@ import type { TaskSupport } from '../core/types.js';
 import type { InputRequest } from '../core/input-rules.js';
 import type { AskOptions, ElicitResult, OneAskOptions } from './asking.js';
 import type { Principal } from './principal.js';
+import type { Step } from './step.js';
 
 /** What a tool handler is given, for plain and task calls alike. */
 export interface ToolContext {
@@ -39,12 +40,20 @@ export interface ToolContext {
    * the call with -32021. In a task the question is stored and the task waits `input_required`
    * without holding a worker: once every answer is in, the handler runs again from the start and
    * each earlier `ask` resolves at once with its stored answer, so a handler must ask the same
-   * questions in the same order (a different one ends the task failed) and do nothing
-   * irreversible before its last question. In a plain call the client is asked within the call.
+   * questions in the same order (a different one ends the task failed); put what must not
+   * happen twice in a `step.do`, whose recorded value the re-run gets back without repeating
+   * it. In a plain call the client is asked within the call.
    * `options.timeoutMs` (tasks): a question still unanswered that long after it was first
    * asked ends the task failed, with an error naming its key.
    */
   ask(requests: Record<string, InputRequest>, options?: AskOptions): Promise<Record<string, unknown>>;
+  /**
+   * Durable steps and timers: `step.do(name, [config], fn)` records fn's JSON value in the task's
+   * journal once, and every later run of the handler gets it back without calling fn;
+   * `step.sleep` / `step.sleepUntil` suspend the task without holding a worker. Steps, sleeps
+   * and asks must come in the same order on every run. In a plain call steps run inline.
+   */
+  step: Step;
   /** `elicitation/create`: a message and a requested schema; the client's `{ action, content }`. */
   elicit(params: { message: string; requestedSchema: Record<string, unknown>; [key: string]: unknown }, options?: OneAskOptions): Promise<ElicitResult>;
   /** `sampling/createMessage`: a completion from the client's model. */

@@ -28,6 +28,8 @@ export type RunOutcome = StopReason | 'completed' | 'failed' | 'refused' | 'unfi
 export class TaskExecutor {
   private readonly running = new Map<string, { run: TaskRun; done: Promise<RunOutcome> }>();
   private readonly log: RunLog;
+  /** Hears each task a run suspended until a time (a sleep, a retry's wait): its worker looks at the outbox then. */
+  onSleep: ((taskId: string, wakeAt: number) => void) | null = null;
 
   constructor(
     private readonly service: TaskService,
@@ -124,6 +126,13 @@ export class TaskExecutor {
       unwatch();
       if (expiry !== null) clearTimeout(expiry);
     }
+    if (run.stopped === 'suspended' && run.wakeAt !== null) {
+      // The suspend write cleared the lease and made the task due at its wake time: a release
+      // now would make it due at once.
+      this.log('info', 'task sleeps', { taskId: record.taskId, until: new Date(run.wakeAt).toISOString() });
+      this.onSleep?.(record.taskId, run.wakeAt);
+      return;
+    }
     if (run.stopped === 'drained' || run.stopped === 'suspended') {
       // Another worker (or this one) claims the task when it is due again: at once after a
       // drain, once its answers are in after a suspension.
@@ -135,6 +144,8 @@ export class TaskExecutor {
       this.log('info', 'task stopped without a terminal write', { taskId: record.taskId, reason: run.stopped });
       return;
     }
+    // A run that broke its journal ends its task failed, whatever the handler made of the error.
+    if (run.fatal !== null) result = { error: run.fatal.toJSON() };
     await this.hooks.beforeTerminalWrite?.(record);
     await run.writeTerminal(result);
   }

@@ -10,6 +10,7 @@ import type { Fence } from '../store/types.js';
 import type { StoredError } from '../tools/protocol-error.js';
 import type { AskOptions } from '../tools/asking.js';
 import type { ToolResult } from '../tools/tool.js';
+import { StepRunner } from './step-runner.js';
 
 /** The lease a worker holds on a claimed task. */
 export interface Lease {
@@ -40,6 +41,15 @@ export class TaskRun {
   stopped: StopReason | null = null;
   /** What the terminal write did: the status it wrote, or `refused` (the store said why). */
   ended: 'completed' | 'failed' | 'refused' | null = null;
+  /**
+   * Set when the handler broke its task's journal (steps, sleeps and asks out of order, a step
+   * name used twice): the task ends failed with this error whatever the handler returns.
+   */
+  fatal: ProtocolError | null = null;
+  /** Set when the run suspended for a sleep or a retry's wait: the suspend write gave the lease back. */
+  wakeAt: number | null = null;
+  /** The handler's durable steps (`ctx.step`). */
+  readonly steps: StepRunner;
   private chain: Promise<unknown> = Promise.resolve();
   /** How many times the handler has asked in this run: the key to its earlier questions. */
   private asks = 0;
@@ -49,10 +59,11 @@ export class TaskRun {
     readonly record: TaskRecord,
     readonly lease: Lease,
     private readonly service: TaskService,
-    private readonly log: RunLog,
+    readonly log: RunLog,
   ) {
     this.version = record.version;
     this.leaseUntil = record.leaseExpiresAt ?? service.now() + lease.leaseMs;
+    this.steps = new StepRunner(this, service);
   }
 
   get taskId(): string {
@@ -90,6 +101,8 @@ export class TaskRun {
 
   /** A heartbeat on the write chain; a lost fence stops the run, a store error is only logged. */
   beat(): void {
+    // A suspended run gave its lease back with its suspend write: there is nothing to renew.
+    if (this.stopped === 'suspended') return;
     this.serial(() => this.renew()).then(
       (holds) => {
         if (holds) return;
@@ -178,8 +191,8 @@ export class TaskRun {
   async ask(requests: Record<string, InputRequest>, options: AskOptions = {}): Promise<Record<string, unknown>> {
     const seq = this.asks++;
     const keys = Object.keys(requests);
-    this.asked ??= this.service.lookupInputs({ auth: this.record.authKey, taskId: this.taskId });
-    const before = (await this.asked).filter((q) => q.askSeq === seq);
+    const position = await this.steps.askPosition(keys, seq);
+    const before = (await this.storedInputs()).filter((q) => q.askSeq === seq);
     if (before.length > 0) {
       const same = before.length === keys.length && before.every((q) => requests[q.key] !== undefined && q.requestDigest === jcsSha256(requests[q.key]));
       if (!same) {
@@ -195,6 +208,7 @@ export class TaskRun {
       this.service.ask({
         fence: this.fence(),
         askSeq: seq,
+        position,
         questions: keys.map((key) => ({ key, request: requests[key]! })),
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       }),
@@ -218,8 +232,18 @@ export class TaskRun {
     throw new Error(`ask refused: ${out.decision}`);
   }
 
-  /** Stops the handler while its task waits for answers; never returns. */
-  private suspend(): never {
+  /** The task's stored questions, read once per run (asks and steps both consult them). */
+  storedInputs(): Promise<StoredInput[]> {
+    this.asked ??= this.service.lookupInputs({ auth: this.record.authKey, taskId: this.taskId });
+    return this.asked;
+  }
+
+  /**
+   * Stops the handler while its task waits, without a worker: for answers, or (`wakeAt`) for a
+   * sleep or a retry's wait the suspend write already made the task due for. Never returns.
+   */
+  suspend(wakeAt?: number): never {
+    if (wakeAt !== undefined && this.stopped === null) this.wakeAt = wakeAt;
     this.stop('suspended');
     throw this.signal.reason as Error;
   }

@@ -29,6 +29,7 @@ export function taskToolContext(run: TaskRun, progress?: ProgressSink): ToolCont
     signal: run.signal,
     // The same for every attempt of the task: side effects named after it are idempotent.
     idempotencyKey: `task:${record.taskId}`,
+    step: run.steps.api(),
     clientCapabilities,
     prepared: ((record.request as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta ?? {})[PREPARED_META],
     reportStatus: (message) => run.reportStatus(message),

@@ -74,6 +74,8 @@ export class Worker {
   /** The app whose tasks it claims; the claim leaves every other app's tasks in place. */
   readonly app: string;
   private readonly tools: ToolRegistry;
+  /** Looks owed at the wake time of a task this worker suspended (other processes find it at their poll). */
+  private readonly wakeTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly service: TaskService,
@@ -89,6 +91,7 @@ export class Worker {
     this.maxAttempts = options.maxAttempts ?? 5;
     this.log = options.hooks?.log ?? (() => undefined);
     this.executor = new TaskExecutor(service, tools, options.hooks);
+    this.executor.onSleep = (_taskId, wakeAt) => this.lookAt(wakeAt);
     this.toolNames = tools.names();
     this.tools = tools;
     this.app = options.app === undefined ? service.app : checkAppName(options.app, 'worker app');
@@ -121,6 +124,8 @@ export class Worker {
     await this.loop;
     this.loop = null;
     this.unsubscribe?.();
+    for (const timer of this.wakeTimers) clearTimeout(timer);
+    this.wakeTimers.clear();
     await this.executor.drain(drainMs);
     await Promise.allSettled([...this.runs]);
   }
@@ -291,6 +296,19 @@ export class Worker {
         return mine === undefined || version === undefined || version > mine;
       });
     if (news) this.nudge();
+  }
+
+  /** A look at the outbox at `at` (beyond one timer's reach, the poll finds it). */
+  private lookAt(at: number): void {
+    const delay = at - this.service.now();
+    if (this.stopping || delay > 2 ** 31 - 1) return;
+    const timer = setTimeout(() => {
+      this.wakeTimers.delete(timer);
+      this.nudge();
+    }, Math.max(0, delay));
+    // A timer must not keep a closing process alive.
+    timer.unref();
+    this.wakeTimers.add(timer);
   }
 
   private nudge(): void {

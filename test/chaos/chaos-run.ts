@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { isTerminal, type TaskStatus } from '../../src/core/types.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -10,6 +11,7 @@ import { startEmbeddedPostgres, type EmbeddedServer } from '../support/embedded-
 import { freePort } from '../support/embedded-postgres.js';
 import { ChaosClients } from './chaos-clients.js';
 import { Slot } from './fleet.js';
+import { checkSteps } from './chaos-steps.js';
 
 export interface ChaosConfig {
   kind: 'postgres' | 'sqlite';
@@ -42,6 +44,8 @@ export interface ChaosReport {
 
 interface Submitted {
   index: number;
+  /** `export_ledger`, or `ledger_steps` (every fourth task): durable steps logging each execution. */
+  tool: 'export_ledger' | 'ledger_steps';
   tenant: number;
   key: string;
   taskId: string;
@@ -78,8 +82,12 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
   const restartLater = (slot: Slot) => {
     setTimeout(() => void slot.restart(), 150);
   };
-  const common = ['--store', storeUrl, '--exports', exportsDir, '--lease-ms', String(config.leaseMs), '--poll-interval', '200'];
-  const crashEnv = { TASKLATCH_CRASH_BEFORE_COMPLETE: String(config.crashBeforeComplete) };
+  const stepsLog = join(dir, 'steps.log');
+  await writeFile(stepsLog, '');
+  const tools = fileURLToPath(new URL('./chaos-tools.mjs', import.meta.url));
+  const common = ['--store', storeUrl, '--tools', tools, '--lease-ms', String(config.leaseMs), '--poll-interval', '200'];
+  const toolsEnv = { CHAOS_EXPORTS: exportsDir, CHAOS_STEPS_LOG: stepsLog };
+  const crashEnv = { ...toolsEnv, TASKLATCH_CRASH_BEFORE_COMPLETE: String(config.crashBeforeComplete) };
   const ports = await Promise.all(Array.from({ length: config.servers }, () => freePort()));
   for (const [i, port] of ports.entries()) {
     const workersHere = config.kind === 'sqlite';
@@ -87,7 +95,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
       new Slot(
         `serve${i}`,
         ['serve', '--http', `127.0.0.1:${port}`, '--auth-tokens', tokensFile, '--max-active', '100000', ...(workersHere ? [] : ['--no-workers']), ...common],
-        workersHere ? crashEnv : {},
+        workersHere ? crashEnv : toolsEnv,
         /listening on/,
         restartLater,
       ),
@@ -97,7 +105,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosReport> {
     slots.push(new Slot(`worker${i}`, ['worker', '--concurrency', '4', ...common], crashEnv, /worker .* running/, restartLater));
   }
   try {
-    return await drive(config, { slots, ports, storeUrl, exportsDir, pg, started, deadline, violations, log });
+    return await drive(config, { slots, ports, storeUrl, exportsDir, stepsLog, pg, started, deadline, violations, log });
   } finally {
     // Whatever happened, leave no process behind.
     await Promise.all(slots.map((s) => s.stop(5_000)));
@@ -110,6 +118,7 @@ interface Fleet {
   ports: number[];
   storeUrl: string;
   exportsDir: string;
+  stepsLog: string;
   pg: EmbeddedServer | null;
   started: number;
   deadline: number;
@@ -118,7 +127,7 @@ interface Fleet {
 }
 
 async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
-  const { slots, ports, storeUrl, exportsDir, pg, started, deadline, violations, log } = fleet;
+  const { slots, ports, storeUrl, exportsDir, stepsLog, pg, started, deadline, violations, log } = fleet;
   let hot = true;
   // Servers first and one at a time: the first migrates the fresh store.
   for (const slot of slots) await slot.start();
@@ -152,10 +161,12 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
     const tenant = index % TENANTS;
     const key = `chaos-${index}`;
     const rows = 10 + (index % 40);
-    const args = { month: `2026-${String((index % 12) + 1).padStart(2, '0')}`, rows, delayMs: 50 + Math.floor(Math.random() * 350) };
-    const params = { name: 'export_ledger', arguments: args, task: { ttl: 30 * 60_000 }, _meta: { 'io.tasklatch/idempotency-key': key } };
+    const tool = index % 4 === 3 ? 'ledger_steps' : 'export_ledger';
+    const delayMs = 50 + Math.floor(Math.random() * 350);
+    const args = tool === 'ledger_steps' ? { steps: 4, delayMs } : { month: `2026-${String((index % 12) + 1).padStart(2, '0')}`, rows, delayMs };
+    const params = { name: tool, arguments: args, task: { ttl: 30 * 60_000 }, _meta: { 'io.tasklatch/idempotency-key': key } };
     const created = await clients.run(token(tenant), (c) => c.request({ method: 'tools/call', params }, CreateTaskResultSchema), deadline);
-    const entry: Submitted = { index, tenant, key, taskId: created.task.taskId, rows, cancelAt: null };
+    const entry: Submitted = { index, tool, tenant, key, taskId: created.task.taskId, rows, cancelAt: null };
     submitted.push(entry);
     accepted++;
     if (pg !== null && pgRestarts === 0 && config.restartPostgres && accepted >= config.tasks * 0.4) {
@@ -237,6 +248,7 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
   // The stored facts: audit trail, tasks per key.
   const store = await openStore(storeUrl);
   let auditChecked = 0;
+  let stepFigures: Record<string, number> = {};
   try {
     for (const entry of submitted) {
       const trail = await store.auditTrail({ taskId: entry.taskId });
@@ -261,6 +273,8 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
       }
     }
     if (tenantsSeen.size !== submitted.length) violations.push(`${tenantsSeen.size} tasks stored for ${submitted.length} idempotency keys`);
+    const stepTasks = submitted.filter((e) => e.tool === 'ledger_steps').map((e) => ({ ...e, authKey: `tenant${e.tenant}/chaos` }));
+    stepFigures = await checkSteps(store, stepTasks, stepsLog, violations);
   } finally {
     await store.close();
   }
@@ -270,7 +284,8 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
   let partials = 0;
   let cancelledAfterEffect = 0;
   let abandonedAfterEffect = 0;
-  for (const entry of submitted) {
+  const exported = submitted.filter((e) => e.tool === 'export_ledger');
+  for (const entry of exported) {
     const file = join(exportsDir, `tenant${entry.tenant}`, `task_${entry.taskId}.csv`);
     const exists = existsSync(file);
     if (entry.status === 'completed') {
@@ -304,8 +319,8 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
     }
   }
   const byStatus = (s: TaskStatus) => submitted.filter((e) => e.status === s).length;
-  if (files !== byStatus('completed') + cancelledAfterEffect + abandonedAfterEffect)
-    violations.push(`${files} export files for ${byStatus('completed')} completed tasks`);
+  const exportsCompleted = exported.filter((e) => e.status === 'completed').length;
+  if (files !== exportsCompleted + cancelledAfterEffect + abandonedAfterEffect) violations.push(`${files} export files for ${exportsCompleted} completed exports`);
 
   const figures = {
     store: config.kind,
@@ -327,6 +342,7 @@ async function drive(config: ChaosConfig, fleet: Fleet): Promise<ChaosReport> {
     clientRetries: clients.retries,
     exportFiles: files,
     leftoverPartialFiles: partials,
+    ...stepFigures,
     auditTrailsChecked: auditChecked,
     elapsedMs: Date.now() - started,
     failedReasons: [...failedReasons].join(' | '),

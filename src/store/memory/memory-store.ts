@@ -10,7 +10,9 @@ import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus }
 import { deadlineDetail, deadlineOutcome, type StoredInput } from '../../core/input-rules.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
+import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
+import { recordStepIn, seedSteps, stepsOf, type MemoryStepState } from './memory-steps.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
 import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -35,6 +37,9 @@ import type {
   TaskStore,
   TransitionInput,
   TransitionOutcome,
+  RecordStepInput,
+  RecordStepOutcome,
+  StepsOutcome,
 } from '../types.js';
 
 /** One outbox entry: a task waiting to be dispatched, until it is done. */
@@ -73,6 +78,8 @@ export class MemoryStore implements TaskStore {
     audit: (line) => this.audit.append(line),
   };
   private readonly secret = randomBytes(32);
+  /** taskId → its journal in position order: the task_steps table of the SQL stores. */
+  private readonly stepState: MemoryStepState = { tasks: this.tasks, journal: new Map<string, StepRecord[]>(), outbox: this.outbox, audit: this.audit };
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
     const keyIndex = input.idempotencyKey === null ? null : `${input.authKey}\n${input.idempotencyKey}`;
@@ -278,6 +285,14 @@ export class MemoryStore implements TaskStore {
     return inputsOf(this.inputState, ref);
   }
 
+  async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
+    return recordStepIn(this.stepState, input);
+  }
+
+  async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+    return stepsOf(this.stepState, ref);
+  }
+
   async recordDecision(entry: AuditEntry): Promise<void> {
     this.audit.count(entry);
   }
@@ -297,6 +312,7 @@ export class MemoryStore implements TaskStore {
       this.track(record, false);
       this.outbox.delete(record.taskId);
       this.questions.delete(record.taskId);
+      this.stepState.journal.delete(record.taskId);
       if (record.idempotencyKey !== null) {
         const keyIndex = `${record.authKey}\n${record.idempotencyKey}`;
         if (this.keys.get(keyIndex) === record.taskId) this.keys.delete(keyIndex);
@@ -327,7 +343,7 @@ export class MemoryStore implements TaskStore {
     return ended;
   }
 
-  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = [], steps: readonly StepRecord[] = []): Promise<void> {
     for (const record of records) {
       const previous = this.tasks.get(record.taskId);
       if (previous !== undefined) this.track(previous, false);
@@ -336,6 +352,7 @@ export class MemoryStore implements TaskStore {
       if (record.idempotencyKey !== null) this.keys.set(`${record.authKey}\n${record.idempotencyKey}`, record.taskId);
     }
     seedInputs(this.inputState, inputs);
+    seedSteps(this.stepState, steps);
   }
 
   async sharedSecret(): Promise<Uint8Array> {

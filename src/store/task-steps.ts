@@ -1,0 +1,45 @@
+import type { MissDecision, StepDecision } from '../core/decisions.js';
+import type { StepRecord, StepWrite } from '../core/step-rules.js';
+import type { Fence, Millis, TaskRecord } from '../core/types.js';
+import type { TaskRef } from './types.js';
+
+/** One step a run records in its task's journal (`TaskSteps.recordStep`). */
+export interface RecordStepInput {
+  /** The recording run's fence: the write is refused unless the run still holds the task. */
+  fence: Fence;
+  step: StepWrite;
+  /**
+   * Suspend the task in the same transaction (a sleep, a retry's wait): it stays `working` with
+   * `statusMessage`, version + 1, lease cleared, attempt count back to 0, and its outbox entry due
+   * at `wakeAt`, so that any worker runs it on then and none holds a slot until then.
+   */
+  suspend?: { wakeAt: Millis; statusMessage: string } | null;
+  /** The bound on a value's JSON text in UTF-8 bytes (`TaskLimits.maxStepBytes`). */
+  maxStepBytes: number;
+  now: Millis;
+  correlationId: string;
+}
+
+/**
+ * `record` is the task after the decision, for the run's own auth key; its version is one more
+ * than the fence's only when the write suspended the task (a step alone leaves the version: the
+ * fence is owner and version, and any later claim bumps it).
+ */
+export interface RecordStepOutcome {
+  decision: StepDecision;
+  record: TaskRecord | null;
+}
+
+export type StepsOutcome = { decision: 'FOUND'; steps: StepRecord[] } | { decision: MissDecision; steps: null };
+
+/**
+ * The step role: a task's journal of durable steps and sleeps. Recording is one fenced
+ * transaction (the task row, the journal rows at the position and of the name, the core's
+ * `decideStepRecord`, the row written, the suspension when asked for, one audit line on surface
+ * `step`); a run reads its journal once when it starts.
+ */
+export interface TaskSteps {
+  recordStep(input: RecordStepInput): Promise<RecordStepOutcome>;
+  /** The caller's task's journal, in position order. */
+  steps(input: TaskRef & { now: Millis }): Promise<StepsOutcome>;
+}
