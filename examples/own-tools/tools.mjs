@@ -39,4 +39,30 @@ export const isPrimeTool = defineTool({
   },
 });
 
-export default [countPrimes, isPrimeTool];
+/**
+ * An order in durable steps: each step's value is recorded once in the task's journal, so a run
+ * after a crash, a drain or the sleep gets it back instead of doing it again. What happens inside
+ * one step may still happen twice (a crash after the side effect, before its record): the step's
+ * idempotency key makes a repeated call one the upstream ignores.
+ */
+export const placeOrder = defineTool({
+  name: 'place_order',
+  description: 'Reserves, charges and ships an order in durable steps, with a durable cool-down between (always a task)',
+  inputSchema: z.object({ sku: z.string().min(1), amountCents: z.number().int().positive(), coolDownMs: z.number().int().min(0).max(86_400_000).default(1000) }),
+  execution: { taskSupport: 'required' },
+  async handler({ sku, amountCents, coolDownMs }, ctx) {
+    const hold = await ctx.step.do('reserve', () => ({ holdId: `hold:${ctx.step.idempotencyKey('reserve')}`, sku }));
+    // Stands for a payment API call: retried up to 3 times, each attempt bounded, the waits durable.
+    const charge = await ctx.step.do('charge', { retries: { limit: 3, baseDelayMs: 500 }, timeoutMs: 10_000 }, async ({ signal, attempt }) => {
+      signal.throwIfAborted();
+      return { chargeId: `charge:${ctx.step.idempotencyKey('charge')}`, amountCents, attempt };
+    });
+    // The task sleeps without a worker; any worker runs it on once the time has come.
+    await ctx.step.sleep('cool-down', coolDownMs);
+    const shipment = await ctx.step.do('ship', () => ({ shippedAt: new Date().toISOString(), by: process.pid }));
+    await ctx.reportStatus(`shipped ${sku}`);
+    return { content: [{ type: 'text', text: `order of ${sku} shipped` }], structuredContent: { ...hold, ...charge, ...shipment } };
+  },
+});
+
+export default [countPrimes, isPrimeTool, placeOrder];

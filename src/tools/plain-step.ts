@@ -50,7 +50,7 @@ export function plainStep(signal: AbortSignal, callKey: string, random: () => nu
     await waitFor(ms, signal);
   };
   return {
-    do: run as Step['do'],
+    do: run,
     sleep: async (name, ms) => sleepFor(name, checkSleepMs(name, ms)),
     sleepUntil: async (name, when) => sleepFor(name, Math.max(0, wakeTimeOf(name, when) - Date.now())),
     idempotencyKey: (name) => `${callKey}:step:${name}`,

@@ -172,7 +172,13 @@ export async function runStepAttempt<T>(name: string, fn: StepFunction<T>, attem
 
 /** Waits `ms` in process (longer than one timer can wait, too), ending early when `signal` aborts. */
 export async function waitFor(ms: number, signal: AbortSignal): Promise<void> {
-  for (let left = ms; left > 0; left -= MAX_TIMER_MS) await sleep(Math.min(left, MAX_TIMER_MS), undefined, { signal });
+  try {
+    for (let left = ms; left > 0; left -= MAX_TIMER_MS) await sleep(Math.min(left, MAX_TIMER_MS), undefined, { signal });
+  } catch (error) {
+    // The timer's own AbortError says less than why the call was stopped.
+    signal.throwIfAborted();
+    throw error;
+  }
   signal.throwIfAborted();
 }
 
@@ -211,8 +217,8 @@ export function roundSteps(step: Step): () => Step {
       return outcome;
     };
     return {
-      do: (<T>(name: string, configOrFn: StepConfig | StepFunction<T>, fn?: StepFunction<T>) =>
-        once(name, () => (fn === undefined ? step.do(name, configOrFn as StepFunction<T>) : step.do(name, configOrFn as StepConfig, fn)))) as Step['do'],
+      do: <T>(name: string, configOrFn: StepConfig | StepFunction<T>, fn?: StepFunction<T>) =>
+        once(name, () => (fn === undefined ? step.do(name, configOrFn as StepFunction<T>) : step.do(name, configOrFn as StepConfig, fn))),
       sleep: (name, ms) => once(name, () => step.sleep(name, ms)),
       sleepUntil: (name, when) => once(name, () => step.sleepUntil(name, when)),
       idempotencyKey: (name) => step.idempotencyKey(name),

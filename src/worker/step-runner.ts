@@ -80,7 +80,7 @@ export class StepRunner {
   api(): Step {
     const { taskId } = this.run;
     return {
-      do: (<T>(name: string, configOrFn: StepConfig | StepFunction<T>, fn?: StepFunction<T>) => this.do(name, configOrFn, fn)) as Step['do'],
+      do: <T>(name: string, configOrFn: StepConfig | StepFunction<T>, fn?: StepFunction<T>) => this.do(name, configOrFn, fn),
       sleep: async (name, ms) => {
         const wait = checkSleepMs(name, ms);
         return this.sleepTo(name, (now) => now + wait);

@@ -117,7 +117,7 @@ function startWorker(): WorkerProcess {
     }),
   );
   const ready = new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => /running/.test(d.toString()) && resolve());
+    child.stdout.on('data', (d: Buffer) => /running/.test(d.toString()) && resolve());
     void exited.then(() => reject(new Error('worker exited before it ran')));
   });
   return { child, ready, exited };

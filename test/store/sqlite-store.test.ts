@@ -99,10 +99,25 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['response_digest', 'TEXT', 0, 0],
     ['answered_at_ms', 'INTEGER', 0, 0],
     ['deadline_ms', 'INTEGER', 0, 0],
+    ['position', 'INTEGER', 0, 0],
   ],
   task_progress: [
     ['id', 'INTEGER', 0, 1],
     ['payload', 'TEXT', 1, 0],
+  ],
+  task_steps: [
+    ['task_id', 'TEXT', 1, 1],
+    ['position', 'INTEGER', 1, 2],
+    ['name', 'TEXT', 1, 0],
+    ['kind', 'TEXT', 1, 0],
+    ['status', 'TEXT', 1, 0],
+    ['attempts', 'INTEGER', 1, 0],
+    ['value', 'TEXT', 0, 0],
+    ['error', 'TEXT', 0, 0],
+    ['value_bytes', 'INTEGER', 1, 0],
+    ['wake_at_ms', 'INTEGER', 0, 0],
+    ['started_at_ms', 'INTEGER', 1, 0],
+    ['updated_at_ms', 'INTEGER', 1, 0],
   ],
   tasklatch_meta: [
     ['key', 'TEXT', 0, 1],
@@ -130,6 +145,7 @@ const EXPECTED_INDEXES = [
   ['task_outbox_available_idx', 'task_outbox', 'CREATE INDEX task_outbox_available_idx ON task_outbox (available_at_ms) WHERE done_at_ms IS NULL'],
   ['task_outbox_task_idx', 'task_outbox', 'CREATE INDEX task_outbox_task_idx ON task_outbox (task_id)'],
   ['task_read_audit_last_idx', 'task_read_audit', 'CREATE INDEX task_read_audit_last_idx ON task_read_audit (last_at_ms)'],
+  ['task_steps_waiting_idx', 'task_steps', "CREATE INDEX task_steps_waiting_idx ON task_steps (wake_at_ms) WHERE status IN ('sleeping', 'retrying')"],
   ['tasks_active_by_auth', 'tasks', "CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')"],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
   ['tasks_expires_idx', 'tasks', 'CREATE INDEX tasks_expires_idx ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL'],
@@ -170,7 +186,7 @@ describe('SQLite migrations', () => {
     const unique = (db.pragma('index_list(tasks)') as { name: string; unique: number; origin: string }[]).filter((i) => i.origin === 'u');
     expect(unique).toHaveLength(1);
     expect((db.pragma(`index_info(${unique[0]!.name})`) as { name: string }[]).map((c) => c.name)).toEqual(['auth_key', 'idempotency_key']);
-    for (const child of ['task_outbox', 'task_inputs']) {
+    for (const child of ['task_outbox', 'task_inputs', 'task_steps']) {
       const fks = db.pragma(`foreign_key_list(${child})`) as { table: string; from: string; to: string; on_delete: string }[];
       expect(
         fks.map((f) => [f.table, f.from, f.to, f.on_delete]),
@@ -180,6 +196,12 @@ describe('SQLite migrations', () => {
     // The primary key (task_id, input_key) is the autoindex that keeps a key unique for the task's lifetime.
     const inputKeys = (db.pragma('index_list(task_inputs)') as { name: string; origin: string }[]).filter((i) => i.origin === 'pk');
     expect(inputKeys.map((i) => (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name))).toEqual([['task_id', 'input_key']]);
+    // A journal's position and a step's name are each unique within a task.
+    const stepKeys = (db.pragma('index_list(task_steps)') as { name: string; origin: string }[]).filter((i) => i.origin !== 'c');
+    expect(stepKeys.map((i) => [i.origin, (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name)]).sort()).toEqual([
+      ['pk', ['task_id', 'position']],
+      ['u', ['task_id', 'name']],
+    ]);
     const all = [
       '001_init.sql',
       '002_dispatch.sql',
@@ -188,6 +210,7 @@ describe('SQLite migrations', () => {
       '005_task_app.sql',
       '006_read_audit.sql',
       '007_task_progress.sql',
+      '008_task_steps.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
@@ -240,7 +263,7 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open(path);
     try {
-      expect(store.migrationsApplied).toEqual(['005_task_app.sql', '006_read_audit.sql', '007_task_progress.sql']);
+      expect(store.migrationsApplied).toEqual(['005_task_app.sql', '006_read_audit.sql', '007_task_progress.sql', '008_task_steps.sql']);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
       const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };
       expect(await store.claim({ ...claim, owner: 'w-other', app: 'billing' })).toEqual([]);

@@ -20,8 +20,8 @@ export function stepTool(name: string, handler: (args: Record<string, unknown>, 
     description: `${name}: a tool with durable steps`,
     inputSchema: z.object({}).passthrough(),
     execution: { taskSupport: 'required' },
-    handler: (args, ctx) => handler(args as Record<string, unknown>, ctx),
-  }) as unknown as TaskTool;
+    handler: (args, ctx) => handler(args, ctx),
+  });
 }
 
 export const text = (value: string): ToolResult => ({ content: [{ type: 'text', text: value }] });

@@ -81,7 +81,14 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     await sleep(60);
     const [second] = await w.svc.claim({ ...CLAIM, owner: 'new', leaseMs: 10_000 });
     expect(second!.version).toBeGreaterThan(first!.version);
+    // A run that knows its lease lapsed asks the store before a side effect, and stops.
+    const lapsed = new TaskRun(first!, { owner: 'old', leaseMs: 30, heartbeatMs: 10_000 }, w.svc, quiet);
+    let lapsedRan = 0;
+    await expect(lapsed.steps.api().do('charge', () => ++lapsedRan)).rejects.toThrow('task lease lost');
+    expect(lapsedRan).toBe(0);
+    // One that believes it holds the lease (a paused process) runs the step; its record is refused.
     const old = new TaskRun(first!, { owner: 'old', leaseMs: 30, heartbeatMs: 10_000 }, w.svc, quiet);
+    old.leaseUntil = Date.now() + 10_000;
     let oldRan = 0;
     await expect(old.steps.api().do('charge', () => ++oldRan)).rejects.toThrow('task lease lost');
     expect(old.stopped).toBe('lease lost');

@@ -39,7 +39,7 @@ const SQL = {
      LIMIT @limit`,
   deleteLines: 'DELETE FROM task_audit WHERE task_id = ?',
   deleteReads: 'DELETE FROM task_read_audit WHERE task_key = ?',
-  // The outbox entries and questions go by ON DELETE CASCADE (open turns foreign_keys on).
+  // The outbox entries, questions and steps go by ON DELETE CASCADE (open turns foreign_keys on).
   deleteTask: 'DELETE FROM tasks WHERE task_id = ?',
   /** Lines older than the cutoff whose task is gone, or that named none. */
   orphanLines: `DELETE FROM task_audit WHERE id IN (

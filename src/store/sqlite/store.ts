@@ -7,6 +7,7 @@ import { mergeTrail, readAuditRow } from '../read-audit.js';
 import { prepareAuditStatements, readAuditIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { StoredInput } from '../../core/input-rules.js';
+import type { StepRecord } from '../../core/step-rules.js';
 import type {
   AnswerInput,
   AnswerOutcome,
@@ -29,12 +30,16 @@ import type {
   TaskStore,
   TransitionInput,
   TransitionOutcome,
+  RecordStepInput,
+  RecordStepOutcome,
+  StepsOutcome,
 } from '../types.js';
 import { openDatabase } from './connection.js';
 import { inTransaction } from './transactions.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
+import { prepareStepStatements, recordStepIn, seedStepsIn, stepsIn, type StepStatements } from './steps.js';
 import { ProgressBuffer } from '../progress-buffer.js';
 import { ProgressWriter } from './progress.js';
 import { migrateSqlite } from './migrate.js';
@@ -64,6 +69,7 @@ export class SqliteStore implements TaskStore {
 
   private readonly sql: Statements;
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
+  private readonly stepSql: StepStatements;
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
   private readonly auditWriter: AuditWriter;
@@ -80,6 +86,7 @@ export class SqliteStore implements TaskStore {
   ) {
     this.sql = prepareStatements(db);
     this.audit = prepareAuditStatements(db);
+    this.stepSql = prepareStepStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
     // not take the file's write lock for its audit line, and a burst of polls commits once.
     this.auditWriter = new AuditWriter(
@@ -177,13 +184,15 @@ export class SqliteStore implements TaskStore {
     return this.write(() => answerIn(this.sql, input));
   }
 
-  // The journal's SQL comes in the next change; until then a step is refused loudly, never lost.
-  async recordStep(): Promise<never> {
-    throw new TasklatchError('INTERNAL', `the ${this.kind} store does not record steps yet`);
+  async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
+    const out = this.write(() => recordStepIn(this.sql, this.stepSql, input));
+    // A suspension is a change of the task: its progress goes out first, as after a status write.
+    if (input.suspend) this.progress?.flush([input.fence.taskId]);
+    return out;
   }
 
-  async steps(): Promise<never> {
-    throw new TasklatchError('INTERNAL', `the ${this.kind} store does not read steps yet`);
+  async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+    return this.db.transaction(() => stepsIn(this.sql, this.stepSql, ref)).deferred();
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
@@ -224,7 +233,7 @@ export class SqliteStore implements TaskStore {
     return ended;
   }
 
-  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = [], steps: readonly StepRecord[] = []): Promise<void> {
     this.write(() => {
       for (const record of records) {
         const row = recordToRow(record);
@@ -232,6 +241,7 @@ export class SqliteStore implements TaskStore {
         this.sql.upsertTask.run(row);
       }
       seedInputsIn(this.sql, inputs);
+      seedStepsIn(this.stepSql, steps);
     });
   }
 

@@ -1,0 +1,112 @@
+import type { SqliteDatabase, SqliteStatement } from './driver.js';
+import { TasklatchError } from '../../core/errors.js';
+import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
+import { prepareStepWrite } from '../../core/step-value.js';
+import { classifyMiss } from '../../core/transition-rules.js';
+import type { Millis } from '../../core/types.js';
+import { auditLine } from '../audit-line.js';
+import { stepDetail } from '../step-detail.js';
+import { preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
+import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
+import { auditToRow, rowToRecord, type TaskRow } from './row.js';
+import type { Statements } from './statements.js';
+import { readById } from './task-writes.js';
+
+/**
+ * The step operations of the SQLite store (`task_steps`). `recordStepIn` runs inside the
+ * caller's `BEGIN IMMEDIATE` transaction: the write lock is held from the first read, so the
+ * task and journal rows the rules judge are the ones the writes change.
+ */
+
+const VALUES = STEP_COLUMNS.map((c) => `@${c}`).join(', ');
+const set = (columns: readonly string[]) => columns.map((c) => `${c} = excluded.${c}`).join(', ');
+
+const SQL = {
+  /** The rows the order rule reads: the one at the position and the one with the name. */
+  selectAtOrNamed: 'SELECT * FROM task_steps WHERE task_id = @task_id AND (position = @position OR name = @name)',
+  /** A write at a position: a replaced row keeps when it started. */
+  upsert: `INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${VALUES})
+     ON CONFLICT (task_id, position) DO UPDATE SET ${set(STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position' && c !== 'started_at_ms'))}`,
+  /**
+   * The suspension, on the fence the rules just judged under the write lock (restates holdsFence
+   * on a working task): version + 1, a first attempt again, no lease, its status message.
+   */
+  suspend: `UPDATE tasks SET version = version + 1, last_updated_at_ms = @now, status_message = @status_message,
+       attempt = 0, lease_owner = NULL, lease_expires_at_ms = NULL
+     WHERE task_id = @task_id AND auth_key = @auth_key AND version = @version AND lease_owner = @owner AND status = 'working'
+     RETURNING *`,
+  selectJournal: 'SELECT * FROM task_steps WHERE task_id = ? ORDER BY position',
+  /** Seeding: a row as it is replaces the task's rows at its position and with its name. */
+  deleteNamed: 'DELETE FROM task_steps WHERE task_id = @task_id AND name = @name AND position <> @position',
+  seed: `INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${VALUES})
+     ON CONFLICT (task_id, position) DO UPDATE SET ${set(STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position'))}`,
+} as const;
+
+export type StepStatements = { readonly [K in keyof typeof SQL]: SqliteStatement };
+
+export function prepareStepStatements(db: SqliteDatabase): StepStatements {
+  return Object.fromEntries(Object.entries(SQL).map(([name, text]) => [name, db.prepare(text)] as const)) as StepStatements;
+}
+
+export function recordStepIn(sql: Statements, steps: StepStatements, input: RecordStepInput): RecordStepOutcome {
+  const step = prepareStepWrite(input.step);
+  const { fence, now } = input;
+  const task = readById(sql, fence.taskId);
+  const rows = (steps.selectAtOrNamed.all({ task_id: fence.taskId, position: step.position, name: step.name }) as StepRow[]).map(rowToStep);
+  const decision = decideStepRecord({
+    record: task,
+    auth: fence.authKey,
+    fence,
+    now,
+    atPosition: rows.find((r) => r.position === step.position),
+    byName: rows.find((r) => r.name === step.name),
+    step,
+    valueBytes: step.valueBytes,
+    maxStepBytes: input.maxStepBytes,
+  });
+  let record = task !== null && task.authKey === fence.authKey ? task : null;
+  if (decision === 'APPLY_STEP') {
+    steps.upsert.run(preparedToRow(fence.taskId, step, now));
+    if (input.suspend) {
+      const params = {
+        task_id: fence.taskId,
+        auth_key: fence.authKey,
+        version: fence.version,
+        owner: fence.owner,
+        now,
+        status_message: input.suspend.statusMessage,
+      };
+      const row = steps.suspend.get(params) as TaskRow | undefined;
+      if (row === undefined) throw new TasklatchError('INTERNAL', `task ${JSON.stringify(fence.taskId)} changed under the write lock of its step`);
+      record = rowToRecord(row);
+      // Due at the wake time, not before: no claim walk offers it until then.
+      sql.moveOutboxEntry.run({ task_id: fence.taskId, available_at_ms: input.suspend.wakeAt, lease_expires_at_ms: null });
+    }
+  }
+  const line = auditLine({
+    at: now,
+    surface: 'step',
+    decision,
+    authKey: fence.authKey,
+    taskId: fence.taskId,
+    correlationId: input.correlationId,
+    record,
+    detail: stepDetail(step),
+  });
+  sql.insertAudit.run(auditToRow(line));
+  return { decision, record };
+}
+
+export function stepsIn(sql: Statements, steps: StepStatements, { authKey, taskId, now }: TaskRef & { now: Millis }): StepsOutcome {
+  const miss = classifyMiss(readById(sql, taskId), authKey, now);
+  if (miss !== null) return { decision: miss, steps: null };
+  return { decision: 'FOUND', steps: (steps.selectJournal.all(taskId) as StepRow[]).map(rowToStep) };
+}
+
+export function seedStepsIn(steps: StepStatements, rows: readonly StepRecord[]): void {
+  for (const step of rows) {
+    const row = stepToRow(step);
+    steps.deleteNamed.run({ task_id: row.task_id, name: row.name, position: row.position });
+    steps.seed.run(row);
+  }
+}
