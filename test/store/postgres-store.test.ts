@@ -19,12 +19,14 @@ task_audit: id bigint NO, at_ms bigint YES, surface text YES, decision text YES,
   correlation_id text YES, status text YES, version integer YES, detail text YES
 task_inputs: task_id text NO, input_key text NO, ask_seq integer NO, input_ordinal integer NO, request jsonb NO,
   request_digest text NO, asked_at_ms bigint NO, response jsonb YES, response_digest text YES, answered_at_ms bigint YES,
-  deadline_ms bigint YES
+  deadline_ms bigint YES, position integer YES
 task_outbox: id bigint NO, task_id text NO, created_at_ms bigint NO, available_at_ms bigint NO, claimed_by text YES,
   lease_expires_at_ms bigint YES, attempt integer NO, done_at_ms bigint YES, app text NO
 task_read_audit: task_key text NO, auth_key text NO, surface text NO, decision text NO, window_start_ms bigint NO,
   count bigint NO, first_at_ms bigint NO, last_at_ms bigint NO, task_id text YES, correlation_id text NO, status text YES,
   version integer YES, detail text YES
+task_steps: task_id text NO, position integer NO, name text NO, kind text NO, status text NO, attempts integer NO,
+  value text YES, error text YES, value_bytes integer NO, wake_at_ms bigint YES, started_at_ms bigint NO, updated_at_ms bigint NO
 tasklatch_meta: key text NO, value text NO
 tasklatch_migrations: name text NO, applied_at_ms bigint NO, checksum text YES
 tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, status_message text YES, version integer NO,
@@ -43,6 +45,9 @@ const EXPECTED_INDEXES = [
   'task_inputs USING btree (deadline_ms) WHERE ((answered_at_ms IS NULL) AND (deadline_ms IS NOT NULL))',
   'task_inputs USING btree (task_id, input_key)',
   'task_outbox USING btree (app, available_at_ms, id) WHERE (done_at_ms IS NULL)',
+  'task_steps USING btree (task_id, "position")',
+  'task_steps USING btree (task_id, name)',
+  "task_steps USING btree (wake_at_ms) WHERE (status = ANY (ARRAY['sleeping'::text, 'retrying'::text]))",
   'task_outbox USING btree (id)',
   'task_outbox USING btree (task_id)',
   'tasklatch_meta USING btree (key)',
@@ -92,6 +97,7 @@ describe('PostgresStore schema and migrations', () => {
       { t: 'task_inputs', c: 'C' },
       { t: 'task_outbox', c: 'C' },
       { t: 'task_read_audit', c: 'C' },
+      { t: 'task_steps', c: 'C' },
       { t: 'tasks', c: 'C' },
     ]);
     await expect(
@@ -109,6 +115,7 @@ describe('PostgresStore schema and migrations', () => {
       '005_task_inputs.sql',
       '006_task_app.sql',
       '007_read_audit.sql',
+      '008_task_steps.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -161,6 +168,7 @@ describe('PostgresStore schema and migrations', () => {
         '005_task_inputs.sql',
         '006_task_app.sql',
         '007_read_audit.sql',
+        '008_task_steps.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);

@@ -7,6 +7,7 @@ import { AuditWriter } from '../audit-writer.js';
 import { mergeTrail, readAuditRow } from '../read-audit.js';
 import { readAuditOf, retentionDueIn, sweepIn, upsertReadAudit } from './audit.js';
 import type { StoredInput } from '../../core/input-rules.js';
+import type { StepRecord } from '../../core/step-rules.js';
 import type {
   AnswerInput,
   AnswerOutcome,
@@ -29,9 +30,13 @@ import type {
   TaskStore,
   TransitionInput,
   TransitionOutcome,
+  RecordStepInput,
+  RecordStepOutcome,
+  StepsOutcome,
 } from '../types.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
 import { ReadBatcher } from './read-batcher.js';
+import { recordStepIn, seedStepsIn, stepsIn } from './steps.js';
 import { inShortTransaction, inTransaction, WriteBatcher, type WriteBatcherOptions } from './transactions.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
@@ -250,13 +255,15 @@ export class PostgresStore implements TaskStore {
     return out;
   }
 
-  // The journal's SQL comes in the next change; until then a step is refused loudly, never lost.
-  async recordStep(): Promise<never> {
-    throw new TasklatchError('INTERNAL', `the ${this.kind} store does not record steps yet`);
+  async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
+    const { suspended, ...out } = await recordStepIn(this.pool, input);
+    // A suspension changes the task (version, lease, status message): told like any status write.
+    if (suspended && out.record !== null) this.notified([out.record]);
+    return out;
   }
 
-  async steps(): Promise<never> {
-    throw new TasklatchError('INTERNAL', `the ${this.kind} store does not read steps yet`);
+  async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+    return stepsIn(this.pool, ref);
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
@@ -286,7 +293,7 @@ export class PostgresStore implements TaskStore {
     return ended;
   }
 
-  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = []): Promise<void> {
+  async seed(records: readonly TaskRecord[], inputs: readonly StoredInput[] = [], steps: readonly StepRecord[] = []): Promise<void> {
     await inTransaction(this.pool, async (client) => {
       for (const record of records) {
         if (record.idempotencyKey !== null) {
@@ -295,6 +302,7 @@ export class PostgresStore implements TaskStore {
         await client.query(sql.UPSERT_TASK, recordToRow(record));
       }
       await seedInputsIn(client, inputs);
+      await seedStepsIn(client, steps);
     });
   }
 

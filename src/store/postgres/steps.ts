@@ -1,0 +1,161 @@
+import type pg from 'pg';
+import { TasklatchError } from '../../core/errors.js';
+import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
+import { prepareStepWrite } from '../../core/step-value.js';
+import { classifyMiss } from '../../core/transition-rules.js';
+import type { Millis, TaskRecord } from '../../core/types.js';
+import { auditLine } from '../audit-line.js';
+import { stepDetail } from '../step-detail.js';
+import { preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
+import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
+import { auditToRow, rowToRecord, type TaskRow } from './row.js';
+import { inShortTransaction } from './transactions.js';
+import { readById } from './task-writes.js';
+
+/**
+ * The step operations of the PostgreSQL store (`task_steps`). Recording a step is one
+ * transaction: the task row locked first (as every writer of a task's rows locks it, the
+ * sweeper's cascade included), then the journal rows the order rule reads, then the writes with
+ * COMMIT in one round trip.
+ */
+
+/** The task, locked until commit; sent with BEGIN. */
+const LOCK_TASK = `SELECT * FROM tasks WHERE task_id = $1 FOR UPDATE`;
+
+/**
+ * The rows the order rule reads: the one at the position and the one with the name. A statement
+ * of its own after the lock, so that its snapshot sees every step committed before the lock was
+ * granted ($1 task id, $2 position, $3 name).
+ */
+const SELECT_AT_OR_NAMED = `SELECT * FROM task_steps WHERE task_id = $1 AND (position = $2 OR name = $3)`;
+
+const STEP_TYPES = ['text', 'int', 'text', 'text', 'text', 'int', 'text', 'text', 'int', 'bigint', 'bigint', 'bigint'] as const;
+const STEP_VALUES = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+const n = STEP_COLUMNS.length;
+
+/**
+ * An applied step as one statement, under the task's lock: the journal row at its position (a
+ * replaced row keeps when it started), with `$${n + 2}` the suspension: version + 1, a first
+ * attempt again, no lease, its status message, the open outbox entry due at the wake time (not
+ * before). The audit line goes with it. Parameters: the row (`STEP_COLUMNS` order), the fence's
+ * version, suspend, the status message, the wake time, the audit line (`auditToRow`).
+ */
+const APPLY_STEP = `
+  WITH step AS (
+    INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_VALUES})
+    ON CONFLICT (task_id, position) DO UPDATE SET
+      ${STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position' && c !== 'started_at_ms')
+        .map((c) => `${c} = excluded.${c}`)
+        .join(', ')}
+  ), suspended AS (
+    UPDATE tasks SET version = version + 1, last_updated_at_ms = $${n}::bigint, status_message = $${n + 3}::text,
+           attempt = 0, lease_owner = NULL, lease_expires_at_ms = NULL
+     WHERE $${n + 2}::boolean AND task_id = $1::text AND version = $${n + 1}::int
+    RETURNING *
+  ), moved AS (
+    UPDATE task_outbox o SET available_at_ms = $${n + 4}::bigint, claimed_by = NULL, lease_expires_at_ms = NULL
+      FROM suspended s WHERE o.task_id = s.task_id AND o.done_at_ms IS NULL
+  ), audited AS (
+    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    VALUES (${Array.from({ length: 9 }, (_, i) => `$${n + 5 + i}`).join(', ')})
+  )
+  SELECT * FROM suspended`;
+
+const INSERT_AUDIT = `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+
+/** The caller's unexpired task's journal: no row when the task is out of reach, one row of NULLs when it has none. */
+const SELECT_VISIBLE_STEPS = `
+  SELECT s.* FROM tasks t LEFT JOIN task_steps s ON s.task_id = t.task_id
+   WHERE t.task_id = $1 AND t.auth_key = $2 AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $3)
+   ORDER BY s.position`;
+
+const SELECT_STEPS = `SELECT * FROM task_steps WHERE task_id = $1 ORDER BY position`;
+
+/** Seeding: a row as it is replaces the task's rows at its position and with its name. */
+const DELETE_NAMED = `DELETE FROM task_steps WHERE task_id = $1 AND name = $2 AND position <> $3`;
+const SEED_STEP = `
+  INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_VALUES})
+  ON CONFLICT (task_id, position) DO UPDATE SET
+    ${STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position')
+      .map((c) => `${c} = excluded.${c}`)
+      .join(', ')}`;
+
+/** `suspended`: the write suspended the task (its change is to be notified). */
+export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promise<RecordStepOutcome & { suspended: boolean }> {
+  const step = prepareStepWrite(input.step);
+  const { fence, now } = input;
+  return inShortTransaction(pool, async (tx) => {
+    const locked = await tx.query<TaskRow>(LOCK_TASK, [fence.taskId]);
+    const task = locked.rows[0] === undefined ? null : rowToRecord(locked.rows[0]);
+    const read = task === null ? [] : (await tx.query<StepRow>(SELECT_AT_OR_NAMED, [fence.taskId, step.position, step.name])).rows.map(rowToStep);
+    const decision = decideStepRecord({
+      record: task,
+      auth: fence.authKey,
+      fence,
+      now,
+      atPosition: read.find((r) => r.position === step.position),
+      byName: read.find((r) => r.name === step.name),
+      step,
+      valueBytes: step.valueBytes,
+      maxStepBytes: input.maxStepBytes,
+    });
+    const visible = task !== null && task.authKey === fence.authKey ? task : null;
+    const line = (record: Pick<TaskRecord, 'status' | 'version'> | null) =>
+      auditToRow(
+        auditLine({
+          at: now,
+          surface: 'step',
+          decision,
+          authKey: fence.authKey,
+          taskId: fence.taskId,
+          correlationId: input.correlationId,
+          record,
+          detail: stepDetail(step),
+        }),
+      );
+    if (decision !== 'APPLY_STEP' || visible === null) {
+      await tx.commitWith([{ text: INSERT_AUDIT, params: line(visible) }]);
+      return { decision, record: visible, suspended: false };
+    }
+    const suspend = input.suspend ?? null;
+    // Under the lock the rules just judged, the write leaves exactly this.
+    const after = suspend === null ? visible : { status: visible.status, version: visible.version + 1 };
+    const params = [
+      ...rowParams(preparedToRow(fence.taskId, step, now)),
+      fence.version,
+      suspend !== null,
+      suspend?.statusMessage ?? null,
+      suspend?.wakeAt ?? null,
+      ...line(after),
+    ];
+    const [applied] = await tx.commitWith([{ text: APPLY_STEP, params }]);
+    if (suspend === null) return { decision, record: visible, suspended: false };
+    const row = (applied?.rows as TaskRow[] | undefined)?.[0];
+    if (row === undefined) throw new TasklatchError('INTERNAL', `task ${JSON.stringify(fence.taskId)} changed under the lock of its step`);
+    return { decision, record: rowToRecord(row), suspended: true };
+  });
+}
+
+function rowParams(row: StepRow): unknown[] {
+  return STEP_COLUMNS.map((c) => row[c]);
+}
+
+export async function stepsIn(pool: pg.Pool, { authKey, taskId, now }: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+  const found = await pool.query<StepRow | { [K in keyof StepRow]: null }>(SELECT_VISIBLE_STEPS, [taskId, authKey, now]);
+  if (found.rows.length > 0) return { decision: 'FOUND', steps: found.rows.filter((r): r is StepRow => r.task_id !== null).map(rowToStep) };
+  // Nothing visible; a second read by id alone only says why.
+  const miss = classifyMiss(await readById(pool, taskId), authKey, now);
+  if (miss !== null) return { decision: miss, steps: null };
+  // Became visible between the two reads (seeded meanwhile).
+  const read = await pool.query<StepRow>(SELECT_STEPS, [taskId]);
+  return { decision: 'FOUND', steps: read.rows.map(rowToStep) };
+}
+
+export async function seedStepsIn(client: pg.PoolClient, steps: readonly StepRecord[]): Promise<void> {
+  for (const step of steps) {
+    const row = stepToRow(step);
+    await client.query(DELETE_NAMED, [row.task_id, row.name, row.position]);
+    await client.query(SEED_STEP, rowParams(row));
+  }
+}
