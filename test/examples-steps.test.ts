@@ -8,7 +8,7 @@ import { until } from './support/until.js';
 describe('examples/own-tools/tools.mjs place_order', () => {
   it('runs its steps as a task: reserve, charge, a durable cool-down, ship, each recorded once', async () => {
     // The example imports the built package (`tasklatch`): `npm run build` first (npm test does).
-    const tools = (await import('../examples/own-tools/tools.mjs')).default as unknown as TaskTool[];
+    const tools = ((await import(new URL('../examples/own-tools/tools.mjs', import.meta.url).href)) as { default: TaskTool[] }).default;
     const runtime = createRuntime({ store: new MemoryStore(), tools, logger: createLogger('silent'), sweepIntervalMs: 0, worker: { pollMs: 50 } });
     await runtime.start();
     try {

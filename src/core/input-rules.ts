@@ -24,6 +24,11 @@ export interface StoredInput {
   taskId: string;
   key: string;
   askSeq: number;
+  /**
+   * The ask's place in its task's journal order (steps, sleeps and asks share one counter per
+   * run, see step-rules.ts); absent for an ask that did not say.
+   */
+  position?: number;
   request: InputRequest;
   requestDigest: string;
   askedAt: Millis;

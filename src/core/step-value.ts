@@ -169,6 +169,11 @@ export function retryingMessage(name: string, attempt: number, of: number, wakeA
   return `retrying step ${JSON.stringify(name)} (attempt ${attempt} of ${of}) at ${formatTimestamp(wakeAt)}`;
 }
 
+/** Refuses a journal position no store could keep (`INVALID_INPUT`): a whole number from 0 to 2^31 - 1. */
+export function checkJournalPosition(position: unknown): void {
+  if (!isCount(position)) throw invalid(`a journal position must be a whole number from 0 to ${MAX_INT}, not ${String(position)}`);
+}
+
 function isCount(n: unknown): n is number {
   return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_INT;
 }

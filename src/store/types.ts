@@ -217,6 +217,8 @@ export interface AskInput {
   fence: Fence;
   /** Which ask of the handler this is (0, 1, …): a run started again finds its questions by it. */
   askSeq: number;
+  /** Its place in the journal order shared with steps and sleeps (absent: not said); kept with each question. */
+  position?: number;
   /** `deadlineAt`: past it, the question unanswered ends the task failed (see `failOverdueInputs`). */
   questions: ReadonlyArray<{ key: string; request: InputRequest; deadlineAt?: Millis | null }>;
   now: Millis;

@@ -108,8 +108,9 @@ export class StepRunner {
     const row = journal.at.get(position);
     if (row !== undefined) throw this.fatal(stepOrderMessage(position, describeStep(row.kind, row.name), describeAsk(keys)));
     const stored = journal.inputs.filter((q) => q.askSeq === askSeq);
-    const storedAt = stored.find((q) => q.position !== null && q.position !== undefined)?.position;
-    if (storedAt !== undefined && storedAt !== null && storedAt !== position) {
+    // Questions stored before asks had positions say nothing here.
+    const storedAt = stored.find((q) => q.position !== undefined)?.position;
+    if (storedAt !== undefined && storedAt !== position) {
       throw this.fatal(stepOrderMessage(position, `${describeAsk(stored.map((q) => q.key))} at position ${storedAt}`, describeAsk(keys)));
     }
     return position;

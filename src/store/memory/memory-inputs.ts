@@ -9,6 +9,7 @@ import {
   type AnswerDecision,
   type StoredInput,
 } from '../../core/input-rules.js';
+import { checkJournalPosition } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -29,6 +30,7 @@ export interface MemoryInputState {
 
 export function askIn(state: MemoryInputState, input: AskInput): AskOutcome {
   const { authKey, taskId } = input.fence;
+  if (input.position !== undefined) checkJournalPosition(input.position);
   const task = state.tasks.get(taskId) ?? null;
   const asked = state.questions.get(taskId) ?? [];
   const keys = input.questions.map((q) => q.key);
@@ -46,6 +48,7 @@ export function askIn(state: MemoryInputState, input: AskInput): AskOutcome {
         responseDigest: null,
         answeredAt: null,
         deadlineAt: q.deadlineAt ?? null,
+        ...(input.position === undefined ? {} : { position: input.position }),
       });
     }
     state.questions.set(taskId, asked);

@@ -12,6 +12,7 @@ import {
   type AnswerDecision,
   type StoredInput,
 } from '../../core/input-rules.js';
+import { checkJournalPosition } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -29,6 +30,7 @@ import { isInt4, readById } from './task-writes.js';
 
 export async function askIn(pool: pg.Pool, input: AskInput): Promise<AskOutcome> {
   const { fence, now } = input;
+  if (input.position !== undefined) checkJournalPosition(input.position);
   const keys = input.questions.map((q) => q.key);
   // A key twice in one ask, or a version no integer column holds, cannot apply: straight to the rules.
   if (new Set(keys).size === keys.length && isInt4(fence.version)) {
@@ -63,6 +65,7 @@ async function applyAsk(pool: pg.Pool, input: AskInput, keys: string[]): Promise
       input.askSeq,
       JSON.stringify(questions),
       ...audit,
+      input.position ?? null,
     ]);
     return applied.rows[0] === undefined ? null : rowToRecord(applied.rows[0]);
   } catch (error) {

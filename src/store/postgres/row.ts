@@ -42,6 +42,7 @@ export interface InputRow {
   response_digest: string | null;
   answered_at_ms: string | null;
   deadline_ms: string | null;
+  position: number | null;
 }
 
 export interface AuditRow {
@@ -184,10 +185,11 @@ export function rowToInput(row: InputRow): StoredInput {
     responseDigest: row.response_digest,
     answeredAt: numOrNull(row.answered_at_ms),
     deadlineAt: numOrNull(row.deadline_ms),
+    ...(row.position === null ? {} : { position: row.position }),
   };
 }
 
-/** The parameters of `UPSERT_INPUT`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at, deadline. */
+/** The parameters of `UPSERT_INPUT`: task id, key, ask seq, request, its digest, asked at, response, its digest, answered at, deadline, position. */
 export function inputToRow(input: StoredInput): unknown[] {
   return [
     input.taskId,
@@ -200,5 +202,6 @@ export function inputToRow(input: StoredInput): unknown[] {
     input.responseDigest,
     input.answeredAt,
     input.deadlineAt,
+    input.position ?? null,
   ];
 }

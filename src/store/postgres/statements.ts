@@ -365,7 +365,8 @@ export const COUNT_PENDING = `SELECT count(*)::int AS n FROM task_outbox WHERE d
  * questions after the task's others and the audit line; all only when
  * the UPDATE changed the row. Parameters: $1 task id, $2 auth key, $3 version, $4 lease owner,
  * $5 now, $6 keys, $7 ask seq, $8 the questions as JSON `[{ key, request, digest, deadline }]` in
- * ask order (deadline null for none), $9–$17 the audit line (`auditToRow`).
+ * ask order (deadline null for none), $9–$17 the audit line (`auditToRow`), $18 the ask's
+ * journal position (null: not said).
  */
 export const ASK = `
   WITH applied AS (
@@ -374,9 +375,9 @@ export const ASK = `
        AND NOT EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = $1 AND i.input_key = ANY($6::text[]))
     RETURNING *
   ), asked AS (
-    INSERT INTO task_inputs (task_id, input_key, ask_seq, input_ordinal, request, request_digest, asked_at_ms, deadline_ms)
+    INSERT INTO task_inputs (task_id, input_key, ask_seq, input_ordinal, request, request_digest, asked_at_ms, deadline_ms, position)
     SELECT a.task_id, q.value ->> 'key', $7::int, base.n + q.n - 1, q.value -> 'request', q.value ->> 'digest', $5::bigint,
-           (q.value ->> 'deadline')::bigint
+           (q.value ->> 'deadline')::bigint, $18::int
       FROM applied a
      CROSS JOIN (SELECT coalesce(max(input_ordinal) + 1, 0) AS n FROM task_inputs WHERE task_id = $1) base
      CROSS JOIN jsonb_array_elements($8::jsonb) WITH ORDINALITY AS q (value, n)
@@ -438,12 +439,14 @@ export const APPLY_ANSWERS = `
 /** Seeding: a question as it is (inputToRow); one already stored keeps its place. */
 export const UPSERT_INPUT = `
   INSERT INTO task_inputs (task_id, input_key, ask_seq, input_ordinal, request, request_digest, asked_at_ms, response, response_digest, answered_at_ms,
-    deadline_ms)
-  SELECT $1::text, $2::text, $3::int, coalesce(max(input_ordinal) + 1, 0), $4::jsonb, $5::text, $6::bigint, $7::jsonb, $8::text, $9::bigint, $10::bigint
+    deadline_ms, position)
+  SELECT $1::text, $2::text, $3::int, coalesce(max(input_ordinal) + 1, 0), $4::jsonb, $5::text, $6::bigint, $7::jsonb, $8::text, $9::bigint, $10::bigint,
+         $11::int
     FROM task_inputs WHERE task_id = $1::text
   ON CONFLICT (task_id, input_key) DO UPDATE SET ask_seq = EXCLUDED.ask_seq, request = EXCLUDED.request,
     request_digest = EXCLUDED.request_digest, asked_at_ms = EXCLUDED.asked_at_ms, response = EXCLUDED.response,
-    response_digest = EXCLUDED.response_digest, answered_at_ms = EXCLUDED.answered_at_ms, deadline_ms = EXCLUDED.deadline_ms`;
+    response_digest = EXCLUDED.response_digest, answered_at_ms = EXCLUDED.answered_at_ms, deadline_ms = EXCLUDED.deadline_ms,
+    position = EXCLUDED.position`;
 
 /**
  * Up to $2 tasks an input deadline ends at $1, most overdue first: each with its question due

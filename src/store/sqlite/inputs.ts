@@ -12,6 +12,7 @@ import {
   type AnswerDecision,
   type StoredInput,
 } from '../../core/input-rules.js';
+import { checkJournalPosition } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -28,6 +29,7 @@ import { readById } from './task-writes.js';
 
 export function askIn(db: SqliteDatabase, sql: Statements, input: AskInput): AskOutcome {
   const { fence, now } = input;
+  if (input.position !== undefined) checkJournalPosition(input.position);
   const keys = input.questions.map((q) => q.key);
   // A key twice in one ask, or a version SQLite would coerce, cannot apply: straight to the rules.
   const applied = new Set(keys).size === keys.length && Number.isSafeInteger(fence.version) ? applyAsk(db, sql, input, keys) : null;
@@ -68,6 +70,7 @@ function applyAsk(db: SqliteDatabase, sql: Statements, input: AskInput, keys: st
           responseDigest: null,
           answeredAt: null,
           deadlineAt: q.deadlineAt ?? null,
+          ...(input.position === undefined ? {} : { position: input.position }),
         };
         sql.insertInput.run(inputToRow(question));
       }

@@ -54,6 +54,7 @@ export interface InputRow {
   response_digest: string | null;
   answered_at_ms: number | null;
   deadline_ms: number | null;
+  position: number | null;
 }
 
 /** JSON columns: SQL NULL and JSON `null` both mean "nothing stored", as in TaskRecord. */
@@ -169,6 +170,7 @@ export function rowToInput(row: InputRow): StoredInput {
     responseDigest: row.response_digest,
     answeredAt: row.answered_at_ms,
     deadlineAt: row.deadline_ms,
+    ...(row.position === null ? {} : { position: row.position }),
   };
 }
 
@@ -185,5 +187,6 @@ export function inputToRow(input: StoredInput): InputRow {
     response_digest: input.responseDigest,
     answered_at_ms: input.answeredAt,
     deadline_ms: input.deadlineAt,
+    position: input.position ?? null,
   };
 }

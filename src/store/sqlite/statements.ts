@@ -18,6 +18,7 @@ const INPUT_COLUMN_NAMES = [
   'response_digest',
   'answered_at_ms',
   'deadline_ms',
+  'position',
 ] as const;
 const INPUT_COLUMNS = [...INPUT_COLUMN_NAMES, 'input_ordinal'].join(', ');
 const INPUT_VALUES = [...INPUT_COLUMN_NAMES.map((c) => `@${c}`), 'coalesce(max(input_ordinal) + 1, 0)'].join(', ');

@@ -268,6 +268,30 @@ defineStoreSuite('steps', ({ fresh, freshMany }) => {
     });
   });
 
+  it('keeps an ask’s journal position with its questions, and refuses one no store could keep', async () => {
+    const store = await fresh('step-ask-position');
+    const fence = await claimed(store);
+    await record_(store, fence, done());
+    const question = (key: string) => ({ key, request: { method: 'elicitation/create', params: { message: key } } });
+    const bad = await store.ask({ fence, askSeq: 0, position: -1, questions: [question('k0')], now: T0 + 11, correlationId: 'ask' }).catch((e: unknown) => e);
+    expect(isTasklatchError(bad, 'INVALID_INPUT')).toBe(true);
+    expect((await store.ask({ fence, askSeq: 0, position: 1, questions: [question('k1'), question('k2')], now: T0 + 11, correlationId: 'ask' })).decision).toBe(
+      'APPLY_ASK',
+    );
+    const { inputs } = await store.inputs({ ...fence, now: T0 + 12 });
+    expect(inputs!.map((q) => [q.key, q.askSeq, q.position])).toEqual([
+      ['k1', 0, 1],
+      ['k2', 0, 1],
+    ]);
+    // An ask that does not say has none, as before.
+    const other = await claimed(store);
+    await store.ask({ fence: other, askSeq: 0, questions: [question('k')], now: T0 + 11, correlationId: 'ask' });
+    expect((await store.inputs({ ...other, now: T0 + 12 })).inputs![0]).not.toHaveProperty('position');
+    // Seeded questions keep theirs.
+    await store.seed([], [{ ...inputs![0]!, key: 'k3', position: 4 }]);
+    expect((await store.inputs({ ...fence, now: T0 + 12 })).inputs!.map((q) => q.position)).toEqual([1, 1, 4]);
+  });
+
   it('only the holder records: a stale run racing its successor over many handles never lands a row', async () => {
     const handles = await freshMany('step-race', 3);
     const store = handles[0]!;
