@@ -27,12 +27,14 @@ export {
   LIMIT_DECISION,
   STORED_LIMIT_DECISION,
   RELEASE_DECISION,
+  STEP_DECISIONS,
   SURFACES,
   type CreateDecision,
   type TransitionDecision,
   type ReadDecision,
   type ListDecision,
   type MissDecision,
+  type StepDecision,
   type Decision,
   type Surface,
 } from './core/decisions.js';
@@ -86,7 +88,12 @@ export type {
   AuditEntry,
   ProgressEvent,
   SweepOutcome,
+  TaskSteps,
+  RecordStepInput,
+  RecordStepOutcome,
+  StepsOutcome,
 } from './store/types.js';
+export type { StepRecord, StepWrite, StepKind, StepStatus, StepError } from './core/step-rules.js';
 export { MemoryStore } from './store/memory/memory-store.js';
 export { openStore } from './store/open-store.js';
 export { TaskService, type TaskServiceOptions, type CreateOutcome, type ReadOutcome, type ListOutcome } from './service/task-service.js';

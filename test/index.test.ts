@@ -84,6 +84,7 @@ describe('the root entry', () => {
         'READ_DECISIONS',
         'READ_METHODS',
         'RELEASE_DECISION',
+        'STEP_DECISIONS',
         'STORED_LIMIT_DECISION',
         'SURFACES',
         'StepFailedError',

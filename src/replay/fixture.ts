@@ -1,7 +1,16 @@
 import { z } from 'zod';
-import { CREATE_DECISIONS, LIMIT_DECISION, LIST_DECISIONS, READ_DECISIONS, STORED_LIMIT_DECISION, TRANSITION_DECISIONS } from '../core/decisions.js';
+import {
+  CREATE_DECISIONS,
+  LIMIT_DECISION,
+  LIST_DECISIONS,
+  READ_DECISIONS,
+  STEP_DECISIONS,
+  STORED_LIMIT_DECISION,
+  TRANSITION_DECISIONS,
+} from '../core/decisions.js';
 import { TasklatchError } from '../core/errors.js';
 import { ANSWER_DECISIONS, ASK_DECISIONS } from '../core/input-rules.js';
+import { STEP_KIND_STATUSES, STEP_KINDS, STEP_STATUSES, type StepKind, type StepStatus } from '../core/step-rules.js';
 import { isTimestamp } from '../core/time.js';
 import { READ_METHODS, TASK_STATUSES } from '../core/types.js';
 
@@ -144,7 +153,74 @@ const inputCase = z
     if (!decisions.includes(c.expect)) ctx.addIssue({ code: 'custom', message: `not a decision of ${op}`, path: ['expect'] });
   });
 
-const SURFACE_SCHEMAS = { create: createCase, transition: transitionCase, read: readCase, list: listCase, input: inputCase } as const;
+/** A journal row as the step rules see it; `wakeAt` is required where the status waits. */
+const stepShape = {
+  position: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(2 ** 31 - 1),
+  name: z.string().min(1).max(200),
+  kind: z.enum(STEP_KINDS),
+  status: z.enum(STEP_STATUSES),
+};
+const storedStep = z.object({
+  ...stepShape,
+  attempts: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(2 ** 31 - 1),
+  wakeAt: timestamp.nullable().optional(),
+});
+
+const stepCase = z
+  .object({
+    ...common,
+    surface: z.literal('step'),
+    packet: z.object({
+      now: timestamp,
+      auth: z.string(),
+      task: storedRecord.nullable(),
+      steps: z.array(storedStep),
+      /** The run's write: its fence (expected version, owner) and the row it records; a value of `valueBytes` bytes of JSON. */
+      record: z.object({
+        ...stepShape,
+        expectedVersion: z.number().int(),
+        owner: z.string(),
+        valueBytes: z.number().int().nonnegative(),
+        attempts: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(2 ** 31 - 1)
+          .optional(),
+        wakeAt: timestamp.optional(),
+      }),
+    }),
+    expect: z.enum(STEP_DECISIONS),
+  })
+  .superRefine((c, ctx) => {
+    const { steps, record } = c.packet;
+    const kindHolds = (row: { kind: StepKind; status: StepStatus }, path: (string | number)[]) => {
+      if (!STEP_KIND_STATUSES[row.kind].includes(row.status)) ctx.addIssue({ code: 'custom', message: `a ${row.kind} step is not ${row.status}`, path });
+    };
+    kindHolds(record, ['packet', 'record', 'status']);
+    for (const [i, row] of steps.entries()) {
+      kindHolds(row, ['packet', 'steps', i, 'status']);
+      const waits = row.status === 'sleeping' || row.status === 'retrying';
+      if (waits && row.wakeAt == null)
+        ctx.addIssue({ code: 'custom', message: `required when status is ${row.status}`, path: ['packet', 'steps', i, 'wakeAt'] });
+      if (steps.findIndex((other) => other.position === row.position || other.name === row.name) !== i) {
+        ctx.addIssue({ code: 'custom', message: 'a journal holds one row per position and per name', path: ['packet', 'steps', i] });
+      }
+    }
+    if (record.valueBytes > 0 && record.status !== 'completed') {
+      ctx.addIssue({ code: 'custom', message: 'only a completed step has a value', path: ['packet', 'record', 'valueBytes'] });
+    }
+  });
+
+const SURFACE_SCHEMAS = { create: createCase, transition: transitionCase, read: readCase, list: listCase, input: inputCase, step: stepCase } as const;
 
 export type StoredRecordPacket = z.infer<typeof storedRecord>;
 export type CreateCase = z.infer<typeof createCase>;
@@ -153,7 +229,9 @@ export type ReadCase = z.infer<typeof readCase>;
 export type ListCase = z.infer<typeof listCase>;
 export type InputCase = z.infer<typeof inputCase>;
 export type StoredInputPacket = z.infer<typeof storedInput>;
-export type ReplayCase = CreateCase | TransitionCase | ReadCase | ListCase | InputCase;
+export type StepCase = z.infer<typeof stepCase>;
+export type StoredStepPacket = z.infer<typeof storedStep>;
+export type ReplayCase = CreateCase | TransitionCase | ReadCase | ListCase | InputCase | StepCase;
 
 export interface ReplayFixture {
   fixture: 'tasklatch-contract-replay';
@@ -200,7 +278,7 @@ function parseCase(item: unknown, index: number): ReplayCase {
   if (typeof surface !== 'string' || !(surface in SURFACE_SCHEMAS)) {
     throw new TasklatchError(
       'INVALID_FIXTURE',
-      `${label}: field "surface": expected one of create, transition, read, list, input, got ${JSON.stringify(surface) ?? 'nothing'}`,
+      `${label}: field "surface": expected one of ${Object.keys(SURFACE_SCHEMAS).join(', ')}, got ${JSON.stringify(surface) ?? 'nothing'}`,
     );
   }
   const result = SURFACE_SCHEMAS[surface as keyof typeof SURFACE_SCHEMAS].safeParse(item);

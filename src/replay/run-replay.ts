@@ -5,6 +5,7 @@ import { TaskService } from '../service/task-service.js';
 import type { TaskStore } from '../store/types.js';
 import type { ReplayCase, ReplayFixture } from './fixture.js';
 import { performInput } from './perform-input.js';
+import { performStep } from './perform-step.js';
 import { toRecord } from './to-record.js';
 
 export { toRecord } from './to-record.js';
@@ -36,8 +37,8 @@ export function sha256Hex(bytes: Uint8Array): string {
 
 /**
  * Replays every case through `store`: seeds the case's stored records, performs the operation
- * through the task service (the path the wire uses; input cases, which the service does not
- * serve, through the store), and compares decisions.
+ * through the task service (the path the wire uses; input and step cases, which the service
+ * does not serve, through the store), and compares decisions.
  *
  * Cases share one store, so each case's ids and auth keys live under a namespace of their own
  * (`replay-<run>/<case>/`); the prefix is the same for every record of a case, so equality and
@@ -118,6 +119,8 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
     }
     case 'input':
       return { actual: await performInput(replayCase, store, ns) };
+    case 'step':
+      return { actual: await performStep(replayCase, store, ns) };
   }
 }
 

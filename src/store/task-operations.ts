@@ -1,4 +1,5 @@
 import type { StoredInput } from '../core/input-rules.js';
+import type { StepRecord } from '../core/step-rules.js';
 import type { Millis, TaskRecord, TaskStatus } from '../core/types.js';
 
 /**
@@ -90,6 +91,13 @@ export interface TaskOperations {
   /** The record, outbox entry and questions of a task of any auth key; null when none is stored. */
   inspectTask(input: { taskId: string }): Promise<TaskInspection | null>;
   taskStats(input: { now: Millis }): Promise<TaskStats>;
+  /** The journal of a task of any auth key, in position order (empty when it has none or is not stored). */
+  taskSteps(input: { taskId: string }): Promise<StepRecord[]>;
+  /**
+   * Tasks sleeping at `now`: `working`, unexpired, with a sleep or a retry's wait in their
+   * journal whose wake time is still to come (the sleeping-tasks gauge).
+   */
+  sleepingTasks(input: { now: Millis }): Promise<number>;
   /**
    * Asks the database (one round trip) where the schema stands; throws `STORE_UNAVAILABLE` when
    * it cannot be reached.

@@ -39,6 +39,7 @@ describe('tasklatch replay', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(sha);
     expect(run.stdout).toMatch(/^X-T06 +transition +yes +BLOCK_TERMINAL_REWRITE +BLOCK_TERMINAL_REWRITE +ok$/m);
+    expect(run.stdout).toMatch(/^X-S16 +step +yes +BLOCK_STALE_VERSION +BLOCK_STALE_VERSION +ok$/m);
     expect(lastLine(run.stdout)).toBe(`${own.cases.length} passed, 0 failed`);
   });
 
@@ -123,6 +124,31 @@ describe('tasklatch replay', () => {
       name: 'answer case expecting an ask decision',
       content: () => mutated((f) => (f.cases.find((c) => c.id === 'X-I17')!.expect = 'APPLY_ASK')),
       message: /case X-I17 .*field "expect": not a decision of answer/,
+    },
+    {
+      name: 'a step case recording a sleep completed',
+      content: () => mutated((f) => ((f.cases.find((c) => c.id === 'X-S05')!.packet.record as Record<string, unknown>).status = 'completed')),
+      message: /case X-S05 .*field "packet\.record\.status": a sleep step is not completed/,
+    },
+    {
+      name: 'a step journal with one position twice',
+      content: () =>
+        mutated((f) => {
+          const steps = f.cases.find((c) => c.id === 'X-S08')!.packet.steps as Array<Record<string, unknown>>;
+          steps[1]!.position = 0;
+        }),
+      message: /case X-S08 .*field "packet\.steps\.1": a journal holds one row per position and per name/,
+    },
+    {
+      name: 'a stored sleep without its wake time',
+      content: () => mutated((f) => delete (f.cases.find((c) => c.id === 'X-S05')!.packet.steps as Array<Record<string, unknown>>)[0]!.wakeAt),
+      message: /case X-S05 .*field "packet\.steps\.0\.wakeAt": required when status is sleeping/,
+    },
+    {
+      name: 'a value on a failed step',
+      content: () =>
+        mutated((f) => Object.assign(f.cases.find((c) => c.id === 'X-S10')!.packet.record as Record<string, unknown>, { status: 'failed', valueBytes: 3 })),
+      message: /case X-S10 .*field "packet\.record\.valueBytes": only a completed step has a value/,
     },
     { name: 'duplicate ids', content: () => mutated((f) => (f.cases[1]!.id = f.cases[0]!.id)), message: /duplicate case id/ },
     { name: 'case not an object', content: () => mutated((f) => ((f.cases as unknown[])[4] = 'C05')), message: /cases\[4\]: expected an object/ },

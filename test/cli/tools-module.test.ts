@@ -119,6 +119,7 @@ describe('--tools PATH: two servers and two workers on one PostgreSQL', () => {
     expect((await one.listTools()).tools.map((t) => [t.name, t.execution?.taskSupport])).toEqual([
       ['count_primes', 'required'],
       ['is_prime', undefined],
+      ['place_order', 'required'],
     ]);
     const early = await create(one, 1000);
     // A worker with only the demo tools is running: the task stays working and unclaimed.

@@ -1,5 +1,6 @@
 import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
 import { prepareStepWrite, type PreparedStep } from '../../core/step-value.js';
+import { isExpired } from '../../core/time.js';
 import { classifyMiss } from '../../core/transition-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -82,6 +83,22 @@ export function stepsOf(state: MemoryStepState, { authKey, taskId, now }: TaskRe
   const miss = classifyMiss(state.tasks.get(taskId) ?? null, authKey, now);
   if (miss !== null) return { decision: miss, steps: null };
   return { decision: 'FOUND', steps: structuredClone(state.journal.get(taskId) ?? []) };
+}
+
+/** The operator's read: a task's journal whatever its auth key. */
+export function journalOf(state: MemoryStepState, taskId: string): StepRecord[] {
+  return structuredClone(state.journal.get(taskId) ?? []);
+}
+
+/** Working, unexpired tasks with a wait still to come (`sleepingTasks`). */
+export function sleepingIn(state: MemoryStepState, now: Millis): number {
+  let n = 0;
+  for (const [taskId, rows] of state.journal) {
+    const task = state.tasks.get(taskId);
+    if (task === undefined || task.status !== 'working' || isExpired(task, now)) continue;
+    if (rows.some((r) => (r.status === 'sleeping' || r.status === 'retrying') && r.wakeAt !== null && r.wakeAt > now)) n++;
+  }
+  return n;
 }
 
 /** Seeding: each row as it is, replacing a stored row of the same task at its position or with its name. */

@@ -12,7 +12,7 @@ import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
-import { recordStepIn, seedSteps, stepsOf, type MemoryStepState } from './memory-steps.js';
+import { journalOf, recordStepIn, seedSteps, sleepingIn, stepsOf, type MemoryStepState } from './memory-steps.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
 import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -381,6 +381,14 @@ export class MemoryStore implements TaskStore {
 
   async taskStats({ now }: { now: Millis }): Promise<TaskStats> {
     return taskStatsIn(this.operations, now);
+  }
+
+  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
+    return journalOf(this.stepState, taskId);
+  }
+
+  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
+    return sleepingIn(this.stepState, now);
   }
 
   /** Nothing to migrate: the memory store has no schema. */

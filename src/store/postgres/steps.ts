@@ -72,6 +72,12 @@ const SELECT_VISIBLE_STEPS = `
 
 const SELECT_STEPS = `SELECT * FROM task_steps WHERE task_id = $1 ORDER BY position`;
 
+/** Restates the sleeping-tasks count: a wait still to come on a working, unexpired task ($1 now). */
+const COUNT_SLEEPING = `
+  SELECT count(DISTINCT s.task_id)::int AS n FROM task_steps s JOIN tasks t ON t.task_id = s.task_id
+   WHERE s.status IN ('sleeping', 'retrying') AND s.wake_at_ms > $1
+     AND t.status = 'working' AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $1)`;
+
 /** Seeding: a row as it is replaces the task's rows at its position and with its name. */
 const DELETE_NAMED = `DELETE FROM task_steps WHERE task_id = $1 AND name = $2 AND position <> $3`;
 const SEED_STEP = `
@@ -150,6 +156,15 @@ export async function stepsIn(pool: pg.Pool, { authKey, taskId, now }: TaskRef &
   // Became visible between the two reads (seeded meanwhile).
   const read = await pool.query<StepRow>(SELECT_STEPS, [taskId]);
   return { decision: 'FOUND', steps: read.rows.map(rowToStep) };
+}
+
+/** The operator's read: a task's journal whatever its auth key. */
+export async function journalIn(pool: pg.Pool, taskId: string): Promise<StepRecord[]> {
+  return (await pool.query<StepRow>(SELECT_STEPS, [taskId])).rows.map(rowToStep);
+}
+
+export async function sleepingIn(pool: pg.Pool, now: Millis): Promise<number> {
+  return (await pool.query<{ n: number }>(COUNT_SLEEPING, [now])).rows[0]?.n ?? 0;
 }
 
 export async function seedStepsIn(client: pg.PoolClient, steps: readonly StepRecord[]): Promise<void> {

@@ -36,7 +36,7 @@ import type {
 } from '../types.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
 import { ReadBatcher } from './read-batcher.js';
-import { recordStepIn, seedStepsIn, stepsIn } from './steps.js';
+import { journalIn, recordStepIn, seedStepsIn, sleepingIn, stepsIn } from './steps.js';
 import { inShortTransaction, inTransaction, WriteBatcher, type WriteBatcherOptions } from './transactions.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
@@ -264,6 +264,14 @@ export class PostgresStore implements TaskStore {
 
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
     return stepsIn(this.pool, ref);
+  }
+
+  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
+    return journalIn(this.pool, taskId);
+  }
+
+  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
+    return sleepingIn(this.pool, now);
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {

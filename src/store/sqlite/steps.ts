@@ -36,6 +36,10 @@ const SQL = {
      WHERE task_id = @task_id AND auth_key = @auth_key AND version = @version AND lease_owner = @owner AND status = 'working'
      RETURNING *`,
   selectJournal: 'SELECT * FROM task_steps WHERE task_id = ? ORDER BY position',
+  /** Restates the sleeping-tasks count: a wait still to come on a working, unexpired task. */
+  countSleeping: `SELECT count(DISTINCT s.task_id) AS n FROM task_steps s JOIN tasks t ON t.task_id = s.task_id
+     WHERE s.status IN ('sleeping', 'retrying') AND s.wake_at_ms > @now
+       AND t.status = 'working' AND (t.expires_at_ms IS NULL OR t.expires_at_ms > @now)`,
   /** Seeding: a row as it is replaces the task's rows at its position and with its name. */
   deleteNamed: 'DELETE FROM task_steps WHERE task_id = @task_id AND name = @name AND position <> @position',
   seed: `INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${VALUES})
@@ -101,6 +105,15 @@ export function stepsIn(sql: Statements, steps: StepStatements, { authKey, taskI
   const miss = classifyMiss(readById(sql, taskId), authKey, now);
   if (miss !== null) return { decision: miss, steps: null };
   return { decision: 'FOUND', steps: (steps.selectJournal.all(taskId) as StepRow[]).map(rowToStep) };
+}
+
+/** The operator's read: a task's journal whatever its auth key. */
+export function journalIn(steps: StepStatements, taskId: string): StepRecord[] {
+  return (steps.selectJournal.all(taskId) as StepRow[]).map(rowToStep);
+}
+
+export function sleepingIn(steps: StepStatements, now: Millis): number {
+  return (steps.countSleeping.get({ now }) as { n: number }).n;
 }
 
 export function seedStepsIn(steps: StepStatements, rows: readonly StepRecord[]): void {

@@ -39,7 +39,7 @@ import { inTransaction } from './transactions.js';
 import { claimIn, heartbeatIn, releaseIn } from './dispatch.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
-import { prepareStepStatements, recordStepIn, seedStepsIn, stepsIn, type StepStatements } from './steps.js';
+import { journalIn, prepareStepStatements, recordStepIn, seedStepsIn, sleepingIn, stepsIn, type StepStatements } from './steps.js';
 import { ProgressBuffer } from '../progress-buffer.js';
 import { ProgressWriter } from './progress.js';
 import { migrateSqlite } from './migrate.js';
@@ -193,6 +193,14 @@ export class SqliteStore implements TaskStore {
 
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
     return this.db.transaction(() => stepsIn(this.sql, this.stepSql, ref)).deferred();
+  }
+
+  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
+    return journalIn(this.stepSql, taskId);
+  }
+
+  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
+    return sleepingIn(this.stepSql, now);
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {

@@ -78,6 +78,9 @@ defineStoreSuite('steps', ({ fresh, freshMany }) => {
     expect(await store.steps({ authKey: B, taskId: fence.taskId, now: T0 })).toEqual({ decision: 'BLOCK_AUTH', steps: null });
     expect(await store.steps({ authKey: A, taskId: 'nope', now: T0 })).toEqual({ decision: 'NOT_FOUND', steps: null });
     expect(await store.steps({ authKey: A, taskId: fence.taskId, now: T0 + HOUR })).toEqual({ decision: 'BLOCK_EXPIRED', steps: null });
+    // The operator reads any task's journal, expired or not, without an auth key.
+    expect(await store.taskSteps({ taskId: fence.taskId })).toEqual(steps);
+    expect(await store.taskSteps({ taskId: 'nope' })).toEqual([]);
   });
 
   it('refuses a stale fence, another owner, another auth key and an unknown task, changing nothing, one line each', async () => {
@@ -189,6 +192,7 @@ defineStoreSuite('steps', ({ fresh, freshMany }) => {
     expect(await store.heartbeat({ fence, now: T0 + 11, leaseMs: LEASE })).toBe(false);
     expect((await record_(store, fence, done({ position: 1 }))).decision).toBe('BLOCK_STALE_VERSION');
     expect(await store.pendingDispatch({ now: T0 + 11 })).toBe(1);
+    expect([await store.sleepingTasks({ now: T0 + 11 }), await store.sleepingTasks({ now: wakeAt })]).toEqual([1, 0]);
     // Not before the wake time, whoever asks (the lease it had would have run out long before).
     expect(await store.claim(claimInput('w2', T0 + 11))).toEqual([]);
     expect(await store.claim(claimInput('w2', wakeAt - 1))).toEqual([]);
@@ -219,6 +223,7 @@ defineStoreSuite('steps', ({ fresh, freshMany }) => {
     });
     expect(await store.claim(claimInput('w2', wakeAt + 1))).toEqual([]);
     expect(await store.pendingDispatch({ now: wakeAt + 1 })).toBe(0);
+    expect(await store.sleepingTasks({ now: T0 + 21 })).toBe(0);
     expect((await journal(store, fence))!.map((s) => s.status)).toEqual(['sleeping']);
   });
 
