@@ -16,13 +16,14 @@ import { readsAtScale } from './scenarios/reads.js';
 import { httpReads } from './scenarios/http-reads.js';
 import { pollingCapacity } from './scenarios/polling-capacity.js';
 import { serverMemory } from './scenarios/server-memory.js';
+import { addStepsTargets, steps } from './scenarios/steps.js';
 import { pollingConfig } from './lib/polling-config.js';
 import { addPollingTargets } from './lib/polling-targets.js';
 
 /**
  * `npm run bench`: every scenario in one process, one after another, against memory, SQLite and
  * PostgreSQL; prints the tables and writes bench/results.json. TASKLATCH_BENCH_QUICK=1 runs the
- * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,reads,contention,http,polling,memory runs a subset.
+ * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,reads,contention,http,polling,memory,steps runs a subset.
  */
 
 // Compiled to dist/bench/bench/run.js; the package root is three levels up.
@@ -54,7 +55,9 @@ function commitOf(): string {
 async function main(): Promise<void> {
   const started = performance.now();
   const quick = process.env.TASKLATCH_BENCH_QUICK === '1';
-  const only = new Set((process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,reads,contention,http,polling,memory').split(',').map((s) => s.trim()));
+  const only = new Set(
+    (process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,reads,contention,http,polling,memory,steps').split(',').map((s) => s.trim()),
+  );
   const config = benchConfig(quick);
   linkMigrations();
   const pg = await openBenchPostgres();
@@ -70,6 +73,7 @@ async function main(): Promise<void> {
     if (only.has('http')) await httpReads(results, polling, pg);
     if (only.has('polling')) await pollingCapacity(results, polling, pg);
     if (only.has('memory')) await serverMemory(results, polling, pg);
+    if (only.has('steps')) await steps(results, quick, pg);
   } finally {
     await pg.close();
   }
@@ -77,6 +81,7 @@ async function main(): Promise<void> {
   computeRatiosAndTargets(results, config);
   addPollingTargets(results);
   addLifecycleTargets(results);
+  addStepsTargets(results);
   const wallMs = performance.now() - started;
   const meta = {
     ...(await machine(pg.version)),
