@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, ROOT, runCli } from '../support/cli.js';
 import { spawnServe } from '../support/serve-process.js';
 
@@ -12,13 +13,24 @@ import { spawnServe } from '../support/serve-process.js';
 // password connects, and the password must show nowhere in what the process prints.
 
 const PASSWORD = 'Sup3rSecretPw';
-const PG = `postgres://postgres:${PASSWORD}@127.0.0.1:5432/test?schema=store_env`;
+/** A schema of this run's own: two runs at once must not migrate one schema under each other. */
+const SCHEMA = `store_env_${process.pid}_${Date.now().toString(36)}`;
+const PG = `postgres://postgres:${PASSWORD}@127.0.0.1:5432/test?schema=${SCHEMA}`;
 /** Neither variable leaks in from the machine running the tests. */
 const CLEAN = { TASKLATCH_STORE: '', DATABASE_URL: '' };
 
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tasklatch-store-env-'));
+});
+afterAll(async () => {
+  const client = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/test' });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  } finally {
+    await client.end();
+  }
 });
 
 describe('the store URL from the environment', () => {
