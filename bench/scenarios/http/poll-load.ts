@@ -149,7 +149,7 @@ async function fleet(job: LoadFleet): Promise<LoadReport> {
     }),
   );
   agent.destroy();
-  return { ...report({ latencies, errors, allOps, cpu, waited, wallMs: performance.now() - countFrom }), late };
+  return { ...report({ latencies, errors, allOps, cpu, waited, wallMs: performance.now() - countFrom }), late, windows };
 }
 
 /** Held open until 'release': sessions (memory per session) or blocked tasks/result requests. */
