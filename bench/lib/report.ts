@@ -72,7 +72,7 @@ export function printReport(results: Results, meta: Machine & { commit: string; 
     out.push(table(['group', 'variant', ...concurrencies.map((c) => `@${c}`)], rows));
   }
   if (results.ratios.length > 0) {
-    out.push('\n### Ratios (same run)\n');
+    out.push('\n### Ratios (same run; where a scenario ran several times: the median of its runs, each run in brackets)\n');
     const names = [...new Set(results.ratios.map((r) => r.name))];
     out.push(
       table(
@@ -81,7 +81,8 @@ export function printReport(results: Results, meta: Machine & { commit: string; 
           name,
           ...concurrencies.map((c) => {
             const r = results.ratios.find((x) => x.name === name && x.concurrency === c);
-            return r === undefined ? '' : `${fmt(r.value)}×`;
+            if (r === undefined) return '';
+            return r.trials === undefined ? `${fmt(r.value)}×` : `${fmt(r.value)}× (${r.trials.map((t) => fmt(t)).join(' / ')})`;
           }),
         ]),
       ),

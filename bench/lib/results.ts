@@ -14,6 +14,8 @@ export interface ThroughputCell {
   p50: number;
   p99: number;
   ops: number;
+  /** When measured in several runs: each run's median (ops/s); `median` is theirs. */
+  trials?: number[];
 }
 
 /** One latency distribution (ms). */
@@ -25,6 +27,8 @@ export interface LatencyRow {
   p99: number;
   max: number;
   note?: string;
+  /** When measured in several runs: each run's figures; p50 and p99 are their medians, max the largest. */
+  trials?: Array<{ p50: number; p99: number; max: number }>;
 }
 
 /** A rate and its unit, for figures that are neither throughput cells nor latencies. */
@@ -42,6 +46,8 @@ export interface Ratio {
   value: number;
   numerator: string;
   denominator: string;
+  /** When both cells were measured in the same runs: each run's ratio; `value` is their median. */
+  trials?: number[];
 }
 
 export interface Target {
@@ -82,6 +88,12 @@ export class Results {
     const b = this.cell(denominator[0], denominator[1], concurrency);
     if (a === undefined || b === undefined) return null;
     const ratio: Ratio = { name, concurrency, value: a.median / b.median, numerator: `${a.group}: ${a.variant}`, denominator: `${b.group}: ${b.variant}` };
+    // Cells of the same runs: each run's own ratio (its variants took turns), and their median.
+    if (a.trials !== undefined && b.trials !== undefined && a.trials.length === b.trials.length) {
+      const bt = b.trials;
+      ratio.trials = a.trials.map((x, i) => x / (bt[i] as number));
+      ratio.value = median(ratio.trials);
+    }
     this.ratios.push(ratio);
     return ratio;
   }

@@ -39,7 +39,7 @@ const EXPECTED_INDEXES = [
   'task_audit USING btree (task_id, id)',
   'task_audit USING btree (id)',
   'task_audit USING btree (at_ms)',
-  'task_read_audit USING btree (last_at_ms)',
+  'task_read_audit USING btree (window_start_ms)',
   'task_read_audit USING btree (task_key, auth_key, surface, decision, window_start_ms)',
   "tasks USING btree (last_updated_at_ms) WHERE ((expires_at_ms IS NULL) AND (status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])))",
   'task_inputs USING btree (deadline_ms) WHERE ((answered_at_ms IS NULL) AND (deadline_ms IS NOT NULL))',
@@ -116,6 +116,7 @@ describe('PostgresStore schema and migrations', () => {
       '006_task_app.sql',
       '007_read_audit.sql',
       '008_task_steps.sql',
+      '009_read_audit_window.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -169,6 +170,7 @@ describe('PostgresStore schema and migrations', () => {
         '006_task_app.sql',
         '007_read_audit.sql',
         '008_task_steps.sql',
+        '009_read_audit_window.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);

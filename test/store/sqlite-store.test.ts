@@ -144,7 +144,7 @@ const EXPECTED_INDEXES = [
   ],
   ['task_outbox_available_idx', 'task_outbox', 'CREATE INDEX task_outbox_available_idx ON task_outbox (available_at_ms) WHERE done_at_ms IS NULL'],
   ['task_outbox_task_idx', 'task_outbox', 'CREATE INDEX task_outbox_task_idx ON task_outbox (task_id)'],
-  ['task_read_audit_last_idx', 'task_read_audit', 'CREATE INDEX task_read_audit_last_idx ON task_read_audit (last_at_ms)'],
+  ['task_read_audit_window_idx', 'task_read_audit', 'CREATE INDEX task_read_audit_window_idx ON task_read_audit (window_start_ms)'],
   ['task_steps_waiting_idx', 'task_steps', "CREATE INDEX task_steps_waiting_idx ON task_steps (wake_at_ms) WHERE status IN ('sleeping', 'retrying')"],
   ['tasks_active_by_auth', 'tasks', "CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')"],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
@@ -211,6 +211,7 @@ describe('SQLite migrations', () => {
       '006_read_audit.sql',
       '007_task_progress.sql',
       '008_task_steps.sql',
+      '009_read_audit_window.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
@@ -263,7 +264,13 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open(path);
     try {
-      expect(store.migrationsApplied).toEqual(['005_task_app.sql', '006_read_audit.sql', '007_task_progress.sql', '008_task_steps.sql']);
+      expect(store.migrationsApplied).toEqual([
+        '005_task_app.sql',
+        '006_read_audit.sql',
+        '007_task_progress.sql',
+        '008_task_steps.sql',
+        '009_read_audit_window.sql',
+      ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
       const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };
       expect(await store.claim({ ...claim, owner: 'w-other', app: 'billing' })).toEqual([]);

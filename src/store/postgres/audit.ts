@@ -84,7 +84,7 @@ const SQL = {
   ), reads AS (
     DELETE FROM task_read_audit WHERE (task_key, auth_key, surface, decision, window_start_ms) IN (
       SELECT r.task_key, r.auth_key, r.surface, r.decision, r.window_start_ms FROM task_read_audit r
-       WHERE r.last_at_ms <= $1 AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key))
+       WHERE r.window_start_ms <= $1 AND r.last_at_ms <= $1 AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key))
        LIMIT $2)
     RETURNING 1
   )
@@ -102,7 +102,7 @@ const SQL = {
           OR (a.at_ms <= $1 AND (a.task_id IS NULL OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = a.task_id COLLATE "C"))))
      + (SELECT count(*) FROM task_read_audit r
        WHERE r.task_key IN (SELECT task_id FROM due)
-          OR (r.last_at_ms <= $1 AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key)))))::int AS audit_rows`,
+          OR (r.window_start_ms <= $1 AND r.last_at_ms <= $1 AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key)))))::int AS audit_rows`,
 } as const;
 
 interface ReadAuditDbRow {

@@ -52,7 +52,7 @@ const SQL = {
         LIMIT @limit)`,
   orphanReads: `DELETE FROM task_read_audit WHERE (task_key, auth_key, surface, decision, window_start_ms) IN (
        SELECT r.task_key, r.auth_key, r.surface, r.decision, r.window_start_ms FROM task_read_audit r
-        WHERE r.last_at_ms <= @cutoff AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key))
+        WHERE r.window_start_ms <= @cutoff AND r.last_at_ms <= @cutoff AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key))
         LIMIT @limit)`,
   /** What dueTasks, orphanLines and orphanReads would remove with no bound. */
   retentionDue: `WITH due AS (
@@ -64,7 +64,7 @@ const SQL = {
             OR (a.at_ms <= @cutoff AND (a.task_id IS NULL OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = a.task_id))))
        + (SELECT count(*) FROM task_read_audit r
          WHERE r.task_key IN (SELECT task_id FROM due)
-            OR (r.last_at_ms <= @cutoff AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key)))) AS audit_rows`,
+            OR (r.window_start_ms <= @cutoff AND r.last_at_ms <= @cutoff AND (r.task_key = '' OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = r.task_key)))) AS audit_rows`,
 } as const;
 
 type AuditStatements = { readonly [K in keyof typeof SQL]: SqliteStatement };
