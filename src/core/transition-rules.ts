@@ -3,8 +3,6 @@ import { resultDigest } from './digest.js';
 import { isTaskStatus, isTerminal, type Millis, type StatusWrite, type TaskRecord } from './types.js';
 import { classifyMiss } from './visibility.js';
 
-// Stores still import classifyMiss from here; its home is visibility.ts.
-
 /** The part of a record the transition and read rules look at. */
 export type GuardedRecord = Pick<TaskRecord, 'authKey' | 'status' | 'version' | 'expiresAt' | 'result' | 'resultDigest'>;
 

@@ -10,7 +10,8 @@ import { ANONYMOUS, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { registerTaskHandlers } from './handlers.js';
 import type { Register, SessionContext, SessionHost } from './session.js';
-import { invalidParams, storeUnavailable } from './wire.js';
+import { invalidParams } from './wire.js';
+import { storeUnavailable } from '../tools/protocol-error.js';
 
 export { ANONYMOUS };
 

@@ -21,13 +21,6 @@ export type WireError = ProtocolError;
 /** Server-defined JSON-RPC code for an admission refused by the active-task limit (public name of `JSON_RPC_CODES.tooManyTasks`). */
 export const TOO_MANY_TASKS = JSON_RPC_CODES.tooManyTasks;
 
-/** How long a client is asked to wait before it retries a request the store could not serve. */
-export const STORE_RETRY_AFTER_MS = 2000;
-
-export function storeUnavailable(): WireError {
-  return new WireError(JSON_RPC_CODES.storeUnavailable, 'Store unavailable: retry later', { retryAfterMs: STORE_RETRY_AFTER_MS });
-}
-
 export function taskNotFound(): WireError {
   return new WireError(JSON_RPC_CODES.invalidParams, TASK_NOT_FOUND_MESSAGE);
 }

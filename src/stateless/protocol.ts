@@ -10,9 +10,6 @@ import { ProtocolError } from '../tools/protocol-error.js';
 export const PROTOCOL_VERSION = '2026-07-28';
 export const SUPPORTED_VERSIONS = [PROTOCOL_VERSION] as const;
 
-/** How long a client is asked to wait before it retries a request the store could not serve. */
-export const STORE_RETRY_AFTER_MS = 2000;
-
 /** The HTTP status an error answers with: the spec names 400 and 404; the rest is ours. */
 export function httpStatusOf(code: number): number {
   if (code === JSON_RPC_CODES.methodNotFound) return 404;
@@ -28,11 +25,6 @@ export function httpStatusOf(code: number): number {
     JSON_RPC_CODES.unsupportedVersion,
   ];
   return badRequest.includes(code) ? 400 : 200;
-}
-
-/** Store unavailable: nothing was decided, the request may be sent again after `retryAfterMs`. */
-export function storeUnavailable(): ProtocolError {
-  return new ProtocolError(JSON_RPC_CODES.storeUnavailable, 'Store unavailable: retry later', { retryAfterMs: STORE_RETRY_AFTER_MS });
 }
 
 export function headerMismatch(message: string): ProtocolError {

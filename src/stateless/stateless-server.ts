@@ -11,7 +11,8 @@ import { authKeyOf, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { checkRoutingHeaders } from './headers.js';
 import { describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
-import { declaresTasks, invalidParams, methodNotFound, missingTasksExtension, storeUnavailable, SUPPORTED_VERSIONS } from './protocol.js';
+import { declaresTasks, invalidParams, methodNotFound, missingTasksExtension, SUPPORTED_VERSIONS } from './protocol.js';
+import { storeUnavailable } from '../tools/protocol-error.js';
 import { openTaskSubscription, SubscriptionSlots, type EventSink } from './subscriptions.js';
 import { errorReply, readableId, type StatelessReply } from './replies.js';
 

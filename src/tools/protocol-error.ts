@@ -1,3 +1,5 @@
+import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
+
 /**
  * Thrown by a tool handler to end its call with a JSON-RPC error instead of a tool result: a
  * plain call answers that error, and a task ends `failed` with it stored as its outcome
@@ -19,6 +21,14 @@ export class ProtocolError extends Error {
   toJSON(): StoredError['error'] {
     return { code: this.code, message: this.message, ...(this.data === undefined ? {} : { data: this.data }) };
   }
+}
+
+/** How long a client is asked to wait before it retries a request the store could not serve. */
+export const STORE_RETRY_AFTER_MS = 2000;
+
+/** Store unavailable (either wire): nothing was decided, the request may be sent again after `retryAfterMs`. */
+export function storeUnavailable(): ProtocolError {
+  return new ProtocolError(JSON_RPC_CODES.storeUnavailable, 'Store unavailable: retry later', { retryAfterMs: STORE_RETRY_AFTER_MS });
 }
 
 /** The stored outcome of a task that ended in a JSON-RPC error. */
