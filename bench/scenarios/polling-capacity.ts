@@ -24,6 +24,9 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
   const load = startLoad();
   const targets: PollTarget[] = [];
   let held = 0;
+  // The same sizes judged by the p99 of the whole run, as the fleet measured before it returned its windows.
+  let heldWholeRun = 0;
+  let wholeRunFailed = false;
   let stoppedBy = `the largest fleet tried (${config.fleetSizes.at(-1) ?? 0}) stayed within the bound`;
   try {
     for (const size of config.fleetSizes) {
@@ -46,13 +49,17 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
       const expected = (size * config.fleetWindows * config.fleetWindowMs) / config.pollIntervalMs;
       const note =
         `${fmt(report.rate)} polls/s of ${fmt((size * 1000) / config.pollIntervalMs)} due; errors ${report.errors}, late ${report.late ?? 0}; ` +
-        `p99 of each ${fmt(config.fleetWindowMs / 1000)} s window ${windowP99.map((x) => fmt(x)).join(' / ')} ms; ` +
+        `p99 of each ${fmt(config.fleetWindowMs / 1000)} s window ${windowP99.map((x) => fmt(x)).join(' / ')} ms (whole run ${fmt(summarize(report.latencies).p99)} ms); ` +
         `CPU: server ${pct(serverCpu.cpuMs, serverCpu.wallMs)} busy, ${pct(serverCpu.waitMs, serverCpu.wallMs)} waiting for a CPU; ` +
         `fleet ${pct(report.cpuMs, report.wallMs)} busy, ${pct(report.waitMs, report.wallMs)} waiting; ` +
         `server ${fmt((1000 * serverCpu.cpuMs) / Math.max(1, report.allOps))} µs CPU per poll; load average ${loadavg()[0]?.toFixed(1) ?? '?'}`;
       results.addLatency(scenario, `tasks/get, ${size} clients polling`, report.latencies, note);
       console.log(`    ${note}`);
-      const within = p99 <= config.fleetP99Ms && report.errors === 0 && report.ops >= 0.9 * expected;
+      const answered = report.errors === 0 && report.ops >= 0.9 * expected;
+      const within = p99 <= config.fleetP99Ms && answered;
+      const wholeP99 = summarize(report.latencies).p99;
+      if (!wholeRunFailed && wholeP99 <= config.fleetP99Ms && answered) heldWholeRun = size;
+      else wholeRunFailed = true;
       if (!within) {
         stoppedBy = `${size} clients: median window p99 ${fmt(p99)} ms, ${report.ops} of ${Math.round(expected)} polls answered, ${report.errors} errors`;
         break;
@@ -60,6 +67,13 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
       held = size;
     }
     results.addFact(scenario, CAPACITY_FACT, held, 'tasks', `median window p99 ≤ ${config.fleetP99Ms} ms; stopped at ${stoppedBy}`);
+    results.addFact(
+      scenario,
+      `${CAPACITY_FACT}, judged by the p99 of the whole run (the rule before the fleet returned its windows)`,
+      heldWholeRun,
+      'tasks',
+      'same sizes, same run',
+    );
   } finally {
     await load.stop();
     await server.stop();
