@@ -27,7 +27,11 @@ export type RunOutcome = StopReason | 'completed' | 'failed' | 'refused' | 'unfi
  */
 export class TaskExecutor {
   private readonly running = new Map<string, { run: TaskRun; done: Promise<RunOutcome> }>();
+  /** The runs whose handler has not returned yet: the slots a worker counts (see `busy`). */
+  private readonly handling = new Set<string>();
   private readonly log: RunLog;
+  /** Hears each run whose handler returned: its slot is free while its last write goes out. */
+  onHandlerDone: (() => void) | null = null;
   /** Hears each task a run suspended until a time (a sleep, a retry's wait): its worker looks at the outbox then. */
   onSleep: ((taskId: string, wakeAt: number) => void) | null = null;
 
@@ -39,9 +43,18 @@ export class TaskExecutor {
     this.log = hooks.log ?? (() => undefined);
   }
 
-  /** Number of handlers running now. */
+  /** Number of runs now, from the claim to the end of their last write. */
   get active(): number {
     return this.running.size;
+  }
+
+  /**
+   * Number of handlers running now: a worker's slots. A run whose handler returned holds no
+   * slot while its terminal write (or release) is at the store: the write needs no handler, and
+   * a slot held through it would sit idle for a round trip per task.
+   */
+  get busy(): number {
+    return this.handling.size;
   }
 
   /**
@@ -62,8 +75,10 @@ export class TaskExecutor {
     const run = new TaskRun(record, lease, this.port, this.log);
     const started = performance.now();
     const outcome = (): RunOutcome => run.stopped ?? run.ended ?? 'unfinished';
+    this.handling.add(record.taskId);
     const done = this.supervise(run)
       .finally(() => {
+        this.handlerDone(record.taskId);
         this.running.delete(record.taskId);
         this.port.events.emit('runEnded', { taskId: record.taskId, tool: record.toolName, outcome: outcome(), durationMs: performance.now() - started });
       })
@@ -125,6 +140,7 @@ export class TaskExecutor {
       clearInterval(heartbeat);
       unwatch();
       if (expiry !== null) clearTimeout(expiry);
+      this.handlerDone(record.taskId);
     }
     if (run.stopped === 'suspended' && run.wakeAt !== null) {
       // The suspend write cleared the lease and made the task due at its wake time: a release
@@ -148,6 +164,10 @@ export class TaskExecutor {
     if (run.fatal !== null) result = { error: run.fatal.toJSON() };
     await this.hooks.beforeTerminalWrite?.(record);
     await run.writeTerminal(result);
+  }
+
+  private handlerDone(taskId: string): void {
+    if (this.handling.delete(taskId)) this.onHandlerDone?.();
   }
 
   private async invoke(run: TaskRun): Promise<ToolResult> {

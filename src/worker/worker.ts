@@ -7,7 +7,7 @@ import type { ClaimReservation } from '../service/admission-claims.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
-import { ClaimWindow } from './claim-window.js';
+import { ClaimWindow, OwedLook } from './claim-window.js';
 import { TaskExecutor, type ExecutionHooks } from './task-executor.js';
 
 export interface WorkerOptions {
@@ -51,14 +51,16 @@ export class Worker {
   private stopping = false;
   private wake: (() => void) | null = null;
   /**
-   * Whether the outbox owes a look: set by every change event (while a claim is in flight too:
-   * an event then must not be lost, or a task admitted at that moment would wait for the
-   * fallback poll), by a claim that filled every free slot (it may have left due tasks behind),
-   * by a failed claim and by the poll; cleared before each claim. A finished run only wakes the
-   * loop: with nothing owed, a free slot is no reason to look, and the worker waits for a change
-   * event or the poll.
+   * The look the outbox is owed: for the task of every change event (while a claim is in flight
+   * too: an event then must not be lost, or a task admitted at that moment would wait for the
+   * fallback poll), and for every task after a claim that filled its limit (it may have left due
+   * tasks behind), a failed claim and the poll; cleared before each claim. A finished run only
+   * wakes the loop: with nothing owed, a free slot is no reason to look, and the worker waits for
+   * a change event or the poll.
    */
-  private nudged = false;
+  private readonly owed = new OwedLook();
+  /** Slots the claim in flight may fill: held from admissions until it returns. */
+  private claiming = 0;
   /** The changes seen while a claim is in flight (see `ClaimWindow`); null between claims. */
   private seen: ClaimWindow | null = null;
   private unsubscribe: (() => void) | null = null;
@@ -89,6 +91,8 @@ export class Worker {
     this.log = options.hooks?.log ?? (() => undefined);
     this.executor = new TaskExecutor(port, tools, options.hooks);
     this.executor.onSleep = (_taskId, wakeAt) => this.lookAt(wakeAt);
+    // A slot is free once its handler returned: a look owed may take it.
+    this.executor.onHandlerDone = () => this.wake?.();
     this.toolNames = tools.names();
     this.tools = tools;
     this.app = options.app === undefined ? port.app : checkAppName(options.app, 'worker app');
@@ -130,22 +134,26 @@ export class Worker {
   private async run(): Promise<void> {
     let failures = 0;
     // The first look is owed: tasks may be due already.
-    this.nudged = true;
+    this.owed.every();
     // The poll counts from the last look, not from the last wake-up: runs that finish more often
     // than the poll interval must not put off the look that finds expired leases.
     let lastLook = performance.now();
     while (!this.stopping) {
-      const free = this.concurrency - this.executor.active - this.reserved;
-      if (free > 0 && this.nudged) {
+      const free = this.concurrency - this.executor.busy - this.reserved;
+      if (free > 0 && this.owed.any) {
+        // At most one slot per task an event named (the others stay free for admissions), every
+        // free slot when every task may be due.
         // Cleared before the look at the outbox: whatever comes after it is news for the next look.
-        this.nudged = false;
+        const look = this.owed.take(free);
+        const { limit } = look;
+        this.claiming = limit;
         lastLook = performance.now();
         this.seen = new ClaimWindow();
         try {
           const claimed = await this.port.claim({
             owner: this.id,
             leaseMs: this.leaseMs,
-            limit: free,
+            limit,
             maxAttempts: this.maxAttempts,
             abandonedResult: errorResult(`task abandoned after ${this.maxAttempts} attempts`),
             tools: this.toolNames,
@@ -154,8 +162,8 @@ export class Worker {
           failures = 0;
           for (const record of claimed) this.launch(record);
           this.replaySeen(claimed);
-          // Every free slot filled: more tasks may be due, and the next free slot looks at once.
-          if (claimed.length === free) this.nudged = true;
+          // A full look may have left due tasks behind: the next free slot looks at once.
+          this.owed.after(look, free, new Set(claimed.map((record) => record.taskId)));
         } catch (error) {
           failures++;
           this.log('warn', 'claim failed; retrying', { error: String(error), failures });
@@ -163,12 +171,13 @@ export class Worker {
           if (this.seen?.any === true) this.nudge();
         } finally {
           this.seen = null;
+          this.claiming = 0;
         }
       }
       const interval = failures === 0 ? this.pollMs : Math.min(this.pollMs, 250 * 2 ** Math.min(failures, 4));
       // Owed already, the worker waits only for a free slot; the timer then just bounds the wait.
-      const timedOut = await this.idle(this.nudged ? interval : Math.max(0, lastLook + interval - performance.now()));
-      if (timedOut) this.nudged = true;
+      const timedOut = await this.idle(this.owed.any ? interval : Math.max(0, lastLook + interval - performance.now()));
+      if (timedOut) this.owed.every();
     }
   }
 
@@ -225,10 +234,15 @@ export class Worker {
   reserve(tool: string): ClaimReservation | null {
     // The admission records the service's app: a worker of another app must not take its task.
     if (this.loop === null || this.stopping || this.app !== this.port.app || !this.toolNames.includes(tool)) return null;
-    if (this.concurrency - this.executor.active - this.reserved <= 0) return null;
+    // The slots a look owed will claim are not free: tasks due in the outbox, admitted before
+    // this one, take them first, and this task queues behind them. Without this, admissions
+    // arriving as fast as slots free would take every slot and leave those tasks waiting until
+    // the poll. Nor are the slots of the claim in flight.
+    const free = this.concurrency - this.executor.busy - this.reserved - this.claiming;
+    if (free - this.owed.limit(free) <= 0) return null;
     this.reserved++;
     let held = true;
-    const free = () => {
+    const unhold = () => {
       if (!held) return false;
       held = false;
       this.reserved--;
@@ -239,11 +253,11 @@ export class Worker {
       leaseMs: this.leaseMs,
       maxAttempts: this.maxAttempts,
       run: (record) => {
-        if (free()) this.launch(record);
+        if (unhold()) this.launch(record);
       },
       // A slot free again: the loop may have waited for it with a look owed.
       release: () => {
-        if (free()) this.wake?.();
+        if (unhold()) this.wake?.();
       },
     };
   }
@@ -256,7 +270,11 @@ export class Worker {
   private changed(taskId: string | undefined, version: number | undefined): void {
     if (taskId !== undefined && this.executor.runs(taskId)) return;
     if (this.seen !== null) this.seen.note(taskId, version);
-    else this.nudge();
+    else if (taskId === undefined) this.nudge();
+    else {
+      this.owed.task(taskId);
+      this.wake?.();
+    }
   }
 
   /**
@@ -264,7 +282,9 @@ export class Worker {
    * sends the worker to the outbox again when anything else changed meanwhile.
    */
   private replaySeen(claimed: readonly TaskRecord[]): void {
-    if (this.seen?.replay(claimed, (taskId, version) => this.executor.observe(taskId, version)) === true) this.nudge();
+    const news = this.seen?.replay(claimed, (taskId, version) => this.executor.observe(taskId, version)) ?? [];
+    if (news === 'all') this.nudge();
+    else for (const taskId of news) this.owed.task(taskId);
   }
 
   /** A look at the outbox at `at` (beyond one timer's reach, the poll finds it). */
@@ -283,14 +303,15 @@ export class Worker {
     this.wakeTimers.add(timer);
   }
 
+  /** A look owed at every task. */
   private nudge(): void {
-    this.nudged = true;
+    this.owed.every();
     this.wake?.();
   }
 
   /** Whether the loop has something to do: a look owed and a slot free for it, or a stop. */
   private ready(): boolean {
-    return this.stopping || (this.nudged && this.executor.active + this.reserved < this.concurrency);
+    return this.stopping || (this.owed.any && this.executor.busy + this.reserved < this.concurrency);
   }
 
   /**

@@ -94,6 +94,8 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     const { service, claims } = await counted('busy');
     const { tool: held, waiting, started } = tool(true);
     start(service, held, { concurrency: 1 });
+    // The look at start holds the slot while it is in flight: the first admission comes after it.
+    await until(() => (claims.length > 0 ? true : undefined), 2000);
     const first = await admit(service);
     await until(() => (started.length === 1 ? true : undefined), 2000);
     const second = await admit(service);
@@ -157,6 +159,68 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect((await service.lookup({ auth: AUTH, taskId })).record).toMatchObject({ attempt: 1, version: 3 });
     expect(claims).toEqual([0]);
+  });
+
+  it('a task waiting in the outbox is not passed over by admissions that keep every slot busy', async () => {
+    const { service, claims } = await counted('fair');
+    const slow = defineTool({
+      name: 'job',
+      description: 'takes a few milliseconds',
+      inputSchema: z.object({}),
+      execution: { taskSupport: 'required' },
+      handler: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 3));
+        return { content: [{ type: 'text', text: 'done' }] };
+      },
+    }) as unknown as TaskTool;
+    start(service, slow, { concurrency: 2 });
+    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    // Six requestors in a closed loop on two slots: every slot that frees is wanted at once by an
+    // admission and by a task admitted earlier that found none. The poll is a minute away: a
+    // task passed over would wait for it, and the loop would not finish in time.
+    const waits: number[] = [];
+    await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        for (let i = 0; i < 8; i++) {
+          const t0 = Date.now();
+          const taskId = await admit(service);
+          const out = await service.awaitResult({ auth: AUTH, taskId, fallbackPollMs: 60_000 });
+          expect(out.decision).toBe('RETURN_RESULT');
+          waits.push(Date.now() - t0);
+        }
+      }),
+    );
+    expect(waits).toHaveLength(48);
+    expect(Math.max(...waits)).toBeLessThan(5_000);
+  }, 30_000);
+
+  it("frees a run's slot when its handler returns, not when its terminal write is done", async () => {
+    const { service } = await counted('handler_done');
+    const { tool: quick, started } = tool();
+    let letWrite: () => void = () => undefined;
+    const writeHeld = new Promise<void>((resolve) => (letWrite = resolve));
+    start(service, quick, { concurrency: 1, hooks: { beforeTerminalWrite: () => (started.length === 1 ? writeHeld : undefined) } });
+    const first = await admit(service);
+    await until(() => (started.length === 1 ? true : undefined), 2000);
+    // The first run's terminal write waits: its slot is free all the same.
+    const second = await admit(service);
+    await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined), 2000);
+    expect(await statusOf(service, first)).toBe('working');
+    letWrite();
+    await until(async () => ((await statusOf(service, first)) === 'completed' ? true : undefined), 2000);
+  });
+
+  it('does not hold for an admission the slot a look is owed for, nor one a claim in flight may fill', async () => {
+    const { service, claims } = await counted('owed');
+    const worker = start(service, tool().tool, { concurrency: 1 });
+    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    // A change names a task that may have come due before the next admission: the free slot is
+    // its look's, then its claim's while that is in flight.
+    service.changes.publish('earlier-task', 1);
+    expect(worker.reserve('job')).toBeNull();
+    await until(() => (claims.length > 1 ? true : undefined), 2000);
+    // The look found nothing: the slot is free for admissions again.
+    await until(() => worker.reserve('job') ?? undefined, 2000).then((held) => held.release());
   });
 
   it('waits, without spinning, while every free slot is held for admissions in flight', async () => {

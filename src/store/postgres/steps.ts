@@ -15,8 +15,8 @@ import { readById } from './reads.js';
 /**
  * The step operations of the PostgreSQL store (`task_steps`). Recording a step is one
  * transaction: the task row locked first (as every writer of a task's rows locks it, the
- * sweeper's cascade included), then the journal rows the order rule reads, then the writes with
- * COMMIT in one round trip.
+ * sweeper's cascade included), then the journal rows the order rule reads (both with BEGIN, in
+ * one round trip), then the writes with COMMIT in one round trip.
  */
 
 const STEP_TYPES = ['text', 'int', 'text', 'text', 'text', 'int', 'text', 'text', 'int', 'bigint', 'bigint', 'bigint'] as const;
@@ -96,9 +96,15 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
   checkSuspension(input.suspend);
   const { fence, now } = input;
   return inShortTransaction(pool, async (tx) => {
-    const locked = await tx.query<TaskRow>(stepSql.lockTask, [fence.taskId]);
-    const task = locked.rows[0] === undefined ? null : rowToRecord(locked.rows[0]);
-    const read = task === null ? [] : (await tx.query<StepRow>(stepSql.selectAtOrNamed, [fence.taskId, step.position, step.name])).rows.map(rowToStep);
+    // The lock and the read of the journal go with BEGIN in one round trip, as statements of
+    // their own: the read's snapshot is taken once the lock is granted.
+    const [locked, journal] = await tx.queryAll([
+      { text: stepSql.lockTask, params: [fence.taskId] },
+      { text: stepSql.selectAtOrNamed, params: [fence.taskId, step.position, step.name] },
+    ]);
+    const taskRow = (locked?.rows as TaskRow[] | undefined)?.[0];
+    const task = taskRow === undefined ? null : rowToRecord(taskRow);
+    const read = task === null ? [] : (journal?.rows as StepRow[]).map(rowToStep);
     const decision = decideStepRecord({
       record: task,
       auth: fence.authKey,

@@ -102,6 +102,25 @@ export class ShortTransaction {
   }
 
   /**
+   * Runs `statements`, each a statement of its own (under READ COMMITTED each takes its snapshot
+   * when it starts, so a read after a lock sees what committed before the lock was granted),
+   * beginning the transaction if it has not begun: in one round trip when each parameter has a
+   * literal, else one by one. Their results.
+   */
+  async queryAll(statements: readonly Statement[]): Promise<pg.QueryResult[]> {
+    this.mustNotBeDone();
+    const literals = statements.map((s) => this.call(s.text, s.params));
+    if (literals.every((literal) => literal !== null)) {
+      const begin = this.state === 'new' ? ['BEGIN'] : [];
+      this.state = 'open';
+      return (await this.send([...begin, ...literals])).slice(begin.length);
+    }
+    const results: pg.QueryResult[] = [];
+    for (const s of statements) results.push(await this.query(s.text, s.params));
+    return results;
+  }
+
+  /**
    * Runs `statements` and commits, in one round trip when each parameter has a literal; their
    * results. Nothing is acknowledged before the COMMIT's answer: a failure of either is thrown.
    */

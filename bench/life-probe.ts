@@ -1,0 +1,121 @@
+import pg from 'pg';
+import type { WireRequest } from '../src/core/types.js';
+import { createLogger } from '../src/runtime/log.js';
+import { createRuntime } from '../src/runtime/task-runtime.js';
+import { PostgresStore } from '../src/store/postgres/store.js';
+import { startCpuWindow } from './lib/backend-cpu.js';
+import { noopTool, toolArgs, TTL_MS } from './lib/mcp.js';
+import { openBenchPostgres } from './lib/postgres.js';
+import { runRound, summarize, fmt } from './lib/stats.js';
+
+/**
+ * `node dist/bench/bench/life-probe.js [ms] [requestors]`: the lifecycle scenario's worker variant
+ * alone, with what each task costs: round trips and statements (pg Client.query calls, by the
+ * statement's first words), Node and PostgreSQL backend CPU, latency percentiles.
+ */
+const byKind = new Map<string, number>();
+let trips = 0;
+const proto = pg.Client.prototype as unknown as { query: (this: pg.Client, ...args: unknown[]) => unknown };
+const query = proto.query;
+proto.query = function (this: pg.Client, ...args: unknown[]) {
+  trips++;
+  const first = args[0];
+  const text = typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '?');
+  for (const part of text.split(/;\n|; /)) {
+    const key = part.trim().replace(/\s+/g, ' ').slice(0, 70);
+    byKind.set(key, (byKind.get(key) ?? 0) + 1);
+  }
+  return query.apply(this, args);
+};
+
+async function main(): Promise<void> {
+  const ms = Number(process.argv[2] ?? 3000);
+  const requestors = Number(process.argv[3] ?? 16);
+  const bench = await openBenchPostgres();
+  const applicationName = `tlprobe_${bench.run}`;
+  const url = new URL(bench.schemaUrl('probe'));
+  url.searchParams.set('application_name', applicationName);
+  const store = await PostgresStore.open(url.toString());
+  const started = new Map<number, number>();
+  const timedTool = {
+    ...noopTool,
+    handler: (args: { month: string; rows: number }, ctx: never) => {
+      started.set(args.rows, performance.now());
+      return noopTool.handler(args, ctx);
+    },
+  } as typeof noopTool;
+  const runtime = createRuntime({
+    store,
+    tools: [timedTool],
+    callersIdentified: true,
+    execute: true,
+    worker: { concurrency: 8 },
+    logger: createLogger('silent'),
+  });
+  await runtime.start();
+  const claims: string[] = [];
+  const svc = runtime.service as unknown as { claim: (i: { limit: number }) => Promise<unknown[]> };
+  const claim = svc.claim.bind(svc);
+  svc.claim = async (i) => {
+    const t = performance.now();
+    const out = await claim(i);
+    claims.push(`${t.toFixed(0)} limit ${i.limit} got ${out.length} in ${(performance.now() - t).toFixed(0)}`);
+    return out;
+  };
+  const descriptor = runtime.tools.descriptor(noopTool);
+  let n = 0;
+  let phases: [number, number, number, number][] = [];
+  const done = new Map<number, number>();
+  const op = async (w: number) => {
+    const k = done.get(w) ?? 0;
+    done.set(w, k + 1);
+    const auth = `probe/${w}/${Math.floor(k / 500)}`;
+    const request: WireRequest = { method: 'tools/call', params: { name: noopTool.name, arguments: toolArgs(++n), task: { ttl: TTL_MS } } };
+    const me = n;
+    const t0 = performance.now();
+    const created = await runtime.service.create({ auth, tool: descriptor, request });
+    if (created.decision !== 'ACCEPT_TASK') throw new Error(created.decision);
+    const t1 = performance.now();
+    const out = await runtime.service.awaitResult({ auth, taskId: created.record.taskId });
+    if (out.decision !== 'RETURN_RESULT') throw new Error(out.decision);
+    const t3 = performance.now();
+    const t2 = started.get(me) ?? NaN;
+    started.delete(me);
+    phases.push([t1 - t0, t2 - t1, t3 - t2, (created as { claimed?: unknown }).claimed ? 2 : 1]);
+  };
+  await runRound(requestors, 500, op);
+  const monitor = new pg.Client({ connectionString: bench.url });
+  await monitor.connect();
+  const end = await startCpuWindow(monitor, { applicationName });
+  byKind.clear();
+  trips = 0;
+  phases = [];
+  const round = await runRound(requestors, ms, op);
+  const tripsIn = trips;
+  const kinds = new Map(byKind);
+  const cpu = await end();
+  const s = summarize(round.latencies);
+  console.log(`${round.ops} tasks, ${fmt(round.rate)} /s, p50 ${fmt(s.p50)} p99 ${fmt(s.p99)} max ${fmt(s.max)} ms`);
+  console.log(
+    `round trips/task ${fmt(tripsIn / round.ops)}; Node CPU/task ${fmt(cpu.nodeMs / round.ops)} ms; backend CPU/task ${fmt(cpu.pgMs / round.ops)} ms (${cpu.backends} backends, ${cpu.lost} lost)`,
+  );
+  for (const [i, name] of ['create', 'create→handler', 'handler→result'].entries()) {
+    const p = summarize(phases.map((x) => x[i] as number));
+    console.log(`${name}: p50 ${fmt(p.p50)} p99 ${fmt(p.p99)} max ${fmt(p.max)}`);
+  }
+  console.log(`claimed at admission: ${phases.filter((x) => x[3] === 2).length} of ${phases.length}`);
+  if (process.env.CLAIMS) console.log(claims.join('\n'));
+  console.log(`claims: ${claims.length}`);
+  const slow = round.latencies.filter((l) => l > 100).length;
+  console.log(`ops over 100 ms: ${slow}`);
+  for (const [k, v] of [...kinds].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`${fmt(v / round.ops).padStart(6)}  ${k}`);
+  await monitor.end();
+  await runtime.close();
+  await store.close();
+  await bench.close();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
