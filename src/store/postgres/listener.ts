@@ -131,7 +131,8 @@ export interface Change {
  * write's answer, because a receiver that subscribes reads the stored state first and hears of
  * every change committed after that read (the notification always follows the commit). Waiting
  * cost every write one more round trip before its own process could act on it (the in-process
- * worker claiming an admission). `drain` sends whatever is still queued, so a store that closes
+ * worker claiming an admission), and sending it in the turn of the write's answer put its round
+ * trip ahead of the write that process sends next (see `flush`). `drain` sends whatever is still queued, so a store that closes
  * loses no notification; a process that dies between a write's answer and its notification
  * leaves the other processes to their fallback reads and polls, as a death between the commit
  * and the notification always did. A notification that cannot be sent is reported, not thrown:
@@ -165,6 +166,11 @@ export class ChangeNotifier {
   }
 
   private async flush(): Promise<void> {
+    // One turn of the event loop first: what the write lets this process do next (the worker's
+    // terminal write after an admission it claimed, a held result's reply) reaches its connection
+    // before the notification, which only other processes wait for; the changes of that turn
+    // share the statement.
+    await new Promise((resolve) => setImmediate(resolve));
     try {
       while (this.pending.length > 0 || this.progress.length > 0) {
         const batch = this.pending;
