@@ -185,7 +185,7 @@ function watchStatus(session: SessionContext, taskId: string, authKey: string, c
   const { service } = session.server.runtime;
   // The requestor has the task as created; only later versions are news.
   let lastVersion = createdVersion;
-  // A change this process wrote carries its record: no read for it (the caller's own, unexpired).
+  // A change that carries its record (this process's own, another's terminal one): no read for it (the caller's own, unexpired).
   const onChange = async (carried: TaskRecord | undefined) => {
     const own = carried !== undefined && visibleTo(carried, authKey, service.now());
     const found = own ? { record: carried } : await service.lookup({ auth: authKey, taskId });

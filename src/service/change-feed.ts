@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { TaskRecord } from '../core/types.js';
+import { isTerminal, type TaskRecord } from '../core/types.js';
 import type { ProgressEvent } from '../store/types.js';
 
 /**
  * Wakes whoever waits on a task when its record changes: in-process for this process's own
  * writes, and fed by the store's cross-process notifications where the store has them
  * (PostgreSQL LISTEN/NOTIFY). A change this process made carries the record it wrote (that
- * commit's outcome), which a waiter may decide from; any other change only says "look again".
- * A change is news, never the state: whoever answers a request reads the store.
+ * commit's outcome), which a waiter may decide from, and so does another process's change that
+ * made the task terminal, where the store brought its record (final: no later write changes
+ * it); any other change only says "look again": whoever answers then reads the store.
  */
 // A symbol cannot collide with a task id.
 const ANY = Symbol('any task');
@@ -51,11 +52,13 @@ export class ChangeFeed {
    * not send each waiter and idle worker to the store once more). Only this process's own writes
    * are remembered: versions only grow, and the one write that leaves a version as it was (a
    * lease given back) can only come from the lease's holder, the process that claimed at it.
+   * `record` is passed on only when it is that change's terminal record.
    */
-  publishRemote(taskId: string, version?: number): void {
+  publishRemote(taskId: string, version?: number, record?: TaskRecord): void {
     const known = this.published.get(taskId);
     if (version !== undefined && known !== undefined && version <= known) return;
-    this.emit(taskId, version);
+    const final = record !== undefined && record.taskId === taskId && record.version === version && isTerminal(record.status);
+    this.emit(taskId, version, final ? record : undefined);
   }
 
   private emit(taskId: string, version: number | undefined, record?: TaskRecord): void {
@@ -115,9 +118,10 @@ export class ChangeFeed {
    * Starts watching `taskId` now, so that a change between the caller's read and its wait is not
    * missed: `changed()` resolves at once if anything happened since the watch (or the previous
    * `changed()`) began, else on the next change, after `timeoutMs`, or when `signal` aborts.
-   * It resolves with the record of the latest change when every change since then was this
-   * process's own and carried one; with null otherwise (a remote change, a timeout, an abort),
-   * when only the store can say what the record is now.
+   * It resolves with the record of the latest change when every change since then carried one,
+   * or when a change carried a terminal record (final: whatever else changed came before it);
+   * with null otherwise (a change without its record, a timeout, an abort), when only the store
+   * can say what the record is now.
    */
   watch(taskId: string): TaskWatch {
     let pending = false;
@@ -137,7 +141,8 @@ export class ChangeFeed {
           const done = () => {
             clearTimeout(timer);
             signal?.removeEventListener('abort', done);
-            const record = pending && !unknown && signal?.aborted !== true ? carried : null;
+            const final = carried !== null && isTerminal(carried.status);
+            const record = pending && (final || !unknown) && signal?.aborted !== true ? carried : null;
             wake = null;
             pending = false;
             unknown = false;
@@ -155,7 +160,7 @@ export class ChangeFeed {
 }
 
 export interface TaskWatch {
-  /** The record of this process's own latest change when it alone is news; else null (see `watch`). */
+  /** The record of the latest change when the carried records say all there is; else null (see `watch`). */
   changed(timeoutMs: number, signal?: AbortSignal): Promise<TaskRecord | null>;
   close(): void;
 }

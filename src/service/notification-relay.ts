@@ -25,9 +25,9 @@ export class NotificationRelay {
     const { store, changes } = this.ctx;
     if (this.stopListening !== null || !store.supports.listenNotify) return;
     this.stopListening = await store.listen(
-      (taskId, version) => {
+      (taskId, version, record) => {
         // null: the connection is back after a loss (see TaskUpkeep.listen).
-        if (taskId !== null) return changes.publishRemote(taskId, version);
+        if (taskId !== null) return changes.publishRemote(taskId, version, record);
         this.current = 'up';
         changes.publishAll();
       },

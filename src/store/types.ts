@@ -327,13 +327,15 @@ export interface TaskUpkeep {
   seed(records: readonly TaskRecord[], inputs?: readonly StoredInput[], steps?: readonly StepRecord[]): Promise<void>;
   /**
    * Calls `onChange(taskId, version)` whenever another process changes a task record (stores
-   * whose `supports.listenNotify` is true; the others never call it), and `onChange(null)` when
+   * whose `supports.listenNotify` is true; the others never call it), with the record as that
+   * process committed it when the change made the task terminal and the store carries it
+   * (final: no later write changes it), and `onChange(null)` when
    * changes may have been missed (the connection was lost and is back). Resolves once
    * listening; the returned function stops. `onProgress` hears the progress any process
    * publishes (`publishProgress`, this process's own included) on the same feed.
    */
   listen(
-    onChange: (taskId: string | null, version?: number) => void,
+    onChange: (taskId: string | null, version?: number, record?: TaskRecord) => void,
     onError?: (error: Error) => void,
     onProgress?: (event: ProgressEvent) => void,
   ): Promise<() => Promise<void>>;

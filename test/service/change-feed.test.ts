@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ChangeFeed } from '../../src/service/change-feed.js';
+import { record } from '../support/records.js';
 
 describe('ChangeFeed', () => {
   it('drops the echo of its own writes from the store notifications, and nothing else', () => {
@@ -32,5 +33,30 @@ describe('ChangeFeed', () => {
     feed.publish('t', 4);
     feed.publishAll();
     expect(heard).toEqual([['t', 4], []]);
+  });
+
+  it("carries a remote change's record only when it is that change's terminal record, which a watch then answers from", async () => {
+    const feed = new ChangeFeed();
+    const heard: unknown[] = [];
+    feed.subscribe('t', (version, carried) => heard.push([version, carried?.status]));
+    const working = record({ taskId: 't', version: 2 });
+    const done = record({ taskId: 't', version: 3, status: 'completed', result: { content: [] } });
+    feed.publishRemote('t', 2, working);
+    feed.publishRemote('t', 4, done);
+    const watch = feed.watch('t');
+    // A change without its record, then the terminal one: final, whatever came before it.
+    feed.publishRemote('t', 2);
+    feed.publishRemote('t', 3, done);
+    expect(await watch.changed(1000)).toBe(done);
+    feed.publishRemote('t', 2, working);
+    expect(await watch.changed(1000)).toBe(null);
+    watch.close();
+    expect(heard).toEqual([
+      [2, undefined],
+      [4, undefined],
+      [2, undefined],
+      [3, 'completed'],
+      [2, undefined],
+    ]);
   });
 });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { TaskRecord } from '../../src/core/types.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { PG_NOW, T0, pgAdmission, record } from '../support/records.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -66,6 +67,28 @@ describe('PostgreSQL change notifications', () => {
     await mine.next(300);
     expect(mine.seen).toEqual(['n1']);
     expect(theirs.seen).toEqual([]);
+  });
+
+  it('a terminal change comes with its record as committed, once; any other change, and a record too large to travel, without', async () => {
+    const url = await freshPostgresUrl('listen_record');
+    const writer = await storeAt(url);
+    const reader = await storeAt(url);
+    const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
+    stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried])));
+    await writer.seed([record({ taskId: 'r1' }), record({ taskId: 'r2' })]);
+    const write = (taskId: string, status: 'working' | 'completed', expectedVersion: number, result?: unknown) =>
+      writer.transition({ taskId, authKey: 'tenant-a/alice', write: { status, expectedVersion, statusMessage: 'm', result }, correlationId: 'c', now: T0 });
+    await write('r1', 'working', 1);
+    const ended = await write('r1', 'completed', 2, { content: [{ type: 'text', text: 'é done' }] });
+    await write('r2', 'completed', 1, { content: [{ type: 'text', text: 'x'.repeat(9000) }] });
+    const deadline = performance.now() + 5000;
+    while (heard.length < 3 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(heard).toEqual([
+      ['r1', 2, undefined],
+      ['r1', 3, ended.record],
+      ['r2', 2, undefined],
+    ]);
   });
 
   it('a write returns without waiting for its notification, which still follows, after the commit', async () => {

@@ -1,4 +1,6 @@
 import pg from 'pg';
+import type { TaskRecord } from '../../core/types.js';
+import { decodeTerminalRecord } from '../change-record.js';
 import { decodeProgress } from '../progress-event.js';
 import type { ProgressEvent } from '../types.js';
 import { PROGRESS_CHANNEL } from './progress.js';
@@ -8,6 +10,17 @@ import { PROGRESS_CHANNEL } from './progress.js';
  * version lets a receiver skip what it already knows (its own writes coming back) without a read.
  */
 export const CHANGES_CHANNEL = 'tasklatch_changes';
+
+/**
+ * The channel of terminal records, each sent just ahead of its change (same statement, so
+ * delivered just before it); the payload is `schema:` and the record's JSON (`encodeTerminalRecord`).
+ * A channel of its own: a listener of changes alone (an older process) never mistakes a record
+ * for a change, and still hears the change.
+ */
+export const RECORDS_CHANNEL = 'tasklatch_records';
+
+/** Records heard whose change has not come yet; more than this means the changes are not coming (a foreign writer). */
+const AHEAD_MOST = 1024;
 
 const SQL = {
   /**
@@ -27,15 +40,19 @@ const SQL = {
  * One dedicated connection that LISTENs for task changes written by any process on the same
  * database and schema. When the connection drops (a server restart) it reconnects with backoff
  * and then reports `null`: anything may have changed while it was away, so waiters look again.
+ * A terminal change is reported with its record when the writer sent it (see `RECORDS_CHANNEL`),
+ * and the plain change that follows it is not reported again.
  */
 export class ChangeListener {
   private client: pg.Client | null = null;
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
+  /** `taskId:version` of the records reported whose plain change is still to come. */
+  private readonly ahead = new Set<string>();
 
   private constructor(
     private readonly config: pg.ClientConfig,
-    private readonly onChange: (taskId: string | null, version?: number) => void,
+    private readonly onChange: (taskId: string | null, version?: number, record?: TaskRecord) => void,
     private readonly onError: (error: Error) => void,
     private readonly onProgress: ((event: ProgressEvent) => void) | null,
   ) {}
@@ -43,7 +60,7 @@ export class ChangeListener {
   /** `onProgress`: also LISTENs for progress, on the same connection. */
   static async start(
     config: pg.ClientConfig,
-    onChange: (taskId: string | null, version?: number) => void,
+    onChange: (taskId: string | null, version?: number, record?: TaskRecord) => void,
     onError: (error: Error) => void,
     onProgress: ((event: ProgressEvent) => void) | null = null,
   ): Promise<ChangeListener> {
@@ -73,15 +90,25 @@ export class ChangeListener {
         if (event !== null) this.onProgress?.(event);
         return;
       }
+      if (message.channel === RECORDS_CHANNEL && message.payload?.startsWith(prefix) === true) {
+        const record = decodeTerminalRecord(message.payload.slice(prefix.length));
+        if (record === null) return;
+        if (this.ahead.size >= AHEAD_MOST) this.ahead.clear();
+        this.ahead.add(`${record.taskId}:${record.version}`);
+        this.onChange(record.taskId, record.version, record);
+        return;
+      }
       if (message.channel === CHANGES_CHANNEL && message.payload?.startsWith(prefix) === true) {
         const rest = message.payload.slice(prefix.length);
+        // Reported already, with its record.
+        if (this.ahead.delete(rest)) return;
         const colon = rest.lastIndexOf(':');
         const version = Number(rest.slice(colon + 1));
         if (colon > 0 && Number.isSafeInteger(version)) this.onChange(rest.slice(0, colon), version);
         else this.onChange(rest);
       }
     });
-    await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+    await client.query(`LISTEN ${CHANGES_CHANNEL}; LISTEN ${RECORDS_CHANNEL}`);
     if (this.onProgress !== null) await client.query(`LISTEN ${PROGRESS_CHANNEL}`);
     this.client = client;
   }
@@ -89,6 +116,7 @@ export class ChangeListener {
   private lost(client: pg.Client, error: Error): void {
     if (this.closed || this.client !== client) return;
     this.client = null;
+    this.ahead.clear();
     client.removeAllListeners('end');
     void client.end().catch(() => undefined);
     this.onError(error);
@@ -110,10 +138,14 @@ export class ChangeListener {
   }
 }
 
-/** A committed change other processes are told of: the task and its version after the change. */
+/**
+ * A committed change other processes are told of: the task and its version after the change,
+ * and the record as committed when it is terminal and fits (`encodeTerminalRecord`).
+ */
 export interface Change {
   taskId: string;
   version: number;
+  record?: string;
 }
 
 /**
@@ -131,7 +163,8 @@ export interface Change {
  * write's answer, because a receiver that subscribes reads the stored state first and hears of
  * every change committed after that read (the notification always follows the commit). Waiting
  * cost every write one more round trip before its own process could act on it (the in-process
- * worker claiming an admission). `drain` sends whatever is still queued, so a store that closes
+ * worker claiming an admission), and sending it in the turn of the write's answer put its round
+ * trip ahead of the write that process sends next (see `flush`). `drain` sends whatever is still queued, so a store that closes
  * loses no notification; a process that dies between a write's answer and its notification
  * leaves the other processes to their fallback reads and polls, as a death between the commit
  * and the notification always did. A notification that cannot be sent is reported, not thrown:
@@ -165,6 +198,11 @@ export class ChangeNotifier {
   }
 
   private async flush(): Promise<void> {
+    // One turn of the event loop first: what the write lets this process do next (the worker's
+    // terminal write after an admission it claimed, a held result's reply) reaches its connection
+    // before the notification, which only other processes wait for; the changes of that turn
+    // share the statement.
+    await new Promise((resolve) => setImmediate(resolve));
     try {
       while (this.pending.length > 0 || this.progress.length > 0) {
         const batch = this.pending;
@@ -174,10 +212,21 @@ export class ChangeNotifier {
         const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
         try {
           // Named: parsed and planned once per connection of the audit pool.
-          if (progress.length === 0) await this.pool.query({ name: 'tasklatch_notify_changes', text: SQL.notifyChanges, values: [payloads] });
-          else {
-            const channels = [...progress.map(() => PROGRESS_CHANNEL), ...payloads.map(() => CHANGES_CHANNEL)];
-            await this.pool.query({ name: 'tasklatch_notify_progress', text: SQL.notifyProgressAndChanges, values: [channels, [...progress, ...payloads]] });
+          if (progress.length === 0 && batch.every((c) => c.record === undefined)) {
+            await this.pool.query({ name: 'tasklatch_notify_changes', text: SQL.notifyChanges, values: [payloads] });
+          } else {
+            // Progress first, then each change with its record just ahead of it.
+            const channels = progress.map(() => PROGRESS_CHANNEL);
+            const sent = [...progress];
+            batch.forEach((c, i) => {
+              if (c.record !== undefined) {
+                channels.push(RECORDS_CHANNEL);
+                sent.push(c.record);
+              }
+              channels.push(CHANGES_CHANNEL);
+              sent.push(payloads[i] as string);
+            });
+            await this.pool.query({ name: 'tasklatch_notify_progress', text: SQL.notifyProgressAndChanges, values: [channels, sent] });
           }
         } catch (error) {
           this.onProblem('change notifications not sent', { count: payloads.length, progress: progress.length, error: String(error) });

@@ -4,6 +4,7 @@ import type { StoredInput } from '../../core/input-rules.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { boundedAuditLine } from '../audit-line.js';
+import { encodeTerminalRecord } from '../change-record.js';
 import { AuditWriter } from '../audit-writer.js';
 import { ProgressBuffer } from '../progress-buffer.js';
 import { readAuditRow } from '../read-audit.js';
@@ -271,7 +272,7 @@ export class PostgresStore implements TaskStore {
 
   /** LISTENs on a dedicated connection for changes (and progress) any process writes to this schema. */
   async listen(
-    onChange: (taskId: string | null, version?: number) => void,
+    onChange: (taskId: string | null, version?: number, record?: TaskRecord) => void,
     onError: (error: Error) => void = () => undefined,
     onProgress?: (event: ProgressEvent) => void,
   ): Promise<() => Promise<void>> {
@@ -334,11 +335,15 @@ export class PostgresStore implements TaskStore {
    * Queues the notifications of committed changes for other processes (and this one's listener);
    * the write returns without waiting for them (see {@link ChangeNotifier}).
    */
-  private notified(changes: readonly Change[]): void {
+  private notified(changes: readonly (Change | TaskRecord)[]): void {
     // A task's waiting progress goes ahead of its change: its last progress is not overtaken by its end.
     const ahead = encodedProgress(this.progress.take(changes.map((c) => c.taskId)));
     this.notifier.notify(
-      changes.map((c) => ({ taskId: c.taskId, version: c.version })),
+      changes.map((c) => {
+        // A terminal record travels with its change: a waiter elsewhere answers from it without a read.
+        const record = 'status' in c ? encodeTerminalRecord(c) : null;
+        return record === null ? { taskId: c.taskId, version: c.version } : { taskId: c.taskId, version: c.version, record };
+      }),
       ahead,
     );
   }
