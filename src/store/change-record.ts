@@ -1,3 +1,4 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { isTaskStatus, isTerminal, type TaskRecord } from '../core/types.js';
 
 /**
@@ -7,14 +8,48 @@ import { isTaskStatus, isTerminal, type TaskRecord } from '../core/types.js';
 export const RECORD_PAYLOAD_BYTES = 7900;
 
 /**
- * A terminal record as it was committed, as one line of JSON within `RECORD_PAYLOAD_BYTES`, for
- * the change notification it goes out with; null for any other record (a later write may have
- * changed it already, so only a read can say what it is now) and for one too large to travel.
+ * The key records travel under, derived from the store's shared secret (`tasklatch_meta`, which
+ * only roles that can read tasklatch's tables can read). Any role that may connect to the
+ * database may LISTEN, so a record on a notification is sealed (AES-256-GCM): a listener without
+ * the secret learns nothing of a task's request or result, and cannot forge a record.
  */
-export function encodeTerminalRecord(record: TaskRecord): string | null {
+export function recordKey(secret: Uint8Array): Buffer {
+  return Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'tasklatch terminal records on notifications', 32));
+}
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/**
+ * A terminal record as it was committed, sealed with `key` and in base64 within
+ * `RECORD_PAYLOAD_BYTES`, for the change notification it goes out with; null for any other record
+ * (a later write may have changed it already, so only a read can say what it is now) and for one
+ * too large to travel.
+ */
+export function encodeTerminalRecord(record: TaskRecord, key: Buffer): string | null {
   if (!isTerminal(record.status)) return null;
   const text = JSON.stringify(record);
-  return Buffer.byteLength(text, 'utf8') <= RECORD_PAYLOAD_BYTES ? text : null;
+  // base64 of iv + tag + the text: 4/3 of their bytes.
+  if (Math.ceil((IV_BYTES + TAG_BYTES + Buffer.byteLength(text, 'utf8')) / 3) * 4 > RECORD_PAYLOAD_BYTES) return null;
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const sealed = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64');
+}
+
+/** The record `encodeTerminalRecord` sealed with `key`, checked; null when it does not open or is malformed. */
+export function openTerminalRecord(payload: string, key: Buffer): TaskRecord | null {
+  const bytes = Buffer.from(payload, 'base64');
+  if (bytes.length <= IV_BYTES + TAG_BYTES) return null;
+  let text: string;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
+    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    text = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+  } catch {
+    return null;
+  }
+  return decodeTerminalRecord(text);
 }
 
 const NULLABLE_TEXT = ['toolName', 'toolDigest', 'statusMessage', 'requestDigest', 'idempotencyKey', 'resultDigest', 'correlationId', 'leaseOwner'] as const;

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskRecord } from '../../src/core/types.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
@@ -75,6 +76,13 @@ describe('PostgreSQL change notifications', () => {
     const reader = await storeAt(url);
     const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
     stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried])));
+    // Any role that may connect may LISTEN: what it hears of a record is sealed.
+    const snoop = new pg.Client(writer.pool.options);
+    await snoop.connect();
+    const overheard: string[] = [];
+    snoop.on('notification', (m) => overheard.push(m.payload ?? ''));
+    await snoop.query('LISTEN tasklatch_records');
+    stops.push(() => snoop.end());
     await writer.seed([record({ taskId: 'r1' }), record({ taskId: 'r2' })]);
     const write = (taskId: string, status: 'working' | 'completed', expectedVersion: number, result?: unknown) =>
       writer.transition({ taskId, authKey: 'tenant-a/alice', write: { status, expectedVersion, statusMessage: 'm', result }, correlationId: 'c', now: T0 });
@@ -89,6 +97,11 @@ describe('PostgreSQL change notifications', () => {
       ['r1', 3, ended.record],
       ['r2', 2, undefined],
     ]);
+    expect(overheard).toHaveLength(1);
+    const payload = overheard[0] as string;
+    const sealed = Buffer.from(payload.slice(payload.indexOf(':') + 1), 'base64').toString('utf8');
+    expect(sealed).not.toContain('done');
+    expect(sealed).not.toContain('"taskId"');
   });
 
   it('a write returns without waiting for its notification, which still follows, after the commit', async () => {

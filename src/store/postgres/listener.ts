@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { TaskRecord } from '../../core/types.js';
-import { decodeTerminalRecord } from '../change-record.js';
+import { openTerminalRecord } from '../change-record.js';
 import { decodeProgress } from '../progress-event.js';
 import type { ProgressEvent } from '../types.js';
 import { PROGRESS_CHANNEL } from './progress.js';
@@ -55,6 +55,8 @@ export class ChangeListener {
     private readonly onChange: (taskId: string | null, version?: number, record?: TaskRecord) => void,
     private readonly onError: (error: Error) => void,
     private readonly onProgress: ((event: ProgressEvent) => void) | null,
+    /** Opens the records sealed on `RECORDS_CHANNEL`; without it they are ignored (their changes still count). */
+    private readonly recordKey: Buffer | null,
   ) {}
 
   /** `onProgress`: also LISTENs for progress, on the same connection. */
@@ -63,8 +65,9 @@ export class ChangeListener {
     onChange: (taskId: string | null, version?: number, record?: TaskRecord) => void,
     onError: (error: Error) => void,
     onProgress: ((event: ProgressEvent) => void) | null = null,
+    recordKey: Buffer | null = null,
   ): Promise<ChangeListener> {
-    const listener = new ChangeListener(config, onChange, onError, onProgress);
+    const listener = new ChangeListener(config, onChange, onError, onProgress, recordKey);
     await listener.connect();
     return listener;
   }
@@ -91,7 +94,7 @@ export class ChangeListener {
         return;
       }
       if (message.channel === RECORDS_CHANNEL && message.payload?.startsWith(prefix) === true) {
-        const record = decodeTerminalRecord(message.payload.slice(prefix.length));
+        const record = this.recordKey === null ? null : openTerminalRecord(message.payload.slice(prefix.length), this.recordKey);
         if (record === null) return;
         if (this.ahead.size >= AHEAD_MOST) this.ahead.clear();
         this.ahead.add(`${record.taskId}:${record.version}`);

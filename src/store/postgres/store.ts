@@ -4,7 +4,7 @@ import type { StoredInput } from '../../core/input-rules.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { boundedAuditLine } from '../audit-line.js';
-import { encodeTerminalRecord } from '../change-record.js';
+import { encodeTerminalRecord, recordKey } from '../change-record.js';
 import { AuditWriter } from '../audit-writer.js';
 import { ProgressBuffer } from '../progress-buffer.js';
 import { readAuditRow } from '../read-audit.js';
@@ -74,6 +74,8 @@ export class PostgresStore implements TaskStore {
   readonly supports: StoreCapabilities = { listenNotify: true, shared: true, claimsOnAdmit: true };
 
   private secret: Promise<Uint8Array> | null = null;
+  /** Seals the terminal records notifications carry (see change-record.ts); set by `open`. */
+  private recordKey: Buffer | null = null;
   private closed: Promise<void> | null = null;
   private readonly auditWriter: AuditWriter;
   /** Tells other processes of this store's committed changes, after each commit (see {@link ChangeNotifier}). */
@@ -142,7 +144,15 @@ export class PostgresStore implements TaskStore {
       throw error;
     }
     const auditPool = createPool({ ...target, options: [target.options, '-c synchronous_commit=off'].filter((o) => o !== null).join(' ') }, 4);
-    return new PostgresStore(pool, auditPool, applied, options.writeBatch);
+    const store = new PostgresStore(pool, auditPool, applied, options.writeBatch);
+    // Terminal records travel sealed under a key of the schema's secret; without one they do not travel.
+    store.recordKey = recordKey(
+      await store.sharedSecret().catch(async (error: unknown) => {
+        await store.close();
+        throw error;
+      }),
+    );
+    return store;
   }
 
   // The records role (TaskRecords): task-writes.ts, reads.ts.
@@ -276,7 +286,7 @@ export class PostgresStore implements TaskStore {
     onError: (error: Error) => void = () => undefined,
     onProgress?: (event: ProgressEvent) => void,
   ): Promise<() => Promise<void>> {
-    const listener = await ChangeListener.start(this.pool.options, onChange, onError, onProgress ?? null);
+    const listener = await ChangeListener.start(this.pool.options, onChange, onError, onProgress ?? null, this.recordKey);
     return () => listener.close();
   }
 
@@ -341,7 +351,7 @@ export class PostgresStore implements TaskStore {
     this.notifier.notify(
       changes.map((c) => {
         // A terminal record travels with its change: a waiter elsewhere answers from it without a read.
-        const record = 'status' in c ? encodeTerminalRecord(c) : null;
+        const record = 'status' in c && this.recordKey !== null ? encodeTerminalRecord(c, this.recordKey) : null;
         return record === null ? { taskId: c.taskId, version: c.version } : { taskId: c.taskId, version: c.version, record };
       }),
       ahead,
