@@ -20,7 +20,25 @@ export interface PollingConfig {
   memoryTasks: number;
 }
 
+/**
+ * The fleet sizes tried, when TASKLATCH_BENCH_FLEET_SIZES names them (comma-separated, e.g.
+ * `4000,8000`): a measurement of a few sizes without the climb from the smallest.
+ */
+function fleetSizesOverride(): number[] | null {
+  const given = process.env.TASKLATCH_BENCH_FLEET_SIZES;
+  if (given === undefined || given.trim() === '') return null;
+  const sizes = given.split(',').map((s) => Number(s.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error(`TASKLATCH_BENCH_FLEET_SIZES: whole numbers, comma-separated; got ${given}`);
+  return sizes;
+}
+
 export function pollingConfig(quick: boolean): PollingConfig {
+  const config = sizedConfig(quick);
+  const sizes = fleetSizesOverride();
+  return sizes === null ? config : { ...config, fleetSizes: sizes };
+}
+
+function sizedConfig(quick: boolean): PollingConfig {
   return quick
     ? {
         pollers: [16, 64],

@@ -67,7 +67,16 @@ export function authFront(options: AuthFrontOptions): AuthFront {
   const authenticate: HttpAuthenticate | undefined = options.authenticate ?? (tokens === undefined ? undefined : tokensAuthenticate(() => tokens));
   if (authenticate === undefined) return () => Promise.resolve({ kind: 'open' });
   return async (req) => {
-    const principal = await authenticate({ method: req.method ?? 'GET', url: urlOf(req), headers: req.headers });
+    // The URL is built when a scheme reads it: a bearer token map never does.
+    let url: URL | undefined;
+    const request: AuthRequest = {
+      method: req.method ?? 'GET',
+      get url() {
+        return (url ??= urlOf(req));
+      },
+      headers: req.headers,
+    };
+    const principal = await authenticate(request);
     if (principal !== null) return { kind: 'admitted', principal, token: bearerOf(req) ?? '', scopes: [] };
     // A refused credential is named invalid_token; a request without one gets the bare challenge (RFC 6750 §3.1).
     const presented = req.headers.authorization !== undefined;

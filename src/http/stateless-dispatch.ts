@@ -3,8 +3,6 @@ import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { StatelessReply, StatelessServer } from '../stateless/stateless-server.js';
 import type { Principal } from '../tools/principal.js';
 
-const JSON_HEADERS = { 'content-type': 'application/json' } as const;
-
 /**
  * A 2026-07-28 request, its body already parsed: straight from node:http's request to its
  * response, with no session object and no conversion to web streams. The request's signal
@@ -85,6 +83,11 @@ function retryAfter(res: ServerResponse, body: unknown): void {
   if (typeof ms === 'number' && Number.isFinite(ms)) res.setHeader('Retry-After', String(Math.max(1, Math.ceil(ms / 1000))));
 }
 
+/**
+ * With its length stated, a reply goes out as one write of head and body; without it node
+ * frames the body in chunks (size line, body, CRLF, last chunk) and writes four buffers.
+ */
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, JSON_HEADERS).end(JSON.stringify(body));
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
 }

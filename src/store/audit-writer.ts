@@ -12,16 +12,26 @@ export interface AuditWriterOptions {
   /** Most rows queued (distinct keys); past it the oldest are dropped, and said so (default 10,000). */
   maxQueue?: number;
   onProblem?: AuditProblem;
+  /** How long lines gather before a batch goes out (ms, default `GATHER_MS`); 0: the next turn of the event loop. */
+  gatherMs?: number;
 }
 
 /** Most lines per batch: bounds one statement's parameters (PostgreSQL allows 65,535). */
 const MAX_BATCH = 500;
 
 /**
+ * How long lines gather before their batch goes out. Every batch is a write transaction (SQLite)
+ * or a round trip (PostgreSQL) whatever its size; gathered over one turn of the event loop, a
+ * server answering polls by the thousand sent one per turn, a fifth of its CPU per poll. Twenty
+ * milliseconds make it fifty a second at most, and a burst of polls of one task one row.
+ */
+export const GATHER_MS = 20;
+
+/**
  * Records decisions made outside a store write (reads, blocked requests) without holding up the
  * reply: they queue in memory as aggregated rows (`task_read_audit`, see read-audit.ts), so a
  * burst of polls of one task is one queued row whatever its length, and the queue goes out
- * together, one upsert of distinct keys, on the next turn of the event loop. How a batch is
+ * together, one upsert of distinct keys, `GATHER_MS` after the first of them. How a batch is
  * stored is the store's (`insertBatch`); the queueing, batching and retrying are the same for
  * any store.
  *
@@ -30,7 +40,7 @@ const MAX_BATCH = 500;
  * batch that fails for the database (unreachable, restarting) stays queued and is retried with
  * backoff; the queue is bounded, and what falls off it is reported. `drain()` (before reading a
  * trail, and on close) waits until the queue is empty. What a crash of this process can lose is
- * the lines of its last few milliseconds of reads — never a task record, and never a decision
+ * the lines of its last few tens of milliseconds of reads — never a task record, and never a decision
  * written with one (those are in the write's own transaction).
  */
 export class AuditWriter {
@@ -42,12 +52,18 @@ export class AuditWriter {
   private dropped = 0;
   private reportedFull = false;
   private readonly maxQueue: number;
+  private readonly gatherMs: number;
+  /** Ends the current gathering at once (`drain`: a trail is about to be read). */
+  private gathered: (() => void) | null = null;
+  /** Callers of `drain` waiting: no batch gathers meanwhile. */
+  private draining = 0;
 
   constructor(
     private readonly insertBatch: AuditBatchInsert,
     private readonly options: AuditWriterOptions = {},
   ) {
     this.maxQueue = options.maxQueue ?? 10_000;
+    this.gatherMs = options.gatherMs ?? GATHER_MS;
   }
 
   /** Rows waiting to be stored. */
@@ -80,9 +96,15 @@ export class AuditWriter {
   /** Resolves once every line appended so far is stored, or after `timeoutMs`; what is left is reported. */
   async drain(timeoutMs = Infinity): Promise<void> {
     const giveUpAt = Date.now() + timeoutMs;
-    while (this.flushing !== null && Date.now() < giveUpAt) {
-      const left = giveUpAt - Date.now();
-      await (Number.isFinite(left) ? Promise.race([this.flushing, new Promise((resolve) => setTimeout(resolve, left))]) : this.flushing);
+    this.draining += 1;
+    try {
+      while (this.flushing !== null && Date.now() < giveUpAt) {
+        this.gathered?.();
+        const left = giveUpAt - Date.now();
+        await (Number.isFinite(left) ? Promise.race([this.flushing, new Promise((resolve) => setTimeout(resolve, left))]) : this.flushing);
+      }
+    } finally {
+      this.draining -= 1;
     }
     if (this.queue.size > 0) this.report('audit lines not stored before the writer stopped', { lines: this.queue.size });
   }
@@ -96,8 +118,8 @@ export class AuditWriter {
   }
 
   private async flush(): Promise<void> {
-    // One turn of the event loop lets the replies go first and concurrent reads join the batch.
-    await new Promise((resolve) => setImmediate(resolve));
+    // The replies go first and concurrent reads join the batch; `drain` cuts the wait short.
+    await this.gather();
     try {
       while (this.queue.size > 0) {
         // Taken off the queue while stored, so decisions arriving meanwhile start new rows (the
@@ -122,6 +144,8 @@ export class AuditWriter {
           this.dropped = 0;
           this.reportedFull = false;
         }
+        // Lines that came while the batch was out gather too, unless they already fill one.
+        if (this.queue.size > 0 && this.queue.size < MAX_BATCH) await this.gather();
       }
       this.flushing = null;
     } catch (error) {
@@ -131,6 +155,21 @@ export class AuditWriter {
       await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** this.failures, 2000)));
       this.flushing = this.flush();
     }
+  }
+
+  private gather(): Promise<void> {
+    if (this.draining > 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = this.gatherMs > 0 ? setTimeout(() => done(), this.gatherMs) : null;
+      const immediate = timer === null ? setImmediate(() => done()) : null;
+      const done = () => {
+        if (timer !== null) clearTimeout(timer);
+        if (immediate !== null) clearImmediate(immediate);
+        this.gathered = null;
+        resolve();
+      };
+      this.gathered = done;
+    });
   }
 
   /** One batch; when its data is at fault, each row on its own, dropping those refused. */

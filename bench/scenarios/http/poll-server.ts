@@ -8,6 +8,7 @@ import type { TaskStore } from '../../../src/store/types.js';
 import { authKeyOf, type Principal } from '../../../src/tools/principal.js';
 import { noopTool, tasklatchServer, toolArgs, TOOL, TTL_MS } from '../../lib/mcp.js';
 import type { PollTarget, ServerRequest, ServerStart } from './protocol.js';
+import { roundTrips } from '../../lib/round-trips.js';
 import { runQueueWaitMs } from './run-queue.js';
 
 /**
@@ -94,6 +95,8 @@ function memory(): { rss: number; heap: number } {
 let cpuMark = process.cpuUsage();
 let wallMark = performance.now();
 let waitMark = runQueueWaitMs();
+// PostgreSQL round trips of this process since the previous 'cpu' request (diagnostic).
+let tripsMark = roundTrips();
 
 async function answer(request: ServerRequest): Promise<unknown> {
   switch (request.op) {
@@ -111,7 +114,9 @@ async function answer(request: ServerRequest): Promise<unknown> {
       cpuMark = process.cpuUsage();
       wallMark = performance.now();
       waitMark = runQueueWaitMs();
-      return { cpuMs: (used.user + used.system) / 1000, wallMs: wall, waitMs: waited };
+      const trips = roundTrips() - tripsMark;
+      tripsMark = roundTrips();
+      return { cpuMs: (used.user + used.system) / 1000, wallMs: wall, waitMs: waited, trips };
     }
     case 'stop':
       await close();

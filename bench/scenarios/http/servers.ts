@@ -15,6 +15,8 @@ export interface CpuShare {
   cpuMs: number;
   wallMs: number;
   waitMs: number;
+  /** PostgreSQL round trips the server made over the window (diagnostic). */
+  trips?: number;
 }
 
 export interface ServerUnderTest {
