@@ -303,11 +303,15 @@ defineStoreSuite('inputs', ({ harness, fresh, freshMany }) => {
 
   it.skipIf(harness.name === 'memory')('an answer through one handle wakes a listener on another with the new version', async () => {
     const [writer, reader] = await freshMany('answer-listen', 2);
-    const fence = await claimed(writer!);
-    await ask(writer!, fence, ['k1']);
     const seen: [string | null, number | undefined][] = [];
     const stop = await reader!.listen((taskId, version) => seen.push([taskId, version]));
     try {
+      const fence = await claimed(writer!);
+      const asked = await ask(writer!, fence, ['k1']);
+      // The writes before the answer notify too, after they return: heard first, then set aside.
+      for (let i = 0; i < 200 && !seen.some(([id, v]) => id === fence.taskId && v === asked.record!.version); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(seen).toContainEqual([fence.taskId, asked.record!.version]);
+      seen.length = 0;
       const answered = await answer(writer!, fence, { k1: accept(1) });
       for (let i = 0; i < 200 && !seen.some(([id]) => id === fence.taskId); i++) await new Promise((r) => setTimeout(r, 10));
       expect(seen).toEqual([[fence.taskId, answered.record!.version]]);
