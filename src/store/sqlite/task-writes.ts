@@ -22,22 +22,25 @@ import type { Statements } from './statements.js';
 export function admitIn(sql: Statements, input: AdmitInput): AdmitOutcome {
   const key = input.idempotencyKey;
   if (key !== null) sql.releaseExpiredKey.run({ auth_key: input.authKey, idempotency_key: key, now: input.now });
-  // The immediate transaction already serializes admissions, so count-then-insert is exact.
+  // The insert goes first, under the bounds when there are any; only one that changed nothing
+  // reads and classifies. The immediate transaction already serializes admissions, so what the
+  // insert counted is what the classification counts.
+  const row = recordToRow(admissionRecord(input));
+  const bounded = input.maxActive != null || input.maxStored != null;
+  const inserted = bounded
+    ? sql.insertTaskBounded.run({ ...row, now: input.now, max_active: input.maxActive ?? null, max_stored: input.maxStored ?? null })
+    : sql.insertTask.run(row);
+  if (inserted.changes === 1) {
+    sql.insertOutbox.run({ task_id: row.task_id, now: input.now });
+    audit(sql, input, 'create', 'ACCEPT_TASK', row.task_id, null);
+    // The record as the row holds it (its request read back from the stored JSON).
+    return { decision: 'ACCEPT_TASK', record: rowToRecord(row) };
+  }
+  // A bound, or the key's live holder (only the (auth_key, idempotency_key) conflict is absorbed).
   const activeCount = input.maxActive == null ? 0 : (sql.countActive.get({ auth_key: input.authKey, now: input.now }) as { n: number }).n;
   const storedCount = input.maxStored == null ? 0 : (sql.countStored.get({ auth_key: input.authKey, now: input.now }) as { n: number }).n;
-  if (input.maxActive != null || input.maxStored != null) {
-    const outcome = classifyAdmission(sql, input, activeCount, storedCount);
-    if (outcome !== null) return outcome;
-  }
-  const inserted = sql.insertTask.get(recordToRow(admissionRecord(input))) as TaskRow | undefined;
-  if (inserted !== undefined) {
-    sql.insertOutbox.run({ task_id: inserted.task_id, now: input.now });
-    audit(sql, input, 'create', 'ACCEPT_TASK', inserted.task_id, null);
-    return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted) };
-  }
-  // Only the (auth_key, idempotency_key) conflict is absorbed, so a live holder is there.
   const outcome = classifyAdmission(sql, input, activeCount, storedCount);
-  if (outcome === null) throw new TasklatchError('INTERNAL', `insert of task ${input.taskId} conflicted with no live holder of its key`);
+  if (outcome === null) throw new TasklatchError('INTERNAL', `insert of task ${input.taskId} was refused with no bound reached and no live holder of its key`);
   return outcome;
 }
 
