@@ -99,6 +99,7 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
     asks: isAugmented({ method: 'tools/call', params }) ? 'requested' : 'none',
     clientTakesTasks: clientCapabilities.tasks !== undefined,
     context: () => plainContext(session, principal, extra),
+    plainContext: true,
   });
   return answerCall(session, outcome, principal, extra);
 }

@@ -26,6 +26,12 @@ export interface ToolCall {
    * reports progress. Made once, after the call is known to run (a refused call makes none).
    */
   context(): ToolContext | Promise<ToolContext>;
+  /**
+   * True when making the context checks nothing about the call (the session wire's): a task
+   * admission whose tool has no `prepare` then makes none. Absent, the context is made before
+   * any admission (the 2026-07-28 wire's verifies the call's signed round state).
+   */
+  plainContext?: boolean;
 }
 
 /** Decisions of the create surface that refuse a call (each one audited). */

@@ -60,9 +60,11 @@ export async function callTool(host: CallToolHost, call: ToolCall): Promise<Call
   }
   // A task call's arguments are checked before anything is stored; the run parses them again.
   if (mode.runs === 'task' && !parsed.success) return { kind: 'invalid', message: argumentsMessage(tool, parsed.error) };
-  const ctx = await call.context();
   try {
-    if (mode.runs === 'task') return await admit(host, call, tool, parsed, ctx, mode.followUp);
+    // A wire whose context checks nothing (`plainContext`) makes none for an admission that runs no `prepare`.
+    if (mode.runs === 'task')
+      return await admit(host, call, tool, parsed, call.plainContext === true && tool.prepare === undefined ? null : await call.context(), mode.followUp);
+    const ctx = await call.context();
     await service.create({ ...entry, entry: mode.decision });
     return { kind: 'result', decision: mode.decision, result: await invokeParsed(tool, parsed, ctx) };
   } catch (error) {
@@ -72,7 +74,14 @@ export async function callTool(host: CallToolHost, call: ToolCall): Promise<Call
 }
 
 /** The admission of a call that becomes a task: what `prepare` returns is part of the stored request. */
-async function admit(host: CallToolHost, call: ToolCall, tool: TaskTool, parsed: ParsedArguments, ctx: ToolContext, followUp: boolean): Promise<CallOutcome> {
+async function admit(
+  host: CallToolHost,
+  call: ToolCall,
+  tool: TaskTool,
+  parsed: ParsedArguments,
+  ctx: ToolContext | null,
+  followUp: boolean,
+): Promise<CallOutcome> {
   const { service } = host;
   const stored: WireRequest = { method: 'tools/call', params: { ...(call.stored ?? call.params) } };
   let outcome;
@@ -87,7 +96,7 @@ async function admit(host: CallToolHost, call: ToolCall, tool: TaskTool, parsed:
       // admission: a `prepare` that asks does so in this call, and nothing is stored before.
       beforeAdmit: async () => {
         if (tool.prepare === undefined || !parsed.success) return;
-        const prepared = await tool.prepare(parsed.data, ctx);
+        const prepared = await tool.prepare(parsed.data, ctx ?? (await call.context()));
         const meta = (stored.params._meta as Record<string, unknown> | undefined) ?? {};
         stored.params._meta = { ...meta, [META_KEYS.prepared]: prepared };
       },

@@ -9,6 +9,7 @@ import { NON_TERMINAL, UNEXPIRED } from './predicates.js';
 
 const COLUMNS = TASK_COLUMNS.join(', ');
 const VALUES = TASK_COLUMNS.map((c) => `@${c}`).join(', ');
+const PLACES = TASK_COLUMNS.map(() => '?').join(', ');
 const UPSERT_SET = TASK_COLUMNS.filter((c) => c !== 'task_id')
   .map((c) => `${c} = excluded.${c}`)
   .join(', ');
@@ -17,7 +18,23 @@ const UPSERT_SET = TASK_COLUMNS.filter((c) => c !== 'task_id')
 export const taskSql = {
   /** An expired holder no longer owns its idempotency key (restates decideAdmission's expiry test). */
   releaseExpiredKey: 'UPDATE tasks SET idempotency_key = NULL WHERE auth_key = @auth_key AND idempotency_key = @idempotency_key AND expires_at_ms <= @now',
-  insertTask: `INSERT INTO tasks (${COLUMNS}) VALUES (${VALUES}) ON CONFLICT (auth_key, idempotency_key) DO NOTHING RETURNING *`,
+  /** Positional parameters: the task's columns in `TASK_COLUMNS` order, as `admitIn` binds them. */
+  insertTask: `INSERT INTO tasks (${COLUMNS}) VALUES (${PLACES}) ON CONFLICT (auth_key, idempotency_key) DO NOTHING`,
+  /**
+   * The insert under the caller's bounds, in one statement: one scan of the auth key's unexpired
+   * tasks counts both, and the row goes in only below each bound that is set (null for none;
+   * restates decideLimitedAdmission's limits). Inside the admission's immediate transaction, so
+   * count-then-insert is exact; an insert that changed nothing is classified afterwards (the
+   * key's live holder, or a bound). Positional parameters, in the order they appear: the task's
+   * columns, then auth key, now, the active limit twice, the stored bound twice (`admitIn`); the scan's guard restates UNEXPIRED.
+   */
+  insertTaskBounded: `INSERT INTO tasks (${COLUMNS})
+     SELECT ${PLACES} FROM (
+       SELECT count(*) AS stored, count(*) FILTER (WHERE ${NON_TERMINAL}) AS active
+         FROM tasks WHERE auth_key = ? AND (expires_at_ms IS NULL OR expires_at_ms > ?)
+     ) AS held
+     WHERE (? IS NULL OR held.active < ?) AND (? IS NULL OR held.stored < ?)
+     ON CONFLICT (auth_key, idempotency_key) DO NOTHING`,
   selectByKey: 'SELECT * FROM tasks WHERE auth_key = ? AND idempotency_key = ?',
   countActive: `SELECT count(*) AS n FROM tasks WHERE auth_key = @auth_key AND ${NON_TERMINAL} AND ${UNEXPIRED}`,
   countStored: `SELECT count(*) AS n FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED}`,

@@ -7,6 +7,7 @@ import { decideTransition } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
+import { TASK_COLUMNS } from '../task-columns.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TaskRef, TransitionInput, TransitionOutcome } from '../types.js';
 import { readById, readGuard } from './reads.js';
 import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
@@ -22,22 +23,35 @@ import type { Statements } from './statements.js';
 export function admitIn(sql: Statements, input: AdmitInput): AdmitOutcome {
   const key = input.idempotencyKey;
   if (key !== null) sql.releaseExpiredKey.run({ auth_key: input.authKey, idempotency_key: key, now: input.now });
-  // The immediate transaction already serializes admissions, so count-then-insert is exact.
+  // The insert goes first, under the bounds when there are any; only one that changed nothing
+  // reads and classifies. The immediate transaction already serializes admissions, so what the
+  // insert counted is what the classification counts.
+  const row = recordToRow(admissionRecord(input));
+  // Positional: binding 23 named parameters costs the driver a lookup each.
+  const values = TASK_COLUMNS.map((column) => row[column]);
+  const inserted =
+    input.maxActive != null || input.maxStored != null
+      ? sql.insertTaskBounded.run(
+          ...values,
+          input.authKey,
+          input.now,
+          input.maxActive ?? null,
+          input.maxActive ?? null,
+          input.maxStored ?? null,
+          input.maxStored ?? null,
+        )
+      : sql.insertTask.run(...values);
+  if (inserted.changes === 1) {
+    sql.insertOutbox.run({ task_id: row.task_id, now: input.now });
+    audit(sql, input, 'create', 'ACCEPT_TASK', row.task_id, null);
+    // The record as the row holds it (its request read back from the stored JSON).
+    return { decision: 'ACCEPT_TASK', record: rowToRecord(row) };
+  }
+  // A bound, or the key's live holder (only the (auth_key, idempotency_key) conflict is absorbed).
   const activeCount = input.maxActive == null ? 0 : (sql.countActive.get({ auth_key: input.authKey, now: input.now }) as { n: number }).n;
   const storedCount = input.maxStored == null ? 0 : (sql.countStored.get({ auth_key: input.authKey, now: input.now }) as { n: number }).n;
-  if (input.maxActive != null || input.maxStored != null) {
-    const outcome = classifyAdmission(sql, input, activeCount, storedCount);
-    if (outcome !== null) return outcome;
-  }
-  const inserted = sql.insertTask.get(recordToRow(admissionRecord(input))) as TaskRow | undefined;
-  if (inserted !== undefined) {
-    sql.insertOutbox.run({ task_id: inserted.task_id, now: input.now });
-    audit(sql, input, 'create', 'ACCEPT_TASK', inserted.task_id, null);
-    return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted) };
-  }
-  // Only the (auth_key, idempotency_key) conflict is absorbed, so a live holder is there.
   const outcome = classifyAdmission(sql, input, activeCount, storedCount);
-  if (outcome === null) throw new TasklatchError('INTERNAL', `insert of task ${input.taskId} conflicted with no live holder of its key`);
+  if (outcome === null) throw new TasklatchError('INTERNAL', `insert of task ${input.taskId} was refused with no bound reached and no live holder of its key`);
   return outcome;
 }
 

@@ -14,12 +14,43 @@ import { isBusy } from './connection.js';
  * process after the busy timeout is `STORE_UNAVAILABLE`.
  */
 export function inTransaction<T>(db: SqliteDatabase, fn: () => T): T {
+  const runner = runnerOf(db);
+  runner.next = fn;
   try {
-    return db.transaction(fn).immediate();
+    return runner.immediate() as T;
   } catch (error) {
     if (isBusy(error)) {
       throw new TasklatchError('STORE_UNAVAILABLE', 'SQLite store is locked by another process (busy timeout)', { cause: error });
     }
     throw error;
   }
+}
+
+/** One transaction function per connection, run with the write of the moment (`next`). */
+interface Runner {
+  next: (() => unknown) | null;
+  immediate(): unknown;
+}
+
+const runners = new WeakMap<SqliteDatabase, Runner>();
+
+/**
+ * The connection's transaction function, made once: a driver's `transaction()` builds a set of
+ * wrappers on every call, which a write per admission would pay each time. The write to run is
+ * taken from `next` as the transaction begins, so a write nested in another runs its own.
+ */
+function runnerOf(db: SqliteDatabase): Runner {
+  let runner = runners.get(db);
+  if (runner === undefined) {
+    const made: Runner = { next: null, immediate: () => undefined };
+    const transaction = db.transaction(() => {
+      const fn = made.next;
+      made.next = null;
+      if (fn === null) throw new TasklatchError('INTERNAL', 'a SQLite transaction began with nothing to run');
+      return fn();
+    });
+    made.immediate = () => transaction.immediate();
+    runners.set(db, (runner = made));
+  }
+  return runner;
 }
