@@ -36,6 +36,16 @@ async function main(): Promise<void> {
   const url = new URL(bench.schemaUrl('probe'));
   url.searchParams.set('application_name', applicationName);
   const store = await PostgresStore.open(url.toString());
+  const calls = new Map<string, number>();
+  for (const name of ['get', 'transition', 'claim', 'admit', 'recordDecision', 'heartbeat', 'release', 'lookupInputs', 'steps']) {
+    const target = store as unknown as Record<string, (...a: unknown[]) => unknown>;
+    const fn = target[name];
+    if (typeof fn !== 'function') continue;
+    target[name] = function (this: unknown, ...a: unknown[]) {
+      calls.set(name, (calls.get(name) ?? 0) + 1);
+      return fn.apply(this, a);
+    };
+  }
   const started = new Map<number, number>();
   const timedTool = {
     ...noopTool,
@@ -88,10 +98,12 @@ async function main(): Promise<void> {
   await monitor.connect();
   const end = await startCpuWindow(monitor, { applicationName });
   byKind.clear();
+  calls.clear();
   trips = 0;
   phases = [];
   const round = await runRound(requestors, ms, op);
   const tripsIn = trips;
+  const callsIn = new Map(calls);
   const kinds = new Map(byKind);
   const cpu = await end();
   const s = summarize(round.latencies);
@@ -103,6 +115,7 @@ async function main(): Promise<void> {
     const p = summarize(phases.map((x) => x[i] as number));
     console.log(`${name}: p50 ${fmt(p.p50)} p99 ${fmt(p.p99)} max ${fmt(p.max)}`);
   }
+  console.log(`store calls/task: ${[...callsIn].map(([k, v]) => `${k} ${fmt(v / round.ops)}`).join(', ')}`);
   console.log(`claimed at admission: ${phases.filter((x) => x[3] === 2).length} of ${phases.length}`);
   if (process.env.CLAIMS) console.log(claims.join('\n'));
   console.log(`claims: ${claims.length}`);

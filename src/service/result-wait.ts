@@ -1,3 +1,4 @@
+import { decideVisibleRead } from '../core/read-rules.js';
 import { visibleTo } from '../core/visibility.js';
 import { isTerminal, type Millis, type TaskRecord } from '../core/types.js';
 import type { ChangeFeed } from './change-feed.js';
@@ -31,8 +32,9 @@ export interface AwaitResultInput {
  * while the task waits, sleeps until a change, the fallback poll or the task's expiry. A wake by
  * this process's own write decides from the record that write returned when that record is
  * terminal (final: no later write can change it), the caller's, unexpired and newer than the one
- * decided last; any other wake reads the store, since another process may have written after
- * this one.
+ * decided last; such a record that leaves the task working only sends the wait back to sleep
+ * (a read would decide WAIT_TERMINAL again, without a line); any other wake reads the store,
+ * since another process may have written after this one.
  */
 export async function awaitResult(parts: ResultWaitParts, input: AwaitResultInput): Promise<ReadOutcome> {
   const { auth, taskId } = input;
@@ -56,17 +58,36 @@ export async function awaitResult(parts: ResultWaitParts, input: AwaitResultInpu
       if (outcome.decision !== 'WAIT_TERMINAL' && outcome.decision !== 'WAIT_INPUT') return outcome;
       if (input.signal?.aborted === true) return outcome;
       if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
-      seen = outcome.record.version;
-      const untilExpiry = outcome.record.expiresAt === null ? Infinity : outcome.record.expiresAt - parts.clock();
-      const sleepMs = input.fallbackPollMs ?? parts.fallbackPollMs();
-      carried = await watch.changed(Math.max(1, Math.min(sleepMs, untilExpiry)), input.signal);
-      // A requestor that went away while this waited gets nothing more: no read, no audit line.
-      if (isAborted(input.signal)) return outcome;
+      let waitingOn: TaskRecord = outcome.record;
+      for (;;) {
+        seen = waitingOn.version;
+        const untilExpiry = waitingOn.expiresAt === null ? Infinity : waitingOn.expiresAt - parts.clock();
+        const sleepMs = input.fallbackPollMs ?? parts.fallbackPollMs();
+        carried = await watch.changed(Math.max(1, Math.min(sleepMs, untilExpiry)), input.signal);
+        // A requestor that went away while this waited gets nothing more: no read, no audit line.
+        if (isAborted(input.signal)) return outcome;
+        // This process's own write (a claim, say) that leaves the task working: a read would
+        // decide WAIT_TERMINAL again, quietly, and wait on. Any other process's change since
+        // wakes this wait again, and that wake reads the store.
+        if (!stillWorking(carried, seen, said, auth, parts.clock())) break;
+        waitingOn = carried!;
+      }
     }
   } finally {
     watch.close();
     parts.events.emit('waiting', 'result', -1);
   }
+}
+
+/** Whether `carried` (this process's own newer write) decides the WAIT_TERMINAL already said. */
+function stillWorking(carried: TaskRecord | null, seen: number, said: ReadOutcome['decision'] | null, auth: string, now: Millis): boolean {
+  return (
+    carried !== null &&
+    said === 'WAIT_TERMINAL' &&
+    carried.version > seen &&
+    visibleTo(carried, auth, now) &&
+    decideVisibleRead('tasks/result', carried) === 'WAIT_TERMINAL'
+  );
 }
 
 /** Read through a call, so that a check after an await is not narrowed away by one before it. */
