@@ -67,7 +67,7 @@ function fromJson(text: string | null): unknown {
 }
 
 export function rowToRecord(row: TaskRow): TaskRecord {
-  const record: TaskRecord = {
+  return {
     taskId: row.task_id,
     authKey: row.auth_key,
     app: row.app,
@@ -83,39 +83,15 @@ export function rowToRecord(row: TaskRow): TaskRecord {
     pollInterval: row.poll_interval_ms,
     requestDigest: row.request_digest,
     idempotencyKey: row.idempotency_key,
-    request: null,
+    request: fromJson(row.request),
     cancelRequested: row.cancel_requested !== 0,
-    result: null,
+    result: fromJson(row.result),
     resultDigest: row.result_digest,
     correlationId: row.correlation_id,
     attempt: row.attempt,
     leaseOwner: row.lease_owner,
     leaseExpiresAt: row.lease_expires_at_ms,
   };
-  parsedOnRead(record, 'request', row.request);
-  parsedOnRead(record, 'result', row.result);
-  return record;
-}
-
-/**
- * A JSON column of a record, parsed when first read: a `tasks/get` reads neither the request
- * nor the result, and parsing them (a result may be megabytes) was a poll's largest cost after
- * the statement itself. The property stays an ordinary enumerable one to every reader (spread,
- * `JSON.stringify`, equality); the first read or write turns it into a plain value.
- */
-function parsedOnRead(record: TaskRecord, key: 'request' | 'result', text: string | null): void {
-  if (text === null) return;
-  const settle = (value: unknown) => Object.defineProperty(record, key, { value, writable: true, enumerable: true, configurable: true });
-  Object.defineProperty(record, key, {
-    get: () => {
-      const value = fromJson(text);
-      settle(value);
-      return value;
-    },
-    set: settle,
-    enumerable: true,
-    configurable: true,
-  });
 }
 
 /** Named parameters for the `tasks` columns (`@task_id`, …), the inverse of rowToRecord. */
