@@ -6,6 +6,8 @@ export interface PollingConfig {
   warmupMs: number;
   roundMs: number;
   rounds: number;
+  /** Closed-loop load each server answers before its first measured round, unmeasured (ms): a server is measured warm, as it runs. */
+  serverWarmupMs: number;
   /** Fleet sizes tried in turn, until tasks/get p99 passes `fleetP99Ms`. */
   fleetSizes: readonly number[];
   /** How often each client of the fleet polls (the suggested pollIntervalMs). */
@@ -45,6 +47,7 @@ function sizedConfig(quick: boolean): PollingConfig {
         warmupMs: 200,
         roundMs: 600,
         rounds: 2,
+        serverWarmupMs: 1500,
         fleetSizes: [250, 500, 1000, 2000],
         pollIntervalMs: 1000,
         fleetWindows: 1,
@@ -59,6 +62,7 @@ function sizedConfig(quick: boolean): PollingConfig {
         warmupMs: 500,
         roundMs: 2000,
         rounds: 3,
+        serverWarmupMs: 3000,
         fleetSizes: [100, 250, 500, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10_000],
         pollIntervalMs: 1000,
         fleetWindows: 3,

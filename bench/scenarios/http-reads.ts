@@ -38,6 +38,19 @@ async function onStore(results: Results, config: PollingConfig, pg: BenchPostgre
       { name: POLL.legacy, generation: '2025', url: tasklatch.url },
       { name: POLL.bare, generation: 'bare', url: bare.url },
     ];
+    // Each server answers a few seconds of polls first, so that no variant is measured while its code still compiles.
+    for (const v of variants) {
+      const warm = await load.ask<LoadReport>({
+        op: 'closed',
+        url: v.url,
+        generation: v.generation,
+        targets,
+        concurrency: config.pollers[0] ?? 16,
+        warmupMs: config.serverWarmupMs,
+        durationMs: 100,
+      });
+      if (warm.errors > 0) throw new Error(`${v.name}: ${warm.errors} polls did not answer the task while warming up`);
+    }
     for (const concurrency of config.pollers) {
       const rounds = new Map<string, LoadReport[]>(variants.map((v) => [v.name, []]));
       const cpu = new Map<string, Array<CpuShare & { ops: number }>>(variants.map((v) => [v.name, []]));
