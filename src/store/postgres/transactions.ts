@@ -108,16 +108,7 @@ export class ShortTransaction {
    * literal, else one by one. Their results.
    */
   async queryAll(statements: readonly Statement[]): Promise<pg.QueryResult[]> {
-    this.mustNotBeDone();
-    const literals = statements.map((s) => this.call(s.text, s.params));
-    if (literals.every((literal) => literal !== null)) {
-      const begin = this.state === 'new' ? ['BEGIN'] : [];
-      this.state = 'open';
-      return (await this.send([...begin, ...literals])).slice(begin.length);
-    }
-    const results: pg.QueryResult[] = [];
-    for (const s of statements) results.push(await this.query(s.text, s.params));
-    return results;
+    return this.run(statements, false);
   }
 
   /**
@@ -125,17 +116,22 @@ export class ShortTransaction {
    * results. Nothing is acknowledged before the COMMIT's answer: a failure of either is thrown.
    */
   async commitWith(statements: readonly Statement[]): Promise<pg.QueryResult[]> {
+    return this.run(statements, true);
+  }
+
+  /** `queryAll`, and `commitWith` when `commit`: one round trip when every parameter has a literal. */
+  private async run(statements: readonly Statement[], commit: boolean): Promise<pg.QueryResult[]> {
     this.mustNotBeDone();
     const literals = statements.map((s) => this.call(s.text, s.params));
     if (literals.every((literal) => literal !== null)) {
       const begin = this.state === 'new' ? ['BEGIN'] : [];
-      this.state = 'done';
-      const results = await this.send([...begin, ...literals, 'COMMIT']);
+      this.state = commit ? 'done' : 'open';
+      const results = await this.send([...begin, ...literals, ...(commit ? ['COMMIT'] : [])]);
       return results.slice(begin.length, begin.length + statements.length);
     }
     const results: pg.QueryResult[] = [];
     for (const s of statements) results.push(await this.query(s.text, s.params));
-    await this.commit();
+    if (commit) await this.commit();
     return results;
   }
 
