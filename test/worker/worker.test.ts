@@ -268,13 +268,16 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
         return { content: [{ type: 'text', text: `effect under ${ctx.idempotencyKey}` }] };
       },
     }) as unknown as TaskTool;
-    // The first worker "dies" right before its completion write: it never writes, never renews.
+    // The first worker "dies" right before its completion write: it never writes, never renews,
+    // and never looks at the outbox again (a dead process claims nothing; with its handler
+    // returned its slot is free, and a poll of its own could take the lapsed lease back from
+    // the survivor every time, leaving the task with a run that never writes).
     const crashed = new Worker(service, new ToolRegistry([effectful]), {
       id: 'crashes',
       concurrency: 1,
       leaseMs: 150,
       heartbeatMs: 10_000,
-      pollMs: 50,
+      pollMs: 600_000,
       hooks: { beforeTerminalWrite: () => new Promise<void>(() => undefined) },
     });
     crashed.start();
