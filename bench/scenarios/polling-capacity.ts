@@ -15,7 +15,9 @@ import type { LoadReport, PollTarget } from './http/protocol.js';
  */
 export async function pollingCapacity(results: Results, config: PollingConfig, pg: BenchPostgres): Promise<void> {
   console.log(`\n[7] polling capacity: clients polling tasks/get every ${config.pollIntervalMs} ms, until p99 > ${config.fleetP99Ms} ms`);
-  for (const store of ['sqlite', 'postgres'] as const) await onStore(results, config, pg, store);
+  // TASKLATCH_BENCH_POLL_STORES=sqlite (or postgres) measures one store only.
+  const only = process.env.TASKLATCH_BENCH_POLL_STORES?.split(',').map((s) => s.trim());
+  for (const store of ['sqlite', 'postgres'] as const) if (only === undefined || only.includes(store)) await onStore(results, config, pg, store);
 }
 
 async function onStore(results: Results, config: PollingConfig, pg: BenchPostgres, store: PollStore): Promise<void> {

@@ -63,7 +63,7 @@ export class ChangeFeed {
 
   private emit(taskId: string, version: number | undefined, record?: TaskRecord): void {
     this.emitter.emit(taskId, version, record);
-    this.emitter.emit(ANY, taskId, version);
+    this.emitter.emit(ANY, taskId, version, record);
   }
 
   private remember(taskId: string, version: number): void {
@@ -101,9 +101,10 @@ export class ChangeFeed {
 
   /**
    * Calls `listener` on every change of any task (idle workers), with the task and its version
-   * after the change where the writer said; with no task when every task may have changed.
+   * after the change where the writer said, and its record where the change carried one (as
+   * `subscribe` gives it); with no task when every task may have changed.
    */
-  subscribeAll(listener: (taskId?: string, version?: number) => void): () => void {
+  subscribeAll(listener: (taskId?: string, version?: number, record?: TaskRecord) => void): () => void {
     this.emitter.on(ANY, listener);
     return () => this.emitter.off(ANY, listener);
   }

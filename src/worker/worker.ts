@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { checkAppName } from '../core/app-name.js';
-import type { TaskRecord } from '../core/types.js';
+import { isTerminal, type TaskRecord } from '../core/types.js';
 import type { ClaimReservation } from '../service/admission-claims.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult } from '../tools/invoke-tool.js';
@@ -102,7 +102,7 @@ export class Worker {
   start(): void {
     if (this.loop !== null) return;
     this.stopping = false;
-    this.unsubscribe = this.port.changes.subscribeAll((taskId, version) => this.changed(taskId, version));
+    this.unsubscribe = this.port.changes.subscribeAll((taskId, version, record) => this.changed(taskId, version, record));
     this.withdraw = this.port.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
     this.log('info', 'worker runs only the tasks of its app and tools; tasks of other apps and tools are left for workers that know them', {
@@ -265,12 +265,15 @@ export class Worker {
   /**
    * A change event. A change of a task this worker runs is its run's business (the run watches
    * it) and makes nothing else due; while a claim is in flight the change is noted and judged
-   * when the claim returns (`replaySeen`); any other change sends the worker to the outbox.
+   * when the claim returns (`replaySeen`: a task it claimed may have been cancelled meanwhile);
+   * a change that carried its task's terminal record (another process completed it, say) makes
+   * nothing due; any other change sends the worker to the outbox.
    */
-  private changed(taskId: string | undefined, version: number | undefined): void {
+  private changed(taskId: string | undefined, version: number | undefined, record: TaskRecord | undefined): void {
     if (taskId !== undefined && this.executor.runs(taskId)) return;
     if (this.seen !== null) this.seen.note(taskId, version);
     else if (taskId === undefined) this.nudge();
+    else if (record !== undefined && isTerminal(record.status)) return;
     else {
       this.owed.task(taskId);
       this.wake?.();

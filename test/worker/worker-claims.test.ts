@@ -223,6 +223,33 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     await until(() => worker.reserve('job') ?? undefined, 2000).then((held) => held.release());
   });
 
+  it("does not look at the outbox for another process's change that ended a task, and does for one that did not", async () => {
+    const { service, claims } = await counted('terminal_news');
+    start(service, tool().tool);
+    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    // Another process completed a task this worker does not run, and the store brought its
+    // terminal record: nothing is due because of it.
+    const taskId = await admitElsewhere(service);
+    const stored = (await service.lookup({ auth: AUTH, taskId })).record!;
+    const before = claims.length;
+    service.changes.publishRemote(taskId, stored.version + 1, { ...stored, status: 'completed', version: stored.version + 1 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(claims.length).toBe(before);
+    // A change that says only "look again" (a lease given back, an answer) sends it to the outbox.
+    service.changes.publishRemote(taskId, stored.version + 2);
+    await until(() => (claims.length > before ? true : undefined), 2000);
+  });
+
+  /** A task admitted without this service's workers knowing (another process's admission). */
+  async function admitElsewhere(service: TaskService): Promise<string> {
+    const out = await service.create({
+      auth: AUTH,
+      tool: { name: 'other', execution: { taskSupport: 'required' } },
+      request: { method: 'tools/call', params: { name: 'other', arguments: {}, task: {} } },
+    });
+    return out.record!.taskId;
+  }
+
   it('waits, without spinning, while every free slot is held for admissions in flight', async () => {
     const { service, claims } = await counted('reserved');
     const worker = start(service, tool().tool, { concurrency: 2 });

@@ -39,7 +39,7 @@ function serverFlags(): string[] {
 export async function startServer(kind: ServerStart['kind'], store: PollStore, pg: BenchPostgres, name: string, bareBody?: string): Promise<ServerUnderTest> {
   const dir = store === 'sqlite' ? await mkdtemp(join(tmpdir(), 'tasklatch-bench-poll-')) : null;
   const location = dir !== null ? join(dir, 'poll.db') : store === 'postgres' ? pg.schemaUrl(name) : undefined;
-  const child = new Child<ServerRequest>('./poll-server.js', kind === 'tasklatch' ? serverFlags() : []);
+  const child = new Child<ServerRequest>('./poll-server.js', serverFlags());
   const start: ServerStart = { kind, store, tokens: TOKENS, ...(location === undefined ? {} : { location }), ...(bareBody === undefined ? {} : { bareBody }) };
   const { url } = await child.ask<{ url: string }>({ op: 'start', start });
   return {

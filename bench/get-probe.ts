@@ -1,0 +1,71 @@
+import { openBenchPostgres } from './lib/postgres.js';
+import type { LoadReport, PollTarget } from './scenarios/http/protocol.js';
+import { startLoad, startServer, type PollStore } from './scenarios/http/servers.js';
+
+/**
+ * `node dist/bench/bench/get-probe.js [sqlite|postgres] [bare]`: 2026-07-28 `tasks/get` over
+ * HTTP @16, closed loop, against one server process (tasklatch on the store, or the bare
+ * `node:http` server answering a reply of the same size), with the server's CPU per request
+ * from /proc. TASKLATCH_BENCH_SERVER_FLAGS="--cpu-prof --cpu-prof-dir=DIR" profiles the server.
+ */
+const ROUNDS = 4;
+const BARE_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  result: {
+    taskId: '00000000-0000-4000-8000-000000000000',
+    status: 'working',
+    statusMessage: 'working',
+    createdAt: '2026-12-02T14:00:00.000Z',
+    lastUpdatedAt: '2026-12-02T14:00:00.000Z',
+    ttl: 3_600_000,
+    pollInterval: 1000,
+  },
+});
+
+async function main(): Promise<void> {
+  const store: PollStore = process.argv[2] === 'postgres' ? 'postgres' : 'sqlite';
+  const bare = process.argv[3] === 'bare';
+  const pg = await openBenchPostgres();
+  // The bare server reads the same targets' polls: tasklatch seeds them, then stops.
+  let targets: PollTarget[] = [];
+  const seeder = await startServer('tasklatch', store, pg, 'get_probe');
+  if (bare) {
+    targets = await seeder.seed(64);
+    await seeder.stop();
+  }
+  const server = bare ? await startServer('bare', store, pg, 'get_probe_bare', BARE_BODY) : seeder;
+  if (!bare) targets = await server.seed(64);
+  const load = startLoad();
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      await server.cpu();
+      const report = await load.ask<LoadReport>({
+        op: 'closed',
+        url: server.url,
+        generation: bare ? 'bare' : '2026',
+        targets,
+        concurrency: 16,
+        warmupMs: 300,
+        durationMs: 3000,
+      });
+      const cpu = await server.cpu();
+      console.log(
+        `${bare ? 'bare' : store} round ${round}: ${report.rate.toFixed(0)} req/s, server ${((1000 * cpu.cpuMs) / report.allOps).toFixed(1)} µs CPU per request, ` +
+          `busy ${((100 * cpu.cpuMs) / cpu.wallMs).toFixed(0)} %, errors ${report.errors}`,
+      );
+    }
+  } finally {
+    await load.stop();
+    await server.stop();
+    await pg.close();
+  }
+}
+
+void main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
