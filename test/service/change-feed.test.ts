@@ -26,13 +26,17 @@ describe('ChangeFeed', () => {
     ]);
   });
 
-  it('passes the task and version of each change to every-task listeners', () => {
+  it('passes the task, version and carried record of each change to every-task listeners', () => {
     const feed = new ChangeFeed();
     const heard: unknown[] = [];
     feed.subscribeAll((...args) => heard.push(args));
     feed.publish('t', 4);
+    const done = record({ taskId: 'u', version: 3, status: 'completed', result: { content: [] } });
+    feed.publishRemote('u', 3, done);
+    // Not terminal: a remote record is not passed on.
+    feed.publishRemote('v', 2, record({ taskId: 'v', version: 2 }));
     feed.publishAll();
-    expect(heard).toEqual([['t', 4], []]);
+    expect(heard).toEqual([['t', 4, undefined], ['u', 3, done], ['v', 2, undefined], []]);
   });
 
   it("carries a remote change's record only when it is that change's terminal record, which a watch then answers from", async () => {
