@@ -2,6 +2,7 @@ import pg from 'pg';
 import { PostgresStore } from '../src/store/postgres/store.js';
 import { callAsTask, memoryClient, principalOf, taskResult, tasklatchServer } from './lib/mcp.js';
 import { openBenchPostgres } from './lib/postgres.js';
+import { onQuery } from './lib/round-trips.js';
 
 /**
  * `node dist/bench/bench/e2e-trace.js [samples]`: where the time of one end-to-end task on
@@ -12,22 +13,16 @@ import { openBenchPostgres } from './lib/postgres.js';
  */
 let t0 = 0;
 const trace: string[] = [];
-const proto = pg.Client.prototype as unknown as { query: (this: pg.Client, ...args: unknown[]) => unknown };
-const query = proto.query;
-proto.query = function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0];
-  const text = typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '?');
+onQuery((text, returned) => {
   const sent = performance.now() - t0;
   const label = text.trim().replace(/\s+/g, ' ').slice(0, 70);
-  const out = query.apply(this, args);
-  if (out instanceof Promise) {
-    out.then(
+  if (returned instanceof Promise) {
+    returned.then(
       () => trace.push(`${sent.toFixed(2).padStart(7)} → ${(performance.now() - t0).toFixed(2).padStart(7)}  ${label}`),
       () => undefined,
     );
   } else trace.push(`${sent.toFixed(2).padStart(7)} (callback)  ${label}`);
-  return out;
-};
+});
 
 async function timed(client: pg.Client, sql: string, n: number): Promise<number> {
   const t = performance.now();
@@ -76,10 +71,7 @@ async function main(): Promise<void> {
   }
 }
 
-void main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -6,6 +6,7 @@ import { PostgresStore } from '../src/store/postgres/store.js';
 import { startCpuWindow } from './lib/backend-cpu.js';
 import { noopTool, toolArgs, TTL_MS } from './lib/mcp.js';
 import { openBenchPostgres } from './lib/postgres.js';
+import { onQuery, roundTrips } from './lib/round-trips.js';
 import { runRound, summarize, fmt } from './lib/stats.js';
 
 /**
@@ -14,19 +15,12 @@ import { runRound, summarize, fmt } from './lib/stats.js';
  * statement's first words), Node and PostgreSQL backend CPU, latency percentiles.
  */
 const byKind = new Map<string, number>();
-let trips = 0;
-const proto = pg.Client.prototype as unknown as { query: (this: pg.Client, ...args: unknown[]) => unknown };
-const query = proto.query;
-proto.query = function (this: pg.Client, ...args: unknown[]) {
-  trips++;
-  const first = args[0];
-  const text = typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '?');
+onQuery((text) => {
   for (const part of text.split(/;\n|; /)) {
     const key = part.trim().replace(/\s+/g, ' ').slice(0, 70);
     byKind.set(key, (byKind.get(key) ?? 0) + 1);
   }
-  return query.apply(this, args);
-};
+});
 
 async function main(): Promise<void> {
   const ms = Number(process.argv[2] ?? 3000);
@@ -99,10 +93,10 @@ async function main(): Promise<void> {
   const end = await startCpuWindow(monitor, { applicationName });
   byKind.clear();
   calls.clear();
-  trips = 0;
+  const tripsBefore = roundTrips();
   phases = [];
   const round = await runRound(requestors, ms, op);
-  const tripsIn = trips;
+  const tripsIn = roundTrips() - tripsBefore;
   const callsIn = new Map(calls);
   const kinds = new Map(byKind);
   const cpu = await end();
