@@ -297,7 +297,12 @@ export class Worker {
     const timer = setTimeout(
       () => {
         this.wakeTimers.delete(timer);
-        this.nudge();
+        // The timer runs on the monotonic clock, the wake time on the service's: a timer that
+        // fires before that clock reaches it (both round to the millisecond; a wall clock being
+        // slewed runs slow) is set again for the rest, or the look would find the task not yet
+        // due and it would wait for the poll.
+        if (this.port.now() < at) this.lookAt(at);
+        else this.nudge();
       },
       Math.max(0, delay),
     );

@@ -4,7 +4,7 @@ import { TaskService } from '../../src/service/task-service.js';
 import { TaskRun } from '../../src/worker/task-run.js';
 import { ALL_CAPS } from '../support/records.js';
 import { ALL_HARNESSES } from '../support/stores.js';
-import { AUTH, stepTool, stepWorld, text, type StepWorld } from '../support/steps.js';
+import { AUTH, ELICIT, stepTool, stepWorld, text, type StepWorld } from '../support/steps.js';
 import { until } from '../support/until.js';
 
 const worlds: StepWorld[] = [];
@@ -105,6 +105,31 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     await expect(holder.steps.api().do('email', () => 1)).rejects.toThrow('task cancelled');
     expect(holder.stopped).toBe('cancelled');
     expect((await w.svc.lookupSteps({ auth: AUTH, taskId })).map((s) => s.name)).toEqual(['charge']);
+  });
+
+  it('wakes its sleeper when the service clock runs slower than the timers (a slewed wall clock): the look waits until that clock says the task is due', async () => {
+    const w = await world('slow');
+    const t0 = Date.now();
+    // Nine service milliseconds to ten of the timers': a wake timer fires before this clock
+    // reaches the wake time, and a claim then finds the task not yet due.
+    const slow = new TaskService({
+      store: w.store,
+      capabilities: ALL_CAPS,
+      limits: { pollInterval: 100 },
+      clock: () => t0 + Math.floor((Date.now() - t0) * 0.9),
+    });
+    w.worker(
+      stepTool('slow-nap', async (_args, ctx) => {
+        await ctx.step.sleep('nap', 1000);
+        return text('woke');
+      }),
+      { on: slow, pollMs: 60_000 },
+    );
+    const taskId = await w.admit('slow-nap', ELICIT, slow);
+    const woke = await w.settled(taskId, 'completed', 5000);
+    const [nap] = await w.svc.lookupSteps({ auth: AUTH, taskId });
+    // Claimed once its wake time had come by the service's clock, long before the 60 s poll.
+    expect(woke.lastUpdatedAt).toBeGreaterThanOrEqual(nap!.wakeAt!);
   });
 
   it('a task claimed before its wake time suspends again until the same time', async () => {
