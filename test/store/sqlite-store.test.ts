@@ -9,6 +9,7 @@ import { readMigrationFiles } from '../../src/store/migrations.js';
 import { openSqlite } from '../../src/store/sqlite/connection.js';
 import { migrateSqlite } from '../../src/store/sqlite/migrate.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { taskSql } from '../../src/store/sqlite/task-statements.js';
 import type { ClaimReport } from '../support/sqlite-claim-child.js';
 import { makeRacePlan, raceSeedRecord, SEED_VERSION, type RaceReport } from '../support/sqlite-race-plan.js';
 import { distBuilt, runChildren, writeChildScript, DIST_STORE_URL } from '../support/sqlite-race-run.js';
@@ -146,7 +147,6 @@ const EXPECTED_INDEXES = [
   ['task_outbox_task_idx', 'task_outbox', 'CREATE INDEX task_outbox_task_idx ON task_outbox (task_id)'],
   ['task_read_audit_window_idx', 'task_read_audit', 'CREATE INDEX task_read_audit_window_idx ON task_read_audit (window_start_ms)'],
   ['task_steps_waiting_idx', 'task_steps', "CREATE INDEX task_steps_waiting_idx ON task_steps (wake_at_ms) WHERE status IN ('sleeping', 'retrying')"],
-  ['tasks_active_by_auth', 'tasks', "CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')"],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
   ['tasks_expires_idx', 'tasks', 'CREATE INDEX tasks_expires_idx ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL'],
   [
@@ -154,6 +154,7 @@ const EXPECTED_INDEXES = [
     'tasks',
     "CREATE INDEX tasks_finished_idx ON tasks (last_updated_at_ms) WHERE expires_at_ms IS NULL AND status IN ('completed', 'failed', 'cancelled')",
   ],
+  ['tasks_held_by_auth', 'tasks', 'CREATE INDEX tasks_held_by_auth ON tasks (auth_key, expires_at_ms, status)'],
 ];
 
 let dir: string;
@@ -212,10 +213,31 @@ describe('SQLite migrations', () => {
       '007_task_progress.sql',
       '008_task_steps.sql',
       '009_read_audit_window.sql',
+      '010_held_tasks_index.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
     await store.close();
+  });
+
+  it("counts an admission's bounds from one covering index: no table row is read for the caller's stored tasks", async () => {
+    const store = await SqliteStore.open(join(dir, 'plan.db'));
+    try {
+      // Plans are made without the values: any will do for the parameters.
+      const plan = (sql: string) => {
+        const statement = store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+        const positional = sql.split('?').length - 1;
+        const rows = positional > 0 ? statement.all(...Array.from({ length: positional }, () => null)) : statement.all({ auth_key: 'a', now: 0 });
+        return (rows as { detail: string }[]).map((row) => row.detail);
+      };
+      expect(plan(taskSql.insertTaskBounded).filter((d) => d.includes('tasks USING'))).toEqual([
+        'SEARCH tasks USING COVERING INDEX tasks_held_by_auth (auth_key=?)',
+      ]);
+      for (const count of [taskSql.countActive, taskSql.countStored])
+        expect(plan(count)).toEqual(['SEARCH tasks USING COVERING INDEX tasks_held_by_auth (auth_key=?)']);
+    } finally {
+      await store.close();
+    }
   });
 
   it('is idempotent: a second run applies nothing and keeps the secret', async () => {
@@ -270,6 +292,7 @@ describe('SQLite migrations', () => {
         '007_task_progress.sql',
         '008_task_steps.sql',
         '009_read_audit_window.sql',
+        '010_held_tasks_index.sql',
       ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
       const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };

@@ -22,11 +22,13 @@ export const taskSql = {
   insertTask: `INSERT INTO tasks (${COLUMNS}) VALUES (${PLACES}) ON CONFLICT (auth_key, idempotency_key) DO NOTHING`,
   /**
    * The insert under the caller's bounds, in one statement: one scan of the auth key's unexpired
-   * tasks counts both, and the row goes in only below each bound that is set (null for none;
-   * restates decideLimitedAdmission's limits). Inside the admission's immediate transaction, so
+   * tasks counts both (index entries only: tasks_held_by_auth holds every column it reads), and
+   * the row goes in only below each bound that is set (null for none; restates
+   * decideLimitedAdmission's limits). Inside the admission's immediate transaction, so
    * count-then-insert is exact; an insert that changed nothing is classified afterwards (the
    * key's live holder, or a bound). Positional parameters, in the order they appear: the task's
-   * columns, then auth key, now, the active limit twice, the stored bound twice (`admitIn`); the scan's guard restates UNEXPIRED.
+   * columns, then auth key, now, the active limit twice, the stored bound twice (`admitIn`); the
+   * scan's guard restates UNEXPIRED.
    */
   insertTaskBounded: `INSERT INTO tasks (${COLUMNS})
      SELECT ${PLACES} FROM (
