@@ -11,6 +11,7 @@ import { pgCeiling, sqliteCeiling } from './lib/ceilings.js';
 import { callAsTask, httpClient, httpFront, memoryClient, noopTool, principalOf, rotatingAuthKey, tasklatchServer, TOOL, toolArgs, TTL_MS } from './lib/mcp.js';
 import { DEFAULT_BENCH_PG_URL, schemaPool } from './lib/postgres.js';
 import { roundTrips } from './lib/round-trips.js';
+import { linkMigrations } from './lib/migrations-link.js';
 
 /**
  * `node dist/bench/bench/admission-cpu.js <sqlite|postgres> <mcp|http|service|ceiling> [ops] [requestors]`:
@@ -46,6 +47,7 @@ function countStatements(): void {
 }
 
 async function main(): Promise<void> {
+  linkMigrations();
   const [kind = 'sqlite', variant = 'mcp', opsArg = '20000', requestorsArg = '16'] = process.argv.slice(2);
   const ops = Number(opsArg);
   const requestors = Number(requestorsArg);

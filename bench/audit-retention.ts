@@ -1,6 +1,4 @@
-import { existsSync, symlinkSync } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -10,6 +8,7 @@ import { PostgresStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { AuditEntry, TaskStore } from '../src/store/types.js';
 import { record } from '../test/support/records.js';
+import { linkMigrations } from './lib/migrations-link.js';
 import { openBenchPostgres } from './lib/postgres.js';
 
 /**
@@ -239,9 +238,7 @@ async function retention(dialect: Dialect): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  // Compiled to dist/bench/bench/; the stores look for their migrations in dist/bench/migrations (as bench/run.ts links them).
-  const link = new URL('../migrations', import.meta.url);
-  if (!existsSync(link)) symlinkSync('../../migrations', fileURLToPath(link), 'dir');
+  linkMigrations();
   const dir = await mkdtemp(join(tmpdir(), 'tasklatch-bench-audit-'));
   const pg = await openBenchPostgres();
   try {

@@ -6,6 +6,7 @@ import { TaskService } from '../src/service/task-service.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import { ToolRegistry } from '../src/tools/tool-registry.js';
 import { noopTool, TOOL, toolArgs, TTL_MS } from './lib/mcp.js';
+import { linkMigrations } from './lib/migrations-link.js';
 
 /**
  * `node dist/bench/bench/bounds-probe.js`: what the admission bounds (maxActiveTasks 100,
@@ -63,6 +64,7 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
 }
 
 async function main(): Promise<void> {
+  linkMigrations();
   for (const history of HISTORIES) {
     const figures: Record<string, { cpuUs: number; wallUs: number }[]> = { shipped: [], replaced: [] };
     for (let round = 0; round < 3; round++) {

@@ -3,6 +3,7 @@ import { PostgresStore } from '../src/store/postgres/store.js';
 import { callAsTask, memoryClient, principalOf, taskResult, tasklatchServer } from './lib/mcp.js';
 import { openBenchPostgres } from './lib/postgres.js';
 import { onQuery } from './lib/round-trips.js';
+import { linkMigrations } from './lib/migrations-link.js';
 
 /**
  * `node dist/bench/bench/e2e-trace.js [samples]`: where the time of one end-to-end task on
@@ -31,6 +32,7 @@ async function timed(client: pg.Client, sql: string, n: number): Promise<number>
 }
 
 async function main(): Promise<void> {
+  linkMigrations();
   const samples = Number(process.argv[2] ?? 3);
   const bench = await openBenchPostgres();
   const store = await PostgresStore.open(bench.schemaUrl('e2e_trace'));

@@ -1,6 +1,7 @@
 import { openBenchPostgres } from './lib/postgres.js';
 import type { LoadReport, PollTarget } from './scenarios/http/protocol.js';
 import { startLoad, startServer, type PollStore } from './scenarios/http/servers.js';
+import { linkMigrations } from './lib/migrations-link.js';
 
 /**
  * `node dist/bench/bench/get-probe.js [sqlite|postgres] [bare]`: 2026-07-28 `tasks/get` over
@@ -24,6 +25,7 @@ const BARE_BODY = JSON.stringify({
 });
 
 async function main(): Promise<void> {
+  linkMigrations();
   const store: PollStore = process.argv[2] === 'postgres' ? 'postgres' : 'sqlite';
   const bare = process.argv[3] === 'bare';
   const pg = await openBenchPostgres();

@@ -8,6 +8,7 @@ import type { TaskStore } from '../src/store/types.js';
 import { authKeyOf } from '../src/tools/principal.js';
 import { noopTool, tasklatchServer, toolArgs, TOOL, TTL_MS } from './lib/mcp.js';
 import { openBenchPostgres } from './lib/postgres.js';
+import { linkMigrations } from './lib/migrations-link.js';
 
 /**
  * `node dist/bench/bench/handle-probe.js [sqlite|postgres]`: what a 2026-07-28 `tasks/get` costs
@@ -46,6 +47,7 @@ function sqliteReads(store: SqliteStore, ids: readonly string[]): void {
 }
 
 async function main(): Promise<void> {
+  linkMigrations();
   const kind = process.argv[2] === 'postgres' ? 'postgres' : 'sqlite';
   const pg = await openBenchPostgres();
   const dir = kind === 'sqlite' ? mkdtempSync(join(tmpdir(), 'tasklatch-handle-probe-')) : null;

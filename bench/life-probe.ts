@@ -8,6 +8,7 @@ import { noopTool, toolArgs, TTL_MS } from './lib/mcp.js';
 import { openBenchPostgres } from './lib/postgres.js';
 import { onQuery, roundTrips } from './lib/round-trips.js';
 import { runRound, summarize, fmt } from './lib/stats.js';
+import { linkMigrations } from './lib/migrations-link.js';
 
 /**
  * `node dist/bench/bench/life-probe.js [ms] [requestors]`: the lifecycle scenario's worker variant
@@ -23,6 +24,7 @@ onQuery((text) => {
 });
 
 async function main(): Promise<void> {
+  linkMigrations();
   const ms = Number(process.argv[2] ?? 3000);
   const requestors = Number(process.argv[3] ?? 16);
   const bench = await openBenchPostgres();

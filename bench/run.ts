@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, symlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { benchConfig } from './lib/config.js';
 import { forTrial, openBenchPostgres } from './lib/postgres.js';
+import { linkMigrations } from './lib/migrations-link.js';
 import { machine, printReport } from './lib/report.js';
 import { Results } from './lib/results.js';
 import { computeRatiosAndTargets } from './lib/targets.js';
@@ -33,16 +33,6 @@ import { addPollingTargets } from './lib/polling-targets.js';
 
 // Compiled to dist/bench/bench/run.js; the package root is three levels up.
 const ROOT = new URL('../../../', import.meta.url);
-
-/**
- * The bench is compiled with src/ into dist/bench/src, where the stores look for their
- * migrations three levels up: dist/bench/migrations. A link to the package's migrations/ lets
- * them find it.
- */
-function linkMigrations(): void {
-  const link = new URL('dist/bench/migrations', ROOT);
-  if (!existsSync(link)) symlinkSync('../../migrations', fileURLToPath(link), 'dir');
-}
 
 /** The commit measured: TASKLATCH_BENCH_COMMIT, else git's HEAD (marked when the tree has changes). */
 function commitOf(): string {
