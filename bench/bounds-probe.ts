@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WireRequest } from '../src/core/types.js';
 import { TaskService } from '../src/service/task-service.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import { ToolRegistry } from '../src/tools/tool-registry.js';
-import { noopTool, TOOL, toolArgs, TTL_MS } from './lib/mcp.js';
+import { ALL_CAPS } from '../test/support/records.js';
+import { noopTool, taskCall } from './lib/mcp.js';
 import { linkMigrations } from './lib/migrations-link.js';
+import { median } from './lib/stats.js';
 
 /**
  * `node dist/bench/bench/bounds-probe.js`: what the admission bounds (maxActiveTasks 100,
@@ -20,10 +21,6 @@ const CALLERS = 20;
 const MEASURED = 1500;
 const HISTORIES = [0, 250, 900];
 
-function request(n: number): WireRequest {
-  return { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(n), task: { ttl: TTL_MS } } };
-}
-
 async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{ cpuUs: number; wallUs: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'tasklatch-bounds-'));
   const store = await SqliteStore.open(join(dir, 'bounds.db'));
@@ -32,13 +29,13 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
       store.db.exec('DROP INDEX tasks_held_by_auth');
       store.db.exec("CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')");
     }
-    const service = new TaskService({ store, capabilities: { list: {}, cancel: {}, requests: { tools: { call: {} } } } });
+    const service = new TaskService({ store, capabilities: ALL_CAPS });
     const descriptor = new ToolRegistry([noopTool]).descriptor(noopTool);
     let n = 0;
     for (let c = 0; c < CALLERS; c++) {
       const auth = `bounds/${c}`;
       for (let i = 0; i < history; i++) {
-        const created = await service.create({ auth, tool: descriptor, request: request(++n) });
+        const created = await service.create({ auth, tool: descriptor, request: taskCall(++n) });
         if (created.decision !== 'ACCEPT_TASK' || created.record === null) throw new Error(`seed: ${created.decision}`);
         const done = await service.transition({
           auth,
@@ -51,7 +48,7 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < MEASURED; i++) {
-      const out = await service.create({ auth: `bounds/${i % CALLERS}`, tool: descriptor, request: request(++n) });
+      const out = await service.create({ auth: `bounds/${i % CALLERS}`, tool: descriptor, request: taskCall(++n) });
       if (out.decision !== 'ACCEPT_TASK') throw new Error(`measured: ${out.decision}`);
     }
     const wall = performance.now() - t0;
@@ -70,7 +67,6 @@ async function main(): Promise<void> {
     for (let round = 0; round < 3; round++) {
       for (const schema of ['replaced', 'shipped'] as const) figures[schema]!.push(await probe(history, schema));
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const line = (schema: string) => {
       const runs = figures[schema]!;
       return `${schema} ${median(runs.map((r) => r.cpuUs)).toFixed(1)} µs CPU, ${median(runs.map((r) => r.wallUs)).toFixed(1)} µs wall`;

@@ -5,6 +5,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import type { WireRequest } from '../../src/core/types.js';
 import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { createTaskServer, type TaskServer } from '../../src/mcp/task-server.js';
@@ -19,6 +20,11 @@ export const TTL_MS = 3_600_000;
 
 export function toolArgs(n: number): { month: string; rows: number } {
   return { month: '2026-06', rows: n };
+}
+
+/** The `tools/call` of the bench tool as a task, for the service's `create` (no wire). */
+export function taskCall(n: number): WireRequest {
+  return { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(n), task: { ttl: TTL_MS } } };
 }
 
 /** A task tool that does nothing: execution never dominates what is measured. */

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import PgBoss from 'pg-boss';
-import type { WireRequest } from '../../src/core/types.js';
 import type { TaskServer } from '../../src/mcp/task-server.js';
 import { TaskService } from '../../src/service/task-service.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
@@ -21,9 +20,8 @@ import {
   rotatingAuthKey,
   sdkTaskStack,
   tasklatchServer,
-  TOOL,
+  taskCall,
   toolArgs,
-  TTL_MS,
 } from '../lib/mcp.js';
 import { schemaPool, type BenchPostgres } from '../lib/postgres.js';
 import { runGroup, type Results, type Variant } from '../lib/results.js';
@@ -47,10 +45,6 @@ export const GROUP = { memory: 'admission memory', sqlite: 'admission sqlite', p
 
 let counter = 0;
 const next = () => ++counter;
-
-function request(n: number): WireRequest {
-  return { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(n), task: { ttl: TTL_MS } } };
-}
 
 async function expectTask(promise: Promise<{ task: { status: string } }>): Promise<void> {
   const result = await promise;
@@ -92,7 +86,7 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
     {
       name: V.service,
       op: async (w) => {
-        const out = await server.service.create({ auth: rotatingAuthKey(w), tool: descriptor, request: request(next()) });
+        const out = await server.service.create({ auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -100,7 +94,7 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
       name: V.serviceNoLimit,
       concurrencies: diag,
       op: async (w) => {
-        const out = await unlimited.create({ auth: rotatingAuthKey(w), tool: descriptor, request: request(next()) });
+        const out = await unlimited.create({ auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -194,7 +188,7 @@ export async function admission(results: Results, config: BenchConfig, pg: Bench
         op: async (w) => {
           const auth = lifeKey(w);
           // Completed at once, so the caller never nears its active-task limit.
-          const created = await server.service.create({ auth, tool: descriptor, request: request(next()) });
+          const created = await server.service.create({ auth, tool: descriptor, request: taskCall(next()) });
           if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
           const done = await server.service.transition({
             auth,

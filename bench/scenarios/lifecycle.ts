@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import { Logger, run as runGraphile } from 'graphile-worker';
-import type { WireRequest } from '../../src/core/types.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { pgCeiling } from '../lib/ceilings.js';
 import type { BenchConfig } from '../lib/config.js';
-import { noopTool, TOOL, toolArgs, TTL_MS } from '../lib/mcp.js';
+import { noopTool, taskCall, toolArgs } from '../lib/mcp.js';
 import type { BenchPostgres } from '../lib/postgres.js';
 import { schemaPool } from '../lib/postgres.js';
 import { runGroup, type Results, type Variant } from '../lib/results.js';
@@ -38,10 +37,6 @@ export const K = {
 const RESULT = { content: [{ type: 'text', text: 'ok' }] };
 let counter = 0;
 const next = () => ++counter;
-
-function request(n: number): WireRequest {
-  return { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(n), task: { ttl: TTL_MS } } };
-}
 
 function runtimeOn(store: PostgresStore, execute: boolean): TaskRuntime {
   return createRuntime({
@@ -89,7 +84,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
       name: L.worker,
       op: async (w) => {
         const auth = authOf(w);
-        const created = await withWorker.service.create({ auth, tool: descriptor, request: request(next()) });
+        const created = await withWorker.service.create({ auth, tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
         const out = await withWorker.service.awaitResult({ auth, taskId: created.record.taskId });
         if (out.decision !== 'RETURN_RESULT') throw new Error(`expected RETURN_RESULT, got ${out.decision}`);
@@ -98,7 +93,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
     {
       name: L.direct,
       op: async (w) => {
-        const created = await direct.service.create({ auth: authOf(w), tool: descriptor, request: request(next()) });
+        const created = await direct.service.create({ auth: authOf(w), tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
         for (let attempt = 0; attempt < 5; attempt++) {
           const [task] = await direct.service.claim({ owner: `bench-${w}`, leaseMs: 30_000, limit: 1, maxAttempts: 5, abandonedResult: null });
@@ -151,7 +146,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
     {
       name: K.keyed,
       op: async (w) => {
-        const out = await keyed.service.create({ auth: rotating(w), tool: descriptor, request: request(next()), idempotencyKey: randomUUID() });
+        const out = await keyed.service.create({ auth: rotating(w), tool: descriptor, request: taskCall(next()), idempotencyKey: randomUUID() });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -159,7 +154,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
       name: K.bare,
       concurrencies: [16],
       op: async (w) => {
-        const out = await bare.service.create({ auth: rotating(w), tool: descriptor, request: request(next()) });
+        const out = await bare.service.create({ auth: rotating(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
