@@ -4,10 +4,12 @@ import { startLoad, startServer, type PollStore } from './scenarios/http/servers
 import { linkMigrations } from './lib/migrations-link.js';
 
 /**
- * `node dist/bench/bench/get-probe.js [sqlite|postgres] [bare]`: 2026-07-28 `tasks/get` over
+ * `node dist/bench/bench/get-probe.js [sqlite|postgres|memory] [bare]`: 2026-07-28 `tasks/get` over
  * HTTP @16, closed loop, against one server process (tasklatch on the store, or the bare
  * `node:http` server answering a reply of the same size), with the server's CPU per request
- * from /proc. TASKLATCH_BENCH_SERVER_FLAGS="--cpu-prof --cpu-prof-dir=DIR" profiles the server.
+ * from /proc, the kernel's part of it, and its PostgreSQL round trips per request. `memory`
+ * serves from the memory store: the HTTP front and the service without a database.
+ * TASKLATCH_BENCH_SERVER_FLAGS="--cpu-prof --cpu-prof-dir=DIR" profiles the server.
  */
 const ROUNDS = 4;
 const BARE_BODY = JSON.stringify({
@@ -26,7 +28,7 @@ const BARE_BODY = JSON.stringify({
 
 async function main(): Promise<void> {
   linkMigrations();
-  const store: PollStore = process.argv[2] === 'postgres' ? 'postgres' : 'sqlite';
+  const store: PollStore = process.argv[2] === 'postgres' ? 'postgres' : process.argv[2] === 'memory' ? 'memory' : 'sqlite';
   const bare = process.argv[3] === 'bare';
   const pg = await openBenchPostgres();
   // The bare server reads the same targets' polls: tasklatch seeds them, then stops.
@@ -53,8 +55,9 @@ async function main(): Promise<void> {
       });
       const cpu = await server.cpu();
       console.log(
-        `${bare ? 'bare' : store} round ${round}: ${report.rate.toFixed(0)} req/s, server ${((1000 * cpu.cpuMs) / report.allOps).toFixed(1)} µs CPU per request, ` +
-          `busy ${((100 * cpu.cpuMs) / cpu.wallMs).toFixed(0)} %, errors ${report.errors}`,
+        `${bare ? 'bare' : store} round ${round}: ${report.rate.toFixed(0)} req/s, server ${((1000 * cpu.cpuMs) / report.allOps).toFixed(1)} µs CPU per request ` +
+          `(${((1000 * (cpu.systemMs ?? 0)) / report.allOps).toFixed(1)} µs of it in the kernel), ` +
+          `busy ${((100 * cpu.cpuMs) / cpu.wallMs).toFixed(0)} %, ${((cpu.trips ?? 0) / report.allOps).toFixed(2)} PostgreSQL round trips per request, errors ${report.errors}`,
       );
     }
   } finally {

@@ -116,7 +116,7 @@ async function answer(request: ServerRequest): Promise<unknown> {
       waitMark = runQueueWaitMs();
       const trips = roundTrips() - tripsMark;
       tripsMark = roundTrips();
-      return { cpuMs: (used.user + used.system) / 1000, wallMs: wall, waitMs: waited, trips };
+      return { cpuMs: (used.user + used.system) / 1000, systemMs: used.system / 1000, wallMs: wall, waitMs: waited, trips };
     }
     case 'stop':
       await close();

@@ -13,6 +13,8 @@ export type PollStore = 'sqlite' | 'postgres' | 'memory';
 /** CPU a process used and time it waited for one, over a wall-clock window (ms). */
 export interface CpuShare {
   cpuMs: number;
+  /** Of `cpuMs`, the part spent in the kernel (socket reads and writes, file locks). */
+  systemMs?: number;
   wallMs: number;
   waitMs: number;
   /** PostgreSQL round trips the server made over the window (diagnostic). */
