@@ -79,9 +79,12 @@ export class GuardContext {
     this.events.emit('claimed', claimEventOf(record, now));
   }
 
-  /** A decision made outside a store write, to the audit trail; reads only when `auditReads`. */
-  async audit(entry: AuditEntry, isRead = false): Promise<void> {
-    if (isRead && !this.auditReads) return;
-    await this.store.recordDecision(entry);
+  /**
+   * A decision made outside a store write, to the audit trail; reads only when `auditReads`.
+   * The store's own promise, not one more async frame around it: every poll passes here.
+   */
+  audit(entry: AuditEntry, isRead = false): Promise<void> {
+    if (isRead && !this.auditReads) return Promise.resolve();
+    return this.store.recordDecision(entry);
   }
 }

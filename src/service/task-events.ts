@@ -91,7 +91,9 @@ export class TaskEvents {
 
   /** Whether anyone listens for `hook` (lets a caller skip building an event). */
   wants(hook: Hook): boolean {
-    return this.observers.some((o) => o[hook] !== undefined);
+    // A loop, not `some` with a closure: asked on every decision.
+    for (const observer of this.observers) if (observer[hook] !== undefined) return true;
+    return false;
   }
 
   emit<H extends Hook>(hook: H, ...args: Parameters<NonNullable<TaskObserver[H]>>): void {

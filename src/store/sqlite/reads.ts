@@ -5,6 +5,7 @@ import type { Millis, TaskRecord } from '../../core/types.js';
 import type { ListPage, ListPosition, LookupOutcome, TaskRef } from '../types.js';
 import type { SqliteDatabase } from './driver.js';
 import { rowToRecord, type TaskRow } from './row.js';
+import type { RecordCache } from './record-cache.js';
 import type { Statements } from './statements.js';
 
 /**
@@ -13,11 +14,22 @@ import type { Statements } from './statements.js';
  * statement is its own snapshot; where two reads must agree they share a read transaction.
  */
 
-export function getIn(db: SqliteDatabase, sql: Statements, { authKey, taskId, now }: TaskRef & { now: Millis }): LookupOutcome {
+export function getIn(db: SqliteDatabase, sql: Statements, rows: RecordCache, { authKey, taskId, now }: TaskRef & { now: Millis }): LookupOutcome {
+  // The file's stamp first, then the row: a row kept from an unchanged file is what the SELECT
+  // would return (RecordCache), and is checked against the caller and the clock as the SELECT's
+  // WHERE would check it.
+  const stamp = rows.stamp();
+  const kept = rows.get(taskId, stamp);
+  if (kept !== undefined && kept.auth_key === authKey && (kept.expires_at_ms === null || kept.expires_at_ms > now)) {
+    return { decision: 'FOUND', record: rowToRecord(kept) };
+  }
   // A visible row is the whole answer, and one statement is its own snapshot: the poll's usual
   // case pays no BEGIN/COMMIT.
   const visible = sql.selectVisible.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
-  if (visible !== undefined) return { decision: 'FOUND', record: rowToRecord(visible) };
+  if (visible !== undefined) {
+    rows.set(visible, stamp);
+    return { decision: 'FOUND', record: rowToRecord(visible) };
+  }
   // A miss: both reads in one read transaction, so a row another process inserts between
   // them cannot make the classification disagree with the query.
   return db

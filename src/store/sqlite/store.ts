@@ -44,6 +44,7 @@ import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import { ProgressWriter } from './progress.js';
 import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
+import { RecordCache } from './record-cache.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
 import { inTransaction } from './transactions.js';
@@ -67,6 +68,8 @@ export class SqliteStore implements TaskStore {
   readonly supports: StoreCapabilities;
 
   private readonly sql: Statements;
+  /** Rows a `get` may answer again while the file is unchanged (see RecordCache). */
+  private readonly rows: RecordCache;
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
   private readonly stepSql: StepStatements;
   private secret: Uint8Array | null = null;
@@ -84,13 +87,15 @@ export class SqliteStore implements TaskStore {
     readonly migrationsApplied: readonly string[] = [],
   ) {
     this.sql = prepareStatements(db);
+    this.rows = new RecordCache(db);
     this.audit = prepareAuditStatements(db);
     this.stepSql = prepareStepStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
     // not take the file's write lock for its audit line, and a burst of polls commits once.
     this.auditWriter = new AuditWriter(
       async (batch) => {
-        this.write(() => upsertReadAuditIn(this.audit, batch));
+        // Counts only: no row of `tasks` changes, so the rows `get` keeps stay current.
+        this.write(() => this.rows.outsideTasks(() => upsertReadAuditIn(this.audit, batch)));
       },
       {
         // A constraint or type error belongs to the lines; busy, locked or I/O to the database.
@@ -128,7 +133,7 @@ export class SqliteStore implements TaskStore {
   }
 
   async get(ref: TaskRef & { now: Millis }): Promise<LookupOutcome> {
-    return getIn(this.db, this.sql, ref);
+    return getIn(this.db, this.sql, this.rows, ref);
   }
 
   async visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
