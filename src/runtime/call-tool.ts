@@ -55,7 +55,8 @@ export async function callTool(host: CallToolHost, call: ToolCall): Promise<Call
   const request: WireRequest = { method: 'tools/call', params: call.params };
   const entry = { auth, tool: host.tools.descriptor(tool), request, idempotencyKey: call.headerKey };
   if (mode.runs === 'refused') {
-    await service.create({ ...entry, entry: mode.decision });
+    // Object.assign, not `{ ...entry, entry }`: see `decidedOn` in service/requestor-surface.ts.
+    await service.create(Object.assign({}, entry, { entry: mode.decision }));
     return { kind: 'refused', decision: mode.decision, tool: tool.name, message: refusalMessage(mode.decision, tool.name, service.limits, null) };
   }
   // A task call's arguments are checked before anything is stored; the run parses them again.
@@ -65,7 +66,7 @@ export async function callTool(host: CallToolHost, call: ToolCall): Promise<Call
     if (mode.runs === 'task')
       return await admit(host, call, tool, parsed, call.plainContext === true && tool.prepare === undefined ? null : await call.context(), mode.followUp);
     const ctx = await call.context();
-    await service.create({ ...entry, entry: mode.decision });
+    await service.create(Object.assign({}, entry, { entry: mode.decision }));
     return { kind: 'result', decision: mode.decision, result: await invokeParsed(tool, parsed, ctx) };
   } catch (error) {
     if (error instanceof InputNeeded) return { kind: 'input', needed: error };

@@ -18,7 +18,7 @@ const MAX_MESSAGE = 500;
 export function errorReply(id: string | number | undefined, error: ProtocolError): StatelessReply {
   const json = error.toJSON();
   const message = json.message.length > MAX_MESSAGE ? `${json.message.slice(0, MAX_MESSAGE)}…` : json.message;
-  const body = { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: { ...json, message } };
+  const body = { jsonrpc: '2.0', ...(id === undefined ? {} : { id }), error: Object.assign({}, json, { message }) };
   if (error instanceof SubscriptionsFull) return { kind: 'json', status: error.status, body, headers: { 'retry-after': String(error.retryAfterSeconds) } };
   return { kind: 'json', status: httpStatusOf(error.code), body };
 }

@@ -54,7 +54,8 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
     case 'invalid':
       throw invalidParams(outcome.message);
     case 'result':
-      return { ...outcome.result, resultType: 'complete' };
+      // Object.assign, not a spread followed by properties (V8's slow path on Node 20).
+      return Object.assign({}, outcome.result, { resultType: 'complete' });
     case 'input':
       return {
         resultType: 'input_required',
@@ -63,7 +64,7 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
       };
     case 'task':
       // Only now, after the record and its outbox entry committed: a tasks/get resolves.
-      return outcome.followUp ? { ...taskFollowUp(outcome.record), resultType: 'complete' } : createTaskResult(outcome.record);
+      return outcome.followUp ? Object.assign({}, taskFollowUp(outcome.record), { resultType: 'complete' }) : createTaskResult(outcome.record);
     case 'refused':
       throw refusalError(outcome);
   }

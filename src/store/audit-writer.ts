@@ -1,4 +1,6 @@
-import { mergeReadAudit, readAuditKey, type ReadAuditRow } from './read-audit.js';
+import { boundedAuditLine } from './audit-line.js';
+import { addReadDecision, mergeReadAuditInto, readAuditKey, readAuditKeyOf, readAuditRow, type ReadAuditRow } from './read-audit.js';
+import type { AuditEntry } from './types.js';
 
 /** Stores one batch of aggregated rows, all or none (one upsert of distinct keys). */
 export type AuditBatchInsert = (batch: readonly ReadAuditRow[]) => Promise<void>;
@@ -73,6 +75,24 @@ export class AuditWriter {
 
   append(row: ReadAuditRow): void {
     this.merge(row);
+    this.queued();
+  }
+
+  /**
+   * One decision, counted into its row: the row is built only for the first decision of its key
+   * in this batch, later ones add to it in place (every poll passes here).
+   */
+  count(decision: AuditEntry): void {
+    const entry = boundedAuditLine(decision);
+    const key = readAuditKeyOf(entry);
+    const held = this.queue.get(key);
+    if (held === undefined) this.queue.set(key, readAuditRow(entry));
+    else addReadDecision(held, entry);
+    this.queued();
+  }
+
+  /** After a row was queued or grew: the bound of the queue, and a flush on its way. */
+  private queued(): void {
     if (this.queue.size > this.maxQueue) {
       let over = this.queue.size - this.maxQueue;
       for (const key of this.queue.keys()) {
@@ -87,10 +107,12 @@ export class AuditWriter {
     this.flushing ??= this.flush();
   }
 
+  /** The queue owns its rows (taken off it while stored): a row of a queued key adds to it in place. */
   private merge(row: ReadAuditRow): void {
     const key = readAuditKey(row);
     const held = this.queue.get(key);
-    this.queue.set(key, held === undefined ? row : mergeReadAudit(held, row));
+    if (held === undefined) this.queue.set(key, row);
+    else mergeReadAuditInto(held, row);
   }
 
   /** Resolves once every line appended so far is stored, or after `timeoutMs`; what is left is reported. */

@@ -53,11 +53,11 @@ export interface ReadAuditRow {
 /** The row one decision adds to (count 1). */
 export function readAuditRow(entry: AuditEntry, windowMs: number = READ_AUDIT_WINDOW_MS): ReadAuditRow {
   return {
-    taskKey: entry.taskId !== null && ON_A_STORED_TASK.has(entry.decision) ? entry.taskId : '',
+    taskKey: taskKeyOf(entry),
     authKey: entry.authKey,
     surface: entry.surface,
     decision: entry.decision,
-    windowStart: Math.floor(entry.at / windowMs) * windowMs,
+    windowStart: windowOf(entry.at, windowMs),
     count: 1,
     firstAt: entry.at,
     lastAt: entry.at,
@@ -69,9 +69,22 @@ export function readAuditRow(entry: AuditEntry, windowMs: number = READ_AUDIT_WI
   };
 }
 
+function taskKeyOf(entry: AuditEntry): string {
+  return entry.taskId !== null && ON_A_STORED_TASK.has(entry.decision) ? entry.taskId : '';
+}
+
+function windowOf(at: Millis, windowMs: number): Millis {
+  return Math.floor(at / windowMs) * windowMs;
+}
+
 /** The identity of a row: what the table's unique key holds. */
 export function readAuditKey(row: ReadAuditRow): string {
   return `${row.taskKey}\n${row.authKey}\n${row.surface}\n${row.decision}\n${row.windowStart}`;
+}
+
+/** The key of the row `entry` adds to (`readAuditKey(readAuditRow(entry))`), without building the row. */
+export function readAuditKeyOf(entry: AuditEntry, windowMs: number = READ_AUDIT_WINDOW_MS): string {
+  return `${taskKeyOf(entry)}\n${entry.authKey}\n${entry.surface}\n${entry.decision}\n${windowOf(entry.at, windowMs)}`;
 }
 
 /**
@@ -79,13 +92,38 @@ export function readAuditKey(row: ReadAuditRow): string {
  * decision's details win (on a tie, `later`'s, the one recorded after). The SQL upserts restate it.
  */
 export function mergeReadAudit(earlier: ReadAuditRow, later: ReadAuditRow): ReadAuditRow {
-  const latest = later.lastAt >= earlier.lastAt ? later : earlier;
-  return {
-    ...latest,
-    count: earlier.count + later.count,
-    firstAt: Math.min(earlier.firstAt, later.firstAt),
-    lastAt: Math.max(earlier.lastAt, later.lastAt),
-  };
+  return mergeInto({ ...earlier }, later.count, later.firstAt, later.lastAt, later);
+}
+
+/** `mergeReadAudit` written into `held`, a row its owner (a writer's queue) lets change. */
+export function mergeReadAuditInto(held: ReadAuditRow, later: ReadAuditRow): ReadAuditRow {
+  return mergeInto(held, later.count, later.firstAt, later.lastAt, later);
+}
+
+/** One decision added to `held`, as merging `readAuditRow(entry)` would, without building that row. */
+export function addReadDecision(held: ReadAuditRow, entry: AuditEntry): ReadAuditRow {
+  return mergeInto(held, 1, entry.at, entry.at, entry);
+}
+
+/** The one merge rule: the details of the latest decision, counts added, the window widened. */
+function mergeInto(
+  held: ReadAuditRow,
+  count: number,
+  firstAt: Millis,
+  lastAt: Millis,
+  latest: Pick<ReadAuditRow, 'taskId' | 'correlationId'> & { status?: string | null; version?: number | null; detail?: string | null },
+): ReadAuditRow {
+  if (lastAt >= held.lastAt) {
+    held.taskId = latest.taskId;
+    held.correlationId = latest.correlationId;
+    held.status = latest.status ?? null;
+    held.version = latest.version ?? null;
+    held.detail = latest.detail ?? null;
+  }
+  held.count += count;
+  held.firstAt = Math.min(held.firstAt, firstAt);
+  held.lastAt = Math.max(held.lastAt, lastAt);
+  return held;
 }
 
 /** Merges rows of the same key (one SQL statement cannot update one row twice). */

@@ -119,7 +119,8 @@ export function heartbeatIn(sql: Statements, fence: Fence, now: Millis, leaseMs:
   const params = fenceParams(fence, now);
   if (params === null) return false;
   const leaseExpiresAt = now + leaseMs;
-  if (sql.extendLease.run({ ...params, lease_expires_at_ms: leaseExpiresAt }).changes === 0) return false;
+  // Object.assign, not a spread followed by properties: V8's slow path on Node 20, once per heartbeat.
+  if (sql.extendLease.run(Object.assign({}, params, { lease_expires_at_ms: leaseExpiresAt })).changes === 0) return false;
   sql.moveOutboxEntry.run({ task_id: fence.taskId, available_at_ms: leaseExpiresAt, lease_expires_at_ms: leaseExpiresAt });
   return true;
 }

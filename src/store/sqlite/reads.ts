@@ -56,7 +56,7 @@ export function listIn(sql: Statements, page: { authKey: string; now: Millis; af
   // One row past the page says whether another page exists, without a COUNT.
   const base = { auth_key: authKey, now, limit: page.limit + 1 };
   const rows = (
-    after === null ? sql.listFirst.all(base) : sql.listAfter.all({ ...base, after_created_at_ms: after.createdAt, after_task_id: after.taskId })
+    after === null ? sql.listFirst.all(base) : sql.listAfter.all(Object.assign({}, base, { after_created_at_ms: after.createdAt, after_task_id: after.taskId }))
   ) as TaskRow[];
   return { records: rows.slice(0, page.limit).map(rowToRecord), hasMore: rows.length > page.limit };
 }

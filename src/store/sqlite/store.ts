@@ -2,10 +2,8 @@ import { TasklatchError } from '../../core/errors.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
-import { boundedAuditLine } from '../audit-line.js';
 import { AuditWriter } from '../audit-writer.js';
 import { ProgressBuffer } from '../progress-buffer.js';
-import { readAuditRow } from '../read-audit.js';
 import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
   AdmitInput,
@@ -204,7 +202,7 @@ export class SqliteStore implements TaskStore {
 
   /** Counted and upserted in batches off the reply path: see {@link AuditWriter}. */
   async recordDecision(entry: AuditEntry): Promise<void> {
-    this.auditWriter.append(readAuditRow(boundedAuditLine(entry)));
+    this.auditWriter.count(entry);
   }
 
   async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
