@@ -165,7 +165,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     const modern = sessionId === null && isModernRequest(req.headers, body);
     if (read.kind === 'not json') {
       const error = { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.parseError, message: `Parse error: ${read.message}` } };
-      return sendJson(res, 400, modern ? error : { ...error, id: null });
+      return sendJson(res, 400, modern ? error : Object.assign({}, error, { id: null }));
     }
     if (!modern && sessions !== null) return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
     if (modern && stateless !== null) return serveStateless(stateless, req, res, body, principal ?? ANONYMOUS);

@@ -50,7 +50,10 @@ function errorOf(text: string): { code?: number; reason: string } {
   try {
     const parsed = JSON.parse(text) as { error?: unknown };
     const error = typeof parsed.error === 'object' && parsed.error !== null ? (parsed.error as { code?: unknown; message?: unknown }) : undefined;
-    if (error !== undefined) return { ...(typeof error.code === 'number' ? { code: error.code } : {}), reason: String(error.message).slice(0, 300) };
+    if (error !== undefined) {
+      const reason = String(error.message).slice(0, 300);
+      return typeof error.code === 'number' ? { code: error.code, reason } : { reason };
+    }
     if (typeof parsed.error === 'string') return { reason: parsed.error.slice(0, 300) };
   } catch {
     // not JSON: the text itself

@@ -33,7 +33,7 @@ export function checkEnvelope(body: unknown): EnvelopeProblem | null {
     for (const message of body as unknown[]) {
       const problem = checkMessage(message);
       // One answer for the whole batch: no message of it was handled.
-      if (problem !== null) return { ...problem, id: null };
+      if (problem !== null) return Object.assign({}, problem, { id: null });
     }
     return null;
   }

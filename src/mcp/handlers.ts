@@ -94,7 +94,7 @@ async function callTool(session: SessionContext, params: Record<string, unknown>
     params,
     // The session's client capabilities go into the stored request, as a 2026-07-28 request
     // carries its own: a worker in any process then knows what the task may ask its requestor.
-    stored: { ...params, _meta: { [META_KEYS.clientCapabilities]: clientCapabilities, ...meta } },
+    stored: Object.assign({}, params, { _meta: { [META_KEYS.clientCapabilities]: clientCapabilities, ...meta } }),
     headerKey: headerValue(extra, 'idempotency-key'),
     asks: isAugmented({ method: 'tools/call', params }) ? 'requested' : 'none',
     clientTakesTasks: clientCapabilities.tasks !== undefined,
@@ -153,7 +153,9 @@ function listedTools(session: SessionContext): Array<Record<string, unknown>> {
   const tools = session.server.runtime.tools.list();
   const capabilities = session.sdk.getClientCapabilities() as Record<string, unknown> | undefined;
   if (!session.server.runtime.taskTools || capabilities?.tasks !== undefined) return tools;
-  return tools.map((tool) => ((tool.execution as { taskSupport?: string } | undefined)?.taskSupport === 'required' ? { ...tool, execution: undefined } : tool));
+  return tools.map((tool) =>
+    (tool.execution as { taskSupport?: string } | undefined)?.taskSupport === 'required' ? Object.assign({}, tool, { execution: undefined }) : tool,
+  );
 }
 
 /** A plain call's context: it runs within the request, and asks the client within it too. */
@@ -161,8 +163,8 @@ function plainContext(session: SessionContext, principal: Principal, extra: Extr
   const token = extra._meta?.progressToken;
   const capabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null;
   const idempotencyKey = `call:${randomUUID()}`;
-  return {
-    ...askingContext(sessionAsk(extra, session.server.runtime.service.limits.maxAnswerBytes), capabilities),
+  // Object.assign onto the asking part, not a spread followed by properties (V8's slow path on Node 20).
+  return Object.assign(askingContext(sessionAsk(extra, session.server.runtime.service.limits.maxAnswerBytes), capabilities), {
     taskId: null,
     principal,
     signal: extra.signal,
@@ -178,7 +180,7 @@ function plainContext(session: SessionContext, principal: Principal, extra: Extr
         params: { progressToken: token, progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) },
       });
     },
-  };
+  } satisfies Partial<ToolContext>);
 }
 
 /** Sends notifications/tasks/status to this session on every change of a task it created. */

@@ -30,7 +30,7 @@ const ANSWER_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 
 function send(extra: Extra, request: InputRequest, meta: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
   const schema = RESULT_SCHEMAS[request.method as keyof typeof RESULT_SCHEMAS];
-  const params = { ...request.params, _meta: { ...(request.params?._meta as Record<string, unknown> | undefined), ...meta } };
+  const params = Object.assign({}, request.params, { _meta: Object.assign({}, request.params?._meta as Record<string, unknown> | undefined, meta) });
   return extra.sendRequest({ method: request.method, params } as ServerRequest, schema, { signal, timeout: ANSWER_TIMEOUT_MS });
 }
 

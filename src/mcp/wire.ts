@@ -52,5 +52,5 @@ export function wireResult(record: TaskRecord): ToolResult {
     return { content: [{ type: 'text', text }], isError: true, _meta: related };
   }
   const stored = record.result as ToolResult & { _meta?: Record<string, unknown> };
-  return { ...stored, _meta: { ...stored._meta, ...related } };
+  return Object.assign({}, stored, { _meta: Object.assign({}, stored._meta, related) });
 }

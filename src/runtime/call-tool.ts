@@ -99,7 +99,7 @@ async function admit(
         if (tool.prepare === undefined || !parsed.success) return;
         const prepared = await tool.prepare(parsed.data, ctx ?? (await call.context()));
         const meta = (stored.params._meta as Record<string, unknown> | undefined) ?? {};
-        stored.params._meta = { ...meta, [META_KEYS.prepared]: prepared };
+        stored.params._meta = Object.assign({}, meta, { [META_KEYS.prepared]: prepared });
       },
     });
   } catch (error) {

@@ -92,11 +92,12 @@ export class TaskRuntime {
     this.logger = options.logger ?? createLogger();
     this.drainMs = options.drainMs ?? 10_000;
     options.store.onProblem ??= (message, fields) => this.logger.warn(fields, message);
-    this.capabilities = {
-      ...(options.callersIdentified === true ? { list: {} } : {}),
-      cancel: {},
-      ...(this.tools.anyTaskSupport ? { requests: { tools: { call: {} } } } : {}),
-    };
+    this.capabilities = Object.assign(
+      {},
+      options.callersIdentified === true ? { list: {} } : {},
+      { cancel: {} },
+      this.tools.anyTaskSupport ? { requests: { tools: { call: {} } } } : {},
+    );
     this.service = new TaskService({
       store: options.store,
       capabilities: this.capabilities,
@@ -126,18 +127,21 @@ export class TaskRuntime {
     this.worker =
       options.execute === false
         ? null
-        : new Worker(this.service, this.tools, {
-            ...workerOptions,
-            hooks: {
-              log: (level, message, fields) => this.logger[level](fields ?? {}, message),
-              progress: (record, progress, total, message) => {
-                // Other processes' requestors hear it through the store; this one's at once.
-                this.service.publishProgress(record, progress, total, message);
-                return this.emitProgress(record.taskId, progress, total, message);
+        : new Worker(
+            this.service,
+            this.tools,
+            Object.assign({}, workerOptions, {
+              hooks: {
+                log: (level, message, fields) => this.logger[level](fields ?? {}, message),
+                progress: (record, progress, total, message) => {
+                  // Other processes' requestors hear it through the store; this one's at once.
+                  this.service.publishProgress(record, progress, total, message);
+                  return this.emitProgress(record.taskId, progress, total, message);
+                },
+                ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }),
               },
-              ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }),
-            },
-          });
+            } satisfies WorkerOptions),
+          );
   }
 
   /** Starts relaying other processes' changes (stores that notify), the sweeper and the worker. */

@@ -158,5 +158,5 @@ export function attachTasklatchV2(mcpServer: McpServer, options: AttachV2Options
  * run from the store's outbox beside any number of server processes. Start it, close it on SIGTERM.
  */
 export function tasklatchWorkerV2(mcpServer: McpServer, options: Omit<AttachV2Options, 'execute'>): SdkV2Tasklatch {
-  return new SdkV2Tasklatch(mcpServer, { ...options, execute: true });
+  return new SdkV2Tasklatch(mcpServer, Object.assign({}, options, { execute: true }));
 }

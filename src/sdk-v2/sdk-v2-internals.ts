@@ -146,12 +146,11 @@ export function requestOf(
   const given = request.params ?? {};
   const meta = { ...(given._meta as Record<string, unknown> | undefined), ...envelope };
   const requestState = ctx.mcpReq.requestState();
-  const params: Record<string, unknown> = {
-    ...given,
+  const params: Record<string, unknown> = Object.assign({}, given, {
     _meta: meta,
     ...(inputResponses === undefined ? {} : { inputResponses }),
     ...(requestState === undefined ? {} : { requestState }),
-  };
+  });
   const headers: IncomingHttpHeaders = {};
   ctx.http?.req?.headers.forEach((value, key) => (headers[key] = value));
   return { id, params, headers, authInfo: ctx.http?.authInfo, signal };

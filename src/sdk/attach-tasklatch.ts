@@ -129,11 +129,13 @@ export class SdkTasklatch {
       const support = this.marked.get(tool.name);
       if (support === undefined) return tool;
       // A client without tasks calls a required tool plainly and gets the task as text.
-      return plainClient && support === 'required' ? { ...tool, execution: undefined } : { ...tool, execution: { ...tool.execution, taskSupport: support } };
+      return plainClient && support === 'required'
+        ? Object.assign({}, tool, { execution: undefined })
+        : Object.assign({}, tool, { execution: Object.assign({}, tool.execution, { taskSupport: support }) });
     });
-    if (!this.runtime.taskTools) return { ...listed, tools };
+    if (!this.runtime.taskTools) return Object.assign({}, listed, { tools });
     const followUp = new ToolRegistry(TASK_TOOL_NAMES.map((name) => this.runtime.tools.get(name)!)).list() as ListToolsResult['tools'];
-    return { ...listed, tools: [...tools, ...followUp] };
+    return Object.assign({}, listed, { tools: [...tools, ...followUp] });
   }
 }
 
@@ -154,5 +156,5 @@ export function attachTasklatch(mcpServer: McpServer, options: AttachOptions): S
  * run from the store's outbox beside any number of server processes. Start it, close it on SIGTERM.
  */
 export function tasklatchWorker(mcpServer: McpServer, options: Omit<AttachOptions, 'execute' | 'taskTools'>): SdkTasklatch {
-  return new SdkTasklatch(mcpServer, { ...options, execute: true });
+  return new SdkTasklatch(mcpServer, Object.assign({}, options, { execute: true }));
 }

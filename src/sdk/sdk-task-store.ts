@@ -60,7 +60,10 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
     const name = typeof params.name === 'string' ? params.name : request.method;
     // Augmented in the guard's terms whether or not the client sent `task` (the SDK polls an
     // optional tool's task itself); the ttl is the one the handler asked for.
-    const wire: WireRequest = { method: request.method, params: { ...params, task: { ...(params.task as object), ...(ttl === undefined ? {} : { ttl }) } } };
+    const wire: WireRequest = {
+      method: request.method,
+      params: Object.assign({}, params, { task: Object.assign({}, params.task as object, ttl === undefined ? {} : { ttl }) }),
+    };
     const outcome = await this.translate(() =>
       this.service.create({ auth: this.auth.authKey(), tool: { name, execution: { taskSupport: 'optional' } }, request: wire }),
     );
@@ -121,7 +124,7 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
     for (let attempt = 0; attempt <= STALE_RETRIES; attempt++) {
       const found = isPlausibleTaskId(taskId) ? (await this.service.lookup({ auth, taskId })).record : null;
       if (found === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
-      const out = await this.service.transition({ auth, taskId, write: { ...write, expectedVersion: found.version } });
+      const out = await this.service.transition({ auth, taskId, write: Object.assign({}, write, { expectedVersion: found.version }) });
       if (out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL') return;
       if (out.decision === 'BLOCK_STALE_VERSION') continue;
       if (out.decision === 'BLOCK_TERMINAL_REWRITE')

@@ -79,7 +79,7 @@ export class WorkerSurface {
     const { timeoutMs, ...rest } = input;
     // Whole milliseconds: the stores keep integer columns.
     const deadlineAt = timeoutMs === undefined ? null : now + Math.ceil(timeoutMs);
-    const questions = rest.questions.map((q) => ({ ...q, deadlineAt }));
+    const questions = rest.questions.map((q) => Object.assign({}, q, { deadlineAt }));
     const correlationId = randomUUID();
     const out = await ctx.store.ask(Object.assign({}, rest, { questions, now, correlationId }));
     if (out.decision === 'APPLY_ASK') ctx.changes.publish(input.fence.taskId, out.record?.version, out.record ?? undefined);

@@ -44,8 +44,8 @@ export function plainContext(call: Call, answers: Record<string, unknown>, maxAn
     return got;
   };
   const idempotencyKey = `call:${randomUUID()}`;
-  return {
-    ...askingContext(ask, call.capabilities),
+  // Object.assign onto the asking part, not a spread followed by properties (V8's slow path on Node 20).
+  return Object.assign(askingContext(ask, call.capabilities), {
     taskId: null,
     principal: call.principal,
     signal: call.signal,
@@ -55,7 +55,7 @@ export function plainContext(call: Call, answers: Record<string, unknown>, maxAn
     reportStatus: async () => undefined,
     reportProgress: async () => undefined,
     checkpoint: async () => call.signal.throwIfAborted(),
-  };
+  } satisfies Partial<ToolContext>);
 }
 
 /** 2026-07-28 tools carry no `execution.taskSupport`: whether a call becomes a task is the server's. */

@@ -101,7 +101,7 @@ export async function openTaskSubscription(input: {
     if (record === null || closed.aborted || (sent.get(taskId) ?? 0) >= record.version) return;
     sent.set(taskId, record.version);
     const { resultType: _resultType, ...task } = detailedTask(record);
-    sink.send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...task, _meta: tagged } });
+    sink.send({ jsonrpc: '2.0', method: 'notifications/tasks', params: Object.assign({}, task, { _meta: tagged }) });
   };
   // Watch before the first read: a change between the two is then not lost.
   const unsubscribes = accepted.map((taskId) => {

@@ -50,5 +50,5 @@ export const MAX_AUDITED_TASK_ID = 256;
 export function boundedAuditLine(entry: AuditEntry): AuditEntry {
   const id = entry.taskId;
   if (id === null || (id.length <= MAX_AUDITED_TASK_ID && isStorableText(id))) return entry;
-  return { ...entry, taskId: null, detail: `task id not kept (${id.length} characters${isStorableText(id) ? '' : ', not storable text'})` };
+  return Object.assign({}, entry, { taskId: null, detail: `task id not kept (${id.length} characters${isStorableText(id) ? '' : ', not storable text'})` });
 }

@@ -95,7 +95,7 @@ export class MemoryStore implements TaskStore {
     }
     const activeCount = input.maxActive == null ? 0 : this.countActive(input.authKey, input.now);
     const storedCount = input.maxStored == null ? 0 : this.countStored(input.authKey, input.now);
-    const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount, storedCount });
+    const decision = decideLimitedAdmission(Object.assign({}, input, { auth: input.authKey, prior, activeCount, storedCount }));
     const limited = decision === 'BLOCK_TASK_LIMIT' || decision === 'BLOCK_STORED_LIMIT';
     this.log(input.now, 'create', decision, input.authKey, limited ? null : (prior?.taskId ?? input.taskId), input.correlationId, limited ? null : prior);
     if (decision === 'BLOCK_IDEMPOTENCY_COLLISION' || limited) return { decision, record: null };

@@ -63,7 +63,7 @@ export async function claimIn(
     // The guard refused a claim in the write that committed, where it could not be judged
     // again; a second walk keeps every write before its COMMIT and judges such an entry anew.
     try {
-      const again = await inShortTransaction(pool, (tx) => claimWalk(tx, { ...input, limit: input.limit - claimed.length }, abandoned, false));
+      const again = await inShortTransaction(pool, (tx) => claimWalk(tx, Object.assign({}, input, { limit: input.limit - claimed.length }), abandoned, false));
       claimed = [...claimed, ...again.claimed];
     } catch (error) {
       // The first walk's claims are committed: returned, they run now instead of after their leases.

@@ -90,7 +90,7 @@ export async function answerIn(pool: pg.Pool, input: AnswerInput): Promise<Answe
       keys[key] = decision;
       if (decision !== 'APPLY_ANSWER') continue;
       answers.push({ key, response: response ?? null, digest: responseDigest });
-      asked.set(key, { ...question!, response, responseDigest, answeredAt: now });
+      asked.set(key, Object.assign({}, question!, { response, responseDigest, answeredAt: now }));
     }
     const record = answers.length === 0 ? task : await applyAnswers(client, input, task, answers, outstanding([...asked.values()]).length === 0);
     const lines = Object.entries(keys).map(([key, decision]) =>

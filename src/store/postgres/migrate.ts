@@ -29,7 +29,7 @@ export async function migratePostgres(target: pg.Pool | string, schema?: string 
   if (typeof target !== 'string') return migratePool(target, schema === undefined || schema === null ? null : checkSchemaName(schema));
   const parsed = parsePostgresUrl(target);
   const chosen = schema === undefined || schema === null ? parsed.schema : checkSchemaName(schema);
-  const pool = createPool({ ...parsed, schema: chosen }, 1);
+  const pool = createPool(Object.assign({}, parsed, { schema: chosen }), 1);
   try {
     await probe(pool).catch((cause: unknown) => {
       throw unavailable(parsed, cause);

@@ -141,7 +141,7 @@ export class PostgresStore implements TaskStore {
       await pool.end();
       throw error;
     }
-    const auditPool = createPool({ ...target, options: [target.options, '-c synchronous_commit=off'].filter((o) => o !== null).join(' ') }, 4);
+    const auditPool = createPool(Object.assign({}, target, { options: [target.options, '-c synchronous_commit=off'].filter((o) => o !== null).join(' ') }), 4);
     const store = new PostgresStore(pool, auditPool, applied, options.writeBatch);
     // Terminal records travel sealed under a key of the schema's secret; without one they do not travel.
     store.recordKey = recordKey(

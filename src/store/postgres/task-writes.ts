@@ -150,7 +150,7 @@ async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, para
     const prior = found?.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
     const activeCount = input.maxActive == null ? 0 : await countActive(client, input);
     const storedCount = input.maxStored == null ? 0 : await countStored(client, input);
-    const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount, storedCount });
+    const decision = decideLimitedAdmission(Object.assign({}, input, { auth: input.authKey, prior, activeCount, storedCount }));
     if (decision === 'BLOCK_TASK_LIMIT' || decision === 'BLOCK_STORED_LIMIT') {
       await audit(client, 'create', input, decision, null, null);
       return { decision, record: null };

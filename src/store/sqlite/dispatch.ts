@@ -68,11 +68,9 @@ function visitEntry(sql: Statements, input: ClaimInput, entry: DueRow): TaskReco
   if (task === null || step.kind === 'close' || step.kind === 'leave' || step.kind === 'defer') return null;
   const target = { task_id: task.taskId, version: task.version, now };
   if (step.kind === 'abandon') {
-    const ended = sql.applyAbandon.get({
-      ...target,
-      result: toJson(input.abandonedResult),
-      result_digest: resultDigest(input.abandonedResult),
-    }) as TaskRow | undefined;
+    const ended = sql.applyAbandon.get(
+      Object.assign({}, target, { result: toJson(input.abandonedResult), result_digest: resultDigest(input.abandonedResult) }),
+    ) as TaskRow | undefined;
     const record = applied(ended, task.taskId);
     sql.closeOutboxEntry.run({ id: entry.id, now });
     audit(sql, input, record, 'abandoned');

@@ -93,7 +93,7 @@ export function answerIn(sql: Statements, input: AnswerInput): AnswerOutcome {
     const stored = sql.storeAnswer.run({ task_id: taskId, input_key: key, response: toJson(response), response_digest: responseDigest, now });
     if (stored.changes !== 1)
       throw new TasklatchError('INTERNAL', `answer to ${JSON.stringify(key)} of task ${JSON.stringify(taskId)} changed no row under the write lock`);
-    asked.set(key, { ...question!, response, responseDigest, answeredAt: now });
+    asked.set(key, Object.assign({}, question!, { response, responseDigest, answeredAt: now }));
   }
   const applied = Object.values(keys).includes('APPLY_ANSWER');
   let record = task;

@@ -62,7 +62,7 @@ export function admitIn(sql: Statements, input: AdmitInput): AdmitOutcome {
 function classifyAdmission(sql: Statements, input: AdmitInput, activeCount: number, storedCount: number): AdmitOutcome | null {
   const priorRow = input.idempotencyKey === null ? undefined : (sql.selectByKey.get(input.authKey, input.idempotencyKey) as TaskRow | undefined);
   const prior = priorRow === undefined ? null : rowToRecord(priorRow);
-  const decision = decideLimitedAdmission({ ...input, auth: input.authKey, prior, activeCount, storedCount });
+  const decision = decideLimitedAdmission(Object.assign({}, input, { auth: input.authKey, prior, activeCount, storedCount }));
   if (decision === 'ACCEPT_TASK') return null;
   if (decision === 'BLOCK_TASK_LIMIT' || decision === 'BLOCK_STORED_LIMIT') {
     audit(sql, input, 'create', decision, null, null);
