@@ -49,8 +49,14 @@ describe('PostgreSQL reads of many callers in one statement', () => {
     ];
     const rows = await Promise.all(asked);
     expect(rows.map((r) => r?.task_id ?? null)).toEqual([alice.record!.taskId, null, null, bob.record!.taskId, null]);
-    // The first read went out alone; the four asked while it was out shared the next statement.
-    expect(sent()).toBe(2);
+    // Asked in one turn of the event loop: one statement, sent at the end of the turn.
+    expect(sent()).toBe(1);
+    // A read asked while a statement is out goes in the next one.
+    const first = reads.visible(alice.record!.taskId, 'acme/alice', created);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = reads.visible(bob.record!.taskId, 'globex/bob', created);
+    expect([(await first)?.task_id, (await second)?.task_id]).toEqual([alice.record!.taskId, bob.record!.taskId]);
+    expect(sent()).toBe(3);
   });
 
   it('never answers a read from a statement sent before it was asked', async () => {

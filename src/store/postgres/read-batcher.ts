@@ -20,8 +20,9 @@ export interface ReadBatcherOptions {
    * Statements at the server at once (default 1); a read arriving while all are out waits for the
    * next. One: every read that arrives while a statement is out shares the next, which is what
    * keeps the statements per poll low (`tasks/get` over HTTP at 16 pollers: 0.35 statements per
-   * request with 2 out, 0.20 with 1, and 17 % more polls answered for the same CPU); a read
-   * never waits for more than the statement before it.
+   * request with 2 out, 0.20 with 1, and 17 % more polls answered; gathering each turn's reads
+   * before the first statement goes out, another 14 %); a read never waits for more than the
+   * statement before it.
    */
   inFlight?: number;
   /** Most reads in one statement (default 500). */
@@ -40,12 +41,15 @@ interface Pending {
  * Groups concurrent `tasks/get` reads into one statement. Every read is answered by a statement
  * sent after the read was asked for: a read never joins a statement already on its way, so it
  * sees every write acknowledged before it began (PostgreSQL's read committed takes each
- * statement's snapshot when the statement starts). Under low load a read goes out at once (a
- * batch of one); under load the reads that arrive while `inFlight` statements are out share
- * the next one, which is what turns sixteen polls into one round trip.
+ * statement's snapshot when the statement starts). A statement goes out at the end of the turn
+ * of the event loop that asked for its first read, with every read that turn asked for (the
+ * requests that arrived together: a lone read waits only for its own turn to end); the reads
+ * that arrive while `inFlight` statements are out share the next one. That is what turns
+ * sixteen polls into one round trip.
  */
 export class ReadBatcher {
   private queue: Pending[] = [];
+  private turnEnding = false;
   private out = 0;
   private readonly inFlight: number;
   private readonly maxBatch: number;
@@ -62,7 +66,15 @@ export class ReadBatcher {
   visible(taskId: string, authKey: string, now: Millis): Promise<TaskRow | undefined> {
     return new Promise((resolve, reject) => {
       this.queue.push({ taskId, authKey, now, resolve, reject });
-      this.send();
+      // The statement goes out at the end of this turn of the event loop, with every read its
+      // turn asked for (the requests that arrived together), not with the first alone.
+      if (!this.turnEnding) {
+        this.turnEnding = true;
+        setImmediate(() => {
+          this.turnEnding = false;
+          this.send();
+        });
+      }
     });
   }
 
