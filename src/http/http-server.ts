@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TasklatchError } from '../core/errors.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
@@ -13,7 +13,7 @@ import { createOAuthResource, type OAuthResourceOptions } from './oauth/oauth-re
 import { checkHostAndOrigin, loopbackHosts } from './host-check.js';
 import type { ExtraRoute } from './operator-routes.js';
 import { readBody } from './read-body.js';
-import { logRefusals } from './refusal-log.js';
+import { RefusalLoggingResponse } from './refusal-log.js';
 import { isModernRequest } from './route.js';
 import { serveStateless } from './stateless-dispatch.js';
 
@@ -107,9 +107,9 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   const oauth = options.oauth === undefined ? undefined : createOAuthResource(options.oauth);
   const checkAuth = authFront({ tokens: options.tokens, authenticate: options.authenticate, bearer: oauth });
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const handle = async (req: IncomingMessage, res: RefusalLoggingResponse): Promise<void> => {
     const seen: { body?: unknown } = {};
-    logRefusals(req, res, logger, () => seen.body);
+    res.watch(logger, () => seen.body);
     // An answer given before the body is read closes the connection: the client stops
     // uploading at once, and the server reads no more of it.
     const early = () => {
@@ -180,7 +180,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     });
   };
 
-  const http: HttpServer = createServer((req, res) => {
+  const http = createServer({ ServerResponse: RefusalLoggingResponse }, (req, res) => {
     handle(req, res).catch((error: unknown) => {
       logger.error({ err: error }, 'HTTP request failed');
       if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.internalError, message: 'Internal error' } });
