@@ -73,11 +73,6 @@ export class AuditWriter {
     return this.queue.size;
   }
 
-  append(row: ReadAuditRow): void {
-    this.merge(row);
-    this.queued();
-  }
-
   /**
    * One decision, counted into its row: the row is built only for the first decision of its key
    * in this batch, later ones add to it in place (every poll passes here).
@@ -88,17 +83,12 @@ export class AuditWriter {
     const held = this.queue.get(key);
     if (held === undefined) this.queue.set(key, readAuditRow(entry));
     else addReadDecision(held, entry);
-    this.queued();
-  }
-
-  /** After a row was queued or grew: the bound of the queue, and a flush on its way. */
-  private queued(): void {
     if (this.queue.size > this.maxQueue) {
       let over = this.queue.size - this.maxQueue;
-      for (const key of this.queue.keys()) {
+      for (const oldest of this.queue.keys()) {
         if (over-- <= 0) break;
-        this.dropped += this.queue.get(key)?.count ?? 0;
-        this.queue.delete(key);
+        this.dropped += this.queue.get(oldest)?.count ?? 0;
+        this.queue.delete(oldest);
       }
       // Reported once per run of drops, not once per line: a stalled database must not flood the log.
       if (this.dropped > 0 && !this.reportedFull) this.report('audit queue full: dropping the oldest read-decision lines', { maxQueue: this.maxQueue });

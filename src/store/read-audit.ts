@@ -79,12 +79,16 @@ function windowOf(at: Millis, windowMs: number): Millis {
 
 /** The identity of a row: what the table's unique key holds. */
 export function readAuditKey(row: ReadAuditRow): string {
-  return `${row.taskKey}\n${row.authKey}\n${row.surface}\n${row.decision}\n${row.windowStart}`;
+  return keyFrom(row.taskKey, row.authKey, row.surface, row.decision, row.windowStart);
 }
 
 /** The key of the row `entry` adds to (`readAuditKey(readAuditRow(entry))`), without building the row. */
 export function readAuditKeyOf(entry: AuditEntry, windowMs: number = READ_AUDIT_WINDOW_MS): string {
-  return `${taskKeyOf(entry)}\n${entry.authKey}\n${entry.surface}\n${entry.decision}\n${windowOf(entry.at, windowMs)}`;
+  return keyFrom(taskKeyOf(entry), entry.authKey, entry.surface, entry.decision, windowOf(entry.at, windowMs));
+}
+
+function keyFrom(taskKey: string, authKey: string, surface: string, decision: string, windowStart: Millis): string {
+  return `${taskKey}\n${authKey}\n${surface}\n${decision}\n${windowStart}`;
 }
 
 /**

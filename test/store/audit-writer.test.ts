@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AuditWriter } from '../../src/store/audit-writer.js';
 import { boundedAuditLine } from '../../src/store/audit-line.js';
-import { readAuditRow, type ReadAuditRow } from '../../src/store/read-audit.js';
+import type { ReadAuditRow } from '../../src/store/read-audit.js';
 import type { AuditEntry } from '../../src/store/types.js';
 import { ALL_HARNESSES } from '../support/stores.js';
 
@@ -28,8 +28,6 @@ function database() {
   return { stored, insert, setDown: (value: boolean) => (down = value) };
 }
 
-const row = (taskId: string | null, decision: AuditEntry['decision'] = 'RETURN_STATUS'): ReadAuditRow => readAuditRow(line(taskId, decision));
-
 const isLineError = (error: unknown) => (error as { code?: string }).code === '54000';
 
 describe('AuditWriter', () => {
@@ -37,11 +35,11 @@ describe('AuditWriter', () => {
     const db = database();
     const problems: string[] = [];
     const writer = new AuditWriter(db.insert, { isLineError, onProblem: (m) => problems.push(m) });
-    for (const id of ['a', 'bad', 'b', 'c']) writer.append(row(id));
+    for (const id of ['a', 'bad', 'b', 'c']) writer.count(line(id));
     await writer.drain(2000);
     expect(db.stored.map((l) => l.taskId)).toEqual(['a', 'b', 'c']);
     expect(problems).toEqual(['audit line refused by the database; dropped']);
-    writer.append(row('d'));
+    writer.count(line('d'));
     await writer.drain(2000);
     expect(db.stored.map((l) => l.taskId)).toEqual(['a', 'b', 'c', 'd']);
   });
@@ -50,8 +48,8 @@ describe('AuditWriter', () => {
     const db = database();
     db.setDown(true);
     const writer = new AuditWriter(db.insert, { isLineError });
-    writer.append(row('a'));
-    writer.append(row('b'));
+    writer.count(line('a'));
+    writer.count(line('b'));
     await writer.drain(150);
     expect(db.stored).toEqual([]);
     expect(writer.pending).toBe(2);
@@ -65,7 +63,7 @@ describe('AuditWriter', () => {
     db.setDown(true);
     const problems: Array<[string, Record<string, unknown>]> = [];
     const writer = new AuditWriter(db.insert, { isLineError, maxQueue: 3, onProblem: (m, f) => problems.push([m, f]) });
-    for (const id of ['1', '2', '3', '4', '5']) writer.append(row(id));
+    for (const id of ['1', '2', '3', '4', '5']) writer.count(line(id));
     expect(writer.pending).toBe(3);
     db.setDown(false);
     await writer.drain(5000);
@@ -77,8 +75,8 @@ describe('AuditWriter', () => {
   it('queues a burst of one key as one row and stores its count, and a row stored while more arrive adds up', async () => {
     const db = database();
     const writer = new AuditWriter(db.insert, { isLineError });
-    for (let i = 0; i < 1000; i++) writer.append(readAuditRow({ ...line('t'), at: 1000 + i, correlationId: `c${i}` }));
-    writer.append(row('u'));
+    for (let i = 0; i < 1000; i++) writer.count({ ...line('t'), at: 1000 + i, correlationId: `c${i}` });
+    writer.count(line('u'));
     expect(writer.pending).toBe(2);
     await writer.drain(2000);
     expect(db.stored).toHaveLength(2);
@@ -90,10 +88,10 @@ describe('AuditWriter', () => {
     const db = database();
     db.setDown(true);
     const writer = new AuditWriter(db.insert, { isLineError });
-    writer.append(row('t'));
-    writer.append(row('t'));
+    writer.count(line('t'));
+    writer.count(line('t'));
     await writer.drain(120);
-    writer.append(row('t'));
+    writer.count(line('t'));
     db.setDown(false);
     await writer.drain(5000);
     expect(db.stored.map((r) => [r.taskKey, r.count])).toEqual([['t', 3]]);
@@ -104,7 +102,7 @@ describe('AuditWriter', () => {
     db.setDown(true);
     const problems: Array<[string, Record<string, unknown>]> = [];
     const writer = new AuditWriter(db.insert, { isLineError, onProblem: (m, f) => problems.push([m, f]) });
-    writer.append(row('a'));
+    writer.count(line('a'));
     await writer.drain(100);
     expect(problems.at(-1)).toEqual(['audit lines not stored before the writer stopped', { lines: 1 }]);
   });
