@@ -55,10 +55,15 @@ export class ChangeFeed {
    * `record` is passed on only when it is that change's terminal record.
    */
   publishRemote(taskId: string, version?: number, record?: TaskRecord): void {
-    const known = this.published.get(taskId);
-    if (version !== undefined && known !== undefined && version <= known) return;
+    if (version !== undefined && this.knows(taskId, version)) return;
     const final = record !== undefined && record.taskId === taskId && record.version === version && isTerminal(record.status);
     this.emit(taskId, version, final ? record : undefined);
+  }
+
+  /** Whether this process published `version` of `taskId`, or a later one: its own write, when it comes back (`publishRemote`). */
+  knows(taskId: string, version: number): boolean {
+    const known = this.published.get(taskId);
+    return known !== undefined && version <= known;
   }
 
   private emit(taskId: string, version: number | undefined, record?: TaskRecord): void {

@@ -36,6 +36,8 @@ export class NotificationRelay {
         onError?.(error);
       },
       (event) => changes.publishRemoteProgress(event),
+      // Its own writes come back on the feed: those are neither reported nor their records opened.
+      { knows: (taskId, version) => changes.knows(taskId, version) },
     );
     this.current = 'up';
   }

@@ -332,12 +332,15 @@ export interface TaskUpkeep {
    * (final: no later write changes it), and `onChange(null)` when
    * changes may have been missed (the connection was lost and is back). Resolves once
    * listening; the returned function stops. `onProgress` hears the progress any process
-   * publishes (`publishProgress`, this process's own included) on the same feed.
+   * publishes (`publishProgress`, this process's own included) on the same feed. A change that
+   * `options.knows` says the caller knows already (its own write coming back) need not be
+   * reported.
    */
   listen(
     onChange: (taskId: string | null, version?: number, record?: TaskRecord) => void,
     onError?: (error: Error) => void,
     onProgress?: (event: ProgressEvent) => void,
+    options?: ListenOptions,
   ): Promise<() => Promise<void>>;
   /**
    * Passes a running task's progress to the listeners of every process (`listen`), best effort:
@@ -371,4 +374,13 @@ export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSt
   readonly supports: StoreCapabilities;
   /** SQL stores: the migrations their `open` applied (they migrate on first use). */
   readonly migrationsApplied?: readonly string[];
+}
+
+/** What a store's `listen` is told besides where to report. */
+export interface ListenOptions {
+  /**
+   * Whether the listener's owner knows of this change already (its own write coming back): such
+   * a change need not be reported, nor the record sent with it opened.
+   */
+  knows?: (taskId: string, version: number) => boolean;
 }

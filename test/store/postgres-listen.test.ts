@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskRecord } from '../../src/core/types.js';
+import { latestPerTask } from '../../src/store/postgres/listener.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { PG_NOW, T0, pgAdmission, record } from '../support/records.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -102,6 +103,86 @@ describe('PostgreSQL change notifications', () => {
     const sealed = Buffer.from(payload.slice(payload.indexOf(':') + 1), 'base64').toString('utf8');
     expect(sealed).not.toContain('done');
     expect(sealed).not.toContain('"taskId"');
+  });
+
+  it('an admission its worker claimed in the same transaction is one change, at the claimed version', async () => {
+    const url = await freshPostgresUrl('listen_claimed');
+    const writer = await storeAt(url);
+    const reader = await storeAt(url);
+    const heard: Array<[string | null, number | undefined]> = [];
+    stops.push(await reader.listen((taskId, version) => heard.push([taskId, version])));
+    const claim = { owner: 'w1', leaseMs: 30_000, maxAttempts: 3, correlationId: 'c' };
+    const claimed = await writer.admit(pgAdmission({ taskId: 'claimed-1', claim }));
+    const plain = await writer.admit(pgAdmission({ taskId: 'plain-1' }));
+    expect(claimed.decision === 'ACCEPT_TASK' ? claimed.claimed?.version : null).toBe(2);
+    expect(plain.decision === 'ACCEPT_TASK' ? plain.claimed : undefined).toBeNull();
+    const deadline = performance.now() + 5000;
+    while (heard.length < 2 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect([...heard].sort()).toEqual([
+      ['claimed-1', 2],
+      ['plain-1', 1],
+    ]);
+  });
+
+  it('a change the listener says it knows is not reported; the others are, records included', async () => {
+    const url = await freshPostgresUrl('listen_knows');
+    const writer = await storeAt(url);
+    const reader = await storeAt(url);
+    const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
+    const asked: Array<[string, number]> = [];
+    const knows = (taskId: string, version: number) => {
+      asked.push([taskId, version]);
+      return taskId === 'k1';
+    };
+    stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried]), undefined, undefined, { knows }));
+    await writer.seed([record({ taskId: 'k1' }), record({ taskId: 'k2' })]);
+    const complete = (taskId: string) =>
+      writer.transition({
+        taskId,
+        authKey: 'tenant-a/alice',
+        write: { status: 'completed', expectedVersion: 1, result: { ok: taskId } },
+        correlationId: 'c',
+        now: T0,
+      });
+    await complete('k1');
+    const second = await complete('k2');
+    const deadline = performance.now() + 5000;
+    while (heard.length < 1 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(asked).toEqual([
+      ['k1', 2],
+      ['k2', 2],
+    ]);
+    expect(heard).toEqual([['k2', 2, second.record]]);
+  });
+
+  it("a batch of notifications keeps each task's latest change, with its record, in the order of those", () => {
+    const changes = [
+      { taskId: 'a', version: 1 },
+      { taskId: 'b', version: 1 },
+      { taskId: 'a', version: 2 },
+      { taskId: 'c', version: 4 },
+      { taskId: 'b', version: 3, record: 'sealed-b' },
+      { taskId: 'c', version: 4 },
+    ];
+    expect(latestPerTask(changes)).toEqual([
+      { taskId: 'a', version: 2 },
+      { taskId: 'b', version: 3, record: 'sealed-b' },
+      { taskId: 'c', version: 4 },
+    ]);
+    // A version older than one already in the batch never wins.
+    expect(
+      latestPerTask([
+        { taskId: 'a', version: 3 },
+        { taskId: 'a', version: 2 },
+      ]),
+    ).toEqual([{ taskId: 'a', version: 3 }]);
+    const distinct = [
+      { taskId: 'x', version: 1 },
+      { taskId: 'y', version: 1 },
+    ];
+    expect(latestPerTask(distinct)).toEqual(distinct);
   });
 
   it('a write returns without waiting for its notification, which still follows, after the commit', async () => {

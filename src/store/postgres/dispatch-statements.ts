@@ -112,28 +112,6 @@ export const dispatchSql = {
   )
   SELECT applied.* FROM applied`,
 
-  /**
-   * The claim of a task in the transaction that admitted it (see `AdmitInput.claim`), the same
-   * write as `claimTasks` on the row the admission just inserted: $1 task id, $2 the admission's
-   * correlation id (only the row this admission inserted, never a replayed one), $3 now, $4
-   * correlation id, $5 audit detail, $6 lease owner, $7 lease expiry.
-   */
-  claimAdmitted: `
-  WITH applied AS (
-    UPDATE tasks SET version = version + 1, last_updated_at_ms = $3, attempt = attempt + 1, lease_owner = $6, lease_expires_at_ms = $7
-     -- restates decideDispatch's claim: working, unexpired, no lease held; and the admission's own row, at version 1
-     WHERE task_id = $1 AND correlation_id = $2 AND version = 1 AND status = 'working'
-       AND ${unexpired(3)} AND lease_owner IS NULL
-    RETURNING *
-  ), moved AS (
-    UPDATE task_outbox o SET available_at_ms = a.lease_expires_at_ms, claimed_by = a.lease_owner, attempt = a.attempt, lease_expires_at_ms = a.lease_expires_at_ms
-      FROM applied a WHERE o.task_id = a.task_id AND o.done_at_ms IS NULL
-  ), audited AS (
-    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
-    SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $4::text, status, version, $5::text FROM applied
-  )
-  SELECT applied.* FROM applied`,
-
   /** Ends a task that used up its attempts `failed` with $7 (JSON) and its digest $8. */
   abandonTask: dispatchWrite(`status = 'failed', result = $7, result_digest = $8, lease_owner = NULL, lease_expires_at_ms = NULL`, 'done_at_ms = $3'),
 

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { TaskRecord } from '../../core/types.js';
 import { openTerminalRecord } from '../change-record.js';
 import { decodeProgress } from '../progress-event.js';
-import type { ProgressEvent } from '../types.js';
+import type { ListenOptions, ProgressEvent } from '../types.js';
 import { PROGRESS_CHANNEL } from './progress.js';
 
 /**
@@ -19,8 +19,6 @@ export const CHANGES_CHANNEL = 'tasklatch_changes';
  */
 export const RECORDS_CHANNEL = 'tasklatch_records';
 
-/** Records heard whose change has not come yet; more than this means the changes are not coming (a foreign writer). */
-const AHEAD_MOST = 1024;
 
 const SQL = {
   /**
@@ -40,15 +38,18 @@ const SQL = {
  * One dedicated connection that LISTENs for task changes written by any process on the same
  * database and schema. When the connection drops (a server restart) it reconnects with backoff
  * and then reports `null`: anything may have changed while it was away, so waiters look again.
- * A terminal change is reported with its record when the writer sent it (see `RECORDS_CHANNEL`),
- * and the plain change that follows it is not reported again.
+ * A terminal change is reported with its record when the writer sent it (see `RECORDS_CHANNEL`).
  */
 export class ChangeListener {
   private client: pg.Client | null = null;
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
-  /** `taskId:version` of the records reported whose plain change is still to come. */
-  private readonly ahead = new Set<string>();
+  /**
+   * The sealed record heard last, kept unopened until the change it was sent ahead of arrives:
+   * opening one costs a decryption and a parse, and the process that wrote it (every process
+   * hears its own notifications) knows the change already.
+   */
+  private held: string | null = null;
 
   private constructor(
     private readonly config: pg.ClientConfig,
@@ -57,6 +58,7 @@ export class ChangeListener {
     private readonly onProgress: ((event: ProgressEvent) => void) | null,
     /** Opens the records sealed on `RECORDS_CHANNEL`; without it they are ignored (their changes still count). */
     private readonly recordKey: Buffer | null,
+    private readonly knows: ((taskId: string, version: number) => boolean) | null,
   ) {}
 
   /** `onProgress`: also LISTENs for progress, on the same connection. */
@@ -66,8 +68,9 @@ export class ChangeListener {
     onError: (error: Error) => void,
     onProgress: ((event: ProgressEvent) => void) | null = null,
     recordKey: Buffer | null = null,
+    options: ListenOptions = {},
   ): Promise<ChangeListener> {
-    const listener = new ChangeListener(config, onChange, onError, onProgress, recordKey);
+    const listener = new ChangeListener(config, onChange, onError, onProgress, recordKey, options.knows ?? null);
     await listener.connect();
     return listener;
   }
@@ -94,21 +97,23 @@ export class ChangeListener {
         return;
       }
       if (message.channel === RECORDS_CHANNEL && message.payload?.startsWith(prefix) === true) {
-        const record = this.recordKey === null ? null : openTerminalRecord(message.payload.slice(prefix.length), this.recordKey);
-        if (record === null) return;
-        if (this.ahead.size >= AHEAD_MOST) this.ahead.clear();
-        this.ahead.add(`${record.taskId}:${record.version}`);
-        this.onChange(record.taskId, record.version, record);
+        // Its change comes next (same statement, delivered in order): opened then, if needed.
+        this.held = this.recordKey === null ? null : message.payload.slice(prefix.length);
         return;
       }
       if (message.channel === CHANGES_CHANNEL && message.payload?.startsWith(prefix) === true) {
+        const held = this.held;
+        this.held = null;
         const rest = message.payload.slice(prefix.length);
-        // Reported already, with its record.
-        if (this.ahead.delete(rest)) return;
         const colon = rest.lastIndexOf(':');
         const version = Number(rest.slice(colon + 1));
-        if (colon > 0 && Number.isSafeInteger(version)) this.onChange(rest.slice(0, colon), version);
-        else this.onChange(rest);
+        if (colon <= 0 || !Number.isSafeInteger(version)) return this.onChange(rest);
+        const taskId = rest.slice(0, colon);
+        if (this.knows?.(taskId, version) === true) return;
+        // The record counts only for the change it was sent ahead of.
+        const record = held === null || this.recordKey === null ? null : openTerminalRecord(held, this.recordKey);
+        if (record !== null && record.taskId === taskId && record.version === version) this.onChange(taskId, version, record);
+        else this.onChange(taskId, version);
       }
     });
     await client.query(`LISTEN ${CHANGES_CHANNEL}; LISTEN ${RECORDS_CHANNEL}`);
@@ -119,7 +124,7 @@ export class ChangeListener {
   private lost(client: pg.Client, error: Error): void {
     if (this.closed || this.client !== client) return;
     this.client = null;
-    this.ahead.clear();
+    this.held = null;
     client.removeAllListeners('end');
     void client.end().catch(() => undefined);
     this.onError(error);
@@ -208,7 +213,7 @@ export class ChangeNotifier {
     await new Promise((resolve) => setImmediate(resolve));
     try {
       while (this.pending.length > 0 || this.progress.length > 0) {
-        const batch = this.pending;
+        const batch = latestPerTask(this.pending);
         const progress = this.progress;
         this.pending = [];
         this.progress = [];
@@ -239,4 +244,23 @@ export class ChangeNotifier {
       this.flushing = null;
     }
   }
+}
+
+/**
+ * The changes of one batch with each task's latest only (its highest version; the later of two
+ * equal ones), in the order of those latest: a receiver reads the stored state of a task it
+ * hears of, so an earlier version of the same batch would only wake it once more (an admission
+ * the local worker claimed in its transaction is two changes, versions 1 and 2). A terminal
+ * record stays with its change: nothing follows a terminal version.
+ */
+export function latestPerTask(changes: readonly Change[]): Change[] {
+  if (changes.length < 2) return changes as Change[];
+  const latest = new Map<string, number>();
+  changes.forEach((c, i) => {
+    const at = latest.get(c.taskId);
+    if (at === undefined || (changes[at] as Change).version <= c.version) latest.set(c.taskId, i);
+  });
+  if (latest.size === changes.length) return changes as Change[];
+  const kept = new Set(latest.values());
+  return changes.filter((_, i) => kept.has(i));
 }

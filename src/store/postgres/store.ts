@@ -8,6 +8,7 @@ import { AuditWriter } from '../audit-writer.js';
 import { ProgressBuffer } from '../progress-buffer.js';
 import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
+  ListenOptions,
   AdmitInput,
   AdmitOutcome,
   AnswerInput,
@@ -283,8 +284,9 @@ export class PostgresStore implements TaskStore {
     onChange: (taskId: string | null, version?: number, record?: TaskRecord) => void,
     onError: (error: Error) => void = () => undefined,
     onProgress?: (event: ProgressEvent) => void,
+    options: ListenOptions = {},
   ): Promise<() => Promise<void>> {
-    const listener = await ChangeListener.start(this.pool.options, onChange, onError, onProgress ?? null, this.recordKey);
+    const listener = await ChangeListener.start(this.pool.options, onChange, onError, onProgress ?? null, this.recordKey, options);
     return () => listener.close();
   }
 

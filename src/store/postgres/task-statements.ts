@@ -82,6 +82,56 @@ export function appliedTransition(sets: readonly string[], terminal: boolean): s
   SELECT applied.* FROM applied`;
 }
 
+/**
+ * Admission as one statement: the task row (unless its key is taken, or the caller is at a
+ * bound), its outbox entry (with the task's app, which the claim filters by) and the ACCEPT_TASK
+ * audit line. Parameters: the task's columns ($1–$23, `TASK_COLUMNS` order), the limit ($24,
+ * null for none), now ($25), the stored bound ($26, null for none). Under a bound the caller has
+ * taken the auth key's advisory lock in an earlier statement, so this statement's snapshot
+ * already sees every admission that committed before it. The count guards restate
+ * decideLimitedAdmission's bounds; the key's live holder is classified in TS.
+ *
+ * `claimed`: the admission leased to its claimer in the same statement (`AdmitInput.claim`).
+ * The columns are then those of the task as the claim leaves it (version 2, attempt 1, the
+ * lease), the outbox entry is written as the claim leaves it (due at the lease's end, the
+ * claimer's), and the claim's APPLY_TRANSITION line follows the ACCEPT_TASK line ($27 its
+ * correlation id, $28 its detail). The committed state is the one an insert and then the claim's
+ * UPDATE leave in one transaction, without the row version, index entries and outbox update the
+ * UPDATE cost.
+ */
+function admission(claimed: boolean): string {
+  const outbox = claimed
+    ? `INSERT INTO task_outbox (task_id, app, created_at_ms, available_at_ms, claimed_by, attempt, lease_expires_at_ms)
+    SELECT task_id, app, created_at_ms, lease_expires_at_ms, lease_owner, attempt, lease_expires_at_ms FROM inserted`
+    : `INSERT INTO task_outbox (task_id, app, created_at_ms, available_at_ms)
+    SELECT task_id, app, created_at_ms, created_at_ms FROM inserted`;
+  const claimLine = claimed
+    ? `
+    UNION ALL
+    SELECT last_updated_at_ms, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $${TASK_COLUMNS.length + 4}::text, status, version, $${TASK_COLUMNS.length + 5}::text FROM inserted`
+    : '';
+  return `
+  WITH inserted AS (
+    INSERT INTO tasks (${TASK_COLUMNS.join(', ')})
+    SELECT ${typedPlaceholders}
+     WHERE (${LIMIT} IS NULL
+        OR (SELECT count(*) FROM tasks
+             WHERE auth_key = $2::text AND status IN ('working', 'input_required')
+               AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${LIMIT})
+       AND (${STORED} IS NULL
+        OR (SELECT count(*) FROM tasks
+             WHERE auth_key = $2::text AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${STORED})
+    ON CONFLICT (auth_key, idempotency_key) DO NOTHING
+    RETURNING *
+  ), queued AS (
+    ${outbox}
+  ), audited AS (
+    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+    SELECT created_at_ms, 'create', 'ACCEPT_TASK', auth_key, task_id, correlation_id, NULL, NULL, NULL FROM inserted${claimLine}
+  )
+  SELECT inserted.* FROM inserted`;
+}
+
 /** The records role's statements, by name. */
 export const taskSql = {
   /** An expired holder gives its idempotency key up (restates decideAdmission's expiry test). */
@@ -98,27 +148,11 @@ export const taskSql = {
    * statement's snapshot already sees every admission that committed before it. The count guard
    * restates decideLimitedAdmission's limit; the key's live holder is classified in TS.
    */
-  admitTask: `
-  WITH inserted AS (
-    INSERT INTO tasks (${TASK_COLUMNS.join(', ')})
-    SELECT ${typedPlaceholders}
-     WHERE (${LIMIT} IS NULL
-        OR (SELECT count(*) FROM tasks
-             WHERE auth_key = $2::text AND status IN ('working', 'input_required')
-               AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${LIMIT})
-       AND (${STORED} IS NULL
-        OR (SELECT count(*) FROM tasks
-             WHERE auth_key = $2::text AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${STORED})
-    ON CONFLICT (auth_key, idempotency_key) DO NOTHING
-    RETURNING *
-  ), queued AS (
-    INSERT INTO task_outbox (task_id, app, created_at_ms, available_at_ms)
-    SELECT task_id, app, created_at_ms, created_at_ms FROM inserted
-  ), audited AS (
-    INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
-    SELECT created_at_ms, 'create', 'ACCEPT_TASK', auth_key, task_id, correlation_id, NULL, NULL, NULL FROM inserted
-  )
-  SELECT inserted.* FROM inserted`,
+  /** Admission as one statement (see `admission`). */
+  admitTask: admission(false),
+
+  /** Admission and its claim as one statement (see `admission`): $27 the claim's correlation id, $28 its audit detail. */
+  admitClaimedTask: admission(true),
 
   selectByKey: `SELECT * FROM tasks WHERE auth_key = $1 AND idempotency_key = $2`,
 

@@ -20,7 +20,7 @@ import { lockAll, type WriteBatcher } from './write-batcher.js';
 
 /** Both prepared once per connection that executes them (see prepared.ts). */
 const preparedAdmit = prepared(sql.admitTask);
-const preparedClaimAdmitted = prepared(sql.claimAdmitted);
+const preparedAdmitClaimed = prepared(sql.admitClaimedTask);
 
 /**
  * The writing operations of the records role in PostgreSQL: admission, status writes,
@@ -46,21 +46,26 @@ const ADMIT_ATTEMPTS = 5;
  * by a bound). The first attempt changed nothing then.
  */
 export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: AdmitInput): Promise<AdmitOutcome> {
-  const params = [...recordToRow(admissionRecord(input)), input.maxActive ?? null, input.now, input.maxStored ?? null];
+  const admitted = admissionRecord(input);
+  const bounds = [input.maxActive ?? null, input.now, input.maxStored ?? null];
+  const params = [...recordToRow(admitted), ...bounds];
   const bare = input.idempotencyKey === null && input.maxActive == null && input.maxStored == null;
-  const insert = executeCall(preparedAdmit, params);
+  const claimed = claimOnAdmission(input, admitted, bounds);
+  const insert = claimed === null ? executeCall(preparedAdmit, params) : claimed.statement;
   if (insert !== null) {
-    const claim = claimOnAdmission(input);
-    const statements = claim === null ? [insert] : [insert, claim];
-    const [inserted, claimedNow] = await batcher.run({
-      statements,
+    const [inserted] = await batcher.run({
+      statements: [insert],
       locks: admissionLocks(input),
       orderKey: `0:${input.authKey}`,
-      prepared: claim === null ? [preparedAdmit] : [preparedAdmit, preparedClaimAdmitted],
+      prepared: [claimed === null ? preparedAdmit : preparedAdmitClaimed],
     });
     const row = (inserted?.rows as TaskRow[] | undefined)?.[0];
-    const claimedRow = (claimedNow?.rows as TaskRow[] | undefined)?.[0];
-    if (row !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(row), claimed: claimedRow === undefined ? null : rowToRecord(claimedRow) };
+    if (row !== undefined) {
+      const record = rowToRecord(row);
+      return claimed === null
+        ? { decision: 'ACCEPT_TASK', record, claimed: null }
+        : { decision: 'ACCEPT_TASK', record: claimed.admitted(record), claimed: record };
+    }
   } else if (bare) {
     // A value without an exact literal: the parameterised insert (it cannot conflict: task ids are unique).
     const inserted = await pool.query<TaskRow>(sql.admitTask, params);
@@ -75,23 +80,41 @@ export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: Admit
 }
 
 /**
- * The claim that goes with the admission's insert, in its transaction, when the admission names
- * a claimer and the dispatch rule would claim the task as admitted (it always does, for a fresh
- * working task with attempts left); null otherwise, or when a value has no exact literal.
+ * The admission and its claim as one statement (`sql.admitClaimedTask`), when the admission
+ * names a claimer and the dispatch rule would claim the task as admitted (it always does, for a
+ * fresh working task with attempts left); null otherwise, or when a value has no exact literal.
+ * The row goes in as the claim leaves it; `admitted` gives back, from that row as stored, the
+ * record the admission alone would have left (version 1, no attempt, no lease), which is what
+ * the admission answers.
  */
-function claimOnAdmission(input: AdmitInput): string | null {
+function claimOnAdmission(
+  input: AdmitInput,
+  admitted: TaskRecord,
+  bounds: readonly unknown[],
+): { statement: string; admitted: (claimed: TaskRecord) => TaskRecord } | null {
   const claim = input.claim;
   if (claim == null) return null;
-  if (decideDispatch(admissionRecord(input), input.now, claim.maxAttempts).kind !== 'claim') return null;
-  return executeCall(preparedClaimAdmitted, [
-    input.taskId,
-    input.correlationId,
-    input.now,
-    claim.correlationId,
-    `claim ${claim.owner}`,
-    claim.owner,
-    input.now + claim.leaseMs,
-  ]);
+  if (decideDispatch(admitted, input.now, claim.maxAttempts).kind !== 'claim') return null;
+  const leased = Object.assign({}, admitted, {
+    version: admitted.version + 1,
+    lastUpdatedAt: input.now,
+    attempt: admitted.attempt + 1,
+    leaseOwner: claim.owner,
+    leaseExpiresAt: input.now + claim.leaseMs,
+  });
+  const statement = executeCall(preparedAdmitClaimed, [...recordToRow(leased), ...bounds, claim.correlationId, `claim ${claim.owner}`]);
+  if (statement === null) return null;
+  return {
+    statement,
+    admitted: (stored) =>
+      Object.assign({}, stored, {
+        version: admitted.version,
+        lastUpdatedAt: admitted.lastUpdatedAt,
+        attempt: admitted.attempt,
+        leaseOwner: admitted.leaseOwner,
+        leaseExpiresAt: admitted.leaseExpiresAt,
+      }),
+  };
 }
 
 /**
