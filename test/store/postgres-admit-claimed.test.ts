@@ -23,7 +23,7 @@ async function storeAt(label: string): Promise<PostgresStore> {
 async function footprint(store: PostgresStore, taskId: string) {
   const task = (await store.pool.query('SELECT * FROM tasks WHERE task_id = $1', [taskId])).rows[0] as Record<string, unknown>;
   const outbox = (
-    await store.pool.query(
+    await store.pool.query<Record<string, unknown>>(
       'SELECT task_id, app, created_at_ms, available_at_ms, claimed_by, lease_expires_at_ms, attempt, done_at_ms FROM task_outbox WHERE task_id = $1 ORDER BY id',
       [taskId],
     )
@@ -88,7 +88,7 @@ describe('PostgreSQL admission with its claim in one statement', () => {
     // The active limit (1) is taken by the first task: refused, nothing inserted, nothing claimed.
     const refused = await store.admit(pgAdmission({ taskId: 'over', maxActive: 1, claim: CLAIM }));
     expect(refused.decision).toBe('BLOCK_TASK_LIMIT');
-    const rows = (await store.pool.query('SELECT task_id FROM tasks ORDER BY task_id')).rows.map((r) => r.task_id as string);
+    const rows = (await store.pool.query<{ task_id: string }>('SELECT task_id FROM tasks ORDER BY task_id')).rows.map((r) => r.task_id);
     expect(rows).toEqual(['keyed']);
     const outbox = (await store.pool.query('SELECT task_id, claimed_by FROM task_outbox')).rows;
     expect(outbox).toEqual([{ task_id: 'keyed', claimed_by: 'w1' }]);

@@ -19,7 +19,6 @@ export const CHANGES_CHANNEL = 'tasklatch_changes';
  */
 export const RECORDS_CHANNEL = 'tasklatch_records';
 
-
 const SQL = {
   /**
    * Several notifications in one statement, sent after the writes they announce committed
