@@ -77,7 +77,7 @@ const shapes = (messages: readonly string[]) => {
     .filter((m) => !m.startsWith('PREPARE '))
     .map((m) =>
       m
-        .split(/;(?=\s*(?:BEGIN|COMMIT|EXECUTE|SELECT|WITH|UPDATE|INSERT)\b)/)
+        .split(/;(?=\s*(?:BEGIN|COMMIT|EXECUTE|SELECT|WITH|UPDATE|INSERT|SET)\b)/)
         .map((part) => {
           const executed = /^\s*EXECUTE (\w+)\(/.exec(part);
           return firstWords(executed === null ? part : (texts.get(executed[1] as string) ?? part));
@@ -94,7 +94,7 @@ describe('PostgreSQL claim round trips', () => {
     const { value: claimed, messages } = await messagesOf(store, () => store.claim(claimOf('w1', { tools: ['it\'s \\ "quoted"', 'other'] })));
     expect(claimed.map((r) => r.taskId)).toEqual([admitted.taskId]);
     expect(claimed[0]).toMatchObject({ version: admitted.version + 1, attempt: 1, leaseOwner: 'w1', leaseExpiresAt: NOW + 10 + 60_000 });
-    expect(shapes(messages)).toEqual(['BEGIN | SELECT o.id', 'WITH wanted | COMMIT']);
+    expect(shapes(messages)).toEqual(['BEGIN | SET LOCAL | SELECT o.id', 'WITH wanted | COMMIT']);
     // Committed: another claimer finds nothing, and the audit has the claim.
     expect(await store.claim(claimOf('w2'))).toEqual([]);
     expect((await store.auditTrail({ taskId: admitted.taskId })).filter((a) => a.detail === 'claim w1')).toHaveLength(1);
@@ -102,7 +102,7 @@ describe('PostgreSQL claim round trips', () => {
 
   it('an empty outbox costs two round trips, and entries it closes go with COMMIT', async () => {
     const store = await fresh('claim_trips_empty');
-    expect(shapes((await messagesOf(store, () => store.claim(claimOf('w1')))).messages)).toEqual(['BEGIN | SELECT o.id', 'COMMIT']);
+    expect(shapes((await messagesOf(store, () => store.claim(claimOf('w1')))).messages)).toEqual(['BEGIN | SET LOCAL | SELECT o.id', 'COMMIT']);
     const cancelled = (await store.admit(admission())).record!;
     await store.cancel({ authKey: cancelled.authKey, taskId: cancelled.taskId, now: NOW + 1, correlationId: 'c' });
     const live = (await store.admit(admission())).record!;
@@ -110,7 +110,7 @@ describe('PostgreSQL claim round trips', () => {
     const expired = (await store.admit(admission({ ttl: 5 }))).record!;
     const { value: claimed, messages } = await messagesOf(store, () => store.claim(claimOf('w1')));
     expect(claimed.map((r) => r.taskId)).toEqual([live.taskId]);
-    expect(shapes(messages)).toEqual(['BEGIN | SELECT o.id', 'WITH wanted | UPDATE task_outbox | COMMIT']);
+    expect(shapes(messages)).toEqual(['BEGIN | SET LOCAL | SELECT o.id', 'WITH wanted | UPDATE task_outbox | COMMIT']);
     expect(await store.pendingDispatch()).toBe(1);
     expect((await store.get({ authKey: expired.authKey, taskId: expired.taskId, now: NOW })).record).toMatchObject({ version: expired.version, attempt: 0 });
   });
@@ -122,7 +122,7 @@ describe('PostgreSQL claim round trips', () => {
     const fresh1 = (await store.admit(admission())).record!;
     const { value: claimed, messages } = await messagesOf(store, () => store.claim(claimOf('w1', { maxAttempts: 1 })));
     expect(claimed.map((r) => r.taskId)).toEqual([fresh1.taskId]);
-    expect(shapes(messages)).toEqual(['BEGIN | SELECT o.id', 'WITH applied', 'WITH wanted | COMMIT']);
+    expect(shapes(messages)).toEqual(['BEGIN | SET LOCAL | SELECT o.id', 'WITH applied', 'WITH wanted | COMMIT']);
     expect((await store.get({ authKey: worn.authKey, taskId: worn.taskId, now: NOW + 20 })).record).toMatchObject({ status: 'failed' });
   });
 
@@ -147,7 +147,7 @@ describe('PostgreSQL claim round trips', () => {
       [a.taskId, a.version + 1, 1],
       [b.taskId, b.version + 1, 1],
     ]);
-    expect(shapes(messages)).toEqual(['BEGIN | SELECT o.id', 'WITH wanted | COMMIT', 'BEGIN | SELECT o.id', 'WITH wanted', 'COMMIT']);
+    expect(shapes(messages)).toEqual(['BEGIN | SET LOCAL | SELECT o.id', 'WITH wanted | COMMIT', 'BEGIN | SET LOCAL | SELECT o.id', 'WITH wanted', 'COMMIT']);
     expect((await store.auditTrail({ taskId: a.taskId })).filter((e) => e.detail === 'claim w1')).toHaveLength(1);
   });
 

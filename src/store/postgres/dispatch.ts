@@ -47,6 +47,16 @@ interface ClaimWalk {
 }
 
 /**
+ * The planner's setting for a claim walk's transaction: no sequential scans where an index can
+ * serve. A connection keeps the plan of the walk's locking read (the outbox in dispatch order,
+ * each entry's task by its id) that it chose on its first walks, while the tables were small;
+ * where autovacuum never analyzes them nothing tells the planner they grew, and the plan chosen
+ * for a small table read every task for each entry walked. Every execution of the walk's
+ * statements runs under this setting, so the plan a connection keeps is chosen under it too.
+ */
+export const CLAIM_SETTINGS = ['SET LOCAL enable_seqscan = off'];
+
+/**
  * Claims up to `input.limit` due tasks: one walk, and a second when the guard refused a claim
  * in the write that committed the first. The tasks the walks ended (attempts used up) are added
  * to `abandoned`; `onProblem` hears of a second walk that failed after the first claimed tasks.
@@ -57,13 +67,17 @@ export async function claimIn(
   abandoned: Change[],
   onProblem: (message: string, fields: Record<string, unknown>) => void,
 ): Promise<TaskRecord[]> {
-  const walk = await inShortTransaction(pool, (tx) => claimWalk(tx, input, abandoned, true));
+  const walk = await inShortTransaction(pool, (tx) => claimWalk(tx, input, abandoned, true), CLAIM_SETTINGS);
   let claimed = walk.claimed;
   if (walk.refused > 0) {
     // The guard refused a claim in the write that committed, where it could not be judged
     // again; a second walk keeps every write before its COMMIT and judges such an entry anew.
     try {
-      const again = await inShortTransaction(pool, (tx) => claimWalk(tx, Object.assign({}, input, { limit: input.limit - claimed.length }), abandoned, false));
+      const again = await inShortTransaction(
+        pool,
+        (tx) => claimWalk(tx, Object.assign({}, input, { limit: input.limit - claimed.length }), abandoned, false),
+        CLAIM_SETTINGS,
+      );
       claimed = [...claimed, ...again.claimed];
     } catch (error) {
       // The first walk's claims are committed: returned, they run now instead of after their leases.

@@ -4,15 +4,23 @@ import type { TaskRow } from './row.js';
 
 /**
  * Visible tasks of many readers in one statement: element i of the three arrays is reader i
- * (task id, auth key, its clock), and a row found for it comes back with `reader_index` i (from 1). The join carries each reader's auth key, so a reader only
- * ever gets its own task; `unexpired` is restated per reader (`!isExpired`). One text for any
- * batch size, so each connection prepares it once.
+ * (task id, auth key, its clock), and a row found for it comes back with `reader_index` i (from
+ * 1). Each reader's row is looked up by its task id alone and kept only when it is that reader's
+ * (its auth key) and unexpired at its clock (`!isExpired`), so a reader only ever gets its own
+ * task. One text for any batch size, so each connection prepares it once.
+ *
+ * The lookup is a LATERAL subquery with LIMIT 1 (the id is the primary key: at most one row
+ * either way) so that the only plan is a primary-key lookup per reader. As a plain join, the
+ * plan a connection keeps for the statement was chosen while the table was small (a connection
+ * prepares it on its first reads, and on a server whose autovacuum never analyzes the table
+ * nothing tells the planner the table grew): a hash join over a sequential scan of every task,
+ * on every read, however large the table became.
  */
-const SQL = {
+export const readBatchSql = {
   selectVisibleMany: `
   SELECT r.i::int AS reader_index, t.* FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(task_id, auth_key, now_ms, i)
-    JOIN tasks t ON t.task_id = r.task_id AND t.auth_key = r.auth_key
-   WHERE t.expires_at_ms IS NULL OR t.expires_at_ms > r.now_ms`,
+    CROSS JOIN LATERAL (SELECT * FROM tasks WHERE tasks.task_id = r.task_id LIMIT 1) t
+   WHERE t.auth_key = r.auth_key AND (t.expires_at_ms IS NULL OR t.expires_at_ms > r.now_ms)`,
 } as const;
 
 export interface ReadBatcherOptions {
@@ -94,7 +102,7 @@ export class ReadBatcher {
     try {
       const found = await this.pool.query<TaskRow & { reader_index: number }>({
         name: 'tasklatch_select_visible_many',
-        text: SQL.selectVisibleMany,
+        text: readBatchSql.selectVisibleMany,
         values: [batch.map((p) => p.taskId), batch.map((p) => p.authKey), batch.map((p) => p.now)],
       });
       const rows: Array<TaskRow | undefined> = new Array<TaskRow | undefined>(batch.length);

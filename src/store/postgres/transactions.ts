@@ -66,9 +66,14 @@ export interface Statement {
  * transaction of one read and one write takes two round trips, not four. ROLLBACK on any error,
  * and the client always goes back to the pool.
  */
-export async function inShortTransaction<T>(pool: pg.Pool, work: (tx: ShortTransaction) => Promise<T>): Promise<T> {
+export async function inShortTransaction<T>(
+  pool: pg.Pool,
+  work: (tx: ShortTransaction) => Promise<T>,
+  /** Statements without parameters that go with BEGIN, ahead of the first statement (settings of the transaction). */
+  settings: readonly string[] = [],
+): Promise<T> {
   return onClient(pool, async (client) => {
-    const tx = new ShortTransaction(client);
+    const tx = new ShortTransaction(client, ['BEGIN', ...settings]);
     const value = await work(tx);
     await tx.commit();
     return value;
@@ -87,7 +92,11 @@ export class ShortTransaction {
   /** Prepared statements the next message executes (the client prepares them first, once). */
   private needed: Prepared[] = [];
 
-  constructor(readonly client: pg.PoolClient) {}
+  constructor(
+    readonly client: pg.PoolClient,
+    /** What begins the transaction: BEGIN and any settings of the transaction after it. */
+    private readonly opening: readonly string[] = ['BEGIN'],
+  ) {}
 
   /** Runs a statement of the transaction; the first one begins it, in the same round trip. */
   async query<R extends pg.QueryResultRow>(text: string, params: readonly unknown[]): Promise<pg.QueryResult<R>> {
@@ -95,8 +104,8 @@ export class ShortTransaction {
     if (this.state === 'new') {
       this.state = 'open';
       const call = this.call(text, params);
-      if (call !== null) return (await this.send<R>(['BEGIN', call]))[1]!;
-      await this.client.query('BEGIN');
+      if (call !== null) return (await this.send<R>([...this.opening, call]))[this.opening.length]!;
+      await this.client.query(this.opening.join(';\n'));
     }
     return this.client.query<R>(text, params as unknown[]);
   }
@@ -124,7 +133,7 @@ export class ShortTransaction {
     this.mustNotBeDone();
     const literals = statements.map((s) => this.call(s.text, s.params));
     if (literals.every((literal) => literal !== null)) {
-      const begin = this.state === 'new' ? ['BEGIN'] : [];
+      const begin = this.state === 'new' ? this.opening : [];
       this.state = commit ? 'done' : 'open';
       const results = await this.send([...begin, ...literals, ...(commit ? ['COMMIT'] : [])]);
       return results.slice(begin.length, begin.length + statements.length);

@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLAIM_SETTINGS } from '../../src/store/postgres/dispatch.js';
+import { readBatchSql } from '../../src/store/postgres/read-batcher.js';
+import { sql } from '../../src/store/postgres/statements.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
+import { freshPostgresUrl } from '../support/postgres.js';
+
+const open: PostgresStore[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()));
+});
+
+/**
+ * The plan a connection keeps for a prepared statement is the generic plan it chose while the
+ * tables were as they were then; on a fresh schema (empty tables, never analyzed) that is what a
+ * store's connections keep while the tables grow, wherever autovacuum does not analyze them.
+ * These read every task when they scan the table, so their generic plans on an empty schema
+ * must find tasks by id.
+ */
+async function genericPlan(store: PostgresStore, text: string, types: string, args: string, settings: readonly string[] = []): Promise<string> {
+  const client = await store.pool.connect();
+  try {
+    await client.query('BEGIN');
+    for (const setting of settings) await client.query(setting);
+    await client.query("SET LOCAL plan_cache_mode = 'force_generic_plan'");
+    await client.query(`PREPARE plan_probe (${types}) AS ${text}`);
+    const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE plan_probe (${args})`);
+    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+  } finally {
+    await client.query('ROLLBACK');
+    await client.query('DEALLOCATE ALL');
+    client.release();
+  }
+}
+
+describe('PostgreSQL plans kept from an empty schema', () => {
+  it('the batched read looks each reader’s task up by its primary key', async () => {
+    const store = await PostgresStore.open(await freshPostgresUrl('plan_reads'), { poolSize: 2 });
+    open.push(store);
+    const plan = await genericPlan(store, readBatchSql.selectVisibleMany, 'text[], text[], bigint[]', `'{a,b}', '{k,k}', '{1,1}'`);
+    expect(plan).toContain('Index Scan using tasks_pkey');
+    expect(plan).not.toMatch(/Seq Scan on tasks|Hash Join/);
+  });
+
+  it('the claim walk, under its transaction’s settings, reads each entry’s task by its primary key', async () => {
+    const store = await PostgresStore.open(await freshPostgresUrl('plan_claims'), { poolSize: 2 });
+    open.push(store);
+    for (const [text, types, args] of [
+      [sql.dueOutboxOfApp, 'bigint, bigint, bigint, int, text[], text', `1, 0, 0, 8, NULL, 'default'`],
+      [sql.dueOutbox, 'bigint, bigint, bigint, int, text[]', `1, 0, 0, 8, NULL`],
+    ] as const) {
+      const plan = await genericPlan(store, text, types, args, CLAIM_SETTINGS);
+      expect(plan).toContain('Index Scan using tasks_pkey');
+      expect(plan).not.toMatch(/Seq Scan on tasks/);
+    }
+  });
+});
