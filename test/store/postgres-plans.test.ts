@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CLAIM_SETTINGS } from '../../src/store/postgres/dispatch.js';
 import { readBatchSql } from '../../src/store/postgres/read-batcher.js';
 import { sql } from '../../src/store/postgres/statements.js';
+import { appliedTransition } from '../../src/store/postgres/task-statements.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 
@@ -52,6 +53,20 @@ describe('PostgreSQL plans kept from an empty schema', () => {
       const plan = await genericPlan(store, text, types, args, CLAIM_SETTINGS);
       expect(plan).toContain('Index Scan using tasks_pkey');
       expect(plan).not.toMatch(/Seq Scan on tasks/);
+    }
+  });
+
+  it('a terminal write and a cancellation close their task’s open outbox entry through its task id', async () => {
+    const store = await PostgresStore.open(await freshPostgresUrl('plan_close'), { poolSize: 2 });
+    open.push(store);
+    const terminal = appliedTransition([], true);
+    for (const [text, types, args] of [
+      [terminal, 'text, text, int, bigint, text, text', `'t', 'k', 1, 1, 'completed', 'c'`],
+      [sql.applyCancel, 'text, text, bigint, text', `'t', 'k', 1, 'c'`],
+    ] as const) {
+      const plan = await genericPlan(store, text, types, args);
+      expect(plan).toMatch(/Update on task_outbox[\s\S]*Index Scan using task_outbox_task_open on task_outbox/);
+      expect(plan).not.toContain('task_outbox_app_dispatch');
     }
   });
 });

@@ -117,6 +117,7 @@ describe('PostgresStore schema and migrations', () => {
       '007_read_audit.sql',
       '008_task_steps.sql',
       '009_read_audit_window.sql',
+      '010_outbox_open_by_task.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -171,6 +172,7 @@ describe('PostgresStore schema and migrations', () => {
         '007_read_audit.sql',
         '008_task_steps.sql',
         '009_read_audit_window.sql',
+        '010_outbox_open_by_task.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { ensurePrepared, executeCall, prepared, withLiterals, type Prepared } from './prepared.js';
+import { ensurePrepared, executeCall, prepared, type Prepared } from './prepared.js';
 import { inOneRoundTrip, onPreparedClient } from './transactions.js';
 
 /**
@@ -168,12 +168,13 @@ const batchSql = {
 const preparedLockAll = prepared(batchSql.lockAll);
 
 /**
- * Takes every advisory lock of a batch, in the order of the keys' 64-bit hashes: a statement of
- * its own, so the statements after it take their snapshots once the locks are held.
+ * The statement of `batchSql.lockAll` with the keys written in, for a transaction of its own
+ * (the slow path of an admission) and for pgbench: a statement of its own, so the statements
+ * after it take their snapshots once the locks are held.
  */
 export function lockAll(keys: readonly string[]): string {
-  // An array of strings always has its literal.
-  return withLiterals(batchSql.lockAll, [keys]) as string;
+  const literals = keys.map((k) => pg.escapeLiteral(k)).join(', ');
+  return `SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest(ARRAY[${literals}]::text[]) AS k) AS keys ORDER BY h`;
 }
 
 /** An error PostgreSQL reported (it has an SQLSTATE), as opposed to a lost or refused connection. */
