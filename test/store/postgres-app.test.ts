@@ -75,7 +75,13 @@ describe('PostgreSQL apps on one schema', () => {
 
     const store = await PostgresStore.open(url);
     open.push(store);
-    expect(store.migrationsApplied).toEqual(['006_task_app.sql', '007_read_audit.sql', '008_task_steps.sql', '009_read_audit_window.sql', '010_outbox_open_by_task.sql']);
+    expect(store.migrationsApplied).toEqual([
+      '006_task_app.sql',
+      '007_read_audit.sql',
+      '008_task_steps.sql',
+      '009_read_audit_window.sql',
+      '010_outbox_open_by_task.sql',
+    ]);
     const before = await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: NOW + 1 });
     expect(before.record).toMatchObject({ app: 'default', toolDigest: null, version: 1 });
     expect(await store.claim(claimOf('w-other', { app: 'billing' }))).toEqual([]);

@@ -49,7 +49,7 @@ const EXPECTED_INDEXES = [
   'task_steps USING btree (task_id, name)',
   "task_steps USING btree (wake_at_ms) WHERE (status = ANY (ARRAY['sleeping'::text, 'retrying'::text]))",
   'task_outbox USING btree (id)',
-  'task_outbox USING btree (task_id)',
+  'task_outbox USING btree (task_id, done_at_ms)',
   'tasklatch_meta USING btree (key)',
   'tasklatch_migrations USING btree (name)',
   "tasks USING btree (auth_key) WHERE (status = ANY (ARRAY['working'::text, 'input_required'::text]))",
