@@ -54,7 +54,7 @@ export function pgbenchScript(now: number, inTransaction = false): string {
   const auth = `('pgb/' || CAST(:client_id AS text) || '/' || CAST(:r AS text))`;
   const lines = statements.map((statement) => {
     const text = statement
-      .replaceAll(`'tasklatch:admit:PGB_AUTH'`, `('tasklatch' || chr(58) || 'admit' || chr(58) || ${auth})`)
+      .replaceAll(`'{"tasklatch:admit:PGB_AUTH"}'`, `ARRAY[('tasklatch' || chr(58) || 'admit' || chr(58) || ${auth})]`)
       .replaceAll(`'PGB_AUTH'`, auth)
       .replaceAll(`'PGB_KEY'`, `('k/' || CAST(:client_id AS text) || '/' || CAST(:k AS text))`)
       .replaceAll(`'PGB_TASK'`, 'gen_random_uuid()::text')

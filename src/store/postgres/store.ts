@@ -8,7 +8,6 @@ import { AuditWriter } from '../audit-writer.js';
 import { ProgressBuffer } from '../progress-buffer.js';
 import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
-  ListenOptions,
   AdmitInput,
   AdmitOutcome,
   AnswerInput,
@@ -19,6 +18,7 @@ import type {
   CancelOutcome,
   ClaimInput,
   InputsOutcome,
+  ListenOptions,
   ListPage,
   ListPosition,
   LookupOutcome,

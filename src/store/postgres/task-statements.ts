@@ -139,15 +139,6 @@ export const taskSql = {
   UPDATE tasks SET idempotency_key = NULL
    WHERE auth_key = $1 AND idempotency_key = $2 AND expires_at_ms <= $3`,
 
-  /**
-   * Admission as one statement: the task row (unless its key is taken, or the caller is at its
-   * active-task limit), its outbox entry (with the task's app, which the claim filters by) and the
-   * ACCEPT_TASK audit line. Parameters: the task's columns ($1–$23, `TASK_COLUMNS` order), the
-   * limit ($24, null for none), now ($25), the stored bound ($26, null for none). Under a
-   * limit the caller has taken the auth key's advisory lock in an earlier statement, so this
-   * statement's snapshot already sees every admission that committed before it. The count guard
-   * restates decideLimitedAdmission's limit; the key's live holder is classified in TS.
-   */
   /** Admission as one statement (see `admission`). */
   admitTask: admission(false),
 

@@ -1,5 +1,5 @@
-import pg from 'pg';
-import { ensurePrepared, executeCall, prepared, type Prepared } from './prepared.js';
+import type pg from 'pg';
+import { ensurePrepared, executeCall, prepared, withLiterals, type Prepared } from './prepared.js';
 import { inOneRoundTrip, onPreparedClient } from './transactions.js';
 
 /**
@@ -173,8 +173,8 @@ const preparedLockAll = prepared(batchSql.lockAll);
  * after it take their snapshots once the locks are held.
  */
 export function lockAll(keys: readonly string[]): string {
-  const literals = keys.map((k) => pg.escapeLiteral(k)).join(', ');
-  return `SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest(ARRAY[${literals}]::text[]) AS k) AS keys ORDER BY h`;
+  // An array of strings always has its literal.
+  return withLiterals(batchSql.lockAll, [keys]) as string;
 }
 
 /** An error PostgreSQL reported (it has an SQLSTATE), as opposed to a lost or refused connection. */
