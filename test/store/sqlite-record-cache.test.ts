@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/store/sqlite/connection.js';
 import type { SqliteDatabase } from '../../src/store/sqlite/driver.js';
+import { ReadTurn } from '../../src/store/sqlite/read-turn.js';
 import { RecordCache } from '../../src/store/sqlite/record-cache.js';
 import type { TaskRow } from '../../src/store/sqlite/row.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
@@ -108,6 +109,71 @@ describe('SQLite record cache', () => {
       const stamp = small.stamp();
       for (const id of ['a', 'b', 'c']) small.set({ ...row(), task_id: id }, stamp);
       expect(['a', 'b', 'c'].map((id) => small.get(id, small.stamp())?.task_id)).toEqual([undefined, 'b', 'c']);
+    });
+  });
+
+  describe('the reads of one turn', () => {
+    it('take one stamp, after the last of them was asked for', async () => {
+      const stamps: number[] = [];
+      let clock = 0;
+      const turn = new ReadTurn(
+        () => {
+          stamps.push(clock);
+          return { version: 1, changes: clock };
+        },
+        (ref, stamp) => ({ decision: 'FOUND', record: record({ taskId: ref.taskId, version: stamp?.changes ?? -1 }) }),
+      );
+      const first = turn.get({ authKey: AUTH, taskId: 't-1', now: T0 });
+      clock = 1;
+      const rest = [turn.get({ authKey: AUTH, taskId: 't-2', now: T0 }), turn.get({ authKey: AUTH, taskId: 't-3', now: T0 })];
+      clock = 2;
+      const answers = await Promise.all([first, ...rest]);
+      expect(stamps).toEqual([2]);
+      expect(answers.map((a) => [a.record?.taskId, a.record?.version])).toEqual([
+        ['t-1', 2],
+        ['t-2', 2],
+        ['t-3', 2],
+      ]);
+      await turn.get({ authKey: AUTH, taskId: 't-1', now: T0 });
+      expect(stamps).toEqual([2, 2]);
+    });
+
+    it('fail alone when their read throws, and all when the stamp does', async () => {
+      let stampFails = false;
+      const turn = new ReadTurn(
+        () => {
+          if (stampFails) throw new Error('disk I/O error');
+          return null;
+        },
+        (ref) => {
+          if (ref.taskId === 'bad') throw new Error('bad row');
+          return { decision: 'NOT_FOUND', record: null };
+        },
+      );
+      const answers = await Promise.allSettled([turn.get({ authKey: AUTH, taskId: 'bad', now: T0 }), turn.get({ authKey: AUTH, taskId: 't-1', now: T0 })]);
+      expect(answers.map((a) => a.status)).toEqual(['rejected', 'fulfilled']);
+      stampFails = true;
+      const failed = await Promise.allSettled([turn.get({ authKey: AUTH, taskId: 't-1', now: T0 }), turn.get({ authKey: AUTH, taskId: 't-2', now: T0 })]);
+      expect(failed.map((a) => a.status)).toEqual(['rejected', 'rejected']);
+    });
+
+    it('see a commit of another connection that lands after they were asked for, and are answered when the store closes', async () => {
+      const store = await SqliteStore.open(path);
+      const other = openSqlite(path);
+      try {
+        await store.seed([record({ taskId: 't-1', statusMessage: 'before' })]);
+        expect((await store.get({ authKey: AUTH, taskId: 't-1', now: T0 })).record?.statusMessage).toBe('before');
+        // Kept now; a read asked for, then another process's commit, in the same turn.
+        const asked = store.get({ authKey: AUTH, taskId: 't-1', now: T0 });
+        other.prepare("UPDATE tasks SET status_message = 'after', version = version + 1 WHERE task_id = 't-1'").run();
+        expect((await asked).record?.statusMessage).toBe('after');
+        const pending = store.get({ authKey: AUTH, taskId: 't-1', now: T0 });
+        await store.close();
+        expect((await pending).record?.statusMessage).toBe('after');
+      } finally {
+        other.close();
+        await store.close();
+      }
     });
   });
 

@@ -5,7 +5,7 @@ import type { Millis, TaskRecord } from '../../core/types.js';
 import type { ListPage, ListPosition, LookupOutcome, TaskRef } from '../types.js';
 import type { SqliteDatabase } from './driver.js';
 import { rowToRecord, type TaskRow } from './row.js';
-import type { RecordCache } from './record-cache.js';
+import type { RecordCache, Stamp } from './record-cache.js';
 import type { Statements } from './statements.js';
 
 /**
@@ -14,11 +14,16 @@ import type { Statements } from './statements.js';
  * statement is its own snapshot; where two reads must agree they share a read transaction.
  */
 
-export function getIn(db: SqliteDatabase, sql: Statements, rows: RecordCache, { authKey, taskId, now }: TaskRef & { now: Millis }): LookupOutcome {
-  // The file's stamp first, then the row: a row kept from an unchanged file is what the SELECT
-  // would return (RecordCache), and is checked against the caller and the clock as the SELECT's
-  // WHERE would check it.
-  const stamp = rows.stamp();
+export function getIn(
+  db: SqliteDatabase,
+  sql: Statements,
+  rows: RecordCache,
+  { authKey, taskId, now }: TaskRef & { now: Millis },
+  stamp: Stamp | null,
+): LookupOutcome {
+  // The file's stamp, taken after this read began (ReadTurn), then the row: a row kept from an
+  // unchanged file is what the SELECT would return (RecordCache), and is checked against the
+  // caller and the clock as the SELECT's WHERE would check it.
   const kept = rows.get(taskId, stamp);
   if (kept !== undefined && kept.auth_key === authKey && (kept.expires_at_ms === null || kept.expires_at_ms > now)) {
     return { decision: 'FOUND', record: rowToRecord(kept) };

@@ -7,7 +7,7 @@ import type { TaskRow } from './row.js';
  * (`total_changes()`, which counts every insert, update and delete made here, whatever code made
  * it), less those the store declared as not touching `tasks` (the read audit's upserts).
  */
-interface Stamp {
+export interface Stamp {
   version: number;
   changes: number;
 }

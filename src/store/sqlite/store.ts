@@ -42,6 +42,7 @@ import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import { ProgressWriter } from './progress.js';
 import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
+import { ReadTurn } from './read-turn.js';
 import { RecordCache } from './record-cache.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
@@ -68,6 +69,8 @@ export class SqliteStore implements TaskStore {
   private readonly sql: Statements;
   /** Rows a `get` may answer again while the file is unchanged (see RecordCache). */
   private readonly rows: RecordCache;
+  /** The `get`s of one turn of the event loop, answered against one stamp of the file. */
+  private readonly reads: ReadTurn;
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
   private readonly stepSql: StepStatements;
   private secret: Uint8Array | null = null;
@@ -86,6 +89,10 @@ export class SqliteStore implements TaskStore {
   ) {
     this.sql = prepareStatements(db);
     this.rows = new RecordCache(db);
+    this.reads = new ReadTurn(
+      () => this.rows.stamp(),
+      (ref, stamp) => getIn(this.db, this.sql, this.rows, ref, stamp),
+    );
     this.audit = prepareAuditStatements(db);
     this.stepSql = prepareStepStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
@@ -130,8 +137,8 @@ export class SqliteStore implements TaskStore {
     return out;
   }
 
-  async get(ref: TaskRef & { now: Millis }): Promise<LookupOutcome> {
-    return getIn(this.db, this.sql, this.rows, ref);
+  get(ref: TaskRef & { now: Millis }): Promise<LookupOutcome> {
+    return this.reads.get(ref);
   }
 
   async visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
@@ -269,6 +276,8 @@ export class SqliteStore implements TaskStore {
   }
 
   async close(): Promise<void> {
+    // Reads asked for before the close are answered, not failed by a closed connection.
+    if (this.db.open) this.reads.answer();
     for (const listener of this.listeners) listener.close();
     this.listeners.clear();
     // What progress still waits is written now; later progress is dropped.
