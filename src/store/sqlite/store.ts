@@ -47,6 +47,7 @@ import { RecordCache } from './record-cache.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
 import { inTransaction } from './transactions.js';
+import { WriteTurn } from './write-turn.js';
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -71,6 +72,8 @@ export class SqliteStore implements TaskStore {
   private readonly rows: RecordCache;
   /** The `get`s of one turn of the event loop, answered against one stamp of the file. */
   private readonly reads: ReadTurn;
+  /** Admissions of one turn of the event loop, committed together. */
+  private readonly admissions: WriteTurn;
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
   private readonly stepSql: StepStatements;
   private secret: Uint8Array | null = null;
@@ -89,6 +92,7 @@ export class SqliteStore implements TaskStore {
   ) {
     this.sql = prepareStatements(db);
     this.rows = new RecordCache(db);
+    this.admissions = new WriteTurn(db);
     this.reads = new ReadTurn(
       () => this.rows.stamp(),
       (ref, stamp) => getIn(this.db, this.sql, this.rows, ref, stamp),
@@ -125,8 +129,8 @@ export class SqliteStore implements TaskStore {
 
   // The records role (TaskRecords): task-writes.ts, reads.ts.
 
-  async admit(input: AdmitInput): Promise<AdmitOutcome> {
-    return this.write(() => admitIn(this.sql, input));
+  admit(input: AdmitInput): Promise<AdmitOutcome> {
+    return this.admissions.run(() => admitIn(this.sql, input));
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
@@ -277,6 +281,7 @@ export class SqliteStore implements TaskStore {
 
   async close(): Promise<void> {
     // Reads asked for before the close are answered, not failed by a closed connection.
+    if (this.db.open) this.admissions.commit();
     if (this.db.open) this.reads.answer();
     for (const listener of this.listeners) listener.close();
     this.listeners.clear();
