@@ -55,6 +55,11 @@ export interface HttpOptions {
    * alternative to `tokens` and `authenticate`.
    */
   oauth?: OAuthResourceOptions;
+  /**
+   * Connections the kernel queues for this server before it drops more (default `LISTEN_BACKLOG`;
+   * the OS caps it at its own limit, `net.core.somaxconn` on Linux).
+   */
+  backlog?: number;
   /** Largest request body accepted (bytes, default 4 MiB); a larger one answers 413 and the connection closes. */
   maxBodyBytes?: number;
   /** 2025-11-25 sessions: the cap in all and per caller, and the idle time after which one closes. */
@@ -78,6 +83,15 @@ export interface RunningHttp {
 }
 
 const MCP_PATH = '/mcp';
+
+/**
+ * The default accept queue: thousands of clients that connect in the same second (a fleet of
+ * pollers, or every client of a server that just restarted) fit in it while the server is busy.
+ * With node's default (511) 8,000 pollers connecting at once overflowed it 34,642 times, and
+ * each dropped connection attempt is retried by the client's kernel only after 1 s, then 3 s
+ * and 7 s: polls answered seconds late by a server a third busy.
+ */
+export const LISTEN_BACKLOG = 4096;
 
 /**
  * One MCP endpoint at `/mcp` over a runtime, for both protocol generations, chosen per request:
@@ -193,7 +207,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   http.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
-    http.listen(options.port, options.host, () => resolve());
+    http.listen({ port: options.port, host: options.host, backlog: options.backlog ?? LISTEN_BACKLOG }, () => resolve());
   });
   const address = http.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
