@@ -280,7 +280,7 @@ export class SqliteStore implements TaskStore {
   }
 
   async close(): Promise<void> {
-    // Reads asked for before the close are answered, not failed by a closed connection.
+    // Admissions and reads asked for before the close are committed and answered, not failed by a closed connection.
     if (this.db.open) this.admissions.commit();
     if (this.db.open) this.reads.answer();
     for (const listener of this.listeners) listener.close();
