@@ -83,8 +83,6 @@ describe('the import graph of src/', () => {
     postgres: {
       'prepared.ts':
         'parameters inlined as literals and session-level prepared statements: several statements in one message, a round trip SQLite does not have',
-      'write-batcher.ts': 'group commit: concurrent writes share a transaction and a round trip (a SQLite write is a local call under one file lock)',
-      'read-batcher.ts': 'concurrent reads in one statement (a SQLite read is a local call, with no round trip to share)',
     },
   };
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/store/sqlite/connection.js';
 import type { SqliteDatabase } from '../../src/store/sqlite/driver.js';
-import { ReadTurn } from '../../src/store/sqlite/read-turn.js';
+import { ReadBatcher } from '../../src/store/sqlite/read-batcher.js';
 import { RecordCache } from '../../src/store/sqlite/record-cache.js';
 import type { TaskRow } from '../../src/store/sqlite/row.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
@@ -116,16 +116,16 @@ describe('SQLite record cache', () => {
     it('take one stamp, after the last of them was asked for', async () => {
       const stamps: number[] = [];
       let clock = 0;
-      const turn = new ReadTurn(
+      const batcher = new ReadBatcher(
         () => {
           stamps.push(clock);
           return { version: 1, changes: clock };
         },
         (ref, stamp) => ({ decision: 'FOUND', record: record({ taskId: ref.taskId, version: stamp?.changes ?? -1 }) }),
       );
-      const first = turn.get({ authKey: AUTH, taskId: 't-1', now: T0 });
+      const first = batcher.get({ authKey: AUTH, taskId: 't-1', now: T0 });
       clock = 1;
-      const rest = [turn.get({ authKey: AUTH, taskId: 't-2', now: T0 }), turn.get({ authKey: AUTH, taskId: 't-3', now: T0 })];
+      const rest = [batcher.get({ authKey: AUTH, taskId: 't-2', now: T0 }), batcher.get({ authKey: AUTH, taskId: 't-3', now: T0 })];
       clock = 2;
       const answers = await Promise.all([first, ...rest]);
       expect(stamps).toEqual([2]);
@@ -134,13 +134,13 @@ describe('SQLite record cache', () => {
         ['t-2', 2],
         ['t-3', 2],
       ]);
-      await turn.get({ authKey: AUTH, taskId: 't-1', now: T0 });
+      await batcher.get({ authKey: AUTH, taskId: 't-1', now: T0 });
       expect(stamps).toEqual([2, 2]);
     });
 
     it('fail alone when their read throws, and all when the stamp does', async () => {
       let stampFails = false;
-      const turn = new ReadTurn(
+      const batcher = new ReadBatcher(
         () => {
           if (stampFails) throw new Error('disk I/O error');
           return null;
@@ -150,10 +150,13 @@ describe('SQLite record cache', () => {
           return { decision: 'NOT_FOUND', record: null };
         },
       );
-      const answers = await Promise.allSettled([turn.get({ authKey: AUTH, taskId: 'bad', now: T0 }), turn.get({ authKey: AUTH, taskId: 't-1', now: T0 })]);
+      const answers = await Promise.allSettled([
+        batcher.get({ authKey: AUTH, taskId: 'bad', now: T0 }),
+        batcher.get({ authKey: AUTH, taskId: 't-1', now: T0 }),
+      ]);
       expect(answers.map((a) => a.status)).toEqual(['rejected', 'fulfilled']);
       stampFails = true;
-      const failed = await Promise.allSettled([turn.get({ authKey: AUTH, taskId: 't-1', now: T0 }), turn.get({ authKey: AUTH, taskId: 't-2', now: T0 })]);
+      const failed = await Promise.allSettled([batcher.get({ authKey: AUTH, taskId: 't-1', now: T0 }), batcher.get({ authKey: AUTH, taskId: 't-2', now: T0 })]);
       expect(failed.map((a) => a.status)).toEqual(['rejected', 'rejected']);
     });
 

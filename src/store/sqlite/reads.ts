@@ -21,7 +21,7 @@ export function getIn(
   { authKey, taskId, now }: TaskRef & { now: Millis },
   stamp: Stamp | null,
 ): LookupOutcome {
-  // The file's stamp, taken after this read began (ReadTurn), then the row: a row kept from an
+  // The file's stamp, taken after this read began (ReadBatcher), then the row: a row kept from an
   // unchanged file is what the SELECT would return (RecordCache), and is checked against the
   // caller and the clock as the SELECT's WHERE would check it.
   const kept = rows.get(taskId, stamp);

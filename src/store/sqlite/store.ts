@@ -42,12 +42,12 @@ import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import { ProgressWriter } from './progress.js';
 import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
-import { ReadTurn } from './read-turn.js';
+import { ReadBatcher } from './read-batcher.js';
 import { RecordCache } from './record-cache.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
 import { inTransaction } from './transactions.js';
-import { WriteTurn } from './write-turn.js';
+import { WriteBatcher } from './write-batcher.js';
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -71,9 +71,9 @@ export class SqliteStore implements TaskStore {
   /** Rows a `get` may answer again while the file is unchanged (see RecordCache). */
   private readonly rows: RecordCache;
   /** The `get`s of one turn of the event loop, answered against one stamp of the file. */
-  private readonly reads: ReadTurn;
+  private readonly reads: ReadBatcher;
   /** Admissions of one turn of the event loop, committed together. */
-  private readonly admissions: WriteTurn;
+  private readonly admissions: WriteBatcher;
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
   private readonly stepSql: StepStatements;
   private secret: Uint8Array | null = null;
@@ -92,8 +92,8 @@ export class SqliteStore implements TaskStore {
   ) {
     this.sql = prepareStatements(db);
     this.rows = new RecordCache(db);
-    this.admissions = new WriteTurn(db);
-    this.reads = new ReadTurn(
+    this.admissions = new WriteBatcher(db);
+    this.reads = new ReadBatcher(
       () => this.rows.stamp(),
       (ref, stamp) => getIn(this.db, this.sql, this.rows, ref, stamp),
     );

@@ -4,8 +4,9 @@ import { isBusy } from './connection.js';
 
 /**
  * How the SQLite store's statements become transactions: each write is one `BEGIN IMMEDIATE`
- * transaction on the store's one connection. (Writes are synchronous calls there, so there is
- * nothing to batch or pipeline.)
+ * transaction on the store's one connection (the admissions of one turn of the event loop share
+ * one, each in a savepoint: see WriteBatcher). Writes are synchronous calls there: nothing is
+ * pipelined.
  */
 
 /**

@@ -22,7 +22,7 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * transaction touched and an update of the WAL index, and the admissions that arrive together
  * touch the same pages (the ends of the same indexes).
  */
-export class WriteTurn {
+export class WriteBatcher {
   private queue: Pending[] = [];
   private turnEnding = false;
 

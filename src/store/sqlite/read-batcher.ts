@@ -18,7 +18,7 @@ interface Pending {
  * sees every commit acknowledged before it began, by this process or another: a read never
  * shares a stamp taken before it.
  */
-export class ReadTurn {
+export class ReadBatcher {
   private queue: Pending[] = [];
   private turnEnding = false;
 

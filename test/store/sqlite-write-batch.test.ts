@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/store/sqlite/connection.js';
 import type { SqliteDatabase } from '../../src/store/sqlite/driver.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
-import { WriteTurn } from '../../src/store/sqlite/write-turn.js';
+import { WriteBatcher } from '../../src/store/sqlite/write-batcher.js';
 import { pgAdmission, PG_NOW } from '../support/records.js';
 
 /**
@@ -59,8 +59,8 @@ describe('SQLite writes of one turn', () => {
   const stored = () => (other.prepare('SELECT x FROM t ORDER BY x').all() as Array<{ x: number }>).map((row) => row.x);
 
   it('commits the writes of a turn in one transaction; one that throws fails alone', async () => {
-    const turn = new WriteTurn(counted);
-    const outcomes = await Promise.allSettled([turn.run(insert(1)), turn.run(insert(2)), turn.run(insert(1)), turn.run(insert(3))]);
+    const batcher = new WriteBatcher(counted);
+    const outcomes = await Promise.allSettled([batcher.run(insert(1)), batcher.run(insert(2)), batcher.run(insert(1)), batcher.run(insert(3))]);
     expect(outcomes.map((o) => (o.status === 'rejected' ? String(o.reason).replace(/^.*UNIQUE.*$/, 'UNIQUE') : o.status))).toEqual([
       'fulfilled',
       'fulfilled',
@@ -70,14 +70,14 @@ describe('SQLite writes of one turn', () => {
     expect(transactions).toBe(1);
     expect(stored()).toEqual([1, 2, 3]);
     // A lone write is its own transaction, and the next turn another.
-    await turn.run(insert(4));
+    await batcher.run(insert(4));
     expect(transactions).toBe(2);
   });
 
   it('answers each caller after the commit', async () => {
-    const turn = new WriteTurn(db);
+    const batcher = new WriteBatcher(db);
     const seen: number[][] = [];
-    await Promise.all([1, 2, 3].map((x) => turn.run(insert(x)).then(() => seen.push(stored()))));
+    await Promise.all([1, 2, 3].map((x) => batcher.run(insert(x)).then(() => seen.push(stored()))));
     expect(seen).toEqual([
       [1, 2, 3],
       [1, 2, 3],
@@ -86,9 +86,9 @@ describe('SQLite writes of one turn', () => {
   });
 
   it('fails every write of the turn and stores none when the write lock cannot be had', async () => {
-    const turn = new WriteTurn(db);
+    const batcher = new WriteBatcher(db);
     other.exec('BEGIN IMMEDIATE');
-    const outcomes = await Promise.allSettled([turn.run(insert(1)), turn.run(insert(2))]);
+    const outcomes = await Promise.allSettled([batcher.run(insert(1)), batcher.run(insert(2))]);
     other.exec('ROLLBACK');
     expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as { code?: string }).code : o.status))).toEqual([
       'STORE_UNAVAILABLE',
