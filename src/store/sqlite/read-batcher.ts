@@ -1,5 +1,6 @@
 import type { Millis } from '../../core/types.js';
 import type { LookupOutcome, TaskRef } from '../types.js';
+import { TurnQueue } from '../turn-queue.js';
 import type { Stamp } from './record-cache.js';
 
 type Read = TaskRef & { now: Millis };
@@ -19,8 +20,7 @@ interface Pending {
  * shares a stamp taken before it.
  */
 export class ReadBatcher {
-  private queue: Pending[] = [];
-  private turnEnding = false;
+  private readonly turn = new TurnQueue<Pending>((batch) => this.answerAll(batch));
 
   constructor(
     private readonly stamp: () => Stamp | null,
@@ -28,21 +28,15 @@ export class ReadBatcher {
   ) {}
 
   get(ref: Read): Promise<LookupOutcome> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ ref, resolve, reject });
-      if (!this.turnEnding) {
-        this.turnEnding = true;
-        setImmediate(() => this.answer());
-      }
-    });
+    return new Promise((resolve, reject) => this.turn.add({ ref, resolve, reject }));
   }
 
   /** Answers every read waiting (at the end of the turn, or before the store closes). */
   answer(): void {
-    this.turnEnding = false;
-    const batch = this.queue;
-    if (batch.length === 0) return;
-    this.queue = [];
+    this.turn.drain();
+  }
+
+  private answerAll(batch: Pending[]): void {
     let stamp: Stamp | null;
     try {
       stamp = this.stamp();

@@ -1,4 +1,5 @@
 import type { SqliteDatabase } from './driver.js';
+import { TurnQueue } from '../turn-queue.js';
 import { inTransaction } from './transactions.js';
 
 interface Pending {
@@ -23,27 +24,20 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * touch the same pages (the ends of the same indexes).
  */
 export class WriteBatcher {
-  private queue: Pending[] = [];
-  private turnEnding = false;
+  private readonly turn = new TurnQueue<Pending>((batch) => this.commitAll(batch));
 
   constructor(private readonly db: SqliteDatabase) {}
 
   run<T>(write: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ write, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.turnEnding) {
-        this.turnEnding = true;
-        setImmediate(() => this.commit());
-      }
-    });
+    return new Promise<T>((resolve, reject) => this.turn.add({ write, resolve: resolve as (value: unknown) => void, reject }));
   }
 
   /** Commits every write waiting (at the end of the turn, or before the store closes). */
   commit(): void {
-    this.turnEnding = false;
-    const batch = this.queue;
-    if (batch.length === 0) return;
-    this.queue = [];
+    this.turn.drain();
+  }
+
+  private commitAll(batch: Pending[]): void {
     if (batch.length === 1) {
       const [only] = batch as [Pending];
       try {
