@@ -122,7 +122,7 @@ export async function endToEnd(results: Results, config: BenchConfig, pg: BenchP
 }
 
 /** Starts `tasklatch serve --http 127.0.0.1:0` and resolves with its URL once it listens. */
-async function serve(root: string, storeUrl: string, tokensFile: string, exportsDir: string): Promise<{ url: string; child: ChildProcess }> {
+export async function serve(root: string, storeUrl: string, tokensFile: string, exportsDir: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(
     process.execPath,
     ['dist/cli/main.js', 'serve', '--http', '127.0.0.1:0', '--store', storeUrl, '--auth-tokens', tokensFile, '--exports', exportsDir],
@@ -148,7 +148,7 @@ async function serve(root: string, storeUrl: string, tokensFile: string, exports
   return { url, child };
 }
 
-async function stop(child: ChildProcess): Promise<void> {
+export async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');

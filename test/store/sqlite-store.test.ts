@@ -73,12 +73,13 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['version', 'INTEGER', 0, 0],
     ['detail', 'TEXT', 0, 0],
   ],
+  // A rowid table (rows in the order they began); its key is the unique index task_read_audit_key.
   task_read_audit: [
-    ['task_key', 'TEXT', 1, 1],
-    ['auth_key', 'TEXT', 1, 2],
-    ['surface', 'TEXT', 1, 3],
-    ['decision', 'TEXT', 1, 4],
-    ['window_start_ms', 'INTEGER', 1, 5],
+    ['task_key', 'TEXT', 1, 0],
+    ['auth_key', 'TEXT', 1, 0],
+    ['surface', 'TEXT', 1, 0],
+    ['decision', 'TEXT', 1, 0],
+    ['window_start_ms', 'INTEGER', 1, 0],
     ['count', 'INTEGER', 1, 0],
     ['first_at_ms', 'INTEGER', 1, 0],
     ['last_at_ms', 'INTEGER', 1, 0],
@@ -145,6 +146,11 @@ const EXPECTED_INDEXES = [
   ],
   ['task_outbox_available_idx', 'task_outbox', 'CREATE INDEX task_outbox_available_idx ON task_outbox (available_at_ms) WHERE done_at_ms IS NULL'],
   ['task_outbox_task_idx', 'task_outbox', 'CREATE INDEX task_outbox_task_idx ON task_outbox (task_id)'],
+  [
+    'task_read_audit_key',
+    'task_read_audit',
+    'CREATE UNIQUE INDEX task_read_audit_key ON task_read_audit (task_key, auth_key, surface, decision, window_start_ms)',
+  ],
   ['task_read_audit_window_idx', 'task_read_audit', 'CREATE INDEX task_read_audit_window_idx ON task_read_audit (window_start_ms)'],
   ['task_steps_waiting_idx', 'task_steps', "CREATE INDEX task_steps_waiting_idx ON task_steps (wake_at_ms) WHERE status IN ('sleeping', 'retrying')"],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
@@ -214,6 +220,7 @@ describe('SQLite migrations', () => {
       '008_task_steps.sql',
       '009_read_audit_window.sql',
       '010_held_tasks_index.sql',
+      '011_read_audit_by_arrival.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
@@ -293,11 +300,61 @@ describe('SQLite migrations', () => {
         '008_task_steps.sql',
         '009_read_audit_window.sql',
         '010_held_tasks_index.sql',
+        '011_read_audit_by_arrival.sql',
       ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
       const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };
       expect(await store.claim({ ...claim, owner: 'w-other', app: 'billing' })).toEqual([]);
       expect((await store.claim({ ...claim, owner: 'w-default', app: 'default' })).map((r) => [r.taskId, r.app])).toEqual([['old-task', 'default']]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("migrates a file's read audit to rows stored in the order they began: every row kept, and upserts still add to their row", async () => {
+    const path = join(dir, 'before-arrival.db');
+    const db = openSqlite(path);
+    // The schema as 010 left it (the read audit keyed by task), with two rows of two tasks.
+    db.exec('CREATE TABLE tasklatch_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)');
+    for (const file of (await readMigrationFiles(new URL('../../migrations/sqlite/', import.meta.url))).filter((f) => f.name < '011')) {
+      db.exec(file.sql);
+      db.prepare('INSERT INTO tasklatch_migrations (name, checksum, applied_at_ms) VALUES (?, ?, 0)').run(file.name, file.checksum);
+    }
+    const insert = db.prepare(
+      `INSERT INTO task_read_audit (task_key, auth_key, surface, decision, window_start_ms, count, first_at_ms, last_at_ms, task_id, correlation_id, status, version, detail)
+       VALUES (?, 'tenant-a/alice', 'read', 'RETURN_STATUS', 0, ?, ?, ?, ?, 'c', 'working', 1, NULL)`,
+    );
+    // Keyed order (b before z) differs from the order they began (z first).
+    insert.run('z-task', 3, 10, 30, 'z-task');
+    insert.run('b-task', 2, 20, 40, 'b-task');
+    db.close();
+
+    const store = await SqliteStore.open(path);
+    try {
+      expect(store.migrationsApplied).toEqual(['011_read_audit_by_arrival.sql']);
+      const rows = () => store.db.prepare('SELECT task_key, count, first_at_ms, last_at_ms FROM task_read_audit ORDER BY rowid').all();
+      expect(rows()).toEqual([
+        { task_key: 'z-task', count: 3, first_at_ms: 10, last_at_ms: 30 },
+        { task_key: 'b-task', count: 2, first_at_ms: 20, last_at_ms: 40 },
+      ]);
+      // The key is still the upsert's conflict target: a read of b-task adds to its row.
+      await store.recordDecision({
+        at: 50,
+        surface: 'read',
+        decision: 'RETURN_STATUS',
+        authKey: 'tenant-a/alice',
+        taskId: 'b-task',
+        correlationId: 'c2',
+        status: 'working',
+        version: 1,
+      });
+      // Reading a trail first stores what the audit writer holds.
+      expect((await store.auditTrail({ taskId: 'b-task' })).map((e) => e.count)).toEqual([3]);
+      expect(rows()).toEqual([
+        { task_key: 'z-task', count: 3, first_at_ms: 10, last_at_ms: 30 },
+        { task_key: 'b-task', count: 3, first_at_ms: 20, last_at_ms: 50 },
+      ]);
+      expect(() => store.db.prepare("INSERT INTO task_read_audit SELECT * FROM task_read_audit WHERE task_key = 'z-task'").run()).toThrow(/UNIQUE/);
     } finally {
       await store.close();
     }

@@ -1,7 +1,8 @@
 import { Agent, request as httpRequest } from 'node:http';
 import type { Generation, LoadClosed, LoadFleet, LoadHold, LoadReport, LoadRequest, PollTarget } from './protocol.js';
 import { runQueueWaitMs } from './run-queue.js';
-import { openSession, pollBody, pollHeaders, type Session, type WireReply } from './poll-wire.js';
+import { openSession, pollBody, pollHeaders, type Send, type Session, type WireReply } from './poll-wire.js';
+import { WireConnection } from './wire-client.js';
 
 /**
  * The load generator, in a process of its own so that it never shares the server's event loop:
@@ -33,20 +34,19 @@ class Poller {
   private session: Session | null = null;
   private id = 0;
   constructor(
-    private readonly agent: Agent,
-    private readonly url: URL,
+    private readonly send: Send,
     private readonly generation: Generation,
     readonly target: PollTarget,
   ) {}
 
   async open(): Promise<void> {
-    if (this.generation === '2025') this.session = await openSession((h, b) => post(this.agent, this.url, h, b), this.target.token);
+    if (this.generation === '2025') this.session = await openSession(this.send, this.target.token);
   }
 
   /** One tasks/get; false when the answer is not the task. */
   async poll(): Promise<boolean> {
     const id = ++this.id;
-    const reply = await post(this.agent, this.url, pollHeaders(this.generation, this.target, this.session), pollBody(this.generation, this.target, id));
+    const reply = await this.send(pollHeaders(this.generation, this.target, this.session), pollBody(this.generation, this.target, id));
     return reply.status === 200 && reply.body.includes('"working"');
   }
 }
@@ -73,7 +73,10 @@ function report(w: { latencies: number[]; errors: number; allOps: number; cpu: N
 async function closedLoop(job: LoadClosed): Promise<LoadReport> {
   const agent = new Agent({ keepAlive: true, maxSockets: job.concurrency });
   const url = new URL(job.url);
-  const pollers = Array.from({ length: job.concurrency }, (_, i) => new Poller(agent, url, job.generation, job.targets[i % job.targets.length] as PollTarget));
+  const pollers = Array.from(
+    { length: job.concurrency },
+    (_, i) => new Poller((h, b) => post(agent, url, h, b), job.generation, job.targets[i % job.targets.length] as PollTarget),
+  );
   await Promise.all(pollers.map((p) => p.open()));
   let allOps = 0;
   const run = async (ms: number, latencies: number[] | null) => {
@@ -107,13 +110,10 @@ async function closedLoop(job: LoadClosed): Promise<LoadReport> {
  * timer would fire. Latency is from sending the request to its answer.
  */
 async function fleet(job: LoadFleet): Promise<LoadReport> {
-  // At most 1,024 idle connections are kept: past that a client's connection closes after its poll
-  // and its next poll connects again (8,000 clients opened 17,892 connections in 11 s). Keeping
-  // every client's connection instead made this process the bottleneck on a 2-core machine
-  // (90 % busy at 8,000 clients against 59 %), so the fleet stays as it was measured before.
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 1024 });
+  // Each client keeps its own connection between polls (see WireConnection for why not node:http).
   const url = new URL(job.url);
-  const pollers = job.targets.map((t) => new Poller(agent, url, job.generation, t));
+  const connections = job.targets.map(() => new WireConnection(url.hostname, Number(url.port), url.pathname));
+  const pollers = job.targets.map((t, i) => new Poller((h, b) => (connections[i] as WireConnection).request(h, b), job.generation, t));
   for (let i = 0; i < pollers.length; i += 64) await Promise.all(pollers.slice(i, i + 64).map((p) => p.open()));
   const latencies: number[] = [];
   let errors = 0;
@@ -152,7 +152,7 @@ async function fleet(job: LoadFleet): Promise<LoadReport> {
       }
     }),
   );
-  agent.destroy();
+  for (const c of connections) c.close();
   return { ...report({ latencies, errors, allOps, cpu, waited, wallMs: performance.now() - countFrom }), late, windows };
 }
 
