@@ -30,6 +30,11 @@ export default tseslint.config(
           selector: 'ObjectExpression > SpreadElement:first-child ~ Property',
           message: 'A spread followed by properties is slow on Node 20: write the object out or use Object.assign({}, base, { ... }).',
         },
+        {
+          selector: "ObjectExpression > Property[kind='get'], ObjectExpression > Property[kind='set']",
+          message:
+            "An object literal with a getter or setter gets a hidden class of its own each time it is made, and that class keeps the objects its accessor reaches alive past young-generation collections (made per request, it promoted each request's objects): use a class's accessor.",
+        },
       ],
     },
   },

@@ -122,47 +122,33 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   const checkAuth = authFront({ tokens: options.tokens, authenticate: options.authenticate, bearer: oauth });
 
   const handle = async (req: IncomingMessage, res: RefusalLoggingResponse): Promise<void> => {
-    const seen: { body?: unknown } = {};
-    res.watch(logger, () => seen.body);
-    // An answer given before the body is read closes the connection: the client stops
-    // uploading at once, and the server reads no more of it.
-    const early = () => {
-      if (!req.complete) res.setHeader('connection', 'close');
-    };
+    res.watch(logger);
     const path = pathOf(req.url);
     if (path !== MCP_PATH) {
       // The extra routes answer only past the Host/Origin check (DNS rebinding), but need no token.
       const hostOk = allowedHosts === null || checkHostAndOrigin(req.headers, allowedHosts);
       if (hostOk && oauth?.serveMetadata(req, res, path) === true) return;
       if (hostOk && (await options.extraRoutes?.(req, res, path)) === true) return;
-      early();
+      answeredEarly(req, res);
       return sendJson(res, 404, { error: `not found; the MCP endpoint is ${MCP_PATH}` });
     }
     if (allowedHosts !== null && !checkHostAndOrigin(req.headers, allowedHosts)) {
-      early();
+      answeredEarly(req, res);
       return sendJson(res, 403, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.invalidRequest, message: 'Forbidden: Host or Origin not allowed' } });
     }
     const auth = await checkAuth(req);
     if (auth.kind === 'unavailable') {
-      early();
+      answeredEarly(req, res);
       logger.warn({ err: auth.cause }, 'authorization server unreachable; request not authenticated');
       res.setHeader('retry-after', '5');
       return sendJson(res, 503, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.serverError, message: 'Authorization server unavailable; retry later' } });
     }
     if (auth.kind === 'refused') {
-      early();
+      answeredEarly(req, res);
       res.setHeader('WWW-Authenticate', auth.challenge);
       return sendJson(res, auth.status, { error: auth.error, error_description: auth.description });
     }
     const principal = auth.kind === 'admitted' ? auth.principal : null;
-    if (auth.kind === 'admitted') {
-      (req as IncomingMessage & { auth?: unknown }).auth = {
-        token: auth.token,
-        clientId: authKeyOf(auth.principal),
-        scopes: auth.scopes,
-        extra: { principal },
-      };
-    }
     const read = req.method === 'POST' ? await readBody(req, maxBody) : { kind: 'none' as const };
     if (read.kind === 'gone') return;
     if (read.kind === 'too large') {
@@ -174,14 +160,25 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
       });
     }
     const body = read.kind === 'json' ? read.value : undefined;
-    seen.body = body;
+    res.requestBody = body;
     const sessionId = header(req, 'mcp-session-id');
     const modern = sessionId === null && isModernRequest(req.headers, body);
     if (read.kind === 'not json') {
       const error = { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.parseError, message: `Parse error: ${read.message}` } };
       return sendJson(res, 400, modern ? error : Object.assign({}, error, { id: null }));
     }
-    if (!modern && sessions !== null) return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
+    if (!modern && sessions !== null) {
+      // The SDK's transport hands `req.auth` to the 2025-11-25 server as its `authInfo`.
+      if (auth.kind === 'admitted') {
+        (req as IncomingMessage & { auth?: unknown }).auth = {
+          token: auth.token,
+          clientId: authKeyOf(auth.principal),
+          scopes: auth.scopes,
+          extra: { principal },
+        };
+      }
+      return sessions.handle(req, res, body, sessionId, authKeyOf(principal ?? ANONYMOUS));
+    }
     if (modern && stateless !== null) return serveStateless(stateless, req, res, body, principal ?? ANONYMOUS);
     return sendJson(res, 400, {
       jsonrpc: '2.0',
@@ -234,6 +231,14 @@ function servedGenerations(options: HttpOptions): ReadonlySet<ProtocolGeneration
     throw new TasklatchError('INVALID_INPUT', 'taskServer must serve the runtime given as runtime');
   }
   return new Set(given);
+}
+
+/**
+ * An answer given before the body is read closes the connection: the client stops uploading at
+ * once, and the server reads no more of it.
+ */
+function answeredEarly(req: IncomingMessage, res: ServerResponse): void {
+  if (!req.complete) res.setHeader('connection', 'close');
 }
 
 /** The id of a JSON-RPC request body, when it has one JSON-RPC allows; null otherwise. */

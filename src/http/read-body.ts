@@ -50,6 +50,8 @@ export function readBody(req: IncomingMessage, limit: number): Promise<ReadBody>
     const onClose = () => {
       if (!req.complete) onGone();
     };
-    req.on('data', onData).once('end', onEnd).once('error', onGone).once('aborted', onGone).once('close', onClose);
+    // `on`, not `once`: `finish` takes every listener off, and a once-wrapper is one more
+    // function per listener per request.
+    req.on('data', onData).on('end', onEnd).on('error', onGone).on('aborted', onGone).on('close', onClose);
   });
 }

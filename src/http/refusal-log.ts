@@ -19,19 +19,46 @@ const KEPT_BYTES = 2048;
 export class RefusalLoggingResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   private kept: Buffer[] | null = null;
   private keptBytes = 0;
+  private logger: Logger | null = null;
+  /** The request's body once read: the log line names its method and id. */
+  requestBody: unknown = undefined;
+  /** Made on first use (`clientGone`): a poll, which never looks at it, makes none. */
+  private goneController: AbortController | null = null;
+  private gone = false;
 
-  /** Logs this response's refusal, or the client's going away, when it closes. */
-  watch(logger: Logger, body: () => unknown): void {
-    this.once('close', () => {
-      const status = this.statusCode;
-      const gone = !this.writableFinished;
-      // An answered request below 400 logs nothing: no context is built for it (every poll is one).
-      if (!gone && (status < 400 || status >= 500)) return;
-      const req = this.req;
-      const context = { status, httpMethod: req.method, sessionId: req.headers['mcp-session-id'], ...messageOf(body()) };
-      if (gone) return req.method === 'POST' ? logger.info(context, 'client went away before its answer') : undefined;
-      logger.info({ ...context, ...errorOf(Buffer.concat(this.kept ?? []).toString('utf8')) }, 'request refused');
-    });
+  /**
+   * Logs this response's refusal, or the client's going away, when it closes. One listener,
+   * shared by every response (a method of the prototype, not a closure per response).
+   */
+  watch(logger: Logger): void {
+    this.logger = logger;
+    this.on('close', closed);
+  }
+
+  /** Aborts when the client goes away before its answer (the response closed unfinished). */
+  get clientGone(): AbortSignal {
+    if (this.goneController === null) {
+      this.goneController = new AbortController();
+      if (this.gone) this.goneController.abort();
+    }
+    return this.goneController.signal;
+  }
+
+  /** The response closed: a client that left is told to whoever listens, a refusal is logged. */
+  onClosed(): void {
+    const status = this.statusCode;
+    const gone = !this.writableFinished;
+    if (gone) {
+      this.gone = true;
+      this.goneController?.abort();
+    }
+    const logger = this.logger;
+    // An answered request below 400 logs nothing: no context is built for it (every poll is one).
+    if (logger === null || (!gone && (status < 400 || status >= 500))) return;
+    const req = this.req;
+    const context = { status, httpMethod: req.method, sessionId: req.headers['mcp-session-id'], ...messageOf(this.requestBody) };
+    if (gone) return req.method === 'POST' ? logger.info(context, 'client went away before its answer') : undefined;
+    logger.info({ ...context, ...errorOf(Buffer.concat(this.kept ?? []).toString('utf8')) }, 'request refused');
   }
 
   override write(...args: unknown[]): boolean {
@@ -51,6 +78,10 @@ export class RefusalLoggingResponse<Request extends IncomingMessage = IncomingMe
     (this.kept ??= []).push(buffer.subarray(0, KEPT_BYTES - this.keptBytes));
     this.keptBytes += Math.min(buffer.length, KEPT_BYTES - this.keptBytes);
   }
+}
+
+function closed(this: RefusalLoggingResponse): void {
+  this.onClosed();
 }
 
 /** The method and id of the request, when the body is one readable message. */

@@ -1,7 +1,8 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import type { StatelessReply, StatelessServer } from '../stateless/stateless-server.js';
+import type { StatelessReply, StatelessRequest, StatelessServer } from '../stateless/stateless-server.js';
 import type { Principal } from '../tools/principal.js';
+import type { RefusalLoggingResponse } from './refusal-log.js';
 
 /**
  * A 2026-07-28 request, its body already parsed: straight from node:http's request to its
@@ -12,7 +13,7 @@ import type { Principal } from '../tools/principal.js';
 export async function serveStateless(
   stateless: StatelessServer,
   req: IncomingMessage,
-  res: ServerResponse,
+  res: RefusalLoggingResponse,
   body: unknown,
   principal: Principal,
 ): Promise<void> {
@@ -20,51 +21,48 @@ export async function serveStateless(
     res.setHeader('Allow', 'POST');
     return sendJson(res, 405, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.invalidRequest, message: 'Method not allowed: 2026-07-28 requests are POSTs' } });
   }
-  const closed = closeSignal(res);
-  const reply = await stateless.handle({
-    body,
-    headers: req.headers,
-    principal,
-    get signal() {
-      return closed.signal;
-    },
-  });
-  await send(res, reply, closed);
+  const reply = await stateless.handle(new HttpStatelessRequest(body, req, res, principal));
+  return send(res, reply);
 }
 
 /**
- * Aborts when the client goes away before its answer. The controller is made on first use: a
- * poll, which never looks at it, makes none.
+ * One request as the stateless server sees it. Its signal is made on first use, by a getter of
+ * this class (a poll, which never looks at it, makes no controller): an object literal with a
+ * getter would make a hidden class of its own per request (see `HttpAuthRequest`).
  */
-function closeSignal(res: ServerResponse): { readonly signal: AbortSignal } {
-  let controller: AbortController | null = null;
-  let gone = false;
-  res.once('close', () => {
-    if (res.writableFinished) return;
-    gone = true;
-    controller?.abort();
-  });
-  return {
-    get signal() {
-      if (controller === null) {
-        controller = new AbortController();
-        if (gone) controller.abort();
-      }
-      return controller.signal;
-    },
-  };
+class HttpStatelessRequest implements StatelessRequest {
+  readonly headers: IncomingHttpHeaders;
+
+  constructor(
+    readonly body: unknown,
+    req: IncomingMessage,
+    private readonly res: RefusalLoggingResponse,
+    readonly principal: Principal,
+  ) {
+    this.headers = req.headers;
+  }
+
+  get signal(): AbortSignal {
+    return this.res.clientGone;
+  }
 }
 
-async function send(res: ServerResponse, reply: StatelessReply, closed: { readonly signal: AbortSignal }): Promise<void> {
+/** A JSON reply is written at once; a stream's promise settles when it ends. */
+function send(res: RefusalLoggingResponse, reply: StatelessReply): Promise<void> | undefined {
   if (reply.kind === 'accepted') {
     res.writeHead(202).end();
-    return;
+    return undefined;
   }
   if (reply.kind === 'json') {
     for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
     if (reply.status === 503) retryAfter(res, reply.body);
-    return sendJson(res, reply.status, reply.body);
+    sendJson(res, reply.status, reply.body);
+    return undefined;
   }
+  return stream(res, reply);
+}
+
+async function stream(res: RefusalLoggingResponse, reply: Extract<StatelessReply, { kind: 'stream' }>): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   res.flushHeaders();
   await reply.open(
@@ -72,7 +70,7 @@ async function send(res: ServerResponse, reply: StatelessReply, closed: { readon
       send: (message) => void res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`),
       comment: (text = '') => void res.write(`: ${text}\n\n`),
     },
-    closed.signal,
+    res.clientGone,
   );
   res.end();
 }

@@ -51,6 +51,31 @@ class StreamReply {
 
 type Handler = (call: Call) => Promise<Record<string, unknown> | StreamReply>;
 
+/**
+ * A call of one POSTed request. Its signal is read from the request when a handler needs it (the
+ * HTTP layer makes it on first use), by a getter of this class: an object literal with a getter
+ * makes a hidden class of its own per request, which kept each request's objects alive past
+ * young-generation collections.
+ */
+class RequestCall implements Call {
+  readonly principal: Principal;
+  readonly headers: IncomingHttpHeaders;
+
+  constructor(
+    readonly id: string | number,
+    readonly params: Record<string, unknown>,
+    readonly capabilities: Record<string, unknown>,
+    private readonly request: StatelessRequest,
+  ) {
+    this.principal = request.principal;
+    this.headers = request.headers;
+  }
+
+  get signal(): AbortSignal {
+    return this.request.signal;
+  }
+}
+
 const TASK_NOT_FOUND = 'Task not found';
 
 /**
@@ -109,18 +134,7 @@ export class StatelessServer {
     try {
       const { version, capabilities } = requestMeta(params._meta);
       checkRoutingHeaders(request.headers, method, params, version);
-      const call: Call = {
-        id,
-        params,
-        capabilities,
-        principal: request.principal,
-        headers: request.headers,
-        // Read when a handler needs it: the HTTP layer makes the signal on first use.
-        get signal() {
-          return request.signal;
-        },
-      };
-      const result = await this.serve(method, version, call);
+      const result = await this.serve(method, version, new RequestCall(id, params, capabilities, request));
       if (result instanceof StreamReply) return result;
       return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id, result } };
     } catch (error) {

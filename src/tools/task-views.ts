@@ -36,16 +36,23 @@ export function wireTask(record: TaskRecord): {
 
 /** The flat `Task` fields of the 2026-07-28 tasks extension. */
 export function taskFields(record: TaskRecord): Record<string, unknown> {
-  return {
-    taskId: record.taskId,
-    status: statusOn2026(record),
-    ...(record.statusMessage === null ? {} : { statusMessage: record.statusMessage }),
-    createdAt: formatTimestamp(record.createdAt),
-    lastUpdatedAt: formatTimestamp(record.lastUpdatedAt),
-    // A positive integer or null: a ttl of 0 would read as "already gone".
-    ttlMs: record.ttl === null || record.ttl <= 0 ? null : record.ttl,
-    ...(record.pollInterval === null || record.pollInterval <= 0 ? {} : { pollIntervalMs: record.pollInterval }),
-  };
+  return addTaskFields({}, record);
+}
+
+/**
+ * Adds the flat `Task` fields to `view`, in the wire's order, by assignment: a poll builds one
+ * object for its answer, not a fields object spread into another.
+ */
+function addTaskFields(view: Record<string, unknown>, record: TaskRecord): Record<string, unknown> {
+  view.taskId = record.taskId;
+  view.status = statusOn2026(record);
+  if (record.statusMessage !== null) view.statusMessage = record.statusMessage;
+  view.createdAt = formatTimestamp(record.createdAt);
+  view.lastUpdatedAt = formatTimestamp(record.lastUpdatedAt);
+  // A positive integer or null: a ttl of 0 would read as "already gone".
+  view.ttlMs = record.ttl === null || record.ttl <= 0 ? null : record.ttl;
+  if (record.pollInterval !== null && record.pollInterval > 0) view.pollIntervalMs = record.pollInterval;
+  return view;
 }
 
 /**
@@ -60,12 +67,12 @@ export function statusOn2026(record: Pick<TaskRecord, 'status' | 'result'>): Tas
 
 /** 2026-07-28 `CreateTaskResult`: `Result & Task`, flat, and nothing of the outcome. */
 export function createTaskResult(record: TaskRecord): Record<string, unknown> {
-  return { resultType: 'task', ...taskFields(record) };
+  return addTaskFields({ resultType: 'task' }, record);
 }
 
 /** 2026-07-28 `tasks/get`: the task with its outcome inlined (`result` or `error`) once it has one. */
 export function detailedTask(record: TaskRecord): Record<string, unknown> {
-  const view: Record<string, unknown> = { resultType: 'complete', ...taskFields(record) };
+  const view = addTaskFields({ resultType: 'complete' }, record);
   const status = view.status as TaskStatus;
   if (status === 'completed' && typeof record.result === 'object' && record.result !== null) {
     // Exactly the CallToolResult the call returned, as a complete result of its own.
