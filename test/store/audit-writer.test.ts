@@ -129,4 +129,26 @@ describe.each(ALL_HARNESSES)('the $name store’s audit trail under hostile ids'
       await store.close();
     }
   });
+
+  it('keeps text that JSON and SQL escape exactly as it was counted: quotes, backslashes, braces, commas, line breaks, emoji', async () => {
+    const store = await harness.open('audit_text');
+    const awkward = 'a "quoted", {braced} \\ back\\slash\nnew line \t tab 😀 NULL null \'single\'';
+    try {
+      await store.recordDecision({ ...line('t-text'), authKey: `acme/${awkward}`, correlationId: awkward, detail: awkward, status: 'working', version: 7 });
+      await store.recordDecision({
+        ...line('t-text'),
+        at: 2,
+        authKey: `acme/${awkward}`,
+        correlationId: awkward,
+        detail: awkward,
+        status: 'working',
+        version: 7,
+      });
+      const trail = await store.auditTrail({ taskId: 't-text' });
+      expect(trail).toHaveLength(1);
+      expect(trail[0]).toMatchObject({ authKey: `acme/${awkward}`, correlationId: awkward, detail: awkward, status: 'working', version: 7, count: 2 });
+    } finally {
+      await store.close();
+    }
+  });
 });

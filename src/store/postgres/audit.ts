@@ -24,11 +24,15 @@ const SQL = {
   /**
    * Any number of rows of distinct keys in one statement (one text for every batch size, so it is
    * prepared once per connection). Keys must be distinct: one statement cannot update a row twice.
+   * The rows arrive as one JSON array of objects: node-postgres writes a JavaScript array as an
+   * array literal in JavaScript, escaping each element (13 per row: ~4 % of a server's CPU at
+   * 8,000 polls a second), where `JSON.stringify` is native.
    */
   upsertReadAudit: `
   INSERT INTO task_read_audit AS r (${READ_AUDIT_COLUMNS})
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[],
-                       $9::text[], $10::text[], $11::text[], $12::int[], $13::text[])
+  SELECT ${READ_AUDIT_COLUMNS} FROM json_to_recordset($1::json) AS x(task_key text, auth_key text, surface text, decision text,
+    window_start_ms bigint, count bigint, first_at_ms bigint, last_at_ms bigint, task_id text, correlation_id text, status text,
+    version int, detail text)
   ON CONFLICT (task_key, auth_key, surface, decision, window_start_ms) DO UPDATE SET
     count = r.count + excluded.count,
     first_at_ms = least(r.first_at_ms, excluded.first_at_ms),
@@ -126,24 +130,30 @@ interface ReadAuditDbRow {
  * processes upserting overlapping batches lock their rows in the same order (no deadlock).
  */
 export async function upsertReadAuditIn(pool: pg.Pool, batch: readonly ReadAuditRow[]): Promise<void> {
-  const rows = mergeReadAuditRows(batch).sort((a, b) => (readAuditKey(a) < readAuditKey(b) ? -1 : 1));
-  const values = [
-    rows.map((r) => r.taskKey),
-    rows.map((r) => r.authKey),
-    rows.map((r) => r.surface),
-    rows.map((r) => r.decision),
-    rows.map((r) => r.windowStart),
-    rows.map((r) => r.count),
-    rows.map((r) => r.firstAt),
-    rows.map((r) => r.lastAt),
-    rows.map((r) => r.taskId),
-    rows.map((r) => r.correlationId),
-    rows.map((r) => r.status),
-    rows.map((r) => r.version),
-    rows.map((r) => r.detail),
-  ];
+  // Each key built once, not once per comparison.
+  const rows = mergeReadAuditRows(batch)
+    .map((row) => ({ row, key: readAuditKey(row) }))
+    .sort((a, b) => (a.key < b.key ? -1 : 1))
+    .map(({ row }) => row);
+  const json = JSON.stringify(
+    rows.map((r) => ({
+      task_key: r.taskKey,
+      auth_key: r.authKey,
+      surface: r.surface,
+      decision: r.decision,
+      window_start_ms: r.windowStart,
+      count: r.count,
+      first_at_ms: r.firstAt,
+      last_at_ms: r.lastAt,
+      task_id: r.taskId,
+      correlation_id: r.correlationId,
+      status: r.status,
+      version: r.version,
+      detail: r.detail,
+    })),
+  );
   // Named: each connection of the audit pool parses and plans it once, whatever the batch size.
-  await pool.query({ name: 'tasklatch_upsert_read_audit', text: SQL.upsertReadAudit, values });
+  await pool.query({ name: 'tasklatch_upsert_read_audit_json', text: SQL.upsertReadAudit, values: [json] });
 }
 
 /** The audit trail of one task, exact lines and aggregated rows, oldest first (`mergeTrail`). */
