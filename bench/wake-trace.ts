@@ -1,15 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
-import { PostgresStore } from '../src/store/postgres/store.js';
 import { CHANGES_CHANNEL } from '../src/store/postgres/listener.js';
-import { callAsTask, httpClient, taskResult } from './lib/mcp.js';
+import { taskResult } from './lib/mcp.js';
 import { openBenchPostgres } from './lib/postgres.js';
 import { onQuery } from './lib/round-trips.js';
 import { linkMigrations } from './lib/migrations-link.js';
-import { serve, stop } from './scenarios/end-to-end.js';
+import { openServePair } from './scenarios/end-to-end.js';
 import { sleep, summarize } from './lib/stats.js';
 
 /**
@@ -19,22 +14,11 @@ import { sleep, summarize } from './lib/stats.js';
  * statement sent, to a listener of this process hearing the change (as B does), to the answer
  * reaching the client. Each segment's p50 / p99 / max.
  */
-const RESULT = { content: [{ type: 'text', text: 'done' }] };
-
 async function main(): Promise<void> {
   linkMigrations();
   const samples = Number(process.argv[2] ?? 200);
   const bench = await openBenchPostgres();
-  const root = process.cwd();
-  const dir = await mkdtemp(join(tmpdir(), 'tasklatch-wake-trace-'));
-  const tokensFile = join(dir, 'tokens.json');
-  await writeFile(tokensFile, JSON.stringify({ 'bench-wake': { tenant: 'bench', subject: 'wake' } }));
-  const storeUrl = bench.schemaUrl('wake_trace');
-  const a = await serve(root, storeUrl, tokensFile, join(dir, 'exports'));
-  const b = await serve(root, storeUrl, tokensFile, join(dir, 'exports'));
-  const writer = await PostgresStore.open(storeUrl);
-  const viaA = await httpClient(a.url, 'bench-wake');
-  const viaB = await httpClient(b.url, 'bench-wake');
+  const pair = await openServePair(process.cwd(), bench.schemaUrl('wake_trace'));
   const listener = new pg.Client({ connectionString: bench.url });
   await listener.connect();
   await listener.query(`LISTEN ${CHANGES_CHANNEL}`);
@@ -50,23 +34,13 @@ async function main(): Promise<void> {
   const segments = { sent: [] as number[], heard: [] as number[], woken: [] as number[] };
   try {
     for (let i = 0; i < samples + 10; i++) {
-      const created = await callAsTask(viaA, i, 'export_ledger', { month: '2026-06', rows: 1, delayMs: 600_000 });
-      const taskId = created.task.taskId;
+      const taskId = await pair.createRunning(i);
       await sleep(50);
       heard.clear();
-      const answered = taskResult(viaB, taskId).then(() => performance.now());
+      const answered = taskResult(pair.viaB, taskId).then(() => performance.now());
       await sleep(10);
-      const found = await writer.get({ authKey: 'bench/wake', taskId, now: Date.now() });
-      if (found.record === null) throw new Error(`task ${taskId}: ${found.decision}`);
       notifySent = 0;
-      const out = await writer.transition({
-        taskId,
-        authKey: 'bench/wake',
-        write: { status: 'completed', expectedVersion: found.record.version, result: RESULT },
-        correlationId: randomUUID(),
-        now: Date.now(),
-      });
-      if (out.decision !== 'APPLY_TRANSITION') throw new Error(`expected APPLY_TRANSITION, got ${out.decision}`);
+      await pair.complete(taskId);
       const committed = performance.now();
       const done = await answered;
       await sleep(5);
@@ -85,10 +59,7 @@ async function main(): Promise<void> {
     row('tasks/result answered at the client (B)', segments.woken);
   } finally {
     await listener.end();
-    await Promise.allSettled([viaA.close(), viaB.close()]);
-    await writer.close();
-    await Promise.all([stop(a.child), stop(b.child)]);
-    await rm(dir, { recursive: true, force: true });
+    await pair.close();
     await bench.close();
   }
 }

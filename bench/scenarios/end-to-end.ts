@@ -122,7 +122,7 @@ export async function endToEnd(results: Results, config: BenchConfig, pg: BenchP
 }
 
 /** Starts `tasklatch serve --http 127.0.0.1:0` and resolves with its URL once it listens. */
-export async function serve(root: string, storeUrl: string, tokensFile: string, exportsDir: string): Promise<{ url: string; child: ChildProcess }> {
+async function serve(root: string, storeUrl: string, tokensFile: string, exportsDir: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(
     process.execPath,
     ['dist/cli/main.js', 'serve', '--http', '127.0.0.1:0', '--store', storeUrl, '--auth-tokens', tokensFile, '--exports', exportsDir],
@@ -148,7 +148,7 @@ export async function serve(root: string, storeUrl: string, tokensFile: string, 
   return { url, child };
 }
 
-export async function stop(child: ChildProcess): Promise<void> {
+async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
@@ -158,46 +158,71 @@ export async function stop(child: ChildProcess): Promise<void> {
 }
 
 /**
- * Two `tasklatch serve` processes on one PostgreSQL schema: the task is created through A (whose
- * executor starts export_ledger with a long delay), tasks/result blocks in B, and the bench
- * process, a third writer, writes `completed`. B learns of it by LISTEN/NOTIFY only.
+ * Two `tasklatch serve` processes on one PostgreSQL schema, a client of each, and a third writer
+ * (this process's own store): what a wake-up across processes is measured on (here and in
+ * `bench/wake-trace.ts`).
  */
-async function acrossProcesses(results: Results, config: BenchConfig, pg: BenchPostgres, root: string): Promise<void> {
+export interface ServePair {
+  /** B, where tasks/result blocks. */
+  viaB: Client;
+  /** Creates through A a task A's worker claims and leaves running (export_ledger with a 10-minute delay); its id. */
+  createRunning(n: number): Promise<string>;
+  /** Writes `completed` from the third writer, against the version as stored now. */
+  complete(taskId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openServePair(root: string, storeUrl: string): Promise<ServePair> {
   const dir = await mkdtemp(join(tmpdir(), 'tasklatch-bench-serve-'));
   const tokensFile = join(dir, 'tokens.json');
   await writeFile(tokensFile, JSON.stringify({ 'bench-wake': { tenant: 'bench', subject: 'wake' } }));
-  const storeUrl = pg.schemaUrl('serve');
   const a = await serve(root, storeUrl, tokensFile, join(dir, 'exports'));
   const b = await serve(root, storeUrl, tokensFile, join(dir, 'exports'));
   const writer = await PostgresStore.open(storeUrl);
   const viaA = await httpClient(a.url, 'bench-wake');
   const viaB = await httpClient(b.url, 'bench-wake');
+  return {
+    viaB,
+    createRunning: async (n) => (await callAsTask(viaA, n, 'export_ledger', { month: '2026-06', rows: 1, delayMs: 600_000 })).task.taskId,
+    complete: async (taskId) => {
+      // A's worker has claimed the task and may have written a status message: write
+      // against the version as stored now, and again should it move in between.
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const found = await writer.get({ authKey: 'bench/wake', taskId, now: Date.now() });
+        if (found.record === null) throw new Error(`task ${taskId}: ${found.decision}`);
+        const write = { status: 'completed' as const, expectedVersion: found.record.version, result: RESULT };
+        const out = await writer.transition({ taskId, authKey: 'bench/wake', write, correlationId: randomUUID(), now: Date.now() });
+        if (out.decision === 'APPLY_TRANSITION') return;
+        if (out.decision !== 'BLOCK_STALE_VERSION') throw new Error(`expected APPLY_TRANSITION, got ${out.decision}`);
+      }
+      throw new Error(`task ${taskId}: version kept moving`);
+    },
+    close: async () => {
+      await Promise.allSettled([viaA.close(), viaB.close()]);
+      await writer.close();
+      await Promise.all([stop(a.child), stop(b.child)]);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The task is created through A (whose executor starts export_ledger with a long delay),
+ * tasks/result blocks in B, and the bench process, a third writer, writes `completed`. B learns
+ * of it by LISTEN/NOTIFY only.
+ */
+async function acrossProcesses(results: Results, config: BenchConfig, pg: BenchPostgres, root: string): Promise<void> {
+  const pair = await openServePair(root, pg.schemaUrl('serve'));
   try {
     const wake = async (n: number) => {
-      const created = await callAsTask(viaA, n, 'export_ledger', { month: '2026-06', rows: 1, delayMs: 600_000 });
-      const taskId = created.task.taskId;
-      return wakeSample(viaB, taskId, async () => {
-        // A's worker has claimed the task and may have written a status message: write
-        // against the version as stored now, and again should it move in between.
-        for (let attempt = 0; attempt < 5; attempt++) {
-          const found = await writer.get({ authKey: 'bench/wake', taskId, now: Date.now() });
-          if (found.record === null) throw new Error(`task ${taskId}: ${found.decision}`);
-          const write = { status: 'completed' as const, expectedVersion: found.record.version, result: RESULT };
-          const out = await writer.transition({ taskId, authKey: 'bench/wake', write, correlationId: randomUUID(), now: Date.now() });
-          if (out.decision === 'APPLY_TRANSITION') return;
-          if (out.decision !== 'BLOCK_STALE_VERSION') throw new Error(`expected APPLY_TRANSITION, got ${out.decision}`);
-        }
-        throw new Error(`task ${taskId}: version kept moving`);
-      });
+      const taskId = await pair.createRunning(n);
+      return wakeSample(pair.viaB, taskId, () => pair.complete(taskId));
     };
     for (let i = 0; i < 10; i++) await wake(i);
     const woken: number[] = [];
     for (let i = 0; i < config.latencySamples; i++) woken.push(await wake(i));
     results.addLatency(WAKE_SCENARIO, 'postgres, across processes (waiter in serve B, write by a third process, HTTP)', woken);
   } finally {
-    await Promise.allSettled([viaA.close(), viaB.close()]);
-    await writer.close();
-    await Promise.all([stop(a.child), stop(b.child)]);
-    await rm(dir, { recursive: true, force: true });
+    await pair.close();
   }
 }
