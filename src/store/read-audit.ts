@@ -130,7 +130,10 @@ function mergeInto(
   return held;
 }
 
-/** Merges rows of the same key (one SQL statement cannot update one row twice). */
+/**
+ * Merges rows of the same key (one SQL statement cannot update one row twice), in key order: two
+ * processes upserting overlapping batches lock their rows in the same order (no deadlock).
+ */
 export function mergeReadAuditRows(rows: Iterable<ReadAuditRow>): ReadAuditRow[] {
   const merged = new Map<string, ReadAuditRow>();
   for (const row of rows) {
@@ -138,7 +141,26 @@ export function mergeReadAuditRows(rows: Iterable<ReadAuditRow>): ReadAuditRow[]
     const held = merged.get(key);
     merged.set(key, held === undefined ? row : mergeReadAudit(held, row));
   }
-  return [...merged.values()];
+  return [...merged].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, row]) => row);
+}
+
+/** A row by the columns of `task_read_audit`, as both SQL stores name them: their upserts' parameters. */
+export function readAuditColumns(r: ReadAuditRow): Record<string, string | number | null> {
+  return {
+    task_key: r.taskKey,
+    auth_key: r.authKey,
+    surface: r.surface,
+    decision: r.decision,
+    window_start_ms: r.windowStart,
+    count: r.count,
+    first_at_ms: r.firstAt,
+    last_at_ms: r.lastAt,
+    task_id: r.taskId,
+    correlation_id: r.correlationId,
+    status: r.status,
+    version: r.version,
+    detail: r.detail,
+  };
 }
 
 /** A row as a trail entry: `at` is its first decision, with the count and the window's first and last. */

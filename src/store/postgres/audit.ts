@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Decision } from '../../core/decisions.js';
 import type { Millis } from '../../core/types.js';
-import { mergeReadAuditRows, mergeTrail, readAuditEntry, readAuditKey, type ReadAuditRow } from '../read-audit.js';
+import { mergeReadAuditRows, mergeTrail, readAuditColumns, readAuditEntry, type ReadAuditRow } from '../read-audit.js';
 import type { RetentionDue } from '../task-operations.js';
 import type { AuditEntry, SweepOutcome } from '../types.js';
 import { rowToAudit, type AuditRow } from './row.js';
@@ -125,33 +125,9 @@ interface ReadAuditDbRow {
   detail: string | null;
 }
 
-/**
- * Stores a batch in one statement: rows of one key merged first, then in key order, so that two
- * processes upserting overlapping batches lock their rows in the same order (no deadlock).
- */
+/** Stores a batch in one statement: rows of one key merged first, in key order (`mergeReadAuditRows`). */
 export async function upsertReadAuditIn(pool: pg.Pool, batch: readonly ReadAuditRow[]): Promise<void> {
-  // Each key built once, not once per comparison.
-  const rows = mergeReadAuditRows(batch)
-    .map((row) => ({ row, key: readAuditKey(row) }))
-    .sort((a, b) => (a.key < b.key ? -1 : 1))
-    .map(({ row }) => row);
-  const json = JSON.stringify(
-    rows.map((r) => ({
-      task_key: r.taskKey,
-      auth_key: r.authKey,
-      surface: r.surface,
-      decision: r.decision,
-      window_start_ms: r.windowStart,
-      count: r.count,
-      first_at_ms: r.firstAt,
-      last_at_ms: r.lastAt,
-      task_id: r.taskId,
-      correlation_id: r.correlationId,
-      status: r.status,
-      version: r.version,
-      detail: r.detail,
-    })),
-  );
+  const json = JSON.stringify(mergeReadAuditRows(batch).map(readAuditColumns));
   // Named: each connection of the audit pool parses and plans it once, whatever the batch size.
   await pool.query({ name: 'tasklatch_upsert_read_audit_json', text: SQL.upsertReadAudit, values: [json] });
 }

@@ -1,7 +1,7 @@
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import type { Decision } from '../../core/decisions.js';
 import type { Millis } from '../../core/types.js';
-import { mergeTrail, readAuditEntry, type ReadAuditRow } from '../read-audit.js';
+import { mergeTrail, readAuditColumns, readAuditEntry, type ReadAuditRow } from '../read-audit.js';
 import type { RetentionDue } from '../task-operations.js';
 import type { AuditEntry, SweepOutcome } from '../types.js';
 import { rowToAudit, type AuditRow } from './row.js';
@@ -92,23 +92,7 @@ export function prepareAuditStatements(db: SqliteDatabase): AuditStatements {
 
 /** Adds each row to its stored row (or stores it). Inside a write transaction. */
 export function upsertReadAuditIn(sql: AuditStatements, batch: readonly ReadAuditRow[]): void {
-  for (const r of batch) {
-    sql.upsert.run({
-      task_key: r.taskKey,
-      auth_key: r.authKey,
-      surface: r.surface,
-      decision: r.decision,
-      window_start_ms: r.windowStart,
-      count: r.count,
-      first_at_ms: r.firstAt,
-      last_at_ms: r.lastAt,
-      task_id: r.taskId,
-      correlation_id: r.correlationId,
-      status: r.status,
-      version: r.version,
-      detail: r.detail,
-    });
-  }
+  for (const r of batch) sql.upsert.run(readAuditColumns(r));
 }
 
 /** The audit trail of one task, exact lines and aggregated rows, oldest first (`mergeTrail`). Inside a read transaction. */
