@@ -126,7 +126,7 @@ export class TaskExecutor {
   private async supervise(run: TaskRun): Promise<void> {
     const { record } = run;
     const heartbeat = setInterval(() => run.beat(), run.lease.heartbeatMs);
-    const unwatch = this.port.changes.subscribe(record.taskId, (version) => run.observe(version));
+    const unwatch = this.port.changes.subscribe(record.taskId, (version, carried) => run.observe(version, carried));
     const untilExpiry = record.expiresAt === null ? null : Math.max(0, record.expiresAt - this.port.now());
     const expiry = untilExpiry === null ? null : setTimeout(() => run.stop('expired'), untilExpiry);
     let result: ToolResult | StoredError;

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jcsSha256 } from '../core/digest.js';
+import { isExpired } from '../core/time.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
@@ -117,9 +118,15 @@ export class TaskRun {
   }
 
   /** A change event for this task from any writer: a version we did not write is read and judged. */
-  observe(version: number | undefined): void {
+  observe(version: number | undefined, carried?: TaskRecord): void {
     // Our own writes come back as events too; a version we wrote needs no read.
     if (version !== undefined && version <= this.version) return;
+    // A terminal record the change carried is committed and final: it answers what a read would
+    // (the task ended elsewhere, or expired with it) without one.
+    if (carried !== undefined && carried.version > this.version && isTerminal(carried.status)) {
+      this.stop(isExpired(carried, this.port.now()) ? 'expired' : 'cancelled');
+      return;
+    }
     this.port.lookup({ auth: this.record.authKey, taskId: this.taskId }).then(
       (found) => {
         if (found.record === null) this.stop('expired');

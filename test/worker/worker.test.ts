@@ -165,6 +165,32 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     expect((await stored(service, taskId))?.status).toBe('cancelled');
   });
 
+  it('stops a handler from the terminal record its change carried, without reading the task again', async () => {
+    const store = await fresh('carried');
+    const service = serviceOn(store);
+    const { tool, runs } = steeredTool();
+    startWorker(service, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
+    const taskId = await admit(service);
+    const run = await until(() => runs[0], 2000);
+    const lookups: string[] = [];
+    const lookup = service.lookup.bind(service);
+    service.lookup = async (input) => {
+      lookups.push(input.taskId);
+      return lookup(input);
+    };
+    // The cancellation's change carries the cancelled record: the run stops on it alone.
+    expect((await service.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
+    await until(() => (run.signal.aborted ? true : undefined), 2000);
+    expect(lookups).toEqual([]);
+    service.lookup = lookup;
+    // Its result, offered after the stop, is refused by the stored terminal status.
+    await until(
+      async () => ((await store.auditTrail({ taskId })).some((e) => e.surface === 'transition' && e.decision.startsWith('BLOCK_')) ? true : undefined),
+      2000,
+    );
+    expect((await stored(service, taskId))?.status).toBe('cancelled');
+  });
+
   it('fences off a worker whose lease was taken over: its handler is stopped and its write refused', async () => {
     const store = await fresh('takeover');
     const service = serviceOn(store);
