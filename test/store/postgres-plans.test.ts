@@ -38,7 +38,7 @@ describe('PostgreSQL plans kept from an empty schema', () => {
   it('the batched read looks each reader’s task up by its primary key', async () => {
     const store = await PostgresStore.open(await freshPostgresUrl('plan_reads'), { poolSize: 2 });
     open.push(store);
-    const plan = await genericPlan(store, readBatchSql.selectVisibleMany, 'text[], text[], bigint[]', `'{a,b}', '{k,k}', '{1,1}'`);
+    const plan = await genericPlan(store, readBatchSql.selectVisibleMany, 'json', `'[["a","k",1],["b","k",1]]'`);
     expect(plan).toContain('Index Scan using tasks_pkey');
     expect(plan).not.toMatch(/Seq Scan on tasks|Hash Join/);
   });

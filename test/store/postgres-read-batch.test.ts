@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReadBatcher } from '../../src/store/postgres/read-batcher.js';
+import { readById } from '../../src/store/postgres/reads.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { pgAdmission } from '../support/records.js';
@@ -78,6 +79,31 @@ describe('PostgreSQL reads of many callers in one statement', () => {
     expect(second?.status).toBe('completed');
     expect(second?.version).toBe(version + 1);
     expect((await first)?.task_id).toBe(taskId);
+  });
+
+  it('reads a record through its JSON exactly as through its columns', async () => {
+    const store = await storeAt('read_batch_json');
+    // Text that JSON escapes, numbers at the edges of a double, nested values, and a ttl past 2^31.
+    const awkward = 'quote " backslash \\ brace } bracket ] line\nbreak tab\t emoji 🧾 ünïcödé \u2028';
+    const request = {
+      method: 'tools/call',
+      params: { name: 'slow', arguments: { text: awkward, big: 9007199254740991, small: 1e-7, neg: -0.5, list: [null, true, { a: [] }] } },
+    };
+    const admitted = await store.admit(pgAdmission({ authKey: `acme/${awkward}`, request, ttl: 3_000_000_000, correlationId: awkward }));
+    const { taskId, version, createdAt } = admitted.record!;
+    const result = { content: [{ type: 'text', text: awkward }], structuredContent: { n: 9007199254740991, f: 0.1 }, isError: false };
+    const done = await store.transition({
+      taskId,
+      authKey: `acme/${awkward}`,
+      write: { status: 'completed', expectedVersion: version, result },
+      correlationId: 'c',
+      now: createdAt + 1,
+    });
+    expect(done.decision).toBe('APPLY_TRANSITION');
+    const batched = await store.get({ authKey: `acme/${awkward}`, taskId, now: createdAt + 2 });
+    expect(batched.decision).toBe('FOUND');
+    expect(batched.record).toStrictEqual(await readById(store.pool, taskId));
+    expect(batched.record).toMatchObject({ request, result, correlationId: awkward, ttl: 3_000_000_000, expiresAt: createdAt + 3_000_000_000 });
   });
 
   it('fails every read of a statement that fails, and goes on with the next', async () => {

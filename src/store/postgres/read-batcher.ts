@@ -3,11 +3,19 @@ import type { Millis } from '../../core/types.js';
 import type { TaskRow } from './row.js';
 
 /**
- * Visible tasks of many readers in one statement: element i of the three arrays is reader i
- * (task id, auth key, its clock), and a row found for it comes back with `reader_index` i (from
- * 1). Each reader's row is looked up by its task id alone and kept only when it is that reader's
- * (its auth key) and unexpired at its clock (`!isExpired`), so a reader only ever gets its own
- * task. One text for any batch size, so each connection prepares it once.
+ * Visible tasks of many readers in one statement: $1 is a JSON array with one `[task id, auth
+ * key, clock]` per reader, and a row found for reader i comes back as `[i, row]` (i from 1) in
+ * one JSON array (`rows`; null when none is found). Each reader's row is looked up by its task id
+ * alone and kept only when it is that reader's (its auth key) and unexpired at its clock
+ * (`!isExpired`), so a reader only ever gets its own task. One text for any batch size, so each
+ * connection prepares it once.
+ *
+ * One JSON value each way, not three arrays in and a row of every column out: node-postgres
+ * writes an array parameter's literal in JavaScript, element by element, and parses a result's
+ * row description and every column of every row on each execution (it describes the portal
+ * every time), where `JSON.stringify` and `JSON.parse` do the same in one native call each.
+ * Columns keep their JSON types: bigint columns arrive as numbers (epoch milliseconds, far below
+ * 2^53) and jsonb as the value pg would have parsed.
  *
  * The lookup is a LATERAL subquery with LIMIT 1 (the id is the primary key: at most one row
  * either way) so that the only plan is a primary-key lookup per reader. As a plain join, the
@@ -18,9 +26,9 @@ import type { TaskRow } from './row.js';
  */
 export const readBatchSql = {
   selectVisibleMany: `
-  SELECT r.i::int AS reader_index, t.* FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(task_id, auth_key, now_ms, i)
-    CROSS JOIN LATERAL (SELECT * FROM tasks WHERE tasks.task_id = r.task_id LIMIT 1) t
-   WHERE t.auth_key = r.auth_key AND (t.expires_at_ms IS NULL OR t.expires_at_ms > r.now_ms)`,
+  SELECT json_agg(json_build_array(r.i, t)) AS rows FROM json_array_elements($1::json) WITH ORDINALITY AS r(reader, i)
+    CROSS JOIN LATERAL (SELECT * FROM tasks WHERE tasks.task_id = r.reader->>0 LIMIT 1) t
+   WHERE t.auth_key = r.reader->>1 AND (t.expires_at_ms IS NULL OR t.expires_at_ms > (r.reader->>2)::bigint)`,
 } as const;
 
 export interface ReadBatcherOptions {
@@ -100,13 +108,14 @@ export class ReadBatcher {
 
   private async run(batch: Pending[]): Promise<void> {
     try {
-      const found = await this.pool.query<TaskRow & { reader_index: number }>({
-        name: 'tasklatch_select_visible_many',
+      const readers = JSON.stringify(batch.map((p) => [p.taskId, p.authKey, p.now]));
+      const found = await this.pool.query<{ rows: Array<[number, TaskRow]> | null }>({
+        name: 'tasklatch_select_visible_json',
         text: readBatchSql.selectVisibleMany,
-        values: [batch.map((p) => p.taskId), batch.map((p) => p.authKey), batch.map((p) => p.now)],
+        values: [readers],
       });
       const rows: Array<TaskRow | undefined> = new Array<TaskRow | undefined>(batch.length);
-      for (const { reader_index: index, ...row } of found.rows) rows[index - 1] = row;
+      for (const [index, row] of found.rows[0]?.rows ?? []) rows[index - 1] = row;
       batch.forEach((p, index) => p.resolve(rows[index]));
     } catch (error) {
       for (const p of batch) p.reject(error);

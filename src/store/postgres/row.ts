@@ -3,7 +3,10 @@ import type { InputRequest, StoredInput } from '../../core/input-rules.js';
 import type { TaskRecord, TaskStatus } from '../../core/types.js';
 import type { AuditEntry } from '../types.js';
 
-/** A `tasks` row as pg returns it: int8 arrives as a string, jsonb already parsed. */
+/**
+ * A `tasks` row as pg returns it: int8 arrives as a string (as a number from the batched read's
+ * JSON, see read-batcher.ts), jsonb already parsed.
+ */
 export interface TaskRow {
   task_id: string;
   auth_key: string;
@@ -11,10 +14,10 @@ export interface TaskRow {
   status: string;
   status_message: string | null;
   version: number;
-  created_at_ms: string;
-  last_updated_at_ms: string;
-  ttl_ms: string | null;
-  expires_at_ms: string | null;
+  created_at_ms: string | number;
+  last_updated_at_ms: string | number;
+  ttl_ms: string | number | null;
+  expires_at_ms: string | number | null;
   poll_interval_ms: number | null;
   request_digest: string | null;
   idempotency_key: string | null;
@@ -25,7 +28,7 @@ export interface TaskRow {
   correlation_id: string | null;
   attempt: number;
   lease_owner: string | null;
-  lease_expires_at_ms: string | null;
+  lease_expires_at_ms: string | number | null;
   app: string;
   tool_digest: string | null;
 }
