@@ -59,6 +59,8 @@ export class AuditWriter {
   private gathered: (() => void) | null = null;
   /** Callers of `drain` waiting: no batch gathers meanwhile. */
   private draining = 0;
+  /** Rows of the batch being stored now: off the queue, not stored yet (merged back if it fails). */
+  private storing = 0;
 
   constructor(
     private readonly insertBatch: AuditBatchInsert,
@@ -68,9 +70,9 @@ export class AuditWriter {
     this.gatherMs = options.gatherMs ?? GATHER_MS;
   }
 
-  /** Rows waiting to be stored. */
+  /** Rows waiting to be stored: queued, or in the batch being stored now. */
   get pending(): number {
-    return this.queue.size;
+    return this.queue.size + this.storing;
   }
 
   /**
@@ -118,7 +120,8 @@ export class AuditWriter {
     } finally {
       this.draining -= 1;
     }
-    if (this.queue.size > 0) this.report('audit lines not stored before the writer stopped', { lines: this.queue.size });
+    // A batch being stored when the time is up is not stored yet: its rows count too.
+    if (this.pending > 0) this.report('audit lines not stored before the writer stopped', { lines: this.pending });
   }
 
   private report(message: string, fields: Record<string, unknown>): void {
@@ -142,6 +145,7 @@ export class AuditWriter {
           batch.push(row);
           this.queue.delete(key);
         }
+        this.storing = batch.length;
         try {
           await this.store(batch);
         } catch (error) {
@@ -149,6 +153,8 @@ export class AuditWriter {
           this.queue.clear();
           for (const row of [...batch, ...newer]) this.merge(row);
           throw error;
+        } finally {
+          this.storing = 0;
         }
         this.failures = 0;
         if (this.dropped > 0) {

@@ -106,6 +106,30 @@ describe('AuditWriter', () => {
     await writer.drain(100);
     expect(problems.at(-1)).toEqual(['audit lines not stored before the writer stopped', { lines: 1 }]);
   });
+
+  it('counts the batch it is storing when the time is up among the lines not stored', async () => {
+    // The first attempt fails, the retry hangs: the time runs out with the line off the queue, in flight.
+    let attempts = 0;
+    let release: () => void = () => undefined;
+    const stored: ReadAuditRow[] = [];
+    const insert = async (batch: readonly ReadAuditRow[]) => {
+      attempts += 1;
+      if (attempts === 1) throw Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' });
+      await new Promise<void>((resolve) => (release = resolve));
+      stored.push(...batch);
+    };
+    const problems: Array<[string, Record<string, unknown>]> = [];
+    const writer = new AuditWriter(insert, { isLineError, onProblem: (m, f) => problems.push([m, f]) });
+    writer.count(line('a'));
+    await writer.drain(400);
+    expect(attempts).toBe(2);
+    expect(writer.pending).toBe(1);
+    expect(problems.at(-1)).toEqual(['audit lines not stored before the writer stopped', { lines: 1 }]);
+    release();
+    await writer.drain(2000);
+    expect(stored.map((r) => r.taskId)).toEqual(['a']);
+    expect(writer.pending).toBe(0);
+  });
 });
 
 describe('boundedAuditLine', () => {
