@@ -2,6 +2,7 @@ import { openSync, writeSync } from 'node:fs';
 import { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import pg from 'pg';
+import { CHANGES_CHANNEL } from '../../src/store/postgres/listener.js';
 
 /**
  * Loaded into a `tasklatch serve` process with `--import` (by `bench/wake-trace.ts`) when
@@ -20,7 +21,7 @@ if (dir !== undefined && dir !== '') {
   const emit = client.emit;
   client.emit = function (this: pg.Client, event: string, ...args: unknown[]) {
     const message = args[0] as { channel?: string; payload?: string } | undefined;
-    if (event === 'notification' && message?.channel === 'tasklatch_changes') mark(`heard ${message.payload ?? ''}`);
+    if (event === 'notification' && message?.channel === CHANGES_CHANNEL) mark(`heard ${message.payload ?? ''}`);
     return emit.call(this, event, ...args);
   };
 

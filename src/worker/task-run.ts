@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jcsSha256 } from '../core/digest.js';
-import { isExpired } from '../core/time.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
+import { visibleTo } from '../core/visibility.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { jsonBytes } from '../service/limits.js';
 import type { WorkerPort } from '../service/worker-port.js';
@@ -121,19 +121,21 @@ export class TaskRun {
   observe(version: number | undefined, carried?: TaskRecord): void {
     // Our own writes come back as events too; a version we wrote needs no read.
     if (version !== undefined && version <= this.version) return;
-    // A terminal record the change carried is committed and final: it answers what a read would
-    // (the task ended elsewhere, or expired with it) without one.
+    // A terminal record the change carried is committed and final: judged as the read would
+    // have returned it (the read's own visibility rule), without the read.
     if (carried !== undefined && carried.version > this.version && isTerminal(carried.status)) {
-      this.stop(isExpired(carried, this.port.now()) ? 'expired' : 'cancelled');
-      return;
+      return this.judge(visibleTo(carried, this.record.authKey, this.port.now()) ? carried : null);
     }
     this.port.lookup({ auth: this.record.authKey, taskId: this.taskId }).then(
-      (found) => {
-        if (found.record === null) this.stop('expired');
-        else if (isTerminal(found.record.status)) this.stop('cancelled');
-      },
+      (found) => this.judge(found.record),
       () => undefined,
     );
+  }
+
+  /** The task as its caller sees it now: gone (expired) or ended elsewhere stops the run. */
+  private judge(record: TaskRecord | null): void {
+    if (record === null) this.stop('expired');
+    else if (isTerminal(record.status)) this.stop('cancelled');
   }
 
   /**
