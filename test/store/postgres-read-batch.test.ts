@@ -54,10 +54,37 @@ describe('PostgreSQL reads of many callers in one statement', () => {
     expect(sent()).toBe(1);
     // A read asked while a statement is out goes in the next one.
     const first = reads.visible(alice.record!.taskId, 'acme/alice', created);
-    await new Promise((resolve) => setImmediate(resolve));
+    while (sent() < 2) await new Promise((resolve) => setImmediate(resolve));
     const second = reads.visible(bob.record!.taskId, 'globex/bob', created);
     expect([(await first)?.task_id, (await second)?.task_id]).toEqual([alice.record!.taskId, bob.record!.taskId]);
     expect(sent()).toBe(3);
+  });
+
+  it('waits a few turns of the event loop for more reads to join a statement', async () => {
+    const store = await storeAt('read_batch_gather');
+    const tasks = await Promise.all([1, 2, 3].map(async () => (await store.admit(pgAdmission({ authKey: 'acme/alice' }))).record!));
+    const { pool, sent } = countingPool(store);
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const overTurns = async (reads: ReadBatcher) => {
+      const asked = [];
+      for (const t of tasks) {
+        asked.push(reads.visible(t.taskId, 'acme/alice', t.createdAt));
+        await turn();
+      }
+      return (await Promise.all(asked)).map((row) => row?.task_id);
+    };
+    // Asked in three successive turns, with statements free to go out side by side: one statement
+    // when it waits four turns, three when it waits none.
+    expect(await overTurns(new ReadBatcher(pool, { gatherTurns: 4, inFlight: 3 }))).toEqual(tasks.map((t) => t.taskId));
+    expect(sent()).toBe(1);
+    expect(await overTurns(new ReadBatcher(pool, { gatherTurns: 0, inFlight: 3 }))).toEqual(tasks.map((t) => t.taskId));
+    expect(sent()).toBe(4);
+    // Not past maxBatch: two reads of one turn with maxBatch 2 go out without waiting.
+    const full = new ReadBatcher(pool, { gatherTurns: 1000, maxBatch: 2 });
+    const both = Promise.all(tasks.slice(0, 2).map((t) => full.visible(t.taskId, 'acme/alice', t.createdAt)));
+    await turn();
+    expect(sent()).toBe(5);
+    await both;
   });
 
   it('never answers a read from a statement sent before it was asked', async () => {
@@ -117,5 +144,51 @@ describe('PostgreSQL reads of many callers in one statement', () => {
     expect(settled[0]!.status).toBe('rejected');
     const next = await reads.visible(admitted.record!.taskId, 'acme/alice', 0);
     expect(next?.task_id).toBe(admitted.record!.taskId);
+  });
+
+  it('answers a row that has not changed with the row it kept, and any write of it with the stored row', async () => {
+    const store = await storeAt('read_batch_kept');
+    const admitted = await store.admit(pgAdmission({ authKey: 'acme/alice', ttl: 60_000 }));
+    const { taskId, createdAt } = admitted.record!;
+    const { pool, sent } = countingPool(store);
+    const reads = new ReadBatcher(pool, { inFlight: 1 });
+    const first = await reads.visible(taskId, 'acme/alice', createdAt);
+    const again = await reads.visible(taskId, 'acme/alice', createdAt);
+    // Asked of the database each time; the same row object is the answer when it is current.
+    expect(sent()).toBe(2);
+    expect(again).toBe(first);
+    expect(Object.isFrozen(again) && Object.isFrozen(again!.request)).toBe(true);
+    // A write that leaves the version as it was (a lease renewed) is seen at once.
+    await pool.query('UPDATE tasks SET lease_owner = $2, lease_expires_at_ms = $3 WHERE task_id = $1', [taskId, 'w1', createdAt + 5000]);
+    const renewed = await reads.visible(taskId, 'acme/alice', createdAt);
+    expect(renewed).not.toBe(first);
+    expect(renewed).toMatchObject({ version: first!.version, lease_owner: 'w1', lease_expires_at_ms: createdAt + 5000 });
+    // So is a row seeded over it with the same version, and one deleted and admitted again.
+    await store.seed([{ ...admitted.record!, statusMessage: 'seeded' }]);
+    expect((await reads.visible(taskId, 'acme/alice', createdAt))?.status_message).toBe('seeded');
+    await pool.query('DELETE FROM tasks WHERE task_id = $1', [taskId]);
+    await store.admit(pgAdmission({ taskId, authKey: 'acme/alice', ttl: 60_000, correlationId: 'again' }));
+    expect((await reads.visible(taskId, 'acme/alice', createdAt))?.correlation_id).toBe('again');
+    // Owner and expiry are judged on the stored row, kept or not.
+    const kept = await reads.visible(taskId, 'acme/alice', createdAt);
+    expect(await reads.visible(taskId, 'globex/bob', createdAt)).toBeUndefined();
+    expect(await reads.visible(taskId, 'acme/alice', createdAt + 60_000)).toBeUndefined();
+    // Dropped once the caller could not see it: the next read gets the row whole again.
+    expect(await reads.visible(taskId, 'acme/alice', createdAt)).not.toBe(kept);
+  });
+
+  it('keeps at most the rows and bytes it is given', async () => {
+    const store = await storeAt('read_batch_bounds');
+    const tasks = await Promise.all([1, 2, 3].map(async () => (await store.admit(pgAdmission({ authKey: 'acme/alice' }))).record!));
+    const { pool } = countingPool(store);
+    const byRows = new ReadBatcher(pool, { keepRows: 2 });
+    const read = (reads: ReadBatcher) => Promise.all(tasks.map((t) => reads.visible(t.taskId, 'acme/alice', t.createdAt)));
+    const before = await read(byRows);
+    const after = await read(byRows);
+    // Three rows came in one statement; the first was dropped for the other two.
+    expect(after.map((row, i) => row === before[i])).toEqual([false, true, true]);
+    const none = new ReadBatcher(pool, { keepBytes: 0 });
+    const first = await read(none);
+    expect((await read(none)).some((row, i) => row === first[i])).toBe(false);
   });
 });
