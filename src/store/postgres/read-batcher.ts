@@ -4,8 +4,10 @@ import type { TaskRow } from './row.js';
 
 /**
  * Visible tasks of many readers in one statement: $1 is a JSON array with one `[task id, auth
- * key, clock]` per reader, and a row found for reader i comes back as `[i, row]` (i from 1) in
- * one JSON array (`rows`; null when none is found). Each reader's row is looked up by its task id
+ * key, clock]` per reader, followed by the `xmin` and version of the row it kept when it kept
+ * one, and a row found for reader i comes back (i from 1) as `[i]` when the stored row still has
+ * that `xmin` and version, else as `[i, xmin, row]`, in one JSON array (`rows`; null when none is
+ * found). Each reader's row is looked up by its task id
  * alone and kept only when it is that reader's (its auth key) and unexpired at its clock
  * (`!isExpired`), so a reader only ever gets its own task. One text for any batch size, so each
  * connection prepares it once.
@@ -204,8 +206,6 @@ export class ReadBatcher {
   }
 
   private async run(batch: Pending[]): Promise<void> {
-    let answers: Answer[];
-    let text: string | null;
     try {
       const readers = JSON.stringify(
         batch.map((p) => (p.kept === undefined ? [p.taskId, p.authKey, p.now] : [p.taskId, p.authKey, p.now, p.kept.xmin, p.kept.version])),
@@ -216,21 +216,25 @@ export class ReadBatcher {
         values: [readers],
         types: JSON_AS_TEXT,
       });
-      text = found.rows[0]?.rows ?? null;
-      answers = text === null ? [] : (JSON.parse(text) as Answer[]);
+      const text = found.rows[0]?.rows ?? null;
+      this.answer(batch, text === null ? [] : (JSON.parse(text) as Answer[]), text?.length ?? 0);
     } catch (error) {
+      // Every read of the batch not answered yet fails (an answered one is settled already).
       for (const p of batch) p.reject(error);
-      return;
     }
+  }
+
+  private answer(batch: Pending[], answers: Answer[], length: number): void {
     const rows: Array<TaskRow | undefined> = new Array<TaskRow | undefined>(batch.length);
     const whole = answers.reduce((n, answer) => (answer.length === 3 ? n + 1 : n), 0);
-    const share = whole === 0 || text === null ? 0 : Math.ceil(text.length / whole);
+    const share = whole === 0 ? 0 : Math.ceil(length / whole);
     const at = performance.now();
     for (const answer of answers) {
       const p = batch[answer[0] - 1]!;
       if (answer.length === 1) {
         // Only a reader that offered a kept row is answered `[i]`.
-        rows[answer[0] - 1] = p.kept!.row;
+        if (p.kept === undefined) throw new Error(`read ${answer[0]} answered as kept, but it kept no row`);
+        rows[answer[0] - 1] = p.kept.row;
       } else {
         const row = answer[2];
         rows[answer[0] - 1] = row;
