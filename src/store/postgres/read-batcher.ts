@@ -69,11 +69,9 @@ export interface ReadBatcherOptions {
  * that version of it (`xmin`). Kept for at most `KEEP_MS`.
  */
 interface Kept {
-  taskId: string;
-  authKey: string;
-  xmin: string;
-  version: number;
+  /** Its task id, owner and version are the row's own. */
   row: TaskRow;
+  xmin: string;
   /** `performance.now()` when the row came. */
   at: number;
   /** Its share of the JSON it came in. */
@@ -164,7 +162,7 @@ export class ReadBatcher {
     return new Promise((resolve, reject) => {
       const held = this.kept.get(taskId);
       // Only the caller's own kept row is offered for comparison, and only while young enough.
-      const kept = held !== undefined && held.authKey === authKey && performance.now() - held.at < KEEP_MS ? held : undefined;
+      const kept = held !== undefined && held.row.auth_key === authKey && performance.now() - held.at < KEEP_MS ? held : undefined;
       this.queue.push({ taskId, authKey, now, kept, resolve, reject });
       // Not sent at once: at the end of this turn of the event loop at the earliest, with every
       // read its turn asked for (the requests that arrived together), not with the first alone.
@@ -208,7 +206,7 @@ export class ReadBatcher {
   private async run(batch: Pending[]): Promise<void> {
     try {
       const readers = JSON.stringify(
-        batch.map((p) => (p.kept === undefined ? [p.taskId, p.authKey, p.now] : [p.taskId, p.authKey, p.now, p.kept.xmin, p.kept.version])),
+        batch.map((p) => (p.kept === undefined ? [p.taskId, p.authKey, p.now] : [p.taskId, p.authKey, p.now, p.kept.xmin, p.kept.row.version])),
       );
       const found = await this.pool.query<{ rows: string | null }>({
         name: 'tasklatch_select_visible_kept',
@@ -238,7 +236,7 @@ export class ReadBatcher {
       } else {
         const row = answer[2];
         rows[answer[0] - 1] = row;
-        this.keep({ taskId: p.taskId, authKey: row.auth_key, xmin: answer[1], version: row.version, row, at, bytes: share });
+        this.keep({ row, xmin: answer[1], at, bytes: share });
       }
     }
     batch.forEach((p, index) => {
@@ -252,9 +250,9 @@ export class ReadBatcher {
     if (entry.bytes > this.keepBytes / 4 || this.keepRows === 0) return;
     // Shared by every read it answers: nothing may change it.
     deepFreeze(entry.row);
-    const held = this.kept.get(entry.taskId);
+    const held = this.kept.get(entry.row.task_id);
     if (held !== undefined) this.drop(held);
-    this.kept.set(entry.taskId, entry);
+    this.kept.set(entry.row.task_id, entry);
     this.keptBytes += entry.bytes;
     for (const oldest of this.kept.values()) {
       if (this.kept.size <= this.keepRows && this.keptBytes <= this.keepBytes) break;
@@ -263,7 +261,7 @@ export class ReadBatcher {
   }
 
   private drop(entry: Kept): void {
-    this.kept.delete(entry.taskId);
+    this.kept.delete(entry.row.task_id);
     this.keptBytes -= entry.bytes;
   }
 }
