@@ -21,7 +21,7 @@ export interface OAuthResourceOptions {
   tenantClaim?: string;
   /** How long a `kid` found missing from the issuer's keys is refused without fetching them again (default 10 000); another kid still fetches. */
   jwksCooldownMs?: number;
-  /** At most this many fetches of the issuer's keys in any `windowMs` (default 5 in 10 000): a flood of unknown kids cannot hammer the issuer. */
+  /** At most this many fetches of the issuer's keys in any `windowMs` (default 10 in 10 000): a flood of unknown kids cannot hammer the issuer. */
   jwksFetchBudget?: { fetches: number; windowMs: number };
   /** Opaque (non-JWT) tokens are asked about at this RFC 7662 endpoint; without it they are refused as malformed. */
   introspection?: IntrospectionOptions;
@@ -64,7 +64,7 @@ export function createOAuthResource(options: OAuthResourceOptions): OAuthResourc
   if (tenantClaim === '') throw new TasklatchError('INVALID_INPUT', 'the tenant claim name is empty');
   const rules: AccessTokenRules = { issuer: options.issuer, audience, scopes, tenantClaim };
   const missingKidMs = options.jwksCooldownMs ?? 10_000;
-  const budget = options.jwksFetchBudget ?? { fetches: 5, windowMs: 10_000 };
+  const budget = options.jwksFetchBudget ?? { fetches: 10, windowMs: 10_000 };
   if (!(missingKidMs >= 0)) throw new TasklatchError('INVALID_INPUT', `jwksCooldownMs must be a number of ms >= 0, got ${missingKidMs}`);
   if (!Number.isInteger(budget.fetches) || budget.fetches < 1 || !(budget.windowMs >= 0))
     throw new TasklatchError('INVALID_INPUT', `jwksFetchBudget needs fetches >= 1 and windowMs >= 0, got ${JSON.stringify(budget)}`);
