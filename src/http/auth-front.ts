@@ -23,7 +23,7 @@ export type AuthOutcome =
   | { kind: 'open' }
   | { kind: 'admitted'; principal: Principal; token: string; scopes: string[] }
   | { kind: 'refused'; status: 401 | 403; challenge: string; error: BearerError | 'unauthorized'; description: string }
-  | { kind: 'unavailable'; cause: unknown };
+  | { kind: 'unavailable'; cause: unknown; retryAfterSeconds: number };
 
 /** A bearer-token check that can say more than yes or no: the OAuth resource server's. */
 export interface BearerVerifier {
@@ -54,7 +54,7 @@ export function authFront(options: AuthFrontOptions): AuthFront {
         verified = await bearer.verify(token);
       } catch (cause) {
         // The issuer's metadata or keys could not be read: no verdict on the token, so no 401.
-        return { kind: 'unavailable', cause };
+        return { kind: 'unavailable', cause, retryAfterSeconds: retryAfterSecondsOf(cause) };
       }
       if ('error' in verified) {
         const status = verified.error === 'insufficient_scope' ? 403 : 401;
@@ -73,6 +73,12 @@ export function authFront(options: AuthFrontOptions): AuthFront {
     const presented = req.headers.authorization !== undefined;
     return refused(401, presented ? 'invalid_token' : 'unauthorized', 'a known credential is required');
   };
+}
+
+/** When to ask again: the error's `data.retryAfterMs` (a spent key fetch budget says how long), else 5 s. */
+function retryAfterSecondsOf(cause: unknown): number {
+  const ms = (cause as { data?: { retryAfterMs?: unknown } } | null)?.data?.retryAfterMs;
+  return typeof ms === 'number' && Number.isFinite(ms) ? Math.max(1, Math.ceil(ms / 1000)) : 5;
 }
 
 /** An `HttpAuthenticate` over a bearer token map, read anew per request so that it can be swapped. */

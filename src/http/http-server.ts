@@ -140,7 +140,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     if (auth.kind === 'unavailable') {
       answeredEarly(req, res);
       logger.warn({ err: auth.cause }, 'authorization server unreachable; request not authenticated');
-      res.setHeader('retry-after', '5');
+      res.setHeader('retry-after', String(auth.retryAfterSeconds));
       return sendJson(res, 503, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.serverError, message: 'Authorization server unavailable; retry later' } });
     }
     if (auth.kind === 'refused') {

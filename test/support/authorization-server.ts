@@ -48,10 +48,13 @@ async function signingJwk(kid: string): Promise<JWK> {
 }
 
 /**
- * oidc-provider on a loopback port, issuing RS256 JWT access tokens (RFC 9068) by client
+ * oidc-provider on a loopback port (or behind `front`), issuing RS256 JWT access tokens (RFC 9068) by client
  * credentials for any resource indicator (RFC 8707), with a `tenant` claim per client.
  */
-export async function startAuthorizationServer(clients: AsClient[], options: { oidcDiscoveryOnly?: boolean } = {}): Promise<AuthorizationServer> {
+export async function startAuthorizationServer(
+  clients: AsClient[],
+  options: { oidcDiscoveryOnly?: boolean; front?: { url: string; forwardTo(origin: string): void } } = {},
+): Promise<AuthorizationServer> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => void res.writeHead(503).end();
   let introspections = 0;
   const http = createServer((req, res) => {
@@ -61,7 +64,10 @@ export async function startAuthorizationServer(clients: AsClient[], options: { o
     handler(req, res);
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  const origin = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  // Behind a front (a proxy that may answer with faults), the front's URL is the issuer: metadata, keys and tokens are all reached through it.
+  options.front?.forwardTo(origin);
+  const issuer = options.front?.url ?? origin;
   const tenants = new Map(clients.map((c) => [c.id, c.tenant]));
   const opaque = new Set(clients.filter((c) => c.opaque === true).map((c) => c.id));
   const basic = new Set(clients.filter((c) => c.auth === 'client_secret_basic').map((c) => c.id));

@@ -43,8 +43,8 @@ export async function discoverIssuer(issuer: string): Promise<IssuerMetadata> {
         problems.push(`${candidate}: names issuer ${JSON.stringify(doc.issuer)}, not ${JSON.stringify(issuer)}`);
         continue;
       }
-      if (typeof doc.jwks_uri !== 'string') {
-        problems.push(`${candidate}: no jwks_uri`);
+      if (typeof doc.jwks_uri !== 'string' || !URL.canParse(doc.jwks_uri)) {
+        problems.push(`${candidate}: no jwks_uri (an absolute URL)`);
         continue;
       }
       return { issuer, jwks_uri: doc.jwks_uri };

@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRemoteJWKSet, decodeProtectedHeader, type JWTVerifyGetKey } from 'jose';
+import { decodeProtectedHeader, type JWTVerifyGetKey } from 'jose';
 import { TasklatchError } from '../../core/errors.js';
 import type { BearerVerifier } from '../auth-front.js';
 import { verifyAccessToken, type AccessTokenRules, type RefusalReason } from './access-token.js';
 import { createIntrospector, type IntrospectionOptions } from './introspection.js';
 import { discoverIssuer } from './issuer-discovery.js';
+import { createKeySet } from './key-set.js';
 
 /** This endpoint as an OAuth 2.1 resource server (MCP authorization; RFC 9728, RFC 8707, RFC 9068). */
 export interface OAuthResourceOptions {
@@ -18,8 +19,10 @@ export interface OAuthResourceOptions {
   scopes?: readonly string[];
   /** The claim that names the caller's tenant (default `tenant`). */
   tenantClaim?: string;
-  /** Least time between two fetches of the issuer's keys when a token names an unknown `kid` (default 30 000). */
+  /** How long a `kid` found missing from the issuer's keys is refused without fetching them again (default 10 000); another kid still fetches. */
   jwksCooldownMs?: number;
+  /** At most this many fetches of the issuer's keys in any `windowMs` (default 10 in 10 000): a flood of unknown kids cannot hammer the issuer. */
+  jwksFetchBudget?: { fetches: number; windowMs: number };
   /** Opaque (non-JWT) tokens are asked about at this RFC 7662 endpoint; without it they are refused as malformed. */
   introspection?: IntrospectionOptions;
   /** Told of every refused token, with its reason. */
@@ -43,6 +46,10 @@ export interface ProtectedResourceMetadata {
 
 /** A failed discovery is retried no sooner than this: an unreachable issuer is not asked on every request. */
 const DISCOVERY_RETRY_MS = 5000;
+/** Keys are fetched again after this long even when every token names a known one (jose's default age). */
+const JWKS_MAX_AGE_MS = 600_000;
+/** A key set fetch not answered in full by then has failed: the request gets 503 rather than waiting on. */
+const JWKS_TIMEOUT_MS = 5000;
 
 export function createOAuthResource(options: OAuthResourceOptions): OAuthResource {
   checkUrl('issuer', options.issuer);
@@ -56,6 +63,11 @@ export function createOAuthResource(options: OAuthResourceOptions): OAuthResourc
   const tenantClaim = options.tenantClaim ?? 'tenant';
   if (tenantClaim === '') throw new TasklatchError('INVALID_INPUT', 'the tenant claim name is empty');
   const rules: AccessTokenRules = { issuer: options.issuer, audience, scopes, tenantClaim };
+  const missingKidMs = options.jwksCooldownMs ?? 10_000;
+  const budget = options.jwksFetchBudget ?? { fetches: 10, windowMs: 10_000 };
+  if (!(missingKidMs >= 0)) throw new TasklatchError('INVALID_INPUT', `jwksCooldownMs must be a number of ms >= 0, got ${missingKidMs}`);
+  if (!Number.isInteger(budget.fetches) || budget.fetches < 1 || !(budget.windowMs >= 0))
+    throw new TasklatchError('INVALID_INPUT', `jwksFetchBudget needs fetches >= 1 and windowMs >= 0, got ${JSON.stringify(budget)}`);
 
   if (options.introspection !== undefined) checkUrl('introspection URL', options.introspection.url);
   const introspect = options.introspection === undefined ? null : createIntrospector(options.introspection, rules);
@@ -75,7 +87,7 @@ export function createOAuthResource(options: OAuthResourceOptions): OAuthResourc
     if (keys === null || (failedAt > 0 && Date.now() - failedAt >= DISCOVERY_RETRY_MS)) {
       failedAt = 0;
       keys = discoverIssuer(options.issuer).then(
-        (found) => createRemoteJWKSet(new URL(found.jwks_uri), { cooldownDuration: options.jwksCooldownMs ?? 30_000, timeoutDuration: 5000 }),
+        (found) => createKeySet(new URL(found.jwks_uri), { missingKidMs, budget, maxAgeMs: JWKS_MAX_AGE_MS, timeoutMs: JWKS_TIMEOUT_MS }),
         (error: unknown) => {
           failedAt = Date.now();
           throw error;
