@@ -41,6 +41,9 @@ const HOSTILE: Principal[] = [
   { tenant: 'acme', subject: 's'.repeat(1025) },
 ];
 
+/** What a refused request answers over HTTP. */
+type Refusal = { status: number; error?: unknown; error_description?: string };
+
 const INNOCENT: Principal = { tenant: 'innocent', subject: 'bystander' };
 
 const tokenOf = (group: string, i: number) => `${group}-${i}`;
@@ -156,7 +159,7 @@ describe.each(ALL_HARNESSES)('hostile and near principals on the $name store', (
           }),
           { authorization: `Bearer ${token}` },
         ).then(async (res) => ({ status: res.status, ...(res.status === 401 ? ((await res.json()) as object) : { body: await res.text() }) })),
-      ].map((answer) => answer.then((a) => ({ principal: p, answer: a })));
+      ].map((answer: Promise<unknown>) => answer.then((a) => ({ principal: p, answer: a as Refusal })));
     });
     // The innocent tenant polls and creates at the same time, on both generations.
     const innocent = Array.from({ length: 15 }, (_, n) =>
