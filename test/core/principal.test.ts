@@ -194,7 +194,7 @@ describe('one principal, one auth key', () => {
       }),
       { numRuns: 600 },
     );
-    expect(distinctPairs).toBeGreaterThan(1000);
+    expect(distinctPairs).toBeGreaterThan(300);
   });
 
   it('refuses every principal with a control character or a lone surrogate in either part', () => {
