@@ -64,7 +64,7 @@ export {
 } from './core/create-rules.js';
 export { decideTransition, type GuardedRecord } from './core/transition-rules.js';
 export { classifyMiss, visibleTo, type VisibleRecord } from './core/visibility.js';
-export { authKeyOf, principalOf, parsePrincipal, type Principal } from './core/principal.js';
+export { authKeyOf, principalOf, parsePrincipal, principalProblem, PRINCIPAL_MAX, type Principal, type PrincipalProblem } from './core/principal.js';
 export { decideRead, decideVisibleRead, decideCancel, decideList, visibleTasks, compareListOrder, compareCodePoints } from './core/read-rules.js';
 export {
   decideDispatch,
@@ -120,6 +120,7 @@ export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './
 export { ANONYMOUS } from './tools/principal.js';
 export { StepFailedError, stepOf, type Step, type StepConfig, type StepContext, type StepFunction } from './tools/step.js';
 export { ToolRegistry } from './tools/tool-registry.js';
+export { pathSegmentOf } from './tools/path-segment.js';
 export { invokeTool, errorResult, argumentProblem } from './tools/invoke-tool.js';
 export { ProtocolError, isStoredError, type StoredError } from './tools/protocol-error.js';
 export { TaskRuntime, createRuntime, type RuntimeOptions, type ProgressListener } from './runtime/task-runtime.js';

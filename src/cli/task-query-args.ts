@@ -1,6 +1,6 @@
 import { checkAppName } from '../core/app-name.js';
 import { TasklatchError } from '../core/errors.js';
-import { parsePrincipal, type Principal } from '../core/principal.js';
+import { parsePrincipal, principalOf, principalProblem, type Principal } from '../core/principal.js';
 import { isTaskStatus, TASK_STATUSES, type Millis } from '../core/types.js';
 import type { OperatorPosition, TaskFilter } from '../store/task-operations.js';
 
@@ -83,8 +83,10 @@ export function decodePage(token: string): OperatorPosition {
 /** A flag's `TENANT/SUBJECT` (`--as`, `--principal`), parsed by the core's one rule; anything else is refused naming the flag. */
 export function parsePrincipalArg(flag: string, text: string): Principal {
   const principal = parsePrincipal(text);
-  if (principal === null) throw new TasklatchError('INVALID_INPUT', `${flag} takes TENANT/SUBJECT, got ${JSON.stringify(text)}`);
-  return principal;
+  if (principal !== null) return principal;
+  const problem = principalProblem(principalOf(text));
+  const why = problem === null ? '' : ` (the ${problem.part} ${problem.problem})`;
+  throw new TasklatchError('INVALID_INPUT', `${flag} takes TENANT/SUBJECT${why}, got ${JSON.stringify(text.slice(0, 300))}`);
 }
 
 function nonEmpty(flag: string, text: string): string {

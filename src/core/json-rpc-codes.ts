@@ -7,7 +7,10 @@
 export const JSON_RPC_CODES = {
   /** The body is not JSON. */
   parseError: -32700,
-  /** The message is not a JSON-RPC request this server takes (envelope, batch, method not allowed). */
+  /**
+   * The message is not a JSON-RPC request this server takes (envelope, batch, method not allowed),
+   * or its caller's identity, as the host's own code gave it, fails the check of every principal.
+   */
   invalidRequest: -32600,
   /** No such method (on 2025-11-25 also a task asked of a tool that does not run as one). */
   methodNotFound: -32601,

@@ -1,5 +1,5 @@
 /** A UTF-16 surrogate without its pair: not text in any encoding a database stores. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Whether a string can be stored as it is by every store: no NUL (PostgreSQL text refuses it)

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { errorResult } from '../tools/invoke-tool.js';
+import { pathSegmentOf } from '../tools/path-segment.js';
 import { defineTool, type TaskTool } from '../tools/tool.js';
 import { partRows, publishExport, removeParts, writePart, type ExportFiles } from './export-parts.js';
 import { ledgerLine, MONTH_PATTERN } from './ledger.js';
 
 export interface DemoToolOptions {
-  /** Where `export_ledger` writes its files (one folder per tenant). */
+  /** Where `export_ledger` writes its files (one folder per tenant, named by `pathSegmentOf`). */
   exportsDir: string;
 }
 
@@ -40,11 +41,13 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
         );
         if (answer.action !== 'accept' || answer.content?.confirm !== true) return errorResult('export not confirmed');
       }
-      const dir = join(options.exportsDir, safeName(ctx.principal.tenant));
+      // One folder per tenant, whatever its name: never shared with another tenant, never outside the exports folder.
+      const dir = join(options.exportsDir, pathSegmentOf(ctx.principal.tenant));
       await mkdir(dir, { recursive: true });
-      // Named after the task's stable key: every run of the task writes the same files.
+      // Named after the task: every run of the task writes the same files.
+      const stem = ctx.taskId === null ? pathSegmentOf(ctx.idempotencyKey) : `task_${pathSegmentOf(ctx.taskId)}`;
       const files: ExportFiles = {
-        file: join(dir, `${safeName(ctx.idempotencyKey)}.${args.format}`),
+        file: join(dir, `${stem}.${args.format}`),
         format: args.format,
         parts: Math.max(1, Math.min(20, args.rows)),
       };
@@ -122,9 +125,4 @@ export function demoTools(options: DemoToolOptions): TaskTool[] {
 function endsTask(signal: AbortSignal): boolean {
   const reason: unknown = signal.reason;
   return signal.aborted && reason instanceof Error && /^task (cancelled|expired)$/.test(reason.message);
-}
-
-/** A name safe for one path segment. */
-function safeName(text: string): string {
-  return text.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 120) || '_';
 }

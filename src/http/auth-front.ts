@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { TasklatchError } from '../core/errors.js';
+import { principalProblem } from '../core/principal.js';
 import type { Principal } from '../tools/principal.js';
 import { bearerChallenge, type BearerError } from './oauth/bearer-challenge.js';
 
@@ -14,7 +15,9 @@ export interface AuthRequest {
 /**
  * A caller's identity from a request, or null for "not admitted" (401). It runs before the body
  * is read and before either protocol generation sees the request, so it may await a database,
- * a cache or a header set by an mTLS-terminating proxy. A throw is a server fault (500).
+ * a cache or a header set by an mTLS-terminating proxy. A throw is a server fault (500). A
+ * principal that fails the core's check (`principalProblem`) is refused with 401 `invalid_token`
+ * naming its part, like a token whose claims fail it.
  */
 export type HttpAuthenticate = (request: AuthRequest) => Promise<Principal | null>;
 
@@ -60,15 +63,16 @@ export function authFront(options: AuthFrontOptions): AuthFront {
         const status = verified.error === 'insufficient_scope' ? 403 : 401;
         return refused(status, verified.error, verified.description, bearer.metadataUrl, verified.scope);
       }
-      return { kind: 'admitted', principal: verified.principal, token, scopes: verified.scopes };
+      return admitted(verified.principal, token, verified.scopes, bearer.metadataUrl);
     };
   }
   const tokens = options.tokens;
+  if (tokens !== undefined) checkTokens(tokens);
   const authenticate: HttpAuthenticate | undefined = options.authenticate ?? (tokens === undefined ? undefined : tokensAuthenticate(() => tokens));
   if (authenticate === undefined) return () => Promise.resolve({ kind: 'open' });
   return async (req) => {
     const principal = await authenticate(new HttpAuthRequest(req));
-    if (principal !== null) return { kind: 'admitted', principal, token: bearerOf(req) ?? '', scopes: [] };
+    if (principal !== null) return admitted(principal, bearerOf(req) ?? '', []);
     // A refused credential is named invalid_token; a request without one gets the bare challenge (RFC 6750 §3.1).
     const presented = req.headers.authorization !== undefined;
     return refused(401, presented ? 'invalid_token' : 'unauthorized', 'a known credential is required');
@@ -88,6 +92,27 @@ export function tokensAuthenticate(current: () => ReadonlyMap<string, Principal>
     const token = typeof value === 'string' ? bearerIn(value) : null;
     return Promise.resolve((token === null ? undefined : current().get(token)) ?? null);
   };
+}
+
+/**
+ * A caller the scheme named, if its principal passes the core's check: a tenant or subject with a
+ * NUL, a control character, an unpaired surrogate or past its bound is refused here, before any
+ * store sees it (one caller's malformed identity must not fail the batches it would join).
+ */
+function admitted(principal: Principal, token: string, scopes: string[], metadataUrl?: string): AuthOutcome {
+  const problem = principalProblem(principal);
+  if (problem === null) return { kind: 'admitted', principal, token, scopes };
+  return refused(401, 'invalid_token', `the credential's ${problem.part} ${problem.problem}`, metadataUrl);
+}
+
+/** A token map given in code, checked as a tokens file is: a malformed principal is a configuration error. */
+function checkTokens(tokens: ReadonlyMap<string, Principal>): void {
+  let entry = 0;
+  for (const principal of tokens.values()) {
+    entry++;
+    const problem = principalProblem(principal);
+    if (problem !== null) throw new TasklatchError('INVALID_INPUT', `tokens: entry ${entry}: the ${problem.part} ${problem.problem}`);
+  }
 }
 
 function refused(status: 401 | 403, error: BearerError | 'unauthorized', description: string, metadataUrl?: string, scope?: string): AuthOutcome {

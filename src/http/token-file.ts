@@ -2,21 +2,17 @@ import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { TasklatchError } from '../core/errors.js';
+import { principalProblem } from '../core/principal.js';
 import type { Principal } from '../tools/principal.js';
 import { tokensAuthenticate, type HttpAuthenticate } from './auth-front.js';
 
-const tokenFile = z.record(
-  z.string().min(1),
-  z.object({
-    tenant: z
-      .string()
-      .min(1)
-      .regex(/^[^/]+$/, 'a tenant has no "/"'),
-    subject: z.string().min(1),
-  }),
-);
+const tokenFile = z.record(z.string().min(1), z.object({ tenant: z.string(), subject: z.string() }));
 
-/** A `tokens.json` (bearer token → `{ tenant, subject }`) read and checked; a bad file is an INVALID_INPUT naming it. */
+/**
+ * A `tokens.json` (bearer token → `{ tenant, subject }`) read and checked; a bad file is an
+ * INVALID_INPUT naming it, and a bad entry names its place in the file (1 for the first) and the
+ * part of the principal that fails the core's check. The token itself is a secret: never quoted.
+ */
 export async function loadTokenFile(file: string): Promise<Map<string, Principal>> {
   let raw: unknown;
   try {
@@ -25,11 +21,19 @@ export async function loadTokenFile(file: string): Promise<Map<string, Principal
     throw new TasklatchError('INVALID_INPUT', `${file}: ${(error as Error).message}`);
   }
   const parsed = tokenFile.safeParse(raw);
+  const entries = Object.keys(raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? raw : {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new TasklatchError('INVALID_INPUT', `${file}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+    const [token, ...member] = issue?.path ?? [];
+    const where = typeof token === 'string' ? `entry ${entries.indexOf(token) + 1}${member.length > 0 ? `, ${member.join('.')}` : ''}` : 'the file';
+    throw new TasklatchError('INVALID_INPUT', `${file}: ${where}: ${issue?.message ?? 'invalid'}`);
   }
-  return new Map(Object.entries(parsed.data));
+  const tokens = new Map(Object.entries(parsed.data));
+  for (const [token, principal] of tokens) {
+    const problem = principalProblem(principal);
+    if (problem !== null) throw new TasklatchError('INVALID_INPUT', `${file}: entry ${entries.indexOf(token) + 1}: the ${problem.part} ${problem.problem}`);
+  }
+  return tokens;
 }
 
 export interface WatchedTokenFile {

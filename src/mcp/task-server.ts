@@ -2,11 +2,12 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isTasklatchError } from '../core/errors.js';
+import { isTasklatchError, TasklatchError } from '../core/errors.js';
+import { principalProblem } from '../core/principal.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { Logger } from '../runtime/log.js';
 import { createRuntime, TaskRuntime, type RuntimeOptions } from '../runtime/task-runtime.js';
-import { ANONYMOUS, type Principal } from '../tools/principal.js';
+import { acceptedPrincipal, ANONYMOUS, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { registerTaskHandlers } from './handlers.js';
 import type { Register, SessionContext, SessionHost } from './session.js';
@@ -116,6 +117,8 @@ export class TaskServer implements SessionHost {
    * (the low-level server of a user's `McpServer`), each handler installed through `register`.
    */
   adoptSession(server: Server, principal: Principal | null, register: Register): void {
+    const problem = principal === null ? null : principalProblem(principal);
+    if (problem !== null) throw new TasklatchError('INVALID_INPUT', `cannot serve a session as this principal: its ${problem.part} ${problem.problem}`);
     const session: SessionContext = { server: this, sdk: server, principal, progressTokens: new Map(), watches: new Map() };
     registerTaskHandlers(session, register);
     const previous = server.onclose;
@@ -128,10 +131,13 @@ export class TaskServer implements SessionHost {
     this.sessions.set(server, session);
   }
 
-  /** Resolves the caller of a request in a session. */
+  /**
+   * Resolves the caller of a request in a session. A principal from `authenticate` that fails the
+   * core's check is refused (invalid request, naming the part) before the request touches the store.
+   */
   async principalFor(session: SessionContext, authInfo: { token: string; extra?: Record<string, unknown> } | undefined): Promise<Principal> {
     if (this.options.authenticate !== undefined) {
-      const principal = await this.options.authenticate({ authInfo });
+      const principal = acceptedPrincipal(await this.options.authenticate({ authInfo }));
       if (principal !== null) return principal;
     }
     return session.principal ?? ANONYMOUS;

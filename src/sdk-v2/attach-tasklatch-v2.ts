@@ -9,7 +9,7 @@ import type { TaskLimits } from '../service/limits.js';
 import { methodNotFound } from '../stateless/protocol.js';
 import { StatelessServer } from '../stateless/stateless-server.js';
 import type { TaskStore } from '../store/types.js';
-import { ANONYMOUS, type Principal } from '../tools/principal.js';
+import { acceptedPrincipal, ANONYMOUS, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { ToolRegistry } from '../tools/tool-registry.js';
 import {
@@ -136,7 +136,8 @@ export class SdkV2Tasklatch {
   /** One request through tasklatch's 2026-07-28 wire: the same decisions as `tasklatch serve`. */
   private serve(method: string, request: { params?: Record<string, unknown> }, ctx: V2Context): Promise<Record<string, unknown>> {
     const { id, params, headers, authInfo, signal } = requestOf(request, ctx);
-    const principal = this.principal(authInfo as Parameters<ResolveV2Principal>[0]) ?? ANONYMOUS;
+    // Refused before the wire sees it: a malformed identity never reaches the store (invalid request).
+    const principal = acceptedPrincipal(this.principal(authInfo as Parameters<ResolveV2Principal>[0])) ?? ANONYMOUS;
     return this.wire.dispatch(method, { id, params, headers, principal, signal });
   }
 }

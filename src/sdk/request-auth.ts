@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
+import { acceptedPrincipal, ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 
 /** Resolves the caller of one request from its auth context; null: the request is anonymous. */
 export type ResolvePrincipal = (authInfo: AuthInfo | undefined) => Principal | null;
@@ -56,10 +56,13 @@ export class RequestAuth {
     return this.current.run(authInfo, fn);
   }
 
-  /** The principal of the request in progress; null when anonymous or outside any request. */
+  /**
+   * The principal of the request in progress; null when anonymous or outside any request. One
+   * that fails the core's check is thrown as the invalid-request refusal naming its part.
+   */
   principal(): Principal | null {
     const authInfo = this.current.getStore();
-    return authInfo === undefined || authInfo === null ? null : this.resolve(authInfo);
+    return authInfo === undefined || authInfo === null ? null : acceptedPrincipal(this.resolve(authInfo));
   }
 
   /** The auth key every query of this request is bound to. */

@@ -1,4 +1,5 @@
 import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { principalProblem } from '../../core/principal.js';
 import type { Principal } from '../../tools/principal.js';
 import type { BearerError } from './bearer-challenge.js';
 
@@ -56,7 +57,8 @@ export async function verifyAccessToken(token: string, keys: JWTVerifyGetKey, ru
 
 /**
  * The principal of a checked token's claims (a JWT's, or an introspection answer's), or why there
- * is none: the tenant claim and the subject must be there, and every required scope.
+ * is none: the tenant claim and the subject must be there and pass the core's check of every
+ * principal (`principalProblem`, the refusal naming the claim), and every required scope.
  */
 export function principalOf(claims: JWTPayload, subject: unknown, rules: AccessTokenRules): AccessTokenOutcome {
   const tenant = claims[rules.tenantClaim];
@@ -64,6 +66,12 @@ export function principalOf(claims: JWTPayload, subject: unknown, rules: AccessT
   if (typeof tenant !== 'string' || tenant === '' || tenant.includes('/'))
     return invalid('claims', `the token has no usable "${rules.tenantClaim}" claim (a non-empty string without "/")`);
   if (typeof subject !== 'string' || subject === '') return invalid('claims', 'the token has no "sub" claim');
+  const problem = principalProblem({ tenant, subject });
+  if (problem !== null) {
+    // An introspection answer without `sub` names its subject by `client_id`.
+    const claim = problem.part === 'tenant' ? rules.tenantClaim : claims.sub === undefined ? 'client_id' : 'sub';
+    return invalid('claims', `the token's "${claim}" claim ${problem.problem}`);
+  }
   const scopes = scopesOf(claims);
   const missing = rules.scopes.filter((s) => !scopes.includes(s));
   if (missing.length > 0)
