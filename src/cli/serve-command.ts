@@ -17,6 +17,7 @@ import { parsePrincipalArg } from './task-query-args.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
+  journalLimitsFrom,
   openStoreWaiting,
   positiveInt,
   retentionFrom,
@@ -123,6 +124,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     ...(values['poll-interval'] === undefined ? {} : { pollInterval: positiveInt('--poll-interval', values['poll-interval']) }),
     ...(values['max-active'] === undefined ? {} : { maxActiveTasks: positiveInt('--max-active', values['max-active']) }),
     ...(values['max-stored'] === undefined ? {} : { maxStoredTasks: positiveInt('--max-stored', values['max-stored']) }),
+    ...journalLimitsFrom(values),
   };
   const httpLimits = {
     ...(values['max-body-bytes'] === undefined ? {} : { maxBodyBytes: positiveInt('--max-body-bytes', values['max-body-bytes']) }),
