@@ -144,6 +144,8 @@ export class StepRunner {
     const { replay, row } = await this.replay(position, name, 'do');
     switch (replay.kind) {
       case 'RETURN':
+        // The handler has it now: the run keeps no copy (its position is not reached again).
+        if (row !== undefined) row.value = undefined;
         return replay.value as T;
       case 'THROW':
         throw new StepFailedError(name, row?.attempts ?? 0, replay.error);
