@@ -5,6 +5,7 @@ import { connectionLimitsOf, DEFAULT_CONNECTION_LIMITS } from '../../src/http/co
 import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { spawnServe } from '../support/serve-process.js';
 
 let runtime: TaskRuntime | undefined;
 let http: RunningHttp | undefined;
@@ -133,6 +134,17 @@ describe('HTTP connection limits', () => {
     for (const res of held.splice(0)) res.end('done\n');
     for (const reader of readers) expect(text(await reader.read())).toBe('done\n');
     expect(await fresh(`${base}/ping`)).toBe(200);
+  });
+
+  it('serve takes them from its flags: a header that trickles in is cut at --headers-timeout-ms', async () => {
+    const serve = await spawnServe(['--store', 'memory', '--headers-timeout-ms', '300', '--request-timeout-ms', '300', '--max-connections', '3']);
+    try {
+      const { hostname, port } = new URL(serve.url);
+      const slow = await slowloris(hostname, Number(port), 50);
+      expect(await slow.closed).toMatch(/^HTTP\/1\.1 408/);
+    } finally {
+      await serve.stop();
+    }
   });
 
   it('refuses limits node could not keep', () => {
