@@ -89,10 +89,14 @@ export interface JournalSize {
   maxBytes: number | null;
 }
 
-/** Whether a row at a new position, or a value of `valueBytes`, would take the journal past its bounds. */
+/**
+ * Whether a row at a new position, or a value of `valueBytes`, would take the journal past its
+ * bounds. A row without a value adds no bytes: it is not refused for the bytes the journal holds
+ * (a bound lowered below them still lets a step's failure or a sleep be recorded).
+ */
 export function overJournalBounds(size: JournalSize, newRow: boolean, valueBytes: number): boolean {
   if (newRow && size.maxSteps !== null && size.others.steps + 1 > size.maxSteps) return true;
-  return size.maxBytes !== null && size.others.bytes + valueBytes > size.maxBytes;
+  return valueBytes > 0 && size.maxBytes !== null && size.others.bytes + valueBytes > size.maxBytes;
 }
 
 /**

@@ -31,7 +31,8 @@ export class JournalTally {
   /** The error of a value of `valueBytes` at `position` that would take the journal's values past their bound; null when it fits. */
   bytesRefusal(position: number, name: string, valueBytes: number): StepError | null {
     const most = this.limits.maxJournalBytes;
-    if (most === null) return null;
+    // A step with no value adds nothing (as the store's rule says).
+    if (most === null || valueBytes === 0) return null;
     let others = 0;
     for (const [at, bytes] of this.bytes) if (at !== position) others += bytes;
     return others + valueBytes > most ? { message: journalBytesMessage(name, valueBytes, others, most) } : null;

@@ -99,6 +99,7 @@ const recordRows: RecordRow[] = [
     step: { status: 'failed' },
     expect: 'APPLY_STEP',
   },
+  { name: 'a sleep past a lowered byte bound', others: { steps: 1, bytes: 20_000 }, valueBytes: 0, step: sleepWrite(T0 + 100), expect: 'APPLY_STEP' },
   { name: 'a value too large in a full journal', others: { steps: 20, bytes: 10_100 }, valueBytes: 101, expect: 'BLOCK_STEP_SIZE' },
   // 9. apply
   { name: 'a new step', expect: 'APPLY_STEP' },
