@@ -10,3 +10,4 @@ export { createOAuthResource, type OAuthResource, type OAuthResourceOptions, typ
 export type { IntrospectionOptions } from './http/oauth/introspection.js';
 export { CLOCK_SKEW_SECONDS, type RefusalReason } from './http/oauth/access-token.js';
 export { DEFAULT_SESSION_LIMITS, type SessionLimits } from './mcp/session-limits.js';
+export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/connection-bound.js';

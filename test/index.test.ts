@@ -163,6 +163,7 @@ describe('the root entry', () => {
       'http',
       [
         'CLOCK_SKEW_SECONDS',
+        'DEFAULT_CONNECTION_LIMITS',
         'DEFAULT_SESSION_LIMITS',
         'PROTOCOL_GENERATIONS',
         'createOAuthResource',

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { TasklatchError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
+import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../http/connection-bound.js';
 import { startHttpServer } from '../http/http-server.js';
 import { createOAuthResource, type OAuthResourceOptions } from '../http/oauth/oauth-resource.js';
 import { watchTokenFile } from '../http/token-file.js';
@@ -16,6 +17,7 @@ import { parsePrincipalArg } from './task-query-args.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
+  journalLimitsFrom,
   openStoreWaiting,
   positiveInt,
   retentionFrom,
@@ -48,6 +50,11 @@ ${WORKER_USAGE_LINES}
   --max-body-bytes N     largest HTTP request body (default 4194304)
   --max-sessions N       open 2025-11-25 sessions of all callers (default 1000)
   --session-idle-ms MS   a session idle this long is closed (default 1800000)
+  --max-connections N    open HTTP connections; at the bound a new one closes the oldest with no request
+                         in flight, or is refused when all have one (default 16384)
+  --headers-timeout-ms MS time a request's headers may take to arrive (default 10000)
+  --request-timeout-ms MS time a whole request may take to arrive; a response may stream longer (default 30000)
+  --keep-alive-ms MS     time a kept-alive connection waits for its next request (default 65000)
   --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz and /readyz on a listener of their own;
                          /mcp's listener then serves no /metrics
   --metrics-token-file F /metrics answers only 'Authorization: Bearer <the token in F>', else 401
@@ -84,6 +91,10 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'max-body-bytes': { type: 'string' },
       'max-sessions': { type: 'string' },
       'session-idle-ms': { type: 'string' },
+      'max-connections': { type: 'string' },
+      'headers-timeout-ms': { type: 'string' },
+      'request-timeout-ms': { type: 'string' },
+      'keep-alive-ms': { type: 'string' },
       'task-tools': { type: 'boolean', default: false },
       metrics: { type: 'string' },
       'metrics-token-file': { type: 'string' },
@@ -113,6 +124,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     ...(values['poll-interval'] === undefined ? {} : { pollInterval: positiveInt('--poll-interval', values['poll-interval']) }),
     ...(values['max-active'] === undefined ? {} : { maxActiveTasks: positiveInt('--max-active', values['max-active']) }),
     ...(values['max-stored'] === undefined ? {} : { maxStoredTasks: positiveInt('--max-stored', values['max-stored']) }),
+    ...journalLimitsFrom(values),
   };
   const httpLimits = {
     ...(values['max-body-bytes'] === undefined ? {} : { maxBodyBytes: positiveInt('--max-body-bytes', values['max-body-bytes']) }),
@@ -120,6 +132,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       ...(values['max-sessions'] === undefined ? {} : { maxSessions: positiveInt('--max-sessions', values['max-sessions']) }),
       ...(values['session-idle-ms'] === undefined ? {} : { idleMs: positiveInt('--session-idle-ms', values['session-idle-ms']) }),
     },
+    connections: connectionsFrom(values),
   };
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
@@ -253,4 +266,24 @@ function parseListen(text: string): { host: string; port: number } {
   const port = match === null ? NaN : Number(match[2]);
   if (match === null || port > 65535) throw new TasklatchError('INVALID_INPUT', `--http takes [HOST:]PORT, got ${JSON.stringify(text)}`);
   return { host: (match[1] ?? '127.0.0.1').replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+/** The connection limits the flags name (the rest keep `DEFAULT_CONNECTION_LIMITS`), checked before anything starts. */
+function connectionsFrom(values: Record<string, string | boolean | undefined>): Partial<ConnectionLimits> {
+  const flags = [
+    ['max-connections', 'maxConnections'],
+    ['headers-timeout-ms', 'headersTimeoutMs'],
+    ['request-timeout-ms', 'requestTimeoutMs'],
+    ['keep-alive-ms', 'keepAliveTimeoutMs'],
+  ] as const;
+  const given: Partial<ConnectionLimits> = {};
+  for (const [flag, key] of flags) {
+    const value = values[flag];
+    if (typeof value === 'string') given[key] = positiveInt(`--${flag}`, value);
+  }
+  const { headersTimeoutMs, requestTimeoutMs } = Object.assign({}, DEFAULT_CONNECTION_LIMITS, given);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new TasklatchError('INVALID_INPUT', `--headers-timeout-ms (${headersTimeoutMs}) must not be longer than --request-timeout-ms (${requestTimeoutMs})`);
+  }
+  return given;
 }

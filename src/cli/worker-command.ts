@@ -9,6 +9,7 @@ import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
   openStoreWaiting,
+  journalLimitsFrom,
   positiveInt,
   retentionFrom,
   toolsFrom,
@@ -60,7 +61,7 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
     drainMs,
     logger,
     ...retention,
-    ...(pollInterval === undefined ? {} : { limits: { pollInterval } }),
+    limits: { ...(pollInterval === undefined ? {} : { pollInterval }), ...journalLimitsFrom(values) },
   });
   await runtime.start();
   const operator = values.metrics === undefined ? null : await serveOperatorEndpoints(runtime, values.metrics, { metricsToken });

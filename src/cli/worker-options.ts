@@ -24,6 +24,8 @@ export const WORKER_ARG_OPTIONS = {
   'poll-interval': { type: 'string' },
   'wait-for-store': { type: 'string' },
   retention: { type: 'string' },
+  'max-journal-steps': { type: 'string' },
+  'max-journal-bytes': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -42,7 +44,9 @@ export const WORKER_USAGE_LINES = `${STORE_USAGE_LINE}, or memory
   --poll-interval MS     pollInterval suggested to clients, and the heartbeat bound (default 1000)
   --wait-for-store MS    keep retrying an unreachable store this long at start (default 30000)
   --retention DURATION   keep finished and expired tasks and their audit trails this long, then remove
-                         them (7d, 36h, 90m, 30s or milliseconds; default 7d)`;
+                         them (7d, 36h, 90m, 30s or milliseconds; default 7d)
+  --max-journal-steps N  steps and sleeps one task's journal records (default 1000)
+  --max-journal-bytes N  bytes of values one task's journal records, as JSON (default 8388608)`;
 
 export interface WorkerArgs {
   store?: string | undefined;
@@ -132,6 +136,19 @@ export function parseDuration(flag: string, text: string): number {
 /** The runtime's retention from `--retention`, checked before anything starts. */
 export function retentionFrom(values: { retention?: string | undefined }): { retentionMs?: number } {
   return values.retention === undefined ? {} : { retentionMs: parseDuration('--retention', values.retention) };
+}
+
+/** The journal bounds of `--max-journal-steps` and `--max-journal-bytes` (the others keep their defaults). */
+export function journalLimitsFrom(values: { 'max-journal-steps'?: string | undefined; 'max-journal-bytes'?: string | undefined }): {
+  maxJournalSteps?: number;
+  maxJournalBytes?: number;
+} {
+  const steps = values['max-journal-steps'];
+  const bytes = values['max-journal-bytes'];
+  return {
+    ...(steps === undefined ? {} : { maxJournalSteps: positiveInt('--max-journal-steps', steps) }),
+    ...(bytes === undefined ? {} : { maxJournalBytes: positiveInt('--max-journal-bytes', bytes) }),
+  };
 }
 
 export function positiveInt(flag: string, text: string): number {

@@ -101,6 +101,7 @@ export const STEP_DECISIONS = [
   'BLOCK_STALE_VERSION',
   'BLOCK_STEP_ORDER',
   'BLOCK_STEP_SIZE',
+  'BLOCK_JOURNAL_LIMIT',
   'APPLY_STEP',
 ] as const;
 export type StepDecision = (typeof STEP_DECISIONS)[number];

@@ -79,12 +79,34 @@ export function isFinalStep(status: StepStatus): boolean {
 export type SteppedRecord = Pick<TaskRecord, 'taskId' | 'authKey' | 'status' | 'version' | 'expiresAt' | 'leaseOwner'>;
 
 /**
+ * The rest of a task's journal beside the row a write would leave: the rows at other positions
+ * and the bytes of their values' JSON. A journal holds at most `maxSteps` rows and `maxBytes` of
+ * values (null: no bound); a step's error and name are bounded per row, so the two bound it whole.
+ */
+export interface JournalSize {
+  others: { steps: number; bytes: number };
+  maxSteps: number | null;
+  maxBytes: number | null;
+}
+
+/**
+ * Whether a row at a new position, or a value of `valueBytes`, would take the journal past its
+ * bounds. A row without a value adds no bytes: it is not refused for the bytes the journal holds
+ * (a bound lowered below them still lets a step's failure or a sleep be recorded).
+ */
+export function overJournalBounds(size: JournalSize, newRow: boolean, valueBytes: number): boolean {
+  if (newRow && size.maxSteps !== null && size.others.steps + 1 > size.maxSteps) return true;
+  return valueBytes > 0 && size.maxBytes !== null && size.others.bytes + valueBytes > size.maxBytes;
+}
+
+/**
  * Record one step, in its precedence: the task must exist for the run's auth key, be unexpired
  * and not terminal, and still be held by the run (its fence, on a `working` task). Then the
  * journal's order: a row at this position under another name or kind, a row of this name at
  * another position, or a final row at this position refuse the write (an unfinished row of the
  * same name and kind may be overwritten: a retry's next attempt, a sleep suspended again with
- * the same wake time). Last the value's size. Only `APPLY_STEP` writes.
+ * the same wake time). Then the value's size, and last the journal's (`journal`: absent, no
+ * bound). Only `APPLY_STEP` writes.
  */
 export function decideStepRecord(input: {
   record: SteppedRecord | null;
@@ -96,6 +118,7 @@ export function decideStepRecord(input: {
   step: Pick<StepWrite, 'position' | 'name' | 'kind' | 'status' | 'wakeAt'>;
   valueBytes: number;
   maxStepBytes: number;
+  journal?: JournalSize;
 }): StepDecision {
   const { record, fence, now, atPosition, step } = input;
   if (record === null) return 'NOT_FOUND';
@@ -106,6 +129,7 @@ export function decideStepRecord(input: {
   if (input.byName !== undefined && input.byName.position !== step.position) return 'BLOCK_STEP_ORDER';
   if (atPosition !== undefined && !mayOverwrite(atPosition, step)) return 'BLOCK_STEP_ORDER';
   if (input.valueBytes > input.maxStepBytes) return 'BLOCK_STEP_SIZE';
+  if (input.journal !== undefined && overJournalBounds(input.journal, atPosition === undefined, input.valueBytes)) return 'BLOCK_JOURNAL_LIMIT';
   return 'APPLY_STEP';
 }
 

@@ -159,6 +159,22 @@ export function stepSizeMessage(name: string, bytes: number, maxStepBytes: numbe
   return `step ${JSON.stringify(name)} returned ${bytes} bytes of JSON, more than the ${maxStepBytes} bytes a step may record`;
 }
 
+/** The error of a step at a new position of a journal that holds `maxSteps` rows already (nothing is recorded). */
+export function journalStepsMessage(name: string, maxSteps: number): string {
+  return `step ${JSON.stringify(name)} not recorded: this task's journal holds its ${maxSteps} steps already (maxJournalSteps)`;
+}
+
+/** The error of a value that would take a journal's values past `maxBytes` (recorded as the step's failure). */
+export function journalBytesMessage(name: string, bytes: number, recorded: number, maxBytes: number): string {
+  return `step ${JSON.stringify(name)} returned ${bytes} bytes of JSON; with the ${recorded} bytes this task's journal holds, that is more than the ${maxBytes} bytes it may (maxJournalBytes)`;
+}
+
+/** A write refused by the store's journal bounds (`BLOCK_JOURNAL_LIMIT`), naming both. */
+export function journalLimitMessage(name: string, maxSteps: number | null, maxBytes: number | null): string {
+  const bounds = [maxSteps === null ? null : `${maxSteps} steps (maxJournalSteps)`, maxBytes === null ? null : `${maxBytes} bytes of values (maxJournalBytes)`];
+  return `step ${JSON.stringify(name)} not recorded: this task's journal is full; it holds at most ${bounds.filter((b) => b !== null).join(' and ')}`;
+}
+
 /** The status message of a task sleeping in a step. */
 export function sleepingMessage(name: string, wakeAt: Millis): string {
   return `sleeping until ${formatTimestamp(wakeAt)} (step ${JSON.stringify(name)})`;

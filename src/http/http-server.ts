@@ -9,6 +9,7 @@ import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { StatelessServer } from '../stateless/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 import { authFront, type HttpAuthenticate } from './auth-front.js';
+import { boundConnections, checkingIntervalMs, connectionLimitsOf, type ConnectionLimits } from './connection-bound.js';
 import { createOAuthResource, type OAuthResourceOptions } from './oauth/oauth-resource.js';
 import { checkHostAndOrigin, loopbackHosts } from './host-check.js';
 import type { ExtraRoute } from './operator-routes.js';
@@ -65,6 +66,12 @@ export interface HttpOptions {
   /** 2025-11-25 sessions: the cap in all and per caller, and the idle time after which one closes. */
   sessions?: Partial<SessionLimits>;
   /**
+   * Open connections and the time a request's headers, a whole request and a kept-alive
+   * connection's wait may take (`DEFAULT_CONNECTION_LIMITS`): a client that connects and then
+   * sends nothing, or a byte now and then, holds its connection no longer than the header time.
+   */
+  connections?: Partial<ConnectionLimits>;
+  /**
    * Host names (`localhost`, `127.0.0.1`, `[::1]`, `mcp.example.com`) accepted in the `Host`
    * and `Origin` headers; anything else is refused with 403 (DNS rebinding). Default: the
    * loopback names when the server listens on a loopback address, no check otherwise.
@@ -120,6 +127,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   const allowedHosts = options.allowedHosts ?? loopbackHosts(options.host);
   const oauth = options.oauth === undefined ? undefined : createOAuthResource(options.oauth);
   const checkAuth = authFront({ tokens: options.tokens, authenticate: options.authenticate, bearer: oauth });
+  const connections = connectionLimitsOf(options.connections ?? {});
 
   const handle = async (req: IncomingMessage, res: RefusalLoggingResponse): Promise<void> => {
     res.watch(logger);
@@ -191,17 +199,29 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     });
   };
 
-  const http = createServer({ ServerResponse: RefusalLoggingResponse }, (req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      logger.error({ err: error }, 'HTTP request failed');
-      if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.internalError, message: 'Internal error' } });
-      else res.end();
-    });
+  const http = createServer(
+    {
+      ServerResponse: RefusalLoggingResponse,
+      headersTimeout: connections.headersTimeoutMs,
+      requestTimeout: connections.requestTimeoutMs,
+      keepAliveTimeout: connections.keepAliveTimeoutMs,
+      connectionsCheckingInterval: checkingIntervalMs(connections),
+    },
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        logger.error({ err: error }, 'HTTP request failed');
+        if (!res.headersSent) sendJson(res, 500, { jsonrpc: '2.0', error: { code: JSON_RPC_CODES.internalError, message: 'Internal error' } });
+        else res.end();
+      });
+    },
+  );
+  // One line at most every 10 s while connections are refused: a flood must not flood the log too.
+  let lastRefusalLog = 0;
+  boundConnections(http, connections.maxConnections, (counts) => {
+    if (Date.now() - lastRefusalLog < 10_000) return;
+    lastRefusalLog = Date.now();
+    logger.warn({ maxConnections: connections.maxConnections, ...counts }, 'connection refused: every open connection has a request in flight');
   });
-  // Longer than the usual client idle timeouts: a server that closes a kept-alive connection
-  // first makes the client's next request on it fail with ECONNRESET.
-  http.keepAliveTimeout = 65_000;
-  http.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen({ port: options.port, host: options.host, backlog: options.backlog ?? LISTEN_BACKLOG }, () => resolve());

@@ -22,21 +22,16 @@ const MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params', 'result', 'error']
 
 /**
  * The JSON-RPC codes the spec names, for a body that is JSON but not a message the 2025-11-25
- * wire can take: a malformed envelope (or an empty batch) is an invalid request, params of
- * the wrong shape are invalid params; each with one short sentence. The SDK transport
- * would answer both as a parse error, and a malformed `initialize` with the raw schema
- * issues. null when every message is well-formed.
+ * wire can take: a malformed envelope or a batch is an invalid request, params of the wrong
+ * shape are invalid params; each with one short sentence. The SDK transport would answer both
+ * as a parse error, and a malformed `initialize` with the raw schema issues; it would also
+ * handle a batch of any length, one message at a time, in one request. null when the body is
+ * one well-formed message.
  */
 export function checkEnvelope(body: unknown): EnvelopeProblem | null {
-  if (Array.isArray(body)) {
-    if (body.length === 0) return { code: JSON_RPC_CODES.invalidRequest, message: 'Invalid Request: an empty batch', id: null };
-    for (const message of body as unknown[]) {
-      const problem = checkMessage(message);
-      // One answer for the whole batch: no message of it was handled.
-      if (problem !== null) return Object.assign({}, problem, { id: null });
-    }
-    return null;
-  }
+  // Batching left MCP with 2025-06-18: a POST carries one message, as on 2026-07-28. Refused
+  // whole, before any member is looked at: no member of it is handled.
+  if (Array.isArray(body)) return invalid('a POST carries one JSON-RPC message; batches are not part of 2025-11-25', null);
   return checkMessage(body);
 }
 

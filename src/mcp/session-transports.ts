@@ -169,12 +169,11 @@ export class SessionTransports {
   }
 }
 
-/** The ids of the JSON-RPC requests in a body (notifications and responses have none that count), as JSON text. */
+/** The id of the JSON-RPC request in a body (a notification or a response has none that counts), as JSON text. */
 function requestIds(body: unknown): string[] {
-  const messages = Array.isArray(body) ? (body as unknown[]) : [body];
-  return messages
-    .filter((m): m is { id: unknown; method: unknown } => typeof m === 'object' && m !== null && 'method' in m && 'id' in m)
-    .map((m) => JSON.stringify(m.id));
+  // One message per POST: `checkEnvelope` refused a batch before this.
+  const m = body as { id?: unknown; method?: unknown } | null;
+  return typeof m === 'object' && m !== null && 'method' in m && 'id' in m ? [JSON.stringify(m.id)] : [];
 }
 
 function jsonRpcError(code: number, message: string): unknown {

@@ -26,6 +26,16 @@ export interface TaskLimits {
   maxResultBytes: number;
   /** Largest value one durable step records (`ctx.step.do`), as JSON (bytes); larger: the step fails, naming both sizes. */
   maxStepBytes: number;
+  /**
+   * Rows one task's journal holds (steps, sleeps, each recorded once per position); a step past
+   * it fails without running (`StepFailedError` naming the bound), nothing recorded; null = no bound.
+   */
+  maxJournalSteps: number | null;
+  /**
+   * Bytes of the values one task's journal holds, as JSON (the sum over its steps); a value that
+   * would pass it fails its step for good, as one over `maxStepBytes` does; null = no bound.
+   */
+  maxJournalBytes: number | null;
   /** Largest answer to one question of a task, as JSON (bytes); larger: invalid params, nothing stored. */
   maxAnswerBytes: number;
   /** How long a signed multi-round `requestState` is taken back after it was issued (ms). */
@@ -51,6 +61,8 @@ export const DEFAULT_LIMITS: TaskLimits = {
   maxResultBytes: 4 * 1024 * 1024,
   maxAnswerBytes: 64 * 1024,
   maxStepBytes: 256 * 1024,
+  maxJournalSteps: 1000,
+  maxJournalBytes: 8 * 1024 * 1024,
   requestStateMaxAgeMs: 10 * 60 * 1000,
   maxListenTaskIds: 100,
   maxSubscriptions: 1000,

@@ -40,7 +40,7 @@ export interface RecordStepRequest {
 export interface WorkerPort {
   /** The app whose tasks this service admits: a worker's default, and the only one an admission may lease to. */
   readonly app: string;
-  readonly limits: Pick<TaskLimits, 'pollInterval' | 'maxResultBytes' | 'maxStepBytes'>;
+  readonly limits: Pick<TaskLimits, 'pollInterval' | 'maxResultBytes' | 'maxStepBytes' | 'maxJournalSteps' | 'maxJournalBytes'>;
   /** Whether other processes may write unnoticed (`shared` without `listenNotify`): the poll is then short. */
   readonly supports: Pick<StoreCapabilities, 'shared' | 'listenNotify'>;
   /** Change events: an idle worker wakes on any, a run watches its own task. */
@@ -64,7 +64,7 @@ export interface WorkerPort {
   fail(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome>;
   /** Stores a run's questions; the task goes `input_required`. */
   ask(input: AskRequest): Promise<AskOutcome>;
-  /** Records one step of the run's journal (see `TaskStore.recordStep`), bounded by `limits.maxStepBytes`. */
+  /** Records one step of the run's journal (see `TaskStore.recordStep`), bounded by `limits.maxStepBytes` and the journal's bounds. */
   recordStep(input: RecordStepRequest): Promise<RecordStepOutcome>;
   /** The stored fact of a task for its own auth key: no decision, no audit line. */
   lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome>;

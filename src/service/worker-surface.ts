@@ -90,12 +90,13 @@ export class WorkerSurface {
 
   /**
    * A run records one step of its task's journal (see `TaskStore.recordStep`), bounded by
-   * `limits.maxStepBytes`; a write that suspends the task changes its record and is published.
+   * `limits.maxStepBytes` and the journal's `maxJournalSteps` and `maxJournalBytes`; a write that suspends the task changes its record and is published.
    */
   async recordStep(input: RecordStepRequest): Promise<RecordStepOutcome> {
     const { ctx } = this;
     const correlationId = randomUUID();
-    const out = await ctx.store.recordStep(Object.assign({}, input, { maxStepBytes: ctx.limits.maxStepBytes, now: ctx.clock(), correlationId }));
+    const { maxStepBytes, maxJournalSteps, maxJournalBytes } = ctx.limits;
+    const out = await ctx.store.recordStep(Object.assign({}, input, { maxStepBytes, maxJournalSteps, maxJournalBytes, now: ctx.clock(), correlationId }));
     const { authKey, taskId } = input.fence;
     if (out.decision === 'APPLY_STEP' && input.suspend) ctx.changes.publish(taskId, out.record?.version, out.record ?? undefined);
     const detail = `${input.step.name}@${input.step.position} ${input.step.status}`;

@@ -1,4 +1,4 @@
-import type { StepError, StepKind, StepRecord, StepStatus } from '../core/step-rules.js';
+import type { JournalSize, StepError, StepKind, StepRecord, StepStatus } from '../core/step-rules.js';
 import { decodeStepValue, type PreparedStep } from '../core/step-value.js';
 import type { Millis } from '../core/types.js';
 
@@ -23,21 +23,49 @@ export interface StepRow {
   updated_at_ms: number | string;
 }
 
+/**
+ * A journal row as a step record. Its value stays JSON text until it is first read (then parsed
+ * once, and the text let go): a run replaying a large journal holds each value once, as text
+ * until the handler reaches its step, instead of every value as text and as parsed objects at once.
+ */
 export function rowToStep(row: StepRow): StepRecord {
-  return {
+  const step = {
     taskId: row.task_id,
     position: row.position,
     name: row.name,
     kind: row.kind as StepKind,
     status: row.status as StepStatus,
     attempts: row.attempts,
-    value: decodeStepValue(row.value),
+    value: undefined as unknown,
     error: row.error === null ? null : (JSON.parse(row.error) as StepError),
     valueBytes: row.value_bytes,
     wakeAt: row.wake_at_ms === null ? null : Number(row.wake_at_ms),
     startedAt: Number(row.started_at_ms),
     updatedAt: Number(row.updated_at_ms),
   };
+  if (row.value !== null) lazyValue(step, row.value);
+  return step;
+}
+
+/** Makes `step.value` the JSON `text`, parsed on first read; an own enumerable property still (copies, equality and JSON see it). */
+function lazyValue(step: { value: unknown }, text: string): void {
+  let pending: string | null = text;
+  let value: unknown;
+  Object.defineProperty(step, 'value', {
+    enumerable: true,
+    configurable: true,
+    get(): unknown {
+      if (pending !== null) {
+        value = decodeStepValue(pending);
+        pending = null;
+      }
+      return value;
+    },
+    set(next: unknown) {
+      pending = null;
+      value = next;
+    },
+  });
 }
 
 /** The row a checked write leaves (a replaced row keeps its `started_at_ms`: the upserts leave it). */
@@ -91,3 +119,23 @@ export const STEP_COLUMNS = [
   'started_at_ms',
   'updated_at_ms',
 ] as const;
+
+/**
+ * The row of the journal-size statement of both SQL stores (`count(*)`, `sum(value_bytes)` over
+ * the task's rows at other positions; pg returns both as strings) as the rules read it.
+ */
+export function journalSizeOf(
+  row: { steps: number | string; bytes: number | string | null } | undefined,
+  bounds: { maxJournalSteps?: number | null; maxJournalBytes?: number | null },
+): JournalSize {
+  return {
+    others: { steps: Number(row?.steps ?? 0), bytes: Number(row?.bytes ?? 0) },
+    maxSteps: bounds.maxJournalSteps ?? null,
+    maxBytes: bounds.maxJournalBytes ?? null,
+  };
+}
+
+/** The journal-size statement's text, the same in both SQL stores (`task_id`, then `position`, as `$1`/`$2` or `?`). */
+export function journalSizeSql(taskId: string, position: string): string {
+  return `SELECT count(*) AS steps, coalesce(sum(value_bytes), 0) AS bytes FROM task_steps WHERE task_id = ${taskId} AND position <> ${position}`;
+}

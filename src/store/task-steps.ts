@@ -15,6 +15,9 @@ export interface RecordStepInput {
   suspend?: { wakeAt: Millis; statusMessage: string } | null;
   /** The bound on a value's JSON text in UTF-8 bytes (`TaskLimits.maxStepBytes`). */
   maxStepBytes: number;
+  /** The bounds on the task's journal (`TaskLimits.maxJournalSteps`, `maxJournalBytes`); absent or null: none. */
+  maxJournalSteps?: number | null;
+  maxJournalBytes?: number | null;
   now: Millis;
   correlationId: string;
 }

@@ -16,10 +16,11 @@ import {
   type StepReplay,
   type StepWrite,
 } from '../core/step-rules.js';
-import { retryingMessage, sleepingMessage, stepSizeMessage } from '../core/step-value.js';
+import { journalLimitMessage, retryingMessage, sleepingMessage, stepSizeMessage } from '../core/step-value.js';
 import type { Millis, TaskRecord } from '../core/types.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import type { Fence, RecordStepOutcome } from '../store/types.js';
+import { JournalTally } from './journal-tally.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import {
   checkSleepMs,
@@ -64,11 +65,16 @@ export interface StepRun {
   suspend(wakeAt?: number): never;
 }
 
-/** The journal as this run found it: steps by position and by name, and the task's stored questions. */
+/**
+ * The journal as this run found it: steps by position and by name (each value parsed when the
+ * handler reaches it: the store hands rows over with their JSON text), the task's stored
+ * questions, and the journal's size as this run has left it.
+ */
 interface Journal {
   at: Map<number, StepRecord>;
   named: Map<string, StepRecord>;
   inputs: StoredInput[];
+  tally: JournalTally;
 }
 
 /**
@@ -138,13 +144,19 @@ export class StepRunner {
     const { replay, row } = await this.replay(position, name, 'do');
     switch (replay.kind) {
       case 'RETURN':
+        // The handler has it now: the run keeps no copy (its position is not reached again).
+        if (row !== undefined) row.value = undefined;
         return replay.value as T;
       case 'THROW':
         throw new StepFailedError(name, row?.attempts ?? 0, replay.error);
       case 'WAIT':
         return this.waitAgain(row!, replay.wakeAt, config);
-      case 'RUN':
+      case 'RUN': {
+        // Past the journal's row bound the step fails before its function runs: nothing is recorded.
+        const full = (await this.load()).tally.rowRefusal(position, name);
+        if (full !== null) throw new StepFailedError(name, row?.attempts ?? 0, full);
         return this.attempt(position, name, config, fn, replay.attempt, row?.startedAt);
+      }
       default:
         throw this.fatal(stepOrderMessage(position, row === undefined ? 'nothing' : describeStep(row.kind, row.name), describeStep('do', name)));
     }
@@ -157,6 +169,8 @@ export class StepRunner {
     if (replay.kind === 'WAIT') return this.waitAgain(row!, replay.wakeAt, {});
     if (replay.kind !== 'RUN')
       throw this.fatal(stepOrderMessage(position, row === undefined ? 'nothing' : describeStep(row.kind, row.name), describeStep('sleep', name)));
+    const full = (await this.load()).tally.rowRefusal(position, name);
+    if (full !== null) throw new StepFailedError(name, 0, full);
     const now = this.port.now();
     const wakeAt = wakeAtFrom(now);
     const step: StepWrite = { position, name, kind: 'sleep', status: 'sleeping', attempts: 0, wakeAt, startedAt: now };
@@ -202,12 +216,14 @@ export class StepRunner {
       return this.failStep(base, error.error);
     }
     const most = this.port.limits.maxStepBytes;
-    if (recorded.bytes > most) {
+    const tooBig = recorded.bytes > most ? { message: stepSizeMessage(name, recorded.bytes, most) } : null;
+    const overJournal = tooBig ?? (await this.load()).tally.bytesRefusal(position, name, recorded.bytes);
+    if (overJournal !== null) {
       this.ran(name, 'failed', attempt, began);
-      return this.failStep(base, { message: stepSizeMessage(name, recorded.bytes, most) });
+      return this.failStep(base, overJournal);
     }
     this.ran(name, 'completed', attempt, began);
-    await this.write(Object.assign({}, base, { status: 'completed' as const, value: recorded.value }));
+    await this.write(Object.assign({}, base, { status: 'completed' as const, value: recorded.value }), null, recorded.bytes);
     return recorded.value as T;
   }
 
@@ -276,7 +292,8 @@ export class StepRunner {
     for (let attempt = 0; ; attempt++) {
       try {
         const [steps, inputs] = await Promise.all([this.port.lookupSteps({ auth: authKey, taskId: this.run.taskId }), this.run.storedInputs()]);
-        return { at: new Map(steps.map((s) => [s.position, s])), named: new Map(steps.map((s) => [s.name, s])), inputs };
+        const tally = new JournalTally(steps, this.port.limits);
+        return { at: new Map(steps.map((s) => [s.position, s])), named: new Map(steps.map((s) => [s.name, s])), inputs, tally };
       } catch (error) {
         const pause = Math.min(100 * 2 ** attempt, 2000);
         if (this.port.now() + pause >= this.run.leaseUntil) this.run.stop('lease lost');
@@ -307,7 +324,7 @@ export class StepRunner {
    * (the store did not answer) is looked for in the journal, and written again only if it is not
    * there, while the lease holds.
    */
-  private async write(step: StepWrite, suspend: Suspension | null = null): Promise<void> {
+  private async write(step: StepWrite, suspend: Suspension | null = null, valueBytes = 0): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       let out: RecordStepOutcome;
       try {
@@ -319,6 +336,7 @@ export class StepRunner {
         if (!seen) continue;
         out = { decision: 'APPLY_STEP', record: null };
       }
+      if (out.decision === 'APPLY_STEP') (await this.load()).tally.wrote(step.position, valueBytes);
       return this.outcome(step, suspend, out);
     }
   }
@@ -339,6 +357,11 @@ export class StepRunner {
       case 'BLOCK_STEP_SIZE':
         // Checked before the write with the same bound; a store with a smaller one still fails the step.
         throw new StepFailedError(step.name, step.attempts, { message: `step ${JSON.stringify(step.name)} returned more than the store keeps` });
+      case 'BLOCK_JOURNAL_LIMIT': {
+        // Checked before the write with the same bounds; nothing was recorded.
+        const { maxJournalSteps, maxJournalBytes } = this.port.limits;
+        throw new StepFailedError(step.name, step.attempts, { message: journalLimitMessage(step.name, maxJournalSteps, maxJournalBytes) });
+      }
       default:
         this.run.stop('expired');
     }

@@ -94,6 +94,9 @@ describe('serve argument errors', () => {
     [['--max-ttl=-1'], /positive whole number/],
     [['--max-ttl', 'soon'], /positive whole number/],
     [['--store', 'redis://x'], /unsupported store URL/],
+    [['--max-connections', '0'], /--max-connections takes a positive whole number/],
+    [['--headers-timeout-ms', '40000'], /--headers-timeout-ms \(40000\) must not be longer than --request-timeout-ms \(30000\)/],
+    [['--max-journal-steps', 'many'], /--max-journal-steps takes a positive whole number/],
   ])('%j', async (args, message) => {
     const run = await runCli(['serve', ...args], { env: { TASKLATCH_LOG_LEVEL: 'silent' }, cwd: dir });
     expect(run.code).toBe(2);

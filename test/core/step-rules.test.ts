@@ -43,6 +43,8 @@ interface RecordRow {
   fence?: Partial<Fence>;
   atPosition?: StepRecord;
   byName?: StepRecord;
+  /** The rest of the journal (default: 10 rows of 1000 bytes, bounds 20 rows and 10,100 bytes). */
+  others?: { steps: number; bytes: number };
   step?: Partial<StepWrite>;
   valueBytes?: number;
   expect: StepDecision;
@@ -77,7 +79,29 @@ const recordRows: RecordRow[] = [
   // 7. the value's size: the bound itself is allowed
   { name: 'one byte over the bound', valueBytes: 101, expect: 'BLOCK_STEP_SIZE' },
   { name: 'exactly the bound', valueBytes: 100, expect: 'APPLY_STEP' },
-  // 8. apply
+  // 8. the journal's size: rows at other positions and their values' bytes; the bounds themselves are allowed
+  { name: 'a new row in a full journal', others: { steps: 20, bytes: 0 }, expect: 'BLOCK_JOURNAL_LIMIT' },
+  { name: 'a new sleep in a full journal', others: { steps: 20, bytes: 0 }, step: sleepWrite(T0 + 100), expect: 'BLOCK_JOURNAL_LIMIT' },
+  { name: 'the last row a journal holds', others: { steps: 19, bytes: 0 }, expect: 'APPLY_STEP' },
+  {
+    name: 'a retry completing in a full journal (its row is there)',
+    others: { steps: 20, bytes: 0 },
+    atPosition: row({ status: 'retrying', wakeAt: T0 }),
+    byName: row({ status: 'retrying' }),
+    expect: 'APPLY_STEP',
+  },
+  { name: 'a value one byte past the journal’s bytes', others: { steps: 1, bytes: 10_097 }, expect: 'BLOCK_JOURNAL_LIMIT' },
+  { name: 'a value up to the journal’s bytes', others: { steps: 1, bytes: 10_096 }, expect: 'APPLY_STEP' },
+  {
+    name: 'a failure in a journal whose bytes are spent',
+    others: { steps: 1, bytes: 10_100 },
+    valueBytes: 0,
+    step: { status: 'failed' },
+    expect: 'APPLY_STEP',
+  },
+  { name: 'a sleep past a lowered byte bound', others: { steps: 1, bytes: 20_000 }, valueBytes: 0, step: sleepWrite(T0 + 100), expect: 'APPLY_STEP' },
+  { name: 'a value too large in a full journal', others: { steps: 20, bytes: 10_100 }, valueBytes: 101, expect: 'BLOCK_STEP_SIZE' },
+  // 9. apply
   { name: 'a new step', expect: 'APPLY_STEP' },
   { name: 'the lease ran out, not yet taken over', task: { ...held, leaseExpiresAt: T0 - 1 }, expect: 'APPLY_STEP' },
   { name: 'a retry completes', atPosition: row({ status: 'retrying', wakeAt: T0 }), byName: row({ status: 'retrying' }), expect: 'APPLY_STEP' },
@@ -113,6 +137,7 @@ describe('decideStepRecord', () => {
       step: write(r.step),
       valueBytes: r.valueBytes ?? 4,
       maxStepBytes: 100,
+      journal: { others: r.others ?? { steps: 10, bytes: 1000 }, maxSteps: 20, maxBytes: 10_100 },
     });
     expect(decision).toBe(r.expect);
   });

@@ -97,6 +97,8 @@ describe('2025-11-25 envelope errors', () => {
     ['params that are not an object', '{"jsonrpc":"2.0","id":5,"method":"tools/list","params":[1]}', 400, -32602, 5],
     ['a malformed initialize', '{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":5}}', 400, -32602, 9],
     ['a batch with one bad message', '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0"}]', 400, -32600, null],
+    ['a batch of well-formed messages', '[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]', 400, -32600, null],
+    ['a batch holding an initialize', `[${INIT}]`, 400, -32600, null],
   ];
 
   it.each(cases)('%s: refused with the JSON-RPC code the spec names and a short message', async (_name, body, status, code, id) => {
@@ -116,6 +118,7 @@ describe('2025-11-25 envelope errors', () => {
     const cases: Array<[string, number]> = [
       ['{"jsonrpc":', -32700],
       ['[]', -32600],
+      ['[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]', -32600],
       ['{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[1]}', -32602],
     ];
     for (const [body, code] of cases) {
@@ -123,6 +126,25 @@ describe('2025-11-25 envelope errors', () => {
       expect(res.status).toBe(400);
       expect(((await res.json()) as { error: { code: number } }).error.code).toBe(code);
     }
+  });
+
+  it('refuses a batch of 100 well-formed task calls inside a session whole: none of them is handled', async () => {
+    wire = await startWireServer(new MemoryStore(), { execute: false });
+    const { headers } = await openSession(wire.http.url, 'token-alice');
+    const calls = Array.from({ length: 100 }, (_, i) => ({
+      jsonrpc: '2.0',
+      id: 100 + i,
+      method: 'tools/call',
+      params: { name: 'hold', arguments: {}, task: {} },
+    }));
+    const batch = await postRaw(wire.http.url, JSON.stringify(calls), headers);
+    expect(batch.status).toBe(400);
+    expect(await batch.json()).toMatchObject({ id: null, error: { code: -32600, message: expect.stringContaining('batches') as unknown } });
+    const listed = await messageOf(await postRaw(wire.http.url, JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tasks/list' }), headers));
+    expect(listed?.result).toMatchObject({ tasks: [] });
+    // The session still takes one message per POST.
+    const one = await messageOf(await postRaw(wire.http.url, JSON.stringify(calls[0]), headers));
+    expect(one?.result).toMatchObject({ task: { status: 'working' } });
   });
 
   it('the same inside a session, and a refused request is logged once without a stack', async () => {

@@ -29,7 +29,7 @@ interface PortWrite {
  */
 class FakePort implements WorkerPort {
   readonly app = 'default';
-  readonly limits = { pollInterval: 100, maxResultBytes: 2_000, maxStepBytes: 1_000 };
+  readonly limits = { pollInterval: 100, maxResultBytes: 2_000, maxStepBytes: 1_000, maxJournalSteps: null, maxJournalBytes: null };
   readonly supports = { shared: false, listenNotify: false };
   readonly changes = new ChangeFeed();
   readonly events = new TaskEvents();

@@ -1,4 +1,4 @@
-import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
+import { decideStepRecord, type JournalSize, type StepRecord } from '../../core/step-rules.js';
 import { checkSuspension, prepareStepWrite, type PreparedStep } from '../../core/step-value.js';
 import { isExpired } from '../../core/time.js';
 import { classifyMiss } from '../../core/visibility.js';
@@ -36,6 +36,10 @@ export function recordStepIn(state: MemoryStepState, input: RecordStepInput): Re
     step,
     valueBytes: step.valueBytes,
     maxStepBytes: input.maxStepBytes,
+    journal: journalSize(
+      input,
+      rows.filter((r) => r.position !== step.position),
+    ),
   });
   if (decision === 'APPLY_STEP' && task !== null) {
     state.journal.set(taskId, upsert(rows, journalRow(taskId, step, input.now, rows)));
@@ -54,6 +58,12 @@ export function recordStepIn(state: MemoryStepState, input: RecordStepInput): Re
   const detail = stepDetail(step);
   state.audit.append(auditLine({ at: input.now, surface: 'step', decision, authKey, taskId, correlationId: input.correlationId, record: visible, detail }));
   return { decision, record: visible === null ? null : structuredClone(visible) };
+}
+
+/** The rest of the journal beside the row a write would leave, and its bounds. */
+function journalSize(input: RecordStepInput, others: readonly StepRecord[]): JournalSize {
+  const bytes = others.reduce((sum, r) => sum + r.valueBytes, 0);
+  return { others: { steps: others.length, bytes }, maxSteps: input.maxJournalSteps ?? null, maxBytes: input.maxJournalBytes ?? null };
 }
 
 /** The row a write leaves: the prepared step, its start kept from the row it replaces. */

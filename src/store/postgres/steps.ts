@@ -6,7 +6,7 @@ import { classifyMiss } from '../../core/visibility.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import { stepDetail } from '../step-detail.js';
-import { preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
+import { journalSizeOf, journalSizeSql, preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
 import { auditToRow, rowToRecord, type TaskRow } from './row.js';
 import { inShortTransaction } from './transactions.js';
@@ -34,6 +34,9 @@ const stepSql = {
    * granted ($1 task id, $2 position, $3 name).
    */
   selectAtOrNamed: `SELECT * FROM task_steps WHERE task_id = $1 AND (position = $2 OR name = $3)`,
+
+  /** The rest of the journal beside the row at the position, read with it: its rows and their values' bytes ($1 task id, $2 position). */
+  journalSize: journalSizeSql('$1', '$2'),
 
   /**
    * An applied step as one statement, under the task's lock: the journal row at its position (a
@@ -96,11 +99,12 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
   checkSuspension(input.suspend);
   const { fence, now } = input;
   return inShortTransaction(pool, async (tx) => {
-    // The lock and the read of the journal go with BEGIN in one round trip, as statements of
-    // their own: the read's snapshot is taken once the lock is granted.
-    const [locked, journal] = await tx.queryAll([
+    // The lock and the reads of the journal go with BEGIN in one round trip, as statements of
+    // their own: each read's snapshot is taken once the lock is granted.
+    const [locked, journal, size] = await tx.queryAll([
       { text: stepSql.lockTask, params: [fence.taskId] },
       { text: stepSql.selectAtOrNamed, params: [fence.taskId, step.position, step.name] },
+      { text: stepSql.journalSize, params: [fence.taskId, step.position] },
     ]);
     const taskRow = (locked?.rows as TaskRow[] | undefined)?.[0];
     const task = taskRow === undefined ? null : rowToRecord(taskRow);
@@ -115,6 +119,7 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
       step,
       valueBytes: step.valueBytes,
       maxStepBytes: input.maxStepBytes,
+      journal: journalSizeOf(size?.rows[0] as { steps: string; bytes: string } | undefined, input),
     });
     const visible = task !== null && task.authKey === fence.authKey ? task : null;
     const line = (record: Pick<TaskRecord, 'status' | 'version'> | null) =>

@@ -6,7 +6,7 @@ import { classifyMiss } from '../../core/visibility.js';
 import type { Millis } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import { stepDetail } from '../step-detail.js';
-import { preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
+import { journalSizeOf, journalSizeSql, preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
 import { auditToRow, rowToRecord, type TaskRow } from './row.js';
 import type { Statements } from './statements.js';
@@ -37,6 +37,8 @@ const stepSql = {
      WHERE task_id = @task_id AND auth_key = @auth_key AND version = @version AND lease_owner = @owner AND status = 'working'
      RETURNING *`,
   selectJournal: 'SELECT * FROM task_steps WHERE task_id = ? ORDER BY position',
+  /** The rest of the journal beside the row at the position: its rows and their values' bytes. */
+  journalSize: journalSizeSql('@task_id', '@position'),
   /** Restates the sleeping-tasks count: a wait still to come on a working, unexpired task. */
   countSleeping: `SELECT count(DISTINCT s.task_id) AS n FROM task_steps s JOIN tasks t ON t.task_id = s.task_id
      WHERE s.status IN ('sleeping', 'retrying') AND s.wake_at_ms > @now
@@ -69,6 +71,7 @@ export function recordStepIn(sql: Statements, steps: StepStatements, input: Reco
     step,
     valueBytes: step.valueBytes,
     maxStepBytes: input.maxStepBytes,
+    journal: journalSizeOf(steps.journalSize.get({ task_id: fence.taskId, position: step.position }) as { steps: number; bytes: number }, input),
   });
   let record = task !== null && task.authKey === fence.authKey ? task : null;
   if (decision === 'APPLY_STEP') {

@@ -165,6 +165,36 @@ defineStoreSuite('steps', ({ harness, fresh, freshMany }) => {
     expect((await store.get({ ...fence, now: T0 + 20 })).record).toMatchObject({ version: 2, leaseOwner: 'w1', statusMessage: null });
   });
 
+  it('bounds the journal’s rows and its values’ bytes under the lock, counting a replaced row once, and writes nothing past them', async () => {
+    const store = await fresh('step-journal-bounds');
+    const fence = await claimed(store);
+    const bounds = { maxJournalSteps: 3, maxJournalBytes: 150 };
+    // '"' + 48 characters + '"': 50 bytes each.
+    const fifty = 'x'.repeat(48);
+    expect((await record_(store, fence, done({ position: 0, name: 'a', value: fifty }), bounds)).decision).toBe('APPLY_STEP');
+    expect((await record_(store, fence, done({ position: 1, name: 'b', value: fifty }), bounds)).decision).toBe('APPLY_STEP');
+    // 100 bytes recorded: 51 more would pass the 150.
+    expect((await record_(store, fence, done({ position: 2, name: 'c', value: fifty + 'y' }), bounds)).decision).toBe('BLOCK_JOURNAL_LIMIT');
+    // A retry's row at position 2 is the third row; its next attempts replace it, not add to it.
+    const retrying = { position: 2, name: 'c', status: 'retrying' as const, error: { message: 'down' }, wakeAt: T0 + 5 };
+    expect((await record_(store, fence, done(retrying), bounds)).decision).toBe('APPLY_STEP');
+    expect((await record_(store, fence, done({ ...retrying, attempts: 2 }), bounds)).decision).toBe('APPLY_STEP');
+    // A fourth row is one too many, a sleep as much as a step.
+    expect((await record_(store, fence, done({ position: 3, name: 'd', value: 1 }), bounds)).decision).toBe('BLOCK_JOURNAL_LIMIT');
+    expect((await record_(store, fence, nap(3, T0 + 100), bounds)).decision).toBe('BLOCK_JOURNAL_LIMIT');
+    // The retry completes in place with the 50 bytes left.
+    expect((await record_(store, fence, done({ position: 2, name: 'c', attempts: 3, value: fifty }), bounds)).decision).toBe('APPLY_STEP');
+    expect((await journal(store, fence))!.map((r) => [r.position, r.status, r.valueBytes])).toEqual([
+      [0, 'completed', 50],
+      [1, 'completed', 50],
+      [2, 'completed', 50],
+    ]);
+    const lines = await stepLines(store, fence.taskId);
+    expect(lines.filter((l) => l.decision === 'BLOCK_JOURNAL_LIMIT').map((l) => l.detail)).toEqual(['c@2 completed', 'd@3 completed', 'nap@3 sleeping']);
+    // Without bounds (absent or null) nothing is counted.
+    expect((await record_(store, fence, done({ position: 3, name: 'd', value: 1 }), { maxJournalSteps: null })).decision).toBe('APPLY_STEP');
+  });
+
   it('refuses a step after the task ended', async () => {
     const store = await fresh('step-terminal');
     const fence = await claimed(store);
