@@ -173,6 +173,8 @@ const storedStep = z.object({
     .nonnegative()
     .max(2 ** 31 - 1),
   wakeAt: timestamp.nullable().optional(),
+  /** A completed step's value: that many bytes of JSON (none when absent), counted by the journal's byte bound. */
+  valueBytes: z.number().int().nonnegative().optional(),
 });
 
 const stepCase = z
@@ -198,6 +200,10 @@ const stepCase = z
           .optional(),
         wakeAt: timestamp.optional(),
       }),
+      /** The journal's bounds beyond the contract (none when absent): rows and bytes of values. */
+      limits: z
+        .object({ maxJournalSteps: z.number().int().min(0).nullable().optional(), maxJournalBytes: z.number().int().min(0).nullable().optional() })
+        .optional(),
     }),
     expect: z.enum(STEP_DECISIONS),
   })
@@ -214,6 +220,9 @@ const stepCase = z
         ctx.addIssue({ code: 'custom', message: `required when status is ${row.status}`, path: ['packet', 'steps', i, 'wakeAt'] });
       if (steps.findIndex((other) => other.position === row.position || other.name === row.name) !== i) {
         ctx.addIssue({ code: 'custom', message: 'a journal holds one row per position and per name', path: ['packet', 'steps', i] });
+      }
+      if ((row.valueBytes ?? 0) > 0 && row.status !== 'completed') {
+        ctx.addIssue({ code: 'custom', message: 'only a completed step has a value', path: ['packet', 'steps', i, 'valueBytes'] });
       }
     }
     if (record.valueBytes > 0 && record.status !== 'completed') {

@@ -17,7 +17,8 @@ const DEFAULT_WAIT_MS = 60_000;
 /**
  * A step case through the store (the service has no step surface; a run records its steps
  * under its fence): the task and its journal are seeded under the case's namespace, then the
- * packet's write is recorded on its `now` with a value of exactly `valueBytes` bytes of JSON.
+ * packet's write is recorded on its `now` with a value of exactly `valueBytes` bytes of JSON,
+ * under the packet's journal bounds (`limits`; none when absent).
  */
 export async function performStep(replayCase: StepCase, store: TaskStore, ns: string): Promise<string> {
   const p = replayCase.packet;
@@ -41,7 +42,7 @@ export async function performStep(replayCase: StepCase, store: TaskStore, ns: st
     wakeAt: waits ? (record.wakeAt === undefined ? (stored?.wakeAt ?? now + DEFAULT_WAIT_MS) : parseTimestamp(record.wakeAt)) : null,
     startedAt: now,
   };
-  const outcome = await store.recordStep({ fence, step, maxStepBytes: REPLAY_MAX_STEP_BYTES, now, correlationId: `${ns}step` });
+  const outcome = await store.recordStep({ fence, step, maxStepBytes: REPLAY_MAX_STEP_BYTES, ...p.limits, now, correlationId: `${ns}step` });
   return outcome.decision;
 }
 
@@ -57,7 +58,7 @@ export function valueOfBytes(bytes: number): unknown {
   return 'x'.repeat(bytes - 2);
 }
 
-/** A packet's journal row as the store keeps it (no value: the rules never read one). */
+/** A packet's journal row as the store keeps it, with a value of `valueBytes` bytes (none when absent): the rules read only its size. */
 function toStep(packet: StoredStepPacket, taskId: string, now: Millis): StepRecord {
   const waits = packet.status === 'sleeping' || packet.status === 'retrying';
   return {
@@ -67,9 +68,9 @@ function toStep(packet: StoredStepPacket, taskId: string, now: Millis): StepReco
     kind: packet.kind,
     status: packet.status,
     attempts: packet.attempts,
-    value: undefined,
+    value: valueOfBytes(packet.valueBytes ?? 0),
     error: packet.status === 'failed' || packet.status === 'retrying' ? REPLAY_ERROR : null,
-    valueBytes: 0,
+    valueBytes: packet.valueBytes ?? 0,
     wakeAt: waits && packet.wakeAt != null ? parseTimestamp(packet.wakeAt) : null,
     startedAt: now,
     updatedAt: now,
