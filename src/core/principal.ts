@@ -14,7 +14,7 @@ export interface Principal {
  * The longest tenant and subject a principal may have, in characters (UTF-16 code units, as a
  * task id's bound is counted). Long enough for any issuer's identifiers (OpenID Connect bounds
  * `sub` at 255 ASCII characters; a client id may be a URL), short enough that an auth key stays
- * a cheap index entry and a tenant can name a folder (see `folderNameOf`).
+ * a cheap index entry and a tenant can name a folder (see `pathSegmentOf`).
  */
 export const PRINCIPAL_MAX = { tenant: 256, subject: 1024 } as const;
 
