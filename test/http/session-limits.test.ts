@@ -61,7 +61,7 @@ describe('2025-11-25 session limits', () => {
     wire = await startWireServer(new MemoryStore(), { http: { sessions: { idleMs: 200 } } });
     const { headers } = await openSession(wire.http.url, 'token-alice');
     expect(wire.http.openSessions()).toBe(1);
-    await until(() => (wire!.http.openSessions() === 0 ? true : undefined), 10_000);
+    await until(() => (wire!.http.openSessions() === 0 ? true : undefined));
     expect(wire.server.openSessions).toBe(0);
     const late = await postRaw(wire.http.url, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), headers);
     expect(late.status).toBe(404);
@@ -81,7 +81,7 @@ describe('2025-11-25 session limits', () => {
     expect(wire.http.openSessions()).toBe(1);
     abort.abort();
     await held.catch(() => undefined);
-    await until(() => (wire!.http.openSessions() === 0 ? true : undefined), 10_000);
+    await until(() => (wire!.http.openSessions() === 0 ? true : undefined));
   });
 });
 

@@ -6,6 +6,7 @@ import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js
 import { createTaskServer, type TaskServer } from '../../src/mcp/task-server.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { Principal } from '../../src/tools/principal.js';
+import { until } from '../support/until.js';
 
 let server: TaskServer;
 let http: RunningHttp;
@@ -100,7 +101,7 @@ describe('a refused upload', () => {
     );
     await new Promise((r) => setTimeout(r, 100));
     socket.destroy();
-    for (let i = 0; i < 50 && lines.length === before; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => (lines.length === before ? undefined : true));
     const mine = lines.slice(before);
     expect(mine.map((l) => l.msg)).toEqual(['client went away before its answer']);
     expect(mine.some((l) => 'err' in l)).toBe(false);

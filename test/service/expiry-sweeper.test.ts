@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ExpirySweeper } from '../../src/service/expiry-sweeper.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { T0, record } from '../support/records.js';
+import { until } from '../support/until.js';
 
 describe('ExpirySweeper', () => {
   it('deletes every expired record in bounded batches and leaves live ones', async () => {
@@ -75,7 +76,7 @@ describe('ExpirySweeper', () => {
     expect(calls).toBe(0);
     const sweeper = new ExpirySweeper(slow, () => T0, { intervalMs: 0, inputDeadlineIntervalMs: 10 });
     sweeper.start();
-    for (let i = 0; i < 100 && calls === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => (calls === 0 ? undefined : true));
     expect(calls).toBe(1);
     let stopped = false;
     const stopping = sweeper.stop().then(() => (stopped = true));

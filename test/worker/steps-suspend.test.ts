@@ -26,7 +26,7 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     until(async () => {
       const r = await w.record(taskId);
       return r?.statusMessage?.startsWith('sleeping') === true && r.leaseOwner === null ? r : undefined;
-    }, 5000);
+    });
 
   it('a sleeping task holds no worker slot: a one-slot worker runs another task meanwhile, then wakes the sleeper on time', async () => {
     const w = await world('slot');
