@@ -9,7 +9,7 @@ import { openStore } from '../../src/store/open-store.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { main } from '../../src/cli/run.js';
-import { runCli } from '../support/cli.js';
+import { runCli, runMain as inProcess } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { until } from '../support/until.js';
 
@@ -60,18 +60,6 @@ async function call(runtime: TaskRuntime, auth: string, name: string): Promise<s
     request: { method: 'tools/call', params: { name, arguments: {}, task: { ttl: 600_000 } } },
   });
   return out.record!.taskId;
-}
-
-/**
- * Runs `tasklatch` through the entry point the binary calls, in this process: a process start costs
- * about a second on a busy machine, and the cases below need dozens of runs. A few runs per case go
- * through the built binary (`spawned`) to show that it is the same command a user runs.
- */
-async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { out: (line) => out.push(line), err: (line) => err.push(line) });
-  return { code, stdout: out.map((line) => `${line}\n`).join(''), stderr: err.map((line) => `${line}\n`).join('') };
 }
 
 async function parsed(run: Promise<{ code: number | null; stdout: string; stderr: string }>): Promise<Record<string, unknown>> {

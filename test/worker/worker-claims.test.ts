@@ -174,26 +174,25 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
         return { content: [{ type: 'text', text: 'done' }] };
       },
     }) as unknown as TaskTool;
-    start(service, slow, { concurrency: 2 });
+    start(service, slow, { concurrency: 2, pollMs: 3_600_000 });
     await until(() => (claims.length > 0 ? true : undefined));
     // Six requestors in a closed loop on two slots: every slot that frees is wanted at once by an
-    // admission and by a task admitted earlier that found none. The poll is a minute away: a
-    // task passed over would wait for it, and the loop would not finish in time.
-    const waits: number[] = [];
+    // admission and by a task admitted earlier that found none. The worker's poll is an hour away
+    // (and the requestors' a minute): a task passed over would wait for it, and the loop would
+    // never finish.
+    let answered = 0;
     await Promise.all(
       Array.from({ length: 6 }, async () => {
         for (let i = 0; i < 8; i++) {
-          const t0 = Date.now();
           const taskId = await admit(service);
           const out = await service.awaitResult({ auth: AUTH, taskId, fallbackPollMs: 60_000 });
           expect(out.decision).toBe('RETURN_RESULT');
-          waits.push(Date.now() - t0);
+          answered += 1;
         }
       }),
     );
-    expect(waits).toHaveLength(48);
-    expect(Math.max(...waits)).toBeLessThan(5_000);
-  }, 30_000);
+    expect(answered).toBe(48);
+  });
 
   it("frees a run's slot when its handler returns, not when its terminal write is done", async () => {
     const { service } = await counted('handler_done');

@@ -226,10 +226,9 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     startWorker(workerSide, [tool], { heartbeatMs: 100 });
     const taskId = await admit(otherProcess);
     const run = await until(() => runs[0]);
-    const t0 = Date.now();
     expect((await otherProcess.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
+    // Nothing but a heartbeat can tell the worker: its lease is far from over and it hears no change.
     await until(() => (run.signal.aborted ? true : undefined));
-    expect(Date.now() - t0).toBeLessThan(1500);
     expect((await stored(otherProcess, taskId))?.status).toBe('cancelled');
   });
 
@@ -237,12 +236,13 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const store = await fresh('ttl');
     const service = serviceOn(store);
     const { tool, runs } = steeredTool();
-    startWorker(service, [tool]);
+    const worker = startWorker(service, [tool]);
     const taskId = await admit(service, 200);
     const run = await until(() => runs[0]);
     await until(() => (run.signal.aborted ? true : undefined));
     run.release();
-    await new Promise((r) => setTimeout(r, 50));
+    // The run has ended, whatever it tried to write.
+    await until(() => (worker.executor.active === 0 ? true : undefined));
     expect((await service.read({ auth: AUTH, method: 'tasks/get', taskId })).decision).toBe('BLOCK_EXPIRED');
     expect((await store.auditTrail({ taskId })).filter((e) => e.surface === 'transition' && e.status === 'completed')).toEqual([]);
   });
