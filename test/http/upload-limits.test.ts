@@ -96,10 +96,13 @@ describe('a refused upload', () => {
     const { port } = new URL(http.url);
     const socket = connect(Number(port), '127.0.0.1');
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    // `Expect: 100-continue`: the server's "100 Continue" says that it has the request and reads its body.
+    const reading = new Promise<void>((resolve) => socket.on('data', (d: Buffer) => d.toString().startsWith('HTTP/1.1 100') && resolve()));
     socket.write(
-      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer token-alice\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"jsonrpc"`,
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer token-alice\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n`,
     );
-    await new Promise((r) => setTimeout(r, 100));
+    await reading;
+    socket.write('{"jsonrpc"');
     socket.destroy();
     await until(() => (lines.length === before ? undefined : true));
     const mine = lines.slice(before);

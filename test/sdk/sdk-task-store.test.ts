@@ -57,7 +57,7 @@ const create = (client: Awaited<ReturnType<typeof sdkClient>>, args: Record<stri
   client.request({ method: 'tools/call', params: { name: 'slow_sum', arguments: args, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
 
 async function settled(client: Awaited<ReturnType<typeof sdkClient>>, taskId: string): Promise<string> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1200; i++) {
     const { status } = await client.experimental.tasks.getTask(taskId);
     if (status !== 'working') return status;
     await new Promise((resolve) => setTimeout(resolve, 25));
