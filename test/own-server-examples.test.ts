@@ -37,7 +37,7 @@ function start(file: string, args: string[], ready: RegExp): Promise<{ match: Re
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${file} did not start: ${out}${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${file} did not start: ${out}${err}`)), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const match = ready.exec(out);

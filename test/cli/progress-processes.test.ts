@@ -26,7 +26,7 @@ function startWorker(store: string): Promise<ChildProcess> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('worker did not start')), 20_000);
+    const timer = setTimeout(() => reject(new Error('worker did not start')), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       if (!/running/.test(d.toString())) return;
       clearTimeout(timer);

@@ -102,7 +102,7 @@ describe('the store URL from the environment', () => {
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker did not start: ${out}`)), 20_000);
+      const timer = setTimeout(() => reject(new Error(`worker did not start: ${out}`)), 60_000);
       child.stdout.on('data', () => {
         if (out.includes('running for app')) {
           clearTimeout(timer);

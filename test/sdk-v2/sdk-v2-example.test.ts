@@ -41,7 +41,7 @@ function startServer(store: string, extra: string[] = []): Promise<{ url: string
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the example did not start: ${out}${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`the example did not start: ${out}${err}`)), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const match = /listening on (\S+)/.exec(out);
