@@ -22,7 +22,7 @@ describe('examples/own-tools/tools.mjs place_order', () => {
       const done = await until(async () => {
         const r = (await runtime.service.lookup({ auth, taskId })).record;
         return r?.status === 'completed' ? r : undefined;
-      }, 10_000);
+      });
       expect(done.result).toMatchObject({
         structuredContent: {
           sku: 'book-42',

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ROOT } from './support/cli.js';
 import { freshPostgresUrl } from './support/postgres.js';
 import { spawnServe } from './support/serve-process.js';
+import { until } from './support/until.js';
 
 // The examples of the README's "Use it from your own server", run as a user runs them.
 
@@ -36,7 +37,7 @@ function start(file: string, args: string[], ready: RegExp): Promise<{ match: Re
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${file} did not start: ${out}${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${file} did not start: ${out}${err}`)), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const match = ready.exec(out);
@@ -130,7 +131,7 @@ describe('examples/sdk-server: progress of a task run by a worker process', () =
       );
       const result = await client.request({ method: 'tasks/result', params: { taskId: created.task.taskId } }, CallToolResultSchema);
       expect(result.structuredContent).toMatchObject({ pages: 5 });
-      for (let i = 0; i < 100 && heard.at(-1)?.progress !== 5; i++) await new Promise((r) => setTimeout(r, 20));
+      await until(() => (heard.at(-1)?.progress !== 5 ? undefined : true));
       // Pages 40 ms apart: a page may be coalesced into the next, but the last is never lost to
       // the end of the task, and none comes twice or out of order.
       expect(heard.length).toBeGreaterThanOrEqual(1);

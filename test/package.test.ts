@@ -96,7 +96,7 @@ describe('the packed package, installed into a fresh app', () => {
     served = await startUnderNpx(['serve', '--http', '127.0.0.1:0', '--store', 'sqlite:./tasks.db'], app);
     const created = await rpc(served.url, 'tools/call', { name: 'export_ledger', arguments: { month: '2026-06', rows: 30 } });
     expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
-    const done = await settle(served.url, created.result!.taskId as string, {}, 20_000);
+    const done = await settle(served.url, created.result!.taskId as string, {});
     expect(done).toMatchObject({ status: 'completed', result: { structuredContent: { rows: 30 } } });
     expect(existsSync(join(app, 'tasks.db'))).toBe(true);
 
@@ -117,7 +117,7 @@ describe('the packed package, installed into a fresh app', () => {
     const listed = await rpc(served.url, 'tools/list');
     expect((listed.result?.tools as Array<{ name: string }>).map((t) => t.name)).toEqual(['slow_sum']);
     const created = await rpc(served.url, 'tools/call', { name: 'slow_sum', arguments: { a: 2, b: 3 } });
-    const done = await settle(served.url, created.result!.taskId as string, {}, 20_000);
+    const done = await settle(served.url, created.result!.taskId as string, {});
     expect(done).toMatchObject({ status: 'completed', result: { structuredContent: { sum: 5 } } });
     expect(await stopsWithItsLauncher(served, 'SIGTERM')).toEqual({ remaining: [], portOpen: false });
   }, 60_000);

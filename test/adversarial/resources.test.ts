@@ -30,7 +30,7 @@ describe('resources come back (SQLite)', () => {
     // All 50 were opened (some may be closed already: the idle time is short).
     expect(opened.size).toBe(50);
     expect(wire.server.openSessions).toBe(wire.http.openSessions());
-    await until(() => (wire!.http.openSessions() === 0 && wire!.server.openSessions === 0 ? true : undefined), 15_000);
+    await until(() => (wire!.http.openSessions() === 0 && wire!.server.openSessions === 0 ? true : undefined));
   });
 
   it('20 held tasks/result whose clients go away: watchers given back, no store read or audit line after the close', async () => {
@@ -48,18 +48,18 @@ describe('resources come back (SQLite)', () => {
       waits.push({ abort, held });
     }
     // Every waiter has decided once (from the store or from this process's cached record) and waits.
-    await until(() => (wire!.server.service.changes.watchers >= baseline + 40 ? true : undefined), 10_000);
+    await until(() => (wire!.server.service.changes.watchers >= baseline + 40 ? true : undefined));
     await until(async () => {
       for (const taskId of taskIds) {
         const trail = await wire!.store.auditTrail({ taskId });
         if (!trail.some((line) => line.surface === 'read' && line.decision === 'WAIT_TERMINAL')) return undefined;
       }
       return true;
-    }, 10_000);
+    });
     for (const w of waits) w.abort.abort();
     await Promise.allSettled(waits.map((w) => w.held));
     // The status watches of the creating sessions stay (they are the session's, freed with it); the waits are gone.
-    await until(() => (wire!.server.service.changes.watchers === baseline + 20 ? true : undefined), 10_000);
+    await until(() => (wire!.server.service.changes.watchers === baseline + 20 ? true : undefined));
     await quiet();
     const reads = wire.calls.get ?? 0;
     const audits = wire.calls.recordDecision ?? 0;
@@ -83,10 +83,10 @@ describe('resources come back (SQLite)', () => {
       const { res, abort } = await listen(url, 'token-alice', [taskId], `sub-${i}`);
       streams.push({ res, abort });
     }
-    await until(() => (wire!.server.service.changes.watchers === baseline + 20 ? true : undefined), 10_000);
+    await until(() => (wire!.server.service.changes.watchers === baseline + 20 ? true : undefined));
     for (const s of streams) await readEvents(s.res, new AbortController(), (m) => m.length >= 2);
     for (const s of streams) s.abort.abort();
-    await until(() => (wire!.server.service.changes.watchers === baseline ? true : undefined), 10_000);
+    await until(() => (wire!.server.service.changes.watchers === baseline ? true : undefined));
     await quiet();
     const reads = wire.calls.get ?? 0;
     for (let round = 0; round < 5; round++) wire.server.service.changes.publish(taskId, 1000 + round);

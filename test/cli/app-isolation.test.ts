@@ -54,7 +54,7 @@ function startWorker(args: string[]): Promise<WorkerProcess> {
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start: ${err}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`worker did not start: ${err}`)), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       if (!/running/.test(out)) return;

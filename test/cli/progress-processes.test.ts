@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import { until } from '../support/until.js';
 
 // Progress crosses processes: the requestor's session is in one `serve --no-workers` process, the
 // handler runs in a `tasklatch worker` process, and the progress travels through PostgreSQL.
@@ -25,7 +26,7 @@ function startWorker(store: string): Promise<ChildProcess> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('worker did not start')), 20_000);
+    const timer = setTimeout(() => reject(new Error('worker did not start')), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       if (!/running/.test(d.toString())) return;
       clearTimeout(timer);
@@ -69,7 +70,7 @@ async function exportWithProgress(c: Client, month: string) {
     { onprogress: (p) => heard.push(p) },
   );
   const result = await c.request({ method: 'tasks/result', params: { taskId: created.task.taskId } }, CallToolResultSchema);
-  for (let i = 0; i < 100 && heard.length < 6; i++) await new Promise((r) => setTimeout(r, 20));
+  await until(() => (heard.length < 6 ? undefined : true));
   return { heard, result };
 }
 

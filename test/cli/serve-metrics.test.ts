@@ -47,7 +47,7 @@ describe('serve --metrics HOST:PORT', () => {
     } finally {
       await serve.stop();
     }
-  }, 30_000);
+  });
 
   it('refuses a bad --metrics before anything starts', async () => {
     const run = await runCli(['serve', '--http', '127.0.0.1:0', '--metrics', 'nope', '--store', 'memory']);
@@ -76,7 +76,7 @@ describe('a token for /metrics', () => {
     } finally {
       await serve.stop();
     }
-  }, 30_000);
+  });
 
   it('TASKLATCH_METRICS_TOKEN protects /metrics too, on its own listener as well', async () => {
     const serve = await serveWith(['--metrics', '127.0.0.1:0'], { TASKLATCH_METRICS_TOKEN: 'env-token-7' });
@@ -87,7 +87,7 @@ describe('a token for /metrics', () => {
     } finally {
       await serve.stop();
     }
-  }, 30_000);
+  });
 
   it('refuses an empty or missing token file before anything starts', async () => {
     const empty = join(dir, 'empty-token');

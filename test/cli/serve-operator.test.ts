@@ -84,7 +84,7 @@ describe('serve: /healthz, /readyz, /metrics', () => {
     const down = await until(async () => {
       const r = await get('/readyz');
       return r.status === 503 ? r : undefined;
-    }, 20_000);
+    });
     const body = JSON.parse(down.text) as { ready: boolean; reason: string };
     expect(body.ready).toBe(false);
     expect(body.reason).toMatch(/^store: unreachable/);

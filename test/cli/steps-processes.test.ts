@@ -227,7 +227,7 @@ describe('durable steps across worker processes (PostgreSQL)', () => {
     const asleep = await until(async () => {
       const r = await statusOf(taskId);
       return r?.statusMessage?.startsWith('sleeping until') === true && r.leaseOwner === null ? r : undefined;
-    }, 15_000);
+    });
     expect(asleep.status).toBe('working');
     first.child.kill('SIGKILL');
     await first.exited;

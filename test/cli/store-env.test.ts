@@ -80,7 +80,7 @@ describe('the store URL from the environment', () => {
     }
     expect(serve.stderr()).toContain('postgres://postgres:***@127.0.0.1:5432');
     expect(serve.stderr()).not.toContain(PASSWORD);
-  }, 30_000);
+  });
 
   it('worker, migrate and doctor take DATABASE_URL, and print no password', async () => {
     const migrate = await runCli(['migrate'], { env: { ...CLEAN, DATABASE_URL: PG } });
@@ -102,7 +102,7 @@ describe('the store URL from the environment', () => {
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker did not start: ${out}`)), 20_000);
+      const timer = setTimeout(() => reject(new Error(`worker did not start: ${out}`)), 60_000);
       child.stdout.on('data', () => {
         if (out.includes('running for app')) {
           clearTimeout(timer);
@@ -114,7 +114,7 @@ describe('the store URL from the environment', () => {
     expect(await exited).toBe(0);
     expect(out).toContain('postgres://postgres:***@127.0.0.1:5432');
     expect(out).not.toContain(PASSWORD);
-  }, 30_000);
+  });
 });
 
 describe('tasklatch --version', () => {

@@ -42,7 +42,7 @@ async function startWorker(extra: string[]): Promise<{ metricsUrl: string; base:
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   try {
-    const metricsUrl = await until(() => /metrics on (\S+)/.exec(out)?.[1], 20_000);
+    const metricsUrl = await until(() => /metrics on (\S+)/.exec(out)?.[1]);
     return { metricsUrl, base: metricsUrl.replace(/\/metrics$/, ''), stop };
   } catch (error) {
     await stop();

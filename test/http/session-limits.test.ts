@@ -61,7 +61,7 @@ describe('2025-11-25 session limits', () => {
     wire = await startWireServer(new MemoryStore(), { http: { sessions: { idleMs: 200 } } });
     const { headers } = await openSession(wire.http.url, 'token-alice');
     expect(wire.http.openSessions()).toBe(1);
-    await until(() => (wire!.http.openSessions() === 0 ? true : undefined), 10_000);
+    await until(() => (wire!.http.openSessions() === 0 ? true : undefined));
     expect(wire.server.openSessions).toBe(0);
     const late = await postRaw(wire.http.url, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), headers);
     expect(late.status).toBe(404);
@@ -76,12 +76,15 @@ describe('2025-11-25 session limits', () => {
     );
     const taskId = (created?.result?.task as { taskId: string }).taskId;
     const abort = new AbortController();
+    const watching = wire.server.service.changes.watchers;
     const held = postRaw(wire.http.url, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tasks/result', params: { taskId } }), headers, abort.signal);
+    // Once the response is held open, several idle periods pass: the session stays.
+    await until(() => (wire!.server.service.changes.watchers > watching ? true : undefined));
     await new Promise((r) => setTimeout(r, 400));
     expect(wire.http.openSessions()).toBe(1);
     abort.abort();
     await held.catch(() => undefined);
-    await until(() => (wire!.http.openSessions() === 0 ? true : undefined), 10_000);
+    await until(() => (wire!.http.openSessions() === 0 ? true : undefined));
   });
 });
 

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/runtime/log.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { Principal } from '../../src/tools/principal.js';
 import { callAsTask } from '../support/mcp.js';
+import { until } from '../support/until.js';
 
 let server: TaskServer;
 let http: RunningHttp;
@@ -84,12 +85,16 @@ describe('2025-11-25 sessions over HTTP', () => {
   it('refuses a second request with the id of one still in flight, and answers the first', async () => {
     const { client, transport } = await alice();
     const sessionId = transport.sessionId!;
-    const created = await callAsTask(client, 'export_ledger', { month: '2026-06', rows: 10, delayMs: 400 });
+    // A task that runs until it is cancelled holds tasks/result open as long as the test needs.
+    const created = await callAsTask(client, 'export_ledger', { month: '2026-06', rows: 10, delayMs: 600_000 });
+    const watching = server.service.changes.watchers;
     const held = post('token-alice', sessionId, { jsonrpc: '2.0', id: 77, method: 'tasks/result', params: { taskId: created.task.taskId } });
-    await new Promise((r) => setTimeout(r, 100));
+    // The held request waits for the task's end.
+    await until(() => (server.service.changes.watchers > watching ? true : undefined));
     const twin = await post('token-alice', sessionId, { jsonrpc: '2.0', id: 77, method: 'tools/list', params: {} });
     expect(twin.status).toBe(409);
     expect(await twin.json()).toMatchObject({ id: 77, error: { code: -32600 } });
+    await client.experimental.tasks.cancelTask(created.task.taskId);
     const first = await held;
     expect(await first.text()).toContain('"id":77');
     // Once answered, the id may be used again.

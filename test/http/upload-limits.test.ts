@@ -6,6 +6,7 @@ import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js
 import { createTaskServer, type TaskServer } from '../../src/mcp/task-server.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { Principal } from '../../src/tools/principal.js';
+import { until } from '../support/until.js';
 
 let server: TaskServer;
 let http: RunningHttp;
@@ -95,12 +96,15 @@ describe('a refused upload', () => {
     const { port } = new URL(http.url);
     const socket = connect(Number(port), '127.0.0.1');
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    // `Expect: 100-continue`: the server's "100 Continue" says that it has the request and reads its body.
+    const reading = new Promise<void>((resolve) => socket.on('data', (d: Buffer) => d.toString().startsWith('HTTP/1.1 100') && resolve()));
     socket.write(
-      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer token-alice\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"jsonrpc"`,
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer token-alice\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n`,
     );
-    await new Promise((r) => setTimeout(r, 100));
+    await reading;
+    socket.write('{"jsonrpc"');
     socket.destroy();
-    for (let i = 0; i < 50 && lines.length === before; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => (lines.length === before ? undefined : true));
     const mine = lines.slice(before);
     expect(mine.map((l) => l.msg)).toEqual(['client went away before its answer']);
     expect(mine.some((l) => 'err' in l)).toBe(false);

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,6 +10,7 @@ import { rpcError } from '../support/mcp.js';
 import { listen, readEvents, rpc, settle } from '../support/stateless.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import { until } from '../support/until.js';
 
 let dir: string;
 let serveA: ServeProcess;
@@ -66,9 +67,10 @@ describe('two serve --http processes on one PostgreSQL', () => {
     const received = Date.now();
     const task = await aliceB.experimental.tasks.getTask(created.task.taskId);
     expect(task.status).toBe('completed');
-    const wakeMs = received - Date.parse(task.lastUpdatedAt);
-    console.log(`tasks/result on B woke ${wakeMs} ms after A's completion write`);
-    expect(wakeMs).toBeLessThan(1000);
+    // Woken by A's notification, not by B's own look: a waiter that hears every change looks
+    // again only every 30 s, and a look of its own would have answered that long after the wait began.
+    // (How soon the notification wakes it is measured by the bench, not asserted here.)
+    expect(received - Date.parse(task.lastUpdatedAt)).toBeLessThan(15_000);
     expect(result.structuredContent).toMatchObject({ rows: 50 });
     const listed = await aliceB.experimental.tasks.listTasks();
     expect(listed.tasks.map((t) => t.taskId)).toContain(created.task.taskId);
@@ -77,15 +79,19 @@ describe('two serve --http processes on one PostgreSQL', () => {
   it('a cancel through one process stops the handler running in the other', async () => {
     const aliceA = await client(serveA, 'token-alice');
     const aliceB = await client(serveB, 'token-alice');
-    const created = await exportCall(aliceA, { month: '2026-07', rows: 50, delayMs: 3000 });
-    await new Promise((r) => setTimeout(r, 300));
+    const created = await exportCall(aliceA, { month: '2026-07', rows: 50, delayMs: 60_000 });
+    const theirs = () =>
+      (existsSync(join(dir, 'exports', 'acme')) ? readdirSync(join(dir, 'exports', 'acme')) : []).filter((f) => f.includes(created.task.taskId));
+    // The handler in A has written its first part.
+    await until(async () =>
+      (await aliceB.experimental.tasks.getTask(created.task.taskId)).statusMessage?.includes('rows written') === true ? true : undefined,
+    );
+    expect(theirs()).not.toEqual([]);
     expect((await aliceB.experimental.tasks.cancelTask(created.task.taskId)).status).toBe('cancelled');
     const result = await aliceA.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
     expect(result.isError).toBe(true);
-    // The handler in A saw the cancellation and removed its partial file well before 3 s.
-    await new Promise((r) => setTimeout(r, 500));
-    const files = existsSync(join(dir, 'exports', 'acme')) ? await readdir(join(dir, 'exports', 'acme')) : [];
-    expect(files.filter((f) => f.includes(created.task.taskId))).toEqual([]);
+    // The handler in A saw the cancellation and removed its partial file (left alone, it would run for a minute).
+    await until(() => (theirs().length === 0 ? true : undefined));
     expect(serveA.stderr()).not.toMatch(/"level":50/);
   });
 

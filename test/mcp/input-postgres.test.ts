@@ -85,7 +85,7 @@ describe('durable input across processes on one PostgreSQL (two servers without 
     });
     // A second, different answer after the first is ignored; the export runs once.
     await rpc(serveA.url, 'tasks/update', { taskId, inputResponses: { 'confirm-export': { action: 'decline' } } }, alice);
-    expect(await settle(serveA.url, taskId, alice, 15_000)).toMatchObject({ status: 'completed', result: { structuredContent: { rows: 25 } } });
+    expect(await settle(serveA.url, taskId, alice)).toMatchObject({ status: 'completed', result: { structuredContent: { rows: 25 } } });
     expect(await exportOf(taskId)).toHaveLength(1);
   });
 

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import type { Principal } from '../../src/tools/principal.js';
 import { ALICE, callAsTask, memoryServer } from '../support/mcp.js';
+import { until } from '../support/until.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -135,7 +136,7 @@ describe('durable input on 2025-11-25', () => {
     );
     const created = await callAsTask(client, 'export_ledger', { month: '2026-10', rows: 10, confirm: true });
     void client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema).catch(() => undefined);
-    for (let i = 0; i < 200 && asked.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => (asked.length === 0 ? undefined : true));
     expect(asked).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 200));
     const found = await server.service.store.inputs({ authKey: 'acme/alice', taskId: created.task.taskId, now: Date.now() });

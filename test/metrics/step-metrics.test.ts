@@ -54,8 +54,8 @@ describe('step metrics', () => {
       ).record!.taskId;
     const first = await admit('flaky');
     const second = await admit('sleeper');
-    await until(async () => ((await runtime.service.lookup({ auth: AUTH, taskId: first })).record?.status === 'completed' ? true : undefined), 5000);
-    await until(async () => ((await runtime.service.lookupSteps({ auth: AUTH, taskId: second })).length === 1 ? true : undefined), 5000);
+    await until(async () => ((await runtime.service.lookup({ auth: AUTH, taskId: first })).record?.status === 'completed' ? true : undefined));
+    await until(async () => ((await runtime.service.lookupSteps({ auth: AUTH, taskId: second })).length === 1 ? true : undefined));
     const body = (await metrics.render()).body;
     expect(body).toMatch(/^tasklatch_step_duration_seconds_count\{tool="flaky",outcome="retrying"\} 2$/m);
     expect(body).toMatch(/^tasklatch_step_duration_seconds_count\{tool="flaky",outcome="completed"\} 1$/m);

@@ -4,6 +4,7 @@ import { createLogger } from '../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
+import { until } from '../support/until.js';
 
 const AUTH = 'acme/alice';
 const runtimes: TaskRuntime[] = [];
@@ -59,7 +60,7 @@ describe('TaskRuntime', () => {
     r.onProgress((taskId, value, total, message) => void progress.push({ taskId, value, total, message }));
     await r.start();
     const taskId = await admit(r);
-    for (let i = 0; i < 200 && progress.length === 0; i++) await new Promise((done) => setTimeout(done, 5));
+    await until(() => (progress.length === 0 ? undefined : true));
     expect(progress).toEqual([{ taskId, value: 1, total: 2, message: 'half' }]);
     expect(r.worker?.executor.active).toBe(1);
     const abort = vi.spyOn(r.worker!.executor, 'abort');
@@ -67,7 +68,7 @@ describe('TaskRuntime', () => {
     expect(out.decision).toBe('CANCEL_TASK');
     // The handler is told before the reply goes out, not only through the change feed.
     expect(abort).toHaveBeenCalledWith(taskId, 'cancelled');
-    for (let i = 0; i < 100 && r.worker?.executor.active !== 0; i++) await new Promise((done) => setTimeout(done, 5));
+    await until(() => (r.worker?.executor.active !== 0 ? undefined : true));
     expect(r.worker?.executor.active).toBe(0);
     expect((await r.service.lookup({ auth: AUTH, taskId })).record?.status).toBe('cancelled');
   });

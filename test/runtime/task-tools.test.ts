@@ -80,7 +80,7 @@ async function connect(url: string, token: string, capabilities?: Record<string,
 }
 
 async function settle(client: Client, taskId: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     const got = await call(client, 'task_status', { taskId });
     const status = got.structuredContent?.status;
     if (status === 'completed' || status === 'failed' || status === 'cancelled') return got.structuredContent!;

@@ -76,7 +76,7 @@ async function rpc(
 }
 
 async function until(handler: ReturnType<typeof createMcpHandler>, taskId: string, done: (task: Record<string, unknown>) => boolean) {
-  const end = Date.now() + 10_000;
+  const end = Date.now() + 30_000;
   for (;;) {
     const task = (await rpc(handler, 'tasks/get', { taskId })).result!;
     if (done(task)) return task;

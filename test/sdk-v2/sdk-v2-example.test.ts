@@ -7,7 +7,9 @@ import { taskId } from '@modelcontextprotocol/ext-tasks/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { framed, modernRequester, post, type Requester } from '../../src/client.js';
 import { ROOT } from '../support/cli.js';
+import { openStore } from '../../src/store/open-store.js';
 import { spawnServe } from '../support/serve-process.js';
+import { until } from '../support/until.js';
 
 // examples/sdk-v2/server.mjs and examples/tasks-2026-ext-client.mjs, run as a user runs them.
 
@@ -39,7 +41,7 @@ function startServer(store: string, extra: string[] = []): Promise<{ url: string
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the example did not start: ${out}${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`the example did not start: ${out}${err}`)), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const match = /listening on (\S+)/.exec(out);
@@ -117,8 +119,16 @@ describe('examples/sdk-v2/server.mjs: an SDK v2 McpServer whose slow_echo is a d
     expect(created).toMatchObject({ resultType: 'task', status: 'working' });
     const id = created.taskId as string;
     // The run has started in the first process (its lease is held) before that process dies.
-    await new Promise((r) => setTimeout(r, 300));
-    expect((await post(first.url, framed('tasks/get', { taskId: id }))).reply.result?.status).toBe('working');
+    const leased = await until(async () => {
+      const inspect = await openStore(store);
+      try {
+        const seen = await inspect.inspectTask({ taskId: id });
+        return seen?.record.leaseOwner != null ? seen.record : undefined;
+      } finally {
+        await inspect.close();
+      }
+    });
+    expect(leased.status).toBe('working');
     await stop(first.child, 'SIGKILL');
 
     const second = await startServer(store, lease);

@@ -9,6 +9,7 @@ import { checkAttachable, isSupportedSdkVersion, sdkVersion } from '../../src/sd
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { sdkClient, serveSdk } from '../support/sdk-http.js';
 import { sqliteHarness } from '../support/stores.js';
+import { until } from '../support/until.js';
 
 // A user's McpServer with three registerTool tools; tasklatch attached makes two of them tasks.
 
@@ -97,7 +98,7 @@ describe('attachTasklatch on an McpServer', () => {
       { onprogress: (p) => progress.push(p.progress) },
     );
     await alice.request({ method: 'tasks/result', params: { taskId: withProgress.task.taskId } }, CallToolResultSchema);
-    for (let i = 0; i < 50 && progress.length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => (progress.length < 3 ? undefined : true));
     expect(progress).toEqual([1, 2, 3]);
     // A task call with arguments the tool's schema refuses stores nothing.
     await expect(
@@ -117,10 +118,10 @@ describe('attachTasklatch on an McpServer', () => {
     await expect(bob.experimental.tasks.getTask(task.taskId)).rejects.toThrow(/Task not found/);
     await expect(bob.experimental.tasks.cancelTask(task.taskId)).rejects.toThrow(/Task not found/);
     expect((await bob.experimental.tasks.listTasks()).tasks).toEqual([]);
-    for (let i = 0; i < 100 && runs.at(-1)?.caller !== 'acme/alice'; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => (runs.at(-1)?.caller !== 'acme/alice' ? undefined : true));
     const run = runs.at(-1)!;
     expect((await alice.experimental.tasks.cancelTask(task.taskId)).status).toBe('cancelled');
-    for (let i = 0; i < 100 && !run.aborted(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => (!run.aborted() ? undefined : true));
     expect(run.aborted()).toBe(true);
     expect((await alice.experimental.tasks.getTask(task.taskId)).status).toBe('cancelled');
   });

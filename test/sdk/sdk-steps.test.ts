@@ -29,7 +29,7 @@ const settled = (runtime: TaskRuntime, taskId: string, status: string) =>
   until(async () => {
     const r = (await runtime.service.lookup({ auth: AUTH, taskId })).record;
     return r?.status === status ? r : undefined;
-  }, 8000);
+  });
 
 describe('durable steps in SDK tools', () => {
   it('tasklatch/sdk: a registerTool handler gets the steps on its extra (stepOf), and a sleep resumes it', async () => {

@@ -6,6 +6,7 @@ import { SdkTaskStore } from '../../src/sdk/sdk-task-store.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { sdkClient, serveSdk } from '../support/sdk-http.js';
 import { postgresHarness, sqliteHarness } from '../support/stores.js';
+import { until } from '../support/until.js';
 
 // The SDK's own task runtime (`experimental.tasks.registerToolTask`, its tasks/* handlers) on
 // tasklatch's stores, driven by the SDK client over Streamable HTTP with two callers.
@@ -56,7 +57,7 @@ const create = (client: Awaited<ReturnType<typeof sdkClient>>, args: Record<stri
   client.request({ method: 'tools/call', params: { name: 'slow_sum', arguments: args, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
 
 async function settled(client: Awaited<ReturnType<typeof sdkClient>>, taskId: string): Promise<string> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1200; i++) {
     const { status } = await client.experimental.tasks.getTask(taskId);
     if (status !== 'working') return status;
     await new Promise((resolve) => setTimeout(resolve, 25));
@@ -119,7 +120,7 @@ describe.each([sqliteHarness, postgresHarness])('SdkTaskStore on the $name store
     const alice = await client(server.url, 'alice');
     const { task } = await create(alice, { a: 4, b: 4, delayMs: 300 });
     expect((await alice.experimental.tasks.cancelTask(task.taskId)).status).toBe('cancelled');
-    for (let i = 0; i < 100 && server.late.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => (server.late.length === 0 ? undefined : true));
     expect(String(server.late[0])).toMatch(/already cancelled; a terminal status is final/);
     expect((await alice.experimental.tasks.getTask(task.taskId)).status).toBe('cancelled');
     const result = await alice.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
@@ -135,7 +136,7 @@ describe.each([sqliteHarness, postgresHarness])('SdkTaskStore on the $name store
     expect(task.ttl).toBe(60_000);
     now += 60_001;
     await expect(alice.experimental.tasks.getTask(task.taskId)).rejects.toThrow(/not found/i);
-    for (let i = 0; i < 100 && server.late.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => (server.late.length === 0 ? undefined : true));
     expect(String(server.late[0])).toMatch(/not found/i);
   });
 });

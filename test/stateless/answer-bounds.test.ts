@@ -30,7 +30,7 @@ async function waitingExport(month: string): Promise<string> {
     { ...ALICE, capabilities: { ...WITH_TASKS, elicitation: {} } },
   );
   const taskId = created.result!.taskId as string;
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 3000; i++) {
     if ((await rpc(wire.http.url, 'tasks/get', { taskId }, ALICE)).result?.status === 'input_required') return taskId;
     await new Promise((r) => setTimeout(r, 10));
   }

@@ -42,7 +42,7 @@ async function startTask(requester: Requester, name: string, args: Record<string
 }
 
 /** The task's files in the tenant's export folder, once none is a partial file any more (a stopped export removes its partial). */
-async function exportFilesOf(tenant: string, id: string, timeoutMs = 10_000): Promise<string[]> {
+async function exportFilesOf(tenant: string, id: string, timeoutMs = 30_000): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const files = (await readdir(join(dir, 'exports', tenant)).catch(() => [] as string[])).filter((f) => f.includes(id));

@@ -5,6 +5,7 @@ import { latestPerTask } from '../../src/store/postgres/listener.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { PG_NOW, T0, pgAdmission, record } from '../support/records.js';
 import { freshPostgresUrl } from '../support/postgres.js';
+import { until } from '../support/until.js';
 
 const open: PostgresStore[] = [];
 const stops: Array<() => Promise<void>> = [];
@@ -21,21 +22,36 @@ async function storeAt(url: string): Promise<PostgresStore> {
 
 function collector() {
   const seen: Array<string | null> = [];
-  let wake = () => {};
   return {
     seen,
-    onChange: (taskId: string | null) => {
-      seen.push(taskId);
-      wake();
+    onChange: (taskId: string | null) => void seen.push(taskId),
+    /** Waits until `taskId` is heard. */
+    heard: (taskId: string) => until(() => (seen.includes(taskId) ? true : undefined)),
+  };
+}
+
+/**
+ * Keeps every connection of `pool` busy until `release`: each waits on an advisory lock this
+ * test holds, so what the store sends on that pool queues behind them for as long as the test
+ * needs, however slow the machine.
+ */
+async function holdAll(pool: pg.Pool, options: pg.ClientConfig) {
+  const gate = new pg.Client(options);
+  await gate.connect();
+  const key = Math.floor(Math.random() * 1e9);
+  await gate.query('SELECT pg_advisory_lock($1)', [key]);
+  const size = pool.options.max;
+  const held = Promise.all(Array.from({ length: size }, () => pool.query('SELECT pg_advisory_xact_lock_shared($1)', [key])));
+  await until(() => (pool.totalCount === size && pool.idleCount === 0 ? true : undefined));
+  let released = false;
+  return {
+    released: () => released,
+    release: async () => {
+      released = true;
+      await gate.query('SELECT pg_advisory_unlock($1)', [key]);
+      await gate.end();
+      await held;
     },
-    next: (ms: number) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ms);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      }),
   };
 }
 
@@ -50,8 +66,6 @@ describe('PostgreSQL change notifications', () => {
     stops.push(await reader.listen(mine.onChange), await other.listen(theirs.onChange));
     await writer.seed([record({ taskId: 'n1' })]);
 
-    const t0 = performance.now();
-    const waiting = mine.next(5000);
     await writer.transition({
       taskId: 'n1',
       authKey: 'tenant-a/alice',
@@ -59,16 +73,19 @@ describe('PostgreSQL change notifications', () => {
       correlationId: 'c',
       now: T0,
     });
-    await waiting;
+    await mine.heard('n1');
     expect(mine.seen).toEqual(['n1']);
-    expect(performance.now() - t0).toBeLessThan(1000);
 
-    // A refused write changes nothing and notifies nobody.
+    // A refused write changes nothing and notifies nobody: a write after them is the next thing heard
+    // (one writer's notifications go out in order), in this schema and in the other.
     await writer.transition({ taskId: 'n1', authKey: 'tenant-a/alice', write: { status: 'failed', expectedVersion: 2 }, correlationId: 'c', now: T0 });
     await writer.cancel({ authKey: 'tenant-a/alice', taskId: 'n1', now: T0, correlationId: 'c' });
-    await mine.next(300);
-    expect(mine.seen).toEqual(['n1']);
-    expect(theirs.seen).toEqual([]);
+    await writer.admit(pgAdmission({ taskId: 'after' }));
+    await mine.heard('after');
+    expect(mine.seen).toEqual(['n1', 'after']);
+    await other.admit(pgAdmission({ taskId: 'theirs' }));
+    await theirs.heard('theirs');
+    expect(theirs.seen).toEqual(['theirs']);
   });
 
   it('a terminal change comes with its record as committed, once; any other change, and a record too large to travel, without', async () => {
@@ -90,10 +107,10 @@ describe('PostgreSQL change notifications', () => {
     await write('r1', 'working', 1);
     const ended = await write('r1', 'completed', 2, { content: [{ type: 'text', text: 'é done' }] });
     await write('r2', 'completed', 1, { content: [{ type: 'text', text: 'x'.repeat(9000) }] });
-    const deadline = performance.now() + 5000;
-    while (heard.length < 3 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(heard).toEqual([
+    // Heard after everything before it: nothing of those writes is still on its way.
+    await writer.admit(pgAdmission({ taskId: 'after' }));
+    await until(() => (heard.some(([taskId]) => taskId === 'after') ? true : undefined));
+    expect(heard.slice(0, -1)).toEqual([
       ['r1', 2, undefined],
       ['r1', 3, ended.record],
       ['r2', 2, undefined],
@@ -116,10 +133,9 @@ describe('PostgreSQL change notifications', () => {
     const plain = await writer.admit(pgAdmission({ taskId: 'plain-1' }));
     expect(claimed.decision === 'ACCEPT_TASK' ? claimed.claimed?.version : null).toBe(2);
     expect(plain.decision === 'ACCEPT_TASK' ? plain.claimed : undefined).toBeNull();
-    const deadline = performance.now() + 5000;
-    while (heard.length < 2 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect([...heard].sort()).toEqual([
+    await writer.admit(pgAdmission({ taskId: 'z-after' }));
+    await until(() => (heard.some(([taskId]) => taskId === 'z-after') ? true : undefined));
+    expect([...heard.slice(0, -1)].sort()).toEqual([
       ['claimed-1', 2],
       ['plain-1', 1],
     ]);
@@ -147,9 +163,8 @@ describe('PostgreSQL change notifications', () => {
       });
     await complete('k1');
     const second = await complete('k2');
-    const deadline = performance.now() + 5000;
-    while (heard.length < 1 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // k1 is not reported: once a later change is, k1's is behind us.
+    await until(() => (heard.length >= 1 ? true : undefined));
     expect(asked).toEqual([
       ['k1', 2],
       ['k2', 2],
@@ -191,19 +206,16 @@ describe('PostgreSQL change notifications', () => {
     const reader = await storeAt(url);
     const mine = collector();
     stops.push(await reader.listen(mine.onChange));
-    // Every connection of the pool the notifications go out on is busy for a while.
-    let busy = true;
-    const auditPool = writer['auditPool'];
-    const sleeps = Promise.all(Array.from({ length: 4 }, () => auditPool.query('SELECT pg_sleep(1.5)'))).finally(() => (busy = false));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Every connection of the pool the notifications go out on is busy until the test lets go.
+    const busy = await holdAll(writer['auditPool'], writer.pool.options);
     const admitted = await writer.admit(pgAdmission({ taskId: 'nowait' }));
     expect(admitted.decision).toBe('ACCEPT_TASK');
-    expect(busy).toBe(true);
+    expect(busy.released()).toBe(false);
     expect(mine.seen).toEqual([]);
     // Committed before it returned: another connection reads it at once.
     expect((await reader.get({ authKey: admitted.record!.authKey, taskId: 'nowait', now: PG_NOW })).decision).toBe('FOUND');
-    await sleeps;
-    while (mine.seen.length === 0) await mine.next(5000);
+    await busy.release();
+    await mine.heard('nowait');
     expect(mine.seen).toEqual(['nowait']);
   });
 
@@ -213,17 +225,16 @@ describe('PostgreSQL change notifications', () => {
     const reader = await storeAt(url);
     const mine = collector();
     stops.push(await reader.listen(mine.onChange));
-    const auditPool = writer['auditPool'];
-    const sleeps = Promise.all(Array.from({ length: 4 }, () => auditPool.query('SELECT pg_sleep(0.5)')));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const busy = await holdAll(writer['auditPool'], writer.pool.options);
     const ids = Array.from({ length: 20 }, (_, i) => `closing-${i}`);
     await Promise.all(ids.map((taskId) => writer.admit(pgAdmission({ taskId }))));
     // Returned while every notification still waits for a connection.
     expect(mine.seen).toEqual([]);
-    await writer.close();
-    await sleeps;
-    const deadline = performance.now() + 5000;
-    while (mine.seen.length < ids.length && performance.now() < deadline) await mine.next(deadline - performance.now());
+    // The close begins while they wait; they go out once a connection is free, before the pools end.
+    const closing = writer.close();
+    await busy.release();
+    await closing;
+    await until(() => (mine.seen.length >= ids.length ? true : undefined));
     expect([...mine.seen].sort()).toEqual([...ids].sort());
   });
 
@@ -235,8 +246,7 @@ describe('PostgreSQL change notifications', () => {
     // pg_notify refuses a payload of 8000 bytes or more.
     const taskId = 'x'.repeat(8100);
     expect((await writer.admit(pgAdmission({ taskId }))).decision).toBe('ACCEPT_TASK');
-    const deadline = performance.now() + 5000;
-    while (problems.length === 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => (problems.length > 0 ? true : undefined));
     expect(problems).toEqual([{ message: 'change notifications not sent', fields: expect.objectContaining({ count: 1 }) }]);
     expect((await writer.get({ authKey: 'tenant-a/alice', taskId, now: PG_NOW })).decision).toBe('FOUND');
   });

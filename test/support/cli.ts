@@ -32,3 +32,17 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?:
     });
   });
 }
+
+/**
+ * Runs `tasklatch` through the entry point the binary calls (`main`), in this process: a process
+ * start costs about a second on a busy machine, so a test that needs many runs makes most of them
+ * here and a few through `runCli`, to show that it is the same command a user runs.
+ */
+export async function runMain(args: string[]): Promise<CliRun> {
+  const out: string[] = [];
+  const err: string[] = [];
+  // Loaded on first use: most files that run the binary need none of the CLI in this process.
+  const { main } = await import('../../src/cli/run.js');
+  const code = await main(args, { out: (line) => out.push(line), err: (line) => err.push(line) });
+  return { code, stdout: out.map((line) => `${line}\n`).join(''), stderr: err.map((line) => `${line}\n`).join('') };
+}

@@ -35,7 +35,7 @@ export function startUnderNpx(args: string[], cwd: string, env: NodeJS.ProcessEn
     const timer = setTimeout(() => {
       kill();
       reject(new Error(`npx tasklatch did not start: ${err}`));
-    }, 30_000);
+    }, 60_000);
     npx.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const match = /listening on (\S+)/.exec(out);
@@ -65,7 +65,7 @@ export function groupMembers(pgid: number): string[] {
  * Sends `signal` to the npx process only, then waits up to `ms` for every process of its group
  * to end. Returns what is left and whether the server's port still takes connections.
  */
-export async function stopsWithItsLauncher(served: NpxProcess, signal: NodeJS.Signals, ms = 10_000): Promise<{ remaining: string[]; portOpen: boolean }> {
+export async function stopsWithItsLauncher(served: NpxProcess, signal: NodeJS.Signals, ms = 30_000): Promise<{ remaining: string[]; portOpen: boolean }> {
   const pgid = served.npx.pid!;
   served.npx.kill(signal);
   const end = Date.now() + ms;

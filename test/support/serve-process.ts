@@ -22,7 +22,7 @@ export function spawnServe(args: string[], options: { cwd?: string; env?: NodeJS
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const match = /listening on (\S+)/.exec(out);

@@ -52,7 +52,7 @@ export async function rpc(url: string, method: string, params: Record<string, un
 }
 
 /** Polls `tasks/get` until the task is terminal (or `ms` pass). */
-export async function settle(url: string, taskId: string, options: RpcOptions = {}, ms = 10_000): Promise<Record<string, unknown>> {
+export async function settle(url: string, taskId: string, options: RpcOptions = {}, ms = 30_000): Promise<Record<string, unknown>> {
   const end = Date.now() + ms;
   for (;;) {
     const got = await rpc(url, 'tasks/get', { taskId }, options);

@@ -69,7 +69,7 @@ export async function stepWorld(harness: StoreHarness, label: string, options: {
       return out.record!.taskId;
     },
     record: async (taskId) => (await svc.lookup({ auth: AUTH, taskId })).record,
-    settled: (taskId, status, ms = 8000) =>
+    settled: (taskId, status, ms = 30_000) =>
       until(async () => {
         const r = (await svc.lookup({ auth: AUTH, taskId })).record;
         if (r === null) return undefined;

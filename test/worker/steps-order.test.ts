@@ -30,7 +30,7 @@ describe.each(ALL_HARNESSES)('the order of steps, sleeps and asks on the $name s
     );
     const taskId = await w.admit(label);
     if (answer) {
-      await until(async () => ((await w.record(taskId))?.status === 'input_required' ? true : undefined), 5000);
+      await until(async () => ((await w.record(taskId))?.status === 'input_required' ? true : undefined));
       expect((await w.svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } })).decision).toBe('APPLY_ANSWER');
     }
     return { w, taskId, record: await w.settled(taskId), runs: () => runs };

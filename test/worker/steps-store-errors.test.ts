@@ -58,7 +58,7 @@ describe('steps when the store does not answer', () => {
     const done = await until(async () => {
       const r = (await svc.lookup({ auth: AUTH, taskId })).record;
       return r?.status === 'completed' || r?.status === 'failed' ? r : undefined;
-    }, 10_000);
+    });
     expect(done.status).toBe('completed');
     expect(resultText(done)).toBe('1 1');
     expect(runs).toEqual({ charge: 1, ship: 1 });

@@ -83,17 +83,17 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const { tool, seen } = askingTool();
     const w = worker(svc, tool, 'w1');
     const taskId = await admit(svc);
-    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined), 5000);
+    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
     expect(await outstanding(svc, taskId)).toEqual(['approve']);
-    await until(() => (w.executor.active === 0 ? true : undefined), 5000);
+    await until(() => (w.executor.active === 0 ? true : undefined));
     expect((await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } })).decision).toBe('APPLY_ANSWER');
-    await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined), 5000);
+    await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined));
     expect(await outstanding(svc, taskId)).toEqual(['who', 'why']);
     // A partial answer leaves the task waiting for the rest.
     await svc.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept', content: { n: 'ada' } } } });
     expect(await status(svc, taskId)).toBe('input_required');
     await svc.answer({ auth: AUTH, taskId, responses: { why: { action: 'accept', content: { n: 'audit' } } } });
-    await until(async () => ((await status(svc, taskId)) === 'completed' ? true : undefined), 5000);
+    await until(async () => ((await status(svc, taskId)) === 'completed' ? true : undefined));
     expect(seen).toEqual({ runs: 3, effects: 1 });
     const asks = (await store!.auditTrail({ taskId })).filter((e) => e.decision === 'APPLY_ASK');
     expect(asks.map((e) => e.detail)).toEqual(['ask approve', 'ask who,why']);
@@ -106,16 +106,16 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const first = askingTool();
     const w1 = worker(asker, first.tool, 'asker');
     const taskId = await admit(asker);
-    await until(async () => ((await status(asker, taskId)) === 'input_required' ? true : undefined), 5000);
+    await until(async () => ((await status(asker, taskId)) === 'input_required' ? true : undefined));
     await w1.stop(50);
     const second = askingTool();
     await other.start();
     stops.push(() => other.stop());
     worker(other, second.tool, 'survivor');
     await other.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
-    await until(async () => ((await outstanding(other, taskId)).length === 2 ? true : undefined), 5000);
+    await until(async () => ((await outstanding(other, taskId)).length === 2 ? true : undefined));
     await asker.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'decline' } } });
-    await until(async () => ((await status(other, taskId)) === 'completed' ? true : undefined), 5000);
+    await until(async () => ((await status(other, taskId)) === 'completed' ? true : undefined));
     expect(first.seen.effects + second.seen.effects).toBe(1);
   });
 
@@ -124,7 +124,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const svc = service(store!);
     worker(svc, askingTool().tool, 'w1');
     const taskId = await admit(svc);
-    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined), 5000);
+    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
     const bob = await svc.answer({ auth: 'globex/bob', taskId, responses: { approve: { action: 'accept' } } });
     expect(bob).toMatchObject({ decision: 'BLOCK_AUTH', record: null });
     expect(await outstanding(svc, taskId)).toEqual(['approve']);
@@ -132,7 +132,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'decline' } } });
     const again = await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
     expect(again.keys).toEqual({ approve: 'BLOCK_ANSWER_REWRITE' });
-    await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined), 5000);
+    await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined));
     expect((await svc.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
     const late = await svc.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'accept' } } });
     expect(late.decision).toBe('BLOCK_TERMINAL');
@@ -160,7 +160,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     sweeper.start();
     stops.push(() => sweeper.stop());
     const taskId = await admit(svc);
-    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined), 5000);
+    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
     const [question] = await svc.lookupInputs({ auth: AUTH, taskId });
     expect(question!.deadlineAt! - question!.askedAt).toBe(150);
     // A waiting result wakes on the failure (published on this service's change feed).
@@ -170,7 +170,8 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
       status: 'failed',
       result: { error: { code: -32603, message: expect.stringMatching(/^no answer to input request "soon" before its deadline \(\d{4}-.+Z\)$/) } },
     });
-    expect(svc.now() - question!.deadlineAt!).toBeLessThan(2000);
+    // Ended by the deadline, not before it (how soon after it is the sweeper's interval, not a test's claim).
+    expect(result.record!.lastUpdatedAt).toBeGreaterThanOrEqual(question!.deadlineAt!);
     const late = await svc.answer({ auth: AUTH, taskId, responses: { soon: { action: 'accept' } } });
     expect(late).toMatchObject({ decision: 'BLOCK_TERMINAL', record: null });
     expect(runs.n).toBe(1);
@@ -182,12 +183,12 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     const svc = service(store!);
     worker(svc, askingTool({ differentOnRerun: true }).tool, 'w1');
     const taskId = await admit(svc);
-    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined), 5000);
+    await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
     await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
-    await until(async () => ((await status(svc, taskId)) === 'failed' ? true : undefined), 5000);
+    await until(async () => ((await status(svc, taskId)) === 'failed' ? true : undefined));
     expect((await svc.lookup({ auth: AUTH, taskId })).record?.result).toMatchObject({ error: { message: expect.stringContaining('asked something else') } });
     const blind = await admit(svc, {});
-    await until(async () => ((await status(svc, blind)) === 'failed' ? true : undefined), 5000);
+    await until(async () => ((await status(svc, blind)) === 'failed' ? true : undefined));
     expect((await svc.lookup({ auth: AUTH, taskId: blind })).record?.result).toMatchObject({
       error: { code: -32021, data: { requiredCapabilities: { elicitation: {} } } },
     });

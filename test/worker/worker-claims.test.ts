@@ -77,11 +77,11 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
   it('claims once per task: a run that ended its task sends the worker to the outbox no more', async () => {
     const { service, claims } = await counted('per_task');
     start(service, tool().tool);
-    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    await until(() => (claims.length > 0 ? true : undefined));
     const tasks = 10;
     for (let i = 0; i < tasks; i++) {
       const taskId = await admit(service);
-      await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined), 2000);
+      await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined));
     }
     // A moment for a look that a finished run would cause.
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -96,18 +96,18 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     const { tool: held, waiting, started } = tool(true);
     start(service, held, { concurrency: 1 });
     // The look at start holds the slot while it is in flight: the first admission comes after it.
-    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    await until(() => (claims.length > 0 ? true : undefined));
     const first = await admit(service);
-    await until(() => (started.length === 1 ? true : undefined), 2000);
+    await until(() => (started.length === 1 ? true : undefined));
     const second = await admit(service);
     await new Promise((resolve) => setTimeout(resolve, 100));
     // The slot is busy: the admission is owed a look, not claimed yet.
     expect(started).toEqual([first]);
     waiting[0]!();
-    await until(() => (started.length === 2 ? true : undefined), 2000);
+    await until(() => (started.length === 2 ? true : undefined));
     expect(started).toEqual([first, second]);
     waiting[1]!();
-    await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined), 2000);
+    await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined));
     // The first found a free slot (leased by its admission where the store can); the second none.
     expect(claims.filter((n) => n > 0)).toEqual(service.supports.claimsOnAdmit === true ? [1] : [1, 1]);
   });
@@ -118,21 +118,21 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     // Admitted before the worker starts: no change event will tell of them later.
     const ids = [await admit(service), await admit(service), await admit(service)];
     start(service, held, { concurrency: 2 });
-    await until(() => (started.length === 2 ? true : undefined), 2000);
+    await until(() => (started.length === 2 ? true : undefined));
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(started).toHaveLength(2);
     waiting[0]!();
-    await until(() => (started.length === 3 ? true : undefined), 2000);
+    await until(() => (started.length === 3 ? true : undefined));
     expect([...started].sort()).toEqual([...ids].sort());
     for (const release of waiting.slice(1)) release();
-    await until(async () => ((await Promise.all(ids.map((id) => statusOf(service, id)))).every((s) => s === 'completed') ? true : undefined), 2000);
+    await until(async () => ((await Promise.all(ids.map((id) => statusOf(service, id)))).every((s) => s === 'completed') ? true : undefined));
     expect(claims.filter((n) => n > 0)).toEqual([2, 1]);
   });
 
   it.runIf(harness.name === 'postgres')('leases an admission to a free slot in the admission itself: one attempt, one claim line, no claim', async () => {
     const { service, claims } = await counted('on_admit');
     start(service, tool().tool);
-    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    await until(() => (claims.length > 0 ? true : undefined));
     const out = await service.create({
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
@@ -140,7 +140,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     });
     const taskId = out.record!.taskId;
     expect(out.record).toMatchObject({ version: 1, attempt: 0 });
-    await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined), 2000);
+    await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined));
     const done = (await service.lookup({ auth: AUTH, taskId })).record!;
     expect(done).toMatchObject({ attempt: 1, version: 3, leaseOwner: null });
     const trail = await service.store.auditTrail({ taskId });
@@ -174,26 +174,25 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
         return { content: [{ type: 'text', text: 'done' }] };
       },
     }) as unknown as TaskTool;
-    start(service, slow, { concurrency: 2 });
-    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    start(service, slow, { concurrency: 2, pollMs: 3_600_000 });
+    await until(() => (claims.length > 0 ? true : undefined));
     // Six requestors in a closed loop on two slots: every slot that frees is wanted at once by an
-    // admission and by a task admitted earlier that found none. The poll is a minute away: a
-    // task passed over would wait for it, and the loop would not finish in time.
-    const waits: number[] = [];
+    // admission and by a task admitted earlier that found none. The worker's poll is an hour away
+    // (and the requestors' a minute): a task passed over would wait for it, and the loop would
+    // never finish.
+    let answered = 0;
     await Promise.all(
       Array.from({ length: 6 }, async () => {
         for (let i = 0; i < 8; i++) {
-          const t0 = Date.now();
           const taskId = await admit(service);
           const out = await service.awaitResult({ auth: AUTH, taskId, fallbackPollMs: 60_000 });
           expect(out.decision).toBe('RETURN_RESULT');
-          waits.push(Date.now() - t0);
+          answered += 1;
         }
       }),
     );
-    expect(waits).toHaveLength(48);
-    expect(Math.max(...waits)).toBeLessThan(5_000);
-  }, 30_000);
+    expect(answered).toBe(48);
+  });
 
   it("frees a run's slot when its handler returns, not when its terminal write is done", async () => {
     const { service } = await counted('handler_done');
@@ -202,32 +201,32 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     const writeHeld = new Promise<void>((resolve) => (letWrite = resolve));
     start(service, quick, { concurrency: 1, hooks: { beforeTerminalWrite: () => (started.length === 1 ? writeHeld : undefined) } });
     const first = await admit(service);
-    await until(() => (started.length === 1 ? true : undefined), 2000);
+    await until(() => (started.length === 1 ? true : undefined));
     // The first run's terminal write waits: its slot is free all the same.
     const second = await admit(service);
-    await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined), 2000);
+    await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined));
     expect(await statusOf(service, first)).toBe('working');
     letWrite();
-    await until(async () => ((await statusOf(service, first)) === 'completed' ? true : undefined), 2000);
+    await until(async () => ((await statusOf(service, first)) === 'completed' ? true : undefined));
   });
 
   it('does not hold for an admission the slot a look is owed for, nor one a claim in flight may fill', async () => {
     const { service, claims } = await counted('owed');
     const worker = start(service, tool().tool, { concurrency: 1 });
-    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    await until(() => (claims.length > 0 ? true : undefined));
     // A change names a task that may have come due before the next admission: the free slot is
     // its look's, then its claim's while that is in flight.
     service.changes.publish('earlier-task', 1);
     expect(worker.reserve('job')).toBeNull();
-    await until(() => (claims.length > 1 ? true : undefined), 2000);
+    await until(() => (claims.length > 1 ? true : undefined));
     // The look found nothing: the slot is free for admissions again.
-    await until(() => worker.reserve('job') ?? undefined, 2000).then((held) => held.release());
+    await until(() => worker.reserve('job') ?? undefined).then((held) => held.release());
   });
 
   it("does not look at the outbox for another process's change that ended a task, and does for one that did not", async () => {
     const { service, claims } = await counted('terminal_news');
     start(service, tool().tool);
-    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    await until(() => (claims.length > 0 ? true : undefined));
     // Another process completed a task this worker does not run, and the store brought its
     // terminal record: nothing is due because of it. (No admission here: its own change would
     // send the worker to the outbox.)
@@ -238,14 +237,14 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     expect(claims).toEqual([0]);
     // A change that says only "look again" (a lease given back, an answer) sends it to the outbox.
     service.changes.publishRemote(taskId, 4);
-    await until(() => (claims.length > 1 ? true : undefined), 2000);
+    await until(() => (claims.length > 1 ? true : undefined));
     expect(claims).toEqual([0, 0]);
   });
 
   it('waits, without spinning, while every free slot is held for admissions in flight', async () => {
     const { service, claims } = await counted('reserved');
     const worker = start(service, tool().tool, { concurrency: 2 });
-    await until(() => (claims.length > 0 ? true : undefined), 2000);
+    await until(() => (claims.length > 0 ? true : undefined));
     const held = [worker.reserve('job'), worker.reserve('job')];
     expect(held.every((r) => r !== null)).toBe(true);
     expect(worker.reserve('job')).toBeNull();
@@ -256,7 +255,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     expect(claims).toEqual([0]);
     // A slot given back: the owed look happens.
     held[0]!.release();
-    await until(() => (claims.length > 1 ? true : undefined), 2000);
+    await until(() => (claims.length > 1 ? true : undefined));
     expect(claims).toEqual([0, 0]);
     held[1]!.release();
   });

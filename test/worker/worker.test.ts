@@ -71,7 +71,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const { tool, runs } = steeredTool();
     startWorker(service, [tool], { pollMs: 60_000 });
     const taskId = await admit(service);
-    const run = await until(() => runs[0], 1000);
+    const run = await until(() => runs[0]);
     expect(run.taskId).toBe(taskId);
     expect(run.attemptKey).toBe(`task:${taskId}`);
     run.release();
@@ -95,17 +95,17 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
       const { tool, runs } = steeredTool();
       startWorker(service, [tool], { pollMs: 60_000, concurrency: 1 });
       const first = await admit(otherProcess);
-      await until(() => runs[0], 2000);
+      await until(() => runs[0]);
       // A second task, held by a worker of the other process, is given back on its drain.
       const second = await admit(otherProcess);
       const [held] = await otherProcess.claim({ owner: 'theirs', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null });
       expect(held?.taskId).toBe(second);
       runs[0]!.release();
-      await until(async () => ((await stored(service, first))?.status === 'completed' ? true : undefined), 2000);
+      await until(async () => ((await stored(service, first))?.status === 'completed' ? true : undefined));
       await new Promise((r) => setTimeout(r, 100));
       expect(runs).toHaveLength(1);
       expect(await otherProcess.release({ fence: { taskId: second, authKey: AUTH, owner: 'theirs', version: held!.version } })).toBe(true);
-      const rerun = await until(() => runs[1], 2000);
+      const rerun = await until(() => runs[1]);
       expect(rerun.taskId).toBe(second);
       rerun.release();
     },
@@ -130,7 +130,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const taskId = await admit(service);
     gated = false;
     release();
-    const run = await until(() => runs[0], 2000);
+    const run = await until(() => runs[0]);
     expect(run.taskId).toBe(taskId);
     run.release();
   });
@@ -158,10 +158,10 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     // Heartbeats (which would also find the cancellation) far beyond the test's wait.
     startWorker(service, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
     const taskId = await admit(service);
-    const run = await until(() => runs[0], 2000);
+    const run = await until(() => runs[0]);
     expect(run.taskId).toBe(taskId);
     expect(cancelled).toBe(true);
-    await until(() => (run.signal.aborted ? true : undefined), 2000);
+    await until(() => (run.signal.aborted ? true : undefined));
     expect((await stored(service, taskId))?.status).toBe('cancelled');
   });
 
@@ -171,7 +171,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const { tool, runs } = steeredTool();
     startWorker(service, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
     const taskId = await admit(service);
-    const run = await until(() => runs[0], 2000);
+    const run = await until(() => runs[0]);
     const lookups: string[] = [];
     const lookup = service.lookup.bind(service);
     service.lookup = async (input) => {
@@ -180,7 +180,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     };
     // The cancellation's change carries the cancelled record: the run stops on it alone.
     expect((await service.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
-    await until(() => (run.signal.aborted ? true : undefined), 2000);
+    await until(() => (run.signal.aborted ? true : undefined));
     expect(lookups).toEqual([]);
     service.lookup = lookup;
     // Its result, offered after the stop, is refused by the stored terminal status.
@@ -201,7 +201,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const taskId = await admit(service);
     await until(() => first.runs[0]);
     startWorker(service, [second.tool], { id: 'fast', leaseMs: 5000 });
-    const takeover = await until(() => second.runs[0], 3000);
+    const takeover = await until(() => second.runs[0]);
     expect(takeover.taskId).toBe(taskId);
     const record = await stored(service, taskId);
     expect(record).toMatchObject({ leaseOwner: 'fast', attempt: 2 });
@@ -225,11 +225,10 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const { tool, runs } = steeredTool();
     startWorker(workerSide, [tool], { heartbeatMs: 100 });
     const taskId = await admit(otherProcess);
-    const run = await until(() => runs[0], 2000);
-    const t0 = Date.now();
+    const run = await until(() => runs[0]);
     expect((await otherProcess.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
-    await until(() => (run.signal.aborted ? true : undefined), 2000);
-    expect(Date.now() - t0).toBeLessThan(1500);
+    // Nothing but a heartbeat can tell the worker: its lease is far from over and it hears no change.
+    await until(() => (run.signal.aborted ? true : undefined));
     expect((await stored(otherProcess, taskId))?.status).toBe('cancelled');
   });
 
@@ -237,12 +236,13 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const store = await fresh('ttl');
     const service = serviceOn(store);
     const { tool, runs } = steeredTool();
-    startWorker(service, [tool]);
+    const worker = startWorker(service, [tool]);
     const taskId = await admit(service, 200);
     const run = await until(() => runs[0]);
-    await until(() => (run.signal.aborted ? true : undefined), 2000);
+    await until(() => (run.signal.aborted ? true : undefined));
     run.release();
-    await new Promise((r) => setTimeout(r, 50));
+    // The run has ended, whatever it tried to write.
+    await until(() => (worker.executor.active === 0 ? true : undefined));
     expect((await service.read({ auth: AUTH, method: 'tasks/get', taskId })).decision).toBe('BLOCK_EXPIRED');
     expect((await store.auditTrail({ taskId })).filter((e) => e.surface === 'transition' && e.status === 'completed')).toEqual([]);
   });
@@ -274,7 +274,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     expect(await stored(service, taskId)).toMatchObject({ status: 'working', leaseOwner: null });
     const second = steeredTool();
     startWorker(service, [second.tool]);
-    const rerun = await until(() => second.runs[0], 1000);
+    const rerun = await until(() => second.runs[0]);
     rerun.release();
     await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
     expect((await stored(service, taskId))?.attempt).toBe(2);
@@ -310,7 +310,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const taskId = await admit(service);
     await until(() => (effects === 1 ? true : undefined));
     startWorker(service, [effectful], { id: 'survivor' });
-    await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined), 3000);
+    await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
     expect(effects).toBe(2);
     expect((await stored(service, taskId))?.result).toMatchObject({ content: [{ text: `effect under task:${taskId}` }] });
     expect((await store.auditTrail({ taskId })).filter((e) => e.status === 'completed' && e.decision === 'APPLY_TRANSITION')).toHaveLength(1);

@@ -4,6 +4,7 @@ import { MemoryStore } from '../../../src/store/memory/memory-store.js';
 import type { ClaimInput, Fence, TaskStore } from '../../../src/store/types.js';
 import { HOUR, PG_NOW, T0, pgAdmission } from '../../support/records.js';
 import { A, admission, defineStoreSuite, ok } from './store-suite.js';
+import { until } from '../../support/until.js';
 
 // Dispatch: claims, leases, fences and the outbox walk. The walk of every store is compared
 // with the memory store's, which decides each entry with the core's decideDispatch directly.
@@ -235,7 +236,7 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
         now: T0,
       });
       const waitFor = async (n: number) => {
-        for (let i = 0; i < 200 && seen.filter(([id]) => id === admitted.taskId).length < n; i++) await new Promise((r) => setTimeout(r, 10));
+        await until(() => (seen.filter(([id]) => id === admitted.taskId).length < n ? undefined : true));
       };
       await waitFor(2);
       expect(seen.filter(([id]) => id === admitted.taskId)).toEqual([

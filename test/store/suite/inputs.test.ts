@@ -4,6 +4,7 @@ import { outstanding } from '../../../src/core/input-rules.js';
 import type { AskInput, Fence, TaskStore } from '../../../src/store/types.js';
 import { HOUR, T0 } from '../../support/records.js';
 import { A, B, admission, defineStoreSuite, ok, tally } from './store-suite.js';
+import { until } from '../../support/until.js';
 
 // Inputs: a running task asks its requestor and waits; answers come through any handle. Every
 // store must make the memory store's decisions and write its audit lines.
@@ -309,11 +310,11 @@ defineStoreSuite('inputs', ({ harness, fresh, freshMany }) => {
       const fence = await claimed(writer!);
       const asked = await ask(writer!, fence, ['k1']);
       // The writes before the answer notify too, after they return: heard first, then set aside.
-      for (let i = 0; i < 200 && !seen.some(([id, v]) => id === fence.taskId && v === asked.record!.version); i++) await new Promise((r) => setTimeout(r, 10));
+      await until(() => (!seen.some(([id, v]) => id === fence.taskId && v === asked.record!.version) ? undefined : true));
       expect(seen).toContainEqual([fence.taskId, asked.record!.version]);
       seen.length = 0;
       const answered = await answer(writer!, fence, { k1: accept(1) });
-      for (let i = 0; i < 200 && !seen.some(([id]) => id === fence.taskId); i++) await new Promise((r) => setTimeout(r, 10));
+      await until(() => (!seen.some(([id]) => id === fence.taskId) ? undefined : true));
       expect(seen).toEqual([[fence.taskId, answered.record!.version]]);
     } finally {
       await stop();

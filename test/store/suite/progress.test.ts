@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { PROGRESS_MESSAGE_CHARS } from '../../../src/store/progress-event.js';
 import type { ProgressEvent, TaskStore } from '../../../src/store/types.js';
 import { T0 } from '../../support/records.js';
+import { until as waitFor } from '../../support/until.js';
 import { A, admission, defineStoreSuite, ok } from './store-suite.js';
 
 // Progress between processes: what one handle publishes, a listener on another handle of the
@@ -18,9 +19,8 @@ async function listening(store: TaskStore) {
     (event) => heard.push({ kind: 'progress', event }),
   );
   const progress = () => heard.flatMap((h) => (h.kind === 'progress' ? [h.event] : []));
-  const until = async (done: () => boolean, ms = 3000) => {
-    for (let waited = 0; waited < ms && !done(); waited += 10) await new Promise((r) => setTimeout(r, 10));
-  };
+  // Waits for what was heard, not for a time: the bound only turns a loss into a clear failure.
+  const until = (done: () => boolean) => waitFor(() => (done() ? true : undefined));
   return { heard, errors, stop, progress, until };
 }
 
@@ -111,8 +111,9 @@ defineStoreSuite('progress', ({ harness, freshMany }) => {
         now: T0,
       });
       const version = done.record!.version;
+      // Progress and changes travel in order on one connection: once the change is heard, whatever
+      // was sent ahead of it has been heard too.
       await listener.until(() => listener.heard.some((h) => h.kind === 'change' && h.version === version));
-      await new Promise((r) => setTimeout(r, 100));
       // The admission's own notification goes out after admit returns and may still be heard here: only what follows it counts.
       const mine = listener.heard.filter((h) => (h.kind === 'change' ? h.taskId === admitted.taskId && h.version !== 1 : h.event.taskId === admitted.taskId));
       expect(mine.map((h) => (h.kind === 'change' ? `change ${h.version}` : `progress ${h.event.progress}`))).toEqual([

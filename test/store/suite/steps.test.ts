@@ -4,6 +4,7 @@ import type { StepWrite } from '../../../src/core/step-rules.js';
 import type { Fence, RecordStepInput, TaskStore } from '../../../src/store/types.js';
 import { HOUR, T0, record } from '../../support/records.js';
 import { A, B, admission, defineStoreSuite, ok, tally } from './store-suite.js';
+import { until } from '../../support/until.js';
 
 // Steps: a run records its task's journal with fenced writes, and a sleep suspends the task
 // until its wake time. Every store must make the memory store's decisions and write its lines.
@@ -254,7 +255,7 @@ defineStoreSuite('steps', ({ harness, fresh, freshMany }) => {
     try {
       const wakeAt = T0 + 30_000;
       const slept = await record_(writer!, fence, nap(0, wakeAt), { suspend: { wakeAt, statusMessage: 'zz' } });
-      for (let i = 0; i < 200 && !seen.some(([, v]) => v === slept.record!.version); i++) await new Promise((r) => setTimeout(r, 10));
+      await until(() => (!seen.some(([, v]) => v === slept.record!.version) ? undefined : true));
       // A step that did not suspend may be told too (its version unchanged); the suspension is told with its new one.
       expect(seen.filter(([id]) => id === fence.taskId).at(-1)).toEqual([fence.taskId, 3]);
     } finally {
