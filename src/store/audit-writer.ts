@@ -63,6 +63,8 @@ export class AuditWriter {
   private draining = 0;
   /** Rows of the batch being stored now: off the queue, not stored yet (merged back if it fails). */
   private storing = 0;
+  /** Lines refused as not storable text, since this writer began. */
+  private unstorable = 0;
 
   constructor(
     private readonly insertBatch: AuditBatchInsert,
@@ -87,7 +89,11 @@ export class AuditWriter {
     // upsert of every line beside it (they would then go one by one, each a round trip). Refused
     // as the database would refuse it, alone.
     if (!isStorableLine(entry)) {
-      this.report('audit line not storable text (a NUL or an unpaired surrogate); dropped', { decision: entry.decision, surface: entry.surface });
+      // Reported the first time and every thousandth: a caller sending such lines must not flood the log.
+      this.unstorable += 1;
+      if (this.unstorable % 1000 === 1) {
+        this.report('audit lines not storable text (a NUL or an unpaired surrogate); dropped', { decision: entry.decision, dropped: this.unstorable });
+      }
       return;
     }
     const key = readAuditKeyOf(entry);
