@@ -6,6 +6,7 @@ import { upsertReadAuditIn } from '../../src/store/postgres/audit.js';
 import { isConnectionFailure, isStatementError, parsePostgresUrl, unavailable } from '../../src/store/postgres/connection.js';
 import { ReadBatcher } from '../../src/store/postgres/read-batcher.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
+import { WriteBatcher } from '../../src/store/postgres/write-batcher.js';
 import type { AuditEntry, ProgressEvent } from '../../src/store/types.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { pgAdmission, PG_NOW } from '../support/records.js';
@@ -109,6 +110,25 @@ describe('a member of a PostgreSQL batch fails alone', () => {
     for (const i of [0, 2, 7]) expect((settled[i] as PromiseFulfilledResult<{ decision: string }>).value.decision).toBe('ACCEPT_TASK');
     const stored = await store.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tasks WHERE auth_key = 'acme/hostile'`);
     expect(stored.rows[0]!.n).toBe(0);
+  });
+
+  it('in a write batch: a message the server refuses (08P01, which closes its connection) is the statement fault of one write, not an outage', async () => {
+    const store = await storeAt('member_protocol');
+    await store.pool.query('CREATE TABLE notes (n int PRIMARY KEY)');
+    const batcher = new WriteBatcher(store.pool, { inFlight: 1 });
+    // Held at the server so that the next writes queue into one batch behind it.
+    const first = batcher.run({ statements: ['SELECT pg_sleep(0.2)'], locks: [], orderKey: 'a', prepared: [] });
+    const note = (n: number) => ({ statements: [`INSERT INTO notes (n) VALUES (${n})`], locks: [], orderKey: String(n), prepared: [] });
+    // Past the store's own checks (a statement written by hand): a NUL inside the message.
+    const broken = { statements: ["SELECT 'a\u0000b'"], locks: [], orderKey: '2', prepared: [] };
+    const outcomes = Promise.allSettled([batcher.run(note(1)), batcher.run(broken), batcher.run(note(3))]);
+    await first;
+    const settled = await outcomes;
+    expect(settled.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const reason = (settled[1] as PromiseRejectedResult).reason as { code?: string };
+    expect(reason.code).toBe('08P01');
+    const stored = await store.pool.query<{ n: number }>('SELECT n FROM notes ORDER BY n');
+    expect(stored.rows.map((r) => r.n)).toEqual([1, 3]);
   });
 
   it('in a terminal write batch: a NUL status message or a lone surrogate in a result fails only its own write', async () => {
