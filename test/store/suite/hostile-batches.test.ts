@@ -71,6 +71,18 @@ defineStoreSuite('hostile strings beside an innocent tenant', ({ harness, fresh 
       { numRuns: harness.name === 'memory' ? 30 : 12 },
     );
   }, 120_000);
+
+  // The SQL stores write text as UTF-8, where both lone surrogates become U+FFFD: stored, they
+  // would be one auth key. The memory store keeps JavaScript strings as they are, distinct.
+  it.skipIf(harness.name === 'memory')('refuse principals and ids a database would store changed, so no two share a key', async () => {
+    const store = await fresh('hostile-keys');
+    for (const authKey of ['u\ud800', 'u\udc00', 'u\u0000']) {
+      await expect(store.admit(hostileAdmission({ taskId: `k-${authKey.charCodeAt(1)}`, authKey, now: T0 }))).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+      await expect(store.list({ authKey, now: T0, after: null, limit: 5 })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    }
+    await expect(store.admit(hostileAdmission({ taskId: 'id\udfff', authKey: 'acme/alice', now: T0 }))).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    expect((await store.admit(hostileAdmission({ taskId: 'id\ufffd', authKey: 'acme/alice', now: T0 }))).decision).toBe('ACCEPT_TASK');
+  });
 });
 
 /**
