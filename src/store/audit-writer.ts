@@ -1,3 +1,4 @@
+import { isStorableText } from '../core/text.js';
 import { boundedAuditLine } from './audit-line.js';
 import { addReadDecision, mergeReadAuditInto, readAuditKey, readAuditKeyOf, readAuditRow, type ReadAuditRow } from './read-audit.js';
 import type { AuditEntry } from './types.js';
@@ -37,7 +38,8 @@ export const GATHER_MS = 20;
  * stored is the store's (`insertBatch`); the queueing, batching and retrying are the same for
  * any store.
  *
- * It cannot be jammed: a batch that fails for its data is retried line by line and the lines
+ * It cannot be jammed: a line whose text cannot be stored is refused before it joins a batch
+ * (and reported); a batch that fails for its data is retried line by line and the lines
  * the database refuses are dropped (and reported), so one bad line never holds up the others; a
  * batch that fails for the database (unreachable, restarting) stays queued and is retried with
  * backoff; the queue is bounded, and what falls off it is reported. `drain()` (before reading a
@@ -61,6 +63,8 @@ export class AuditWriter {
   private draining = 0;
   /** Rows of the batch being stored now: off the queue, not stored yet (merged back if it fails). */
   private storing = 0;
+  /** Lines refused as not storable text, since this writer began. */
+  private unstorable = 0;
 
   constructor(
     private readonly insertBatch: AuditBatchInsert,
@@ -81,6 +85,17 @@ export class AuditWriter {
    */
   count(decision: AuditEntry): void {
     const entry = boundedAuditLine(decision);
+    // Checked before it joins: in the batch's statement a NUL or a lone surrogate would fail the
+    // upsert of every line beside it (they would then go one by one, each a round trip). Refused
+    // as the database would refuse it, alone.
+    if (!isStorableLine(entry)) {
+      // Reported the first time and every thousandth: a caller sending such lines must not flood the log.
+      this.unstorable += 1;
+      if (this.unstorable % 1000 === 1) {
+        this.report('audit lines not storable text (a NUL or an unpaired surrogate); dropped', { decision: entry.decision, dropped: this.unstorable });
+      }
+      return;
+    }
     const key = readAuditKeyOf(entry);
     const held = this.queue.get(key);
     if (held === undefined) this.queue.set(key, readAuditRow(entry));
@@ -211,4 +226,16 @@ export class AuditWriter {
       }
     }
   }
+}
+
+/** Whether every text of an audit line can be stored (its task id was made so by `boundedAuditLine`). */
+function isStorableLine(entry: AuditEntry): boolean {
+  return (
+    isStorableText(entry.authKey) &&
+    isStorableText(entry.correlationId) &&
+    isStorableText(entry.surface) &&
+    isStorableText(entry.decision) &&
+    (entry.status == null || isStorableText(entry.status)) &&
+    (entry.detail == null || isStorableText(entry.detail))
+  );
 }

@@ -1,3 +1,4 @@
+import { isStorableText } from '../core/text.js';
 import type { ProgressEvent } from './types.js';
 
 /** A progress message longer than this is clipped (UTF-16 units) before it leaves the process. */
@@ -12,10 +13,14 @@ export const PROGRESS_PAYLOAD_BYTES = 7000;
 
 /**
  * The event as it may travel: progress and total finite numbers (a NaN would arrive as null),
- * the message clipped without splitting a surrogate pair. Null when the progress is no number.
+ * the message clipped without splitting a surrogate pair. Null when the progress is no number,
+ * or when a text of it is not storable text (a NUL, a lone surrogate): refused alone, before it
+ * joins the events of other tasks in one statement.
  */
 export function clipProgress(event: ProgressEvent): ProgressEvent | null {
   if (typeof event.progress !== 'number' || !Number.isFinite(event.progress)) return null;
+  if (!isStorableText(String(event.taskId)) || !isStorableText(String(event.origin))) return null;
+  if (typeof event.message === 'string' && !isStorableText(event.message)) return null;
   const clipped: ProgressEvent = { taskId: event.taskId, progress: event.progress, origin: event.origin };
   if (typeof event.version === 'number' && Number.isSafeInteger(event.version)) clipped.version = event.version;
   if (typeof event.total === 'number' && Number.isFinite(event.total)) clipped.total = event.total;

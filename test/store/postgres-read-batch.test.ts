@@ -133,15 +133,16 @@ describe('PostgreSQL reads of many callers in one statement', () => {
     expect(batched.record).toMatchObject({ request, result, correlationId: awkward, ttl: 3_000_000_000, expiresAt: createdAt + 3_000_000_000 });
   });
 
-  it('fails every read of a statement that fails, and goes on with the next', async () => {
+  it('refuses a read PostgreSQL cannot hold before it joins, answers the reads beside it, and goes on with the next', async () => {
     const store = await storeAt('read_batch_fail');
     const admitted = await store.admit(pgAdmission({ authKey: 'acme/alice', ttl: null }));
     const { pool } = countingPool(store);
     const reads = new ReadBatcher(pool, { inFlight: 1 });
-    // An id PostgreSQL cannot hold (a NUL in text) fails the statement it is in.
+    // An id PostgreSQL cannot hold (a NUL in text) would fail the statement it is in.
     const bad = [reads.visible('bad\u0000id', 'acme/alice', 0), reads.visible(admitted.record!.taskId, 'acme/alice', 0)];
     const settled = await Promise.allSettled(bad);
-    expect(settled[0]!.status).toBe('rejected');
+    expect(settled[0]).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_INPUT' } });
+    expect(settled[1]).toMatchObject({ status: 'fulfilled', value: { task_id: admitted.record!.taskId } });
     const next = await reads.visible(admitted.record!.taskId, 'acme/alice', 0);
     expect(next?.task_id).toBe(admitted.record!.taskId);
   });

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { TasklatchError } from '../../core/errors.js';
+import { isTasklatchError, TasklatchError } from '../../core/errors.js';
 
 /**
  * How the PostgreSQL store connects: a store URL read into what pg needs and tasklatch's own
@@ -137,17 +137,42 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOST
  * error (Node reports a refused localhost as an AggregateError of them), SQLSTATE class 08
  * (connection exception) or 57P01–57P03 (shutting down, starting up), or pg's own words for a
  * lost connection and a pool that could not connect in time.
+ *
+ * Not `08P01` (protocol violation): the server refused a message it was sent (a NUL inside a
+ * statement's text ends it early), which is a fault of that statement, not an outage. PostgreSQL
+ * closes the connection after it, but the next statement connects again and gets through;
+ * called an outage, one caller's bad parameter answered every caller of its batch "store
+ * unavailable" and sent an operator to the network.
  */
 export function isConnectionFailure(error: unknown): boolean {
   if (error instanceof AggregateError && error.errors.some(isConnectionFailure)) return true;
   const code = (error as { code?: unknown } | null)?.code;
+  if (code === '08P01') return false;
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code))) return true;
   const message = error instanceof Error ? error.message : '';
   return /^Connection terminated|^timeout exceeded when trying to connect|^Client has encountered a connection error/.test(message);
 }
 
-/** Errors that mean the server could not be reached or refused the session. */
+/**
+ * Whether PostgreSQL refused a statement (it reported an SQLSTATE, with a severity) for a reason
+ * other than an outage: bad data (22…), a constraint (23…), a limit (54…), a malformed message
+ * (`08P01`), a conflict or a timeout. The statement changed nothing (its transaction rolled
+ * back), so the work of several callers it carried can be sent again one by one: only the
+ * caller whose work it was fails again.
+ */
+export function isStatementError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  const severity = (error as { severity?: unknown } | null)?.severity;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string' && !isConnectionFailure(error);
+}
+
+/**
+ * Errors that mean the server could not be reached or refused the session. An error that is
+ * `STORE_UNAVAILABLE` already (the pool's `connect` raises it) is returned as it is: wrapped
+ * again, its message would name the server twice.
+ */
 export function unavailable(target: PostgresTarget, cause: unknown): TasklatchError {
+  if (isTasklatchError(cause, 'STORE_UNAVAILABLE')) return cause;
   const code = (cause as { code?: unknown } | null)?.code;
   const message = cause instanceof Error ? cause.message : String(cause);
   // Node reports a refused localhost connection as an AggregateError with an empty message.

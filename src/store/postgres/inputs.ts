@@ -55,7 +55,7 @@ async function applyAsk(pool: pg.Pool, input: AskInput, keys: string[]): Promise
       now,
       keys,
       input.askSeq,
-      JSON.stringify(questions),
+      toJson(questions),
       ...audit,
       input.position ?? null,
     ]);
@@ -103,7 +103,7 @@ export async function answerIn(pool: pg.Pool, input: AnswerInput): Promise<Answe
 }
 
 async function applyAnswers(client: pg.PoolClient, input: AnswerInput, task: TaskRecord, answers: unknown[], resume: boolean): Promise<TaskRecord> {
-  const params = [task.taskId, task.authKey, task.version, input.now, resume, JSON.stringify(answers)];
+  const params = [task.taskId, task.authKey, task.version, input.now, resume, toJson(answers)];
   const applied = await client.query<TaskRow & { answered: number }>(sql.applyAnswers, params);
   const row = applied.rows[0];
   // The task row is locked since it was read: a miss here is a bug, not a race; the throw rolls back.

@@ -3,6 +3,7 @@ import type { TaskRecord } from '../../core/types.js';
 import { openTerminalRecord } from '../change-record.js';
 import { decodeProgress } from '../progress-event.js';
 import type { ListenOptions, ProgressEvent } from '../types.js';
+import { isStatementError } from './connection.js';
 import { PROGRESS_CHANNEL } from './progress.js';
 
 /**
@@ -217,30 +218,47 @@ export class ChangeNotifier {
         this.pending = [];
         this.progress = [];
         const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
-        try {
-          // Named: parsed and planned once per connection of the audit pool.
-          if (progress.length === 0 && batch.every((c) => c.record === undefined)) {
-            await this.pool.query({ name: 'tasklatch_notify_changes', text: SQL.notifyChanges, values: [payloads] });
-          } else {
-            // Progress first, then each change with its record just ahead of it.
-            const channels = progress.map(() => PROGRESS_CHANNEL);
-            const sent = [...progress];
-            batch.forEach((c, i) => {
-              if (c.record !== undefined) {
-                channels.push(RECORDS_CHANNEL);
-                sent.push(c.record);
-              }
-              channels.push(CHANGES_CHANNEL);
-              sent.push(payloads[i] as string);
-            });
-            await this.pool.query({ name: 'tasklatch_notify_progress', text: SQL.notifyProgressAndChanges, values: [channels, sent] });
+        // Progress first, then each change with its record just ahead of it.
+        const channels = progress.map(() => PROGRESS_CHANNEL);
+        const sent = [...progress];
+        batch.forEach((c, i) => {
+          if (c.record !== undefined) {
+            channels.push(RECORDS_CHANNEL);
+            sent.push(c.record);
           }
+          channels.push(CHANGES_CHANNEL);
+          sent.push(payloads[i] as string);
+        });
+        try {
+          await this.send(channels, sent);
         } catch (error) {
-          this.onProblem('change notifications not sent', { count: payloads.length, progress: progress.length, error: String(error) });
+          // One notification the server refused (a payload too long) is not sent; the others
+          // are, each on its own and in order. An outage loses them all, as it would lose one.
+          if (sent.length > 1 && isStatementError(error)) await this.sendOneByOne(channels, sent);
+          else this.onProblem('change notifications not sent', { count: payloads.length, progress: progress.length, error: String(error) });
         }
       }
     } finally {
       this.flushing = null;
+    }
+  }
+
+  /** One statement for every notification; named, so parsed and planned once per connection of the audit pool. */
+  private async send(channels: readonly string[], sent: readonly string[]): Promise<void> {
+    if (channels.every((channel) => channel === CHANGES_CHANNEL)) {
+      await this.pool.query({ name: 'tasklatch_notify_changes', text: SQL.notifyChanges, values: [sent] });
+    } else {
+      await this.pool.query({ name: 'tasklatch_notify_progress', text: SQL.notifyProgressAndChanges, values: [channels, sent] });
+    }
+  }
+
+  private async sendOneByOne(channels: readonly string[], sent: readonly string[]): Promise<void> {
+    for (const [i, payload] of sent.entries()) {
+      try {
+        await this.send([channels[i] as string], [payload]);
+      } catch (error) {
+        this.onProblem('change notification not sent', { channel: channels[i], error: String(error) });
+      }
     }
   }
 }

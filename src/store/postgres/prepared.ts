@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { isStorableText } from '../../core/text.js';
+import { unstorableError } from '../storable.js';
 
 /**
  * How the PostgreSQL store sends a statement as plain SQL: parameters written as literals that
@@ -13,13 +15,14 @@ import pg from 'pg';
  * `value` as a SQL literal, for statements sent without parameters; null when it has none that
  * reads back exactly as the parameter would (a number that is not a safe integer, an object), so
  * the caller keeps the parameterised path. An array of strings and safe integers is written as
- * pg writes an array parameter; the statement casts it as it casts the parameter.
+ * pg writes an array parameter; the statement casts it as it casts the parameter. A string that
+ * is not storable text throws `INVALID_INPUT` (see `storable`).
  */
 export function sqlLiteral(value: unknown): string | null {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : null;
-  if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (typeof value === 'string') return pg.escapeLiteral(storable(value));
   if (Array.isArray(value)) {
     const elements = value.map(arrayElement);
     return elements.some((element) => element === null) ? null : pg.escapeLiteral(`{${elements.join(',')}}`);
@@ -36,7 +39,18 @@ function arrayElement(value: unknown): string | null {
   if (value === null || value === undefined) return 'NULL';
   if (typeof value === 'number' && !Number.isSafeInteger(value)) return null;
   if (typeof value !== 'string' && typeof value !== 'number') return null;
-  return `"${String(value).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+  return `"${storable(String(value)).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+/**
+ * `text` itself when it is storable text; else `INVALID_INPUT`, thrown while the caller builds
+ * its statement, before it joins a batch: a NUL in a simple-protocol message ends the message
+ * early, PostgreSQL answers `08P01` and closes the connection, failing every write of the batch;
+ * a lone surrogate would be stored as U+FFFD.
+ */
+function storable(text: string): string {
+  if (!isStorableText(text)) throw unstorableError('a parameter');
+  return text;
 }
 
 /** `text` with each `$n` replaced by the literal of `params[n - 1]`; null when one has none. */

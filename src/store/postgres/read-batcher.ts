@@ -1,5 +1,8 @@
 import type pg from 'pg';
 import type { Millis } from '../../core/types.js';
+import { isStorableText } from '../../core/text.js';
+import { unstorableError } from '../storable.js';
+import { isStatementError } from './connection.js';
 import type { TaskRow } from './row.js';
 
 /**
@@ -159,6 +162,9 @@ export class ReadBatcher {
 
   /** The caller's visible row of `taskId` (its own, unexpired at `now`), or undefined. */
   visible(taskId: string, authKey: string, now: Millis): Promise<TaskRow | undefined> {
+    // Checked before it joins: in the statement's JSON parameter a NUL or a lone surrogate fails
+    // the statement, and with it every read beside this one.
+    if (!isStorableText(taskId) || !isStorableText(authKey)) return Promise.reject(unstorableError(isStorableText(taskId) ? 'the auth key' : 'the task id'));
     return new Promise((resolve, reject) => {
       const held = this.kept.get(taskId);
       // Only the caller's own kept row is offered for comparison, and only while young enough.
@@ -217,8 +223,11 @@ export class ReadBatcher {
       const text = found.rows[0]?.rows ?? null;
       this.answer(batch, text === null ? [] : (JSON.parse(text) as Answer[]), text?.length ?? 0);
     } catch (error) {
-      // Every read of the batch not answered yet fails (an answered one is settled already).
-      for (const p of batch) p.reject(error);
+      // Refused for one read's sake, not an outage: each read on its own, so that only that one
+      // fails. Otherwise every read of the batch not answered yet fails (an answered one is
+      // settled already).
+      if (batch.length > 1 && isStatementError(error)) await Promise.all(batch.map((p) => this.run([p])));
+      else for (const p of batch) p.reject(error);
     }
   }
 

@@ -1,6 +1,7 @@
 import type { Decision } from '../../core/decisions.js';
 import type { InputRequest, StoredInput } from '../../core/input-rules.js';
 import type { TaskRecord, TaskStatus } from '../../core/types.js';
+import { isStorableJson, unstorableError } from '../storable.js';
 import type { AuditEntry } from '../types.js';
 
 /**
@@ -75,10 +76,15 @@ function numOrNull(value: string | number | null): number | null {
 
 /**
  * JSON text for a jsonb parameter, or SQL NULL. Explicit because pg would send a JS array as a
- * PostgreSQL array literal, not JSON.
+ * PostgreSQL array literal, not JSON. A value holding a NUL or a lone surrogate is refused here,
+ * as `INVALID_INPUT`, while its caller builds its statement: jsonb refuses either, and in a batch
+ * it would fail every write beside it.
  */
 export function toJson(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
+  if (value === null || value === undefined) return null;
+  const text = JSON.stringify(value);
+  if (!isStorableJson(text)) throw unstorableError('a JSON value');
+  return text;
 }
 
 export function rowToRecord(row: TaskRow): TaskRecord {

@@ -49,6 +49,7 @@ import { sql } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
 import { inTransaction } from './transactions.js';
 import { WriteBatcher, type WriteBatcherOptions } from './write-batcher.js';
+import { refuseUnstorable } from '../storable.js';
 
 /** Options of {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
@@ -112,11 +113,12 @@ export class PostgresStore implements TaskStore {
         await upsertReadAuditIn(auditPool, batch);
       },
       {
-        // Data exceptions (22…), integrity (23…) and program limits (54…, an index row too big)
-        // belong to the lines; anything else (a connection, a restart) to the database.
+        // Data exceptions (22…), integrity (23…), program limits (54…, an index row too big) and
+        // a message the server refused (08P01) belong to the lines; anything else (a
+        // connection, a restart) to the database.
         isLineError: (error) => {
           const code = (error as { code?: unknown } | null)?.code;
-          return typeof code === 'string' && /^(22|23|54)/.test(code);
+          return typeof code === 'string' && /^(22|23|54|08P01$)/.test(code);
         },
         onProblem: (message, fields) => this.onProblem?.(message, fields),
       },
@@ -157,38 +159,45 @@ export class PostgresStore implements TaskStore {
   // The records role (TaskRecords): task-writes.ts, reads.ts.
 
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
+    refuseUnstorable('admit', input);
     const out = await admitIn(this.pool, this.writes, input);
     if (out.decision === 'ACCEPT_TASK') this.notified(out.claimed == null ? [out.record] : [out.record, out.claimed]);
     return out;
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
+    refuseUnstorable('transition', input);
     const out = await transitionIn(this.pool, this.writes, input);
     if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
   async get(ref: TaskRef & { now: Millis }): Promise<LookupOutcome> {
+    refuseUnstorable('get', ref);
     return getIn(this.pool, this.reads, ref);
   }
 
   async visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
+    refuseUnstorable('visibleTaskIds', input);
     return visibleTaskIdsIn(this.pool, input);
   }
 
   async cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
+    refuseUnstorable('cancel', input);
     const out = await cancelIn(this.pool, this.writes, input);
     if (out.decision === 'CANCEL_TASK') this.notified([out.record]);
     return out;
   }
 
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
+    refuseUnstorable('list', page);
     return listIn(this.pool, page);
   }
 
   // The dispatch role (TaskDispatch): dispatch.ts.
 
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
+    refuseUnstorable('claim', input);
     if (input.limit <= 0) return [];
     const abandoned: Change[] = [];
     const claimed = await claimIn(this.pool, input, abandoned, (message, fields) => this.onProblem?.(message, fields));
@@ -197,10 +206,12 @@ export class PostgresStore implements TaskStore {
   }
 
   async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
+    refuseUnstorable('heartbeat', fence);
     return heartbeatIn(this.pool, fence, now, leaseMs);
   }
 
   async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
+    refuseUnstorable('release', { fence, correlationId });
     const released = await releaseIn(this.pool, fence, now, correlationId);
     if (released !== null) this.notified([released]);
     return released !== null;
@@ -213,18 +224,21 @@ export class PostgresStore implements TaskStore {
   // The input role (TaskInputs): inputs.ts.
 
   async ask(input: AskInput): Promise<AskOutcome> {
+    refuseUnstorable('ask', input);
     const out = await askIn(this.pool, input);
     if (out.decision === 'APPLY_ASK' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
   async answer(input: AnswerInput): Promise<AnswerOutcome> {
+    refuseUnstorable('answer', input);
     const out = await answerIn(this.pool, input);
     if (out.decision === 'APPLY_ANSWER' && out.record !== null) this.notified([out.record]);
     return out;
   }
 
   async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
+    refuseUnstorable('recordStep', input);
     const { suspended, ...out } = await recordStepIn(this.pool, input);
     // A suspension changes the task (version, lease, status message): told like any status write.
     if (suspended && out.record !== null) this.notified([out.record]);
@@ -232,6 +246,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+    refuseUnstorable('steps', ref);
     return stepsIn(this.pool, ref);
   }
 
@@ -244,6 +259,7 @@ export class PostgresStore implements TaskStore {
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
+    refuseUnstorable('inputs', ref);
     return inputsIn(this.pool, ref);
   }
 

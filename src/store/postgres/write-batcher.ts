@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { isStatementError } from './connection.js';
 import { ensurePrepared, executeCall, prepared, withLiterals, type Prepared } from './prepared.js';
 import { inOneRoundTrip, onPreparedClient } from './transactions.js';
 
@@ -18,10 +19,13 @@ import { inOneRoundTrip, onPreparedClient } from './transactions.js';
  * - no deadlocks between batches: the advisory locks of every write are taken first, in one
  *   order (their 64-bit hashes), and writes run in `orderKey` order, so two batches that touch
  *   the same task rows lock them in the same order;
- * - no write failed by another: when the batch fails as a whole with a database error (one
- *   write's statement failed and PostgreSQL rolled back all of them), each write runs again
- *   alone in its own transaction and gets its own answer. An error of the connection (the
- *   outcome unknown) fails every write of the batch, as it would fail a write sent alone.
+ * - no write failed by another: a write's parameters are checked while its statements are
+ *   built, before it joins (prepared.ts `sqlLiteral`, row.ts `toJson`: a NUL or a lone
+ *   surrogate is its caller's `INVALID_INPUT`); when the batch still fails as a whole with an
+ *   error PostgreSQL reported about it (`isStatementError`: one write's statement failed, or
+ *   the message was refused, and nothing of the batch is stored), each write runs again alone
+ *   in its own transaction and gets its own answer. An outage (the connection lost or refused,
+ *   the outcome unknown) fails every write of the batch, as it would fail a write sent alone.
  */
 
 /** One write: plain SQL (literals, no parameters), run in order inside the batch's transaction. */
@@ -117,7 +121,7 @@ export class WriteBatcher {
       const results = await runTogether(this.pool, batch);
       for (const [i, q] of batch.entries()) q.resolve(results[i] as pg.QueryResult[]);
     } catch (error) {
-      if (batch.length === 1 || !isDatabaseError(error)) {
+      if (batch.length === 1 || !isStatementError(error)) {
         for (const q of batch) q.reject(error);
         return;
       }
@@ -175,11 +179,4 @@ const preparedLockAll = prepared(batchSql.lockAll);
 export function lockAll(keys: readonly string[]): string {
   // An array of strings always has its literal.
   return withLiterals(batchSql.lockAll, [keys]) as string;
-}
-
-/** An error PostgreSQL reported (it has an SQLSTATE), as opposed to a lost or refused connection. */
-function isDatabaseError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  const severity = (error as { severity?: unknown } | null)?.severity;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string' && !code.startsWith('08') && !code.startsWith('57P');
 }

@@ -48,6 +48,7 @@ import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
 import { inTransaction } from './transactions.js';
 import { WriteBatcher } from './write-batcher.js';
+import { refuseUnstorable, unstorableRefusal } from '../storable.js';
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -130,10 +131,13 @@ export class SqliteStore implements TaskStore {
   // The records role (TaskRecords): task-writes.ts, reads.ts.
 
   admit(input: AdmitInput): Promise<AdmitOutcome> {
+    const refused = unstorableRefusal('admit', input);
+    if (refused !== null) return Promise.reject(refused);
     return this.admissions.run(() => admitIn(this.sql, input));
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
+    refuseUnstorable('transition', input);
     const out = this.write(() => transitionIn(this.sql, input));
     // After the status, never before it or in its transaction; a listener reads both in one poll
     // and reports the progress first (see ChangeListener).
@@ -142,32 +146,40 @@ export class SqliteStore implements TaskStore {
   }
 
   get(ref: TaskRef & { now: Millis }): Promise<LookupOutcome> {
+    const refused = unstorableRefusal('get', ref);
+    if (refused !== null) return Promise.reject(refused);
     return this.reads.get(ref);
   }
 
   async visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]> {
+    refuseUnstorable('visibleTaskIds', input);
     return visibleTaskIdsIn(this.sql, input);
   }
 
   async cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
+    refuseUnstorable('cancel', input);
     return this.write(() => cancelIn(this.sql, input));
   }
 
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
+    refuseUnstorable('list', page);
     return listIn(this.sql, page);
   }
 
   // The dispatch role (TaskDispatch): dispatch.ts.
 
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
+    refuseUnstorable('claim', input);
     return this.write(() => claimIn(this.sql, input));
   }
 
   async heartbeat({ fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
+    refuseUnstorable('heartbeat', fence);
     return this.write(() => heartbeatIn(this.sql, fence, now, leaseMs));
   }
 
   async release({ fence, now, correlationId }: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
+    refuseUnstorable('release', { fence, correlationId });
     return this.write(() => releaseIn(this.sql, fence, now, correlationId));
   }
 
@@ -178,14 +190,17 @@ export class SqliteStore implements TaskStore {
   // The input role (TaskInputs): inputs.ts.
 
   async ask(input: AskInput): Promise<AskOutcome> {
+    refuseUnstorable('ask', input);
     return this.write(() => askIn(this.db, this.sql, input));
   }
 
   async answer(input: AnswerInput): Promise<AnswerOutcome> {
+    refuseUnstorable('answer', input);
     return this.write(() => answerIn(this.sql, input));
   }
 
   async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
+    refuseUnstorable('recordStep', input);
     const out = this.write(() => recordStepIn(this.sql, this.stepSql, input));
     // A suspension is a change of the task: its progress goes out first, as after a status write.
     if (input.suspend) this.progress?.flush([input.fence.taskId]);
@@ -193,6 +208,7 @@ export class SqliteStore implements TaskStore {
   }
 
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
+    refuseUnstorable('steps', ref);
     return this.db.transaction(() => stepsIn(this.sql, this.stepSql, ref)).deferred();
   }
 
@@ -205,6 +221,7 @@ export class SqliteStore implements TaskStore {
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
+    refuseUnstorable('inputs', ref);
     // One snapshot for the visibility read and the questions, as in `get`.
     return this.db.transaction(() => inputsIn(this.sql, ref)).deferred();
   }
