@@ -91,8 +91,14 @@ export async function readEvents(
 
 /** Opens a 2026-07-28 `subscriptions/listen` for `taskIds`; abort the controller to close the stream. */
 export async function listen(url: string, token: string, taskIds: string[], id: string | number) {
+  const { response, abort } = startListen(url, token, taskIds, id);
+  return { res: await response, abort };
+}
+
+/** Sends a `subscriptions/listen` without waiting for its answer: aborting the controller goes away before, or after, it comes. */
+export function startListen(url: string, token: string, taskIds: string[], id: string | number) {
   const abort = new AbortController();
-  const res = await fetch(url, {
+  const response = fetch(url, {
     method: 'POST',
     signal: abort.signal,
     headers: {
@@ -112,5 +118,5 @@ export async function listen(url: string, token: string, taskIds: string[], id: 
       },
     }),
   });
-  return { res, abort };
+  return { response, abort };
 }
