@@ -107,7 +107,8 @@ describe('subscriptions/listen under a flood (2026-07-28)', () => {
     // Each client goes while the read that says which ids are hers is in flight (the stream opens after it).
     const streams = [];
     for (let i = 0; i < 10; i++) streams.push(startListen(url, 'token-alice', [...mine, ...randomIds(90)], `gone-${i}`));
-    await until(() => ((wire.calls.visibleTaskIds ?? 0) >= 10 ? true : undefined));
+    const { calls } = wire;
+    await until(() => ((calls.visibleTaskIds ?? 0) >= 10 ? true : undefined));
     for (const s of streams) s.abort.abort();
     await Promise.allSettled(streams.map((s) => s.response));
     const baseline = wire.server.service.changes.watchers;
