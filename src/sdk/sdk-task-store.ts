@@ -146,7 +146,12 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
     } catch (error) {
       if (isTasklatchError(error, 'INVALID_INPUT') || isTasklatchError(error, 'INVALID_CURSOR'))
         throw new McpError(JSON_RPC_CODES.invalidParams, error.message);
-      if (isStoreFault(error)) throw storeUnavailable();
+      if (isStoreFault(error)) {
+        // An McpError: the SDK's own tasks/cancel handler passes only those through as they are
+        // (its tasks/list handler answers any error as invalid params, keeping only the message).
+        const unavailable = storeUnavailable();
+        throw new McpError(unavailable.code, unavailable.message, unavailable.data);
+      }
       throw error;
     }
   }
