@@ -8,7 +8,7 @@ import { visibleTo } from '../core/visibility.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { jsonBytes } from '../service/limits.js';
 import type { WorkerPort } from '../service/worker-port.js';
-import type { Fence } from '../store/types.js';
+import type { AskOutcome, Fence } from '../store/types.js';
 import type { StoredError } from '../tools/protocol-error.js';
 import type { AskOptions } from '../tools/asking.js';
 import type { ToolResult } from '../tools/tool.js';
@@ -215,15 +215,20 @@ export class TaskRun {
       if (before.every((q) => q.answeredAt !== null)) return Object.fromEntries(before.map((q) => [q.key, q.response]));
       return this.suspend();
     }
-    const out = await this.serial(() =>
-      this.port.ask({
-        fence: this.fence(),
-        askSeq: seq,
-        position,
-        questions: keys.map((key) => ({ key, request: requests[key]! })),
-        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      }),
-    ).catch((error: unknown) => this.storeFailed('question not stored', error));
+    let out: AskOutcome;
+    try {
+      out = await this.serial(() =>
+        this.port.ask({
+          fence: this.fence(),
+          askSeq: seq,
+          position,
+          questions: keys.map((key) => ({ key, request: requests[key]! })),
+          ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+        }),
+      );
+    } catch (error) {
+      this.storeFailed('question not stored', error);
+    }
     switch (out.decision) {
       case 'APPLY_ASK':
         if (out.record !== null) this.version = out.record.version;
