@@ -3,7 +3,8 @@ import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelco
 import { afterEach, describe, expect, it } from 'vitest';
 import { FAULT_TEXT, StoreFaults } from '../support/store-faults.js';
 import { sdkClient } from '../support/sdk-http.js';
-import { listen, readEvents, rpc } from '../support/stateless.js';
+import { collectEvents, listen, readEvents, rpc, startListen } from '../support/stateless.js';
+import { until } from '../support/until.js';
 import { postgresHarness, sqliteHarness } from '../support/stores.js';
 import { startWireServer, type WireServer } from '../support/wire-server.js';
 
@@ -68,6 +69,23 @@ describe.each([sqliteHarness, postgresHarness])('store faults toward a requestor
     expect(events[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [taskId] } } });
     expect(events[1]).toMatchObject({ method: 'notifications/tasks', params: { taskId, status: 'working' } });
     expect(faults.count('visibleTaskIds')).toBe(3);
+  });
+
+  it('a subscription whose read fails past the bound ends with -32001 as the listen response, never silence', async () => {
+    const { faults, url, bound } = await setup('listen_stream');
+    const taskId = (await rpc(url, 'tools/call', HOLD, { token: 'token-alice' })).result!.taskId as string;
+    const listening = startListen(url, 'token-alice', [taskId], 'stream');
+    const stream = collectEvents(listening.response);
+    // The stream has sent the task's state: the read under test is the next one.
+    await until(() => (stream.messages.length >= 2 ? true : undefined), 10_000);
+    bound(0);
+    faults.arm('get');
+    // A change heard from another process (no record with it): the stream reads the task.
+    wire!.server.runtime.service.changes.publish(taskId);
+    await stream.ended;
+    expect(stream.messages.map((m) => m.method ?? 'response')).toEqual(['notifications/subscriptions/acknowledged', 'notifications/tasks', 'response']);
+    expect(stream.messages.at(-1)).toEqual({ jsonrpc: '2.0', id: 'stream', error: UNAVAILABLE });
+    expect(faults.count('get')).toBe(1);
   });
 
   it('tasks/get on 2026-07-28 and tasks/list on 2025-11-25: -32001 past the bound, the answer within it', async () => {

@@ -12,7 +12,7 @@ import type { Principal } from '../../src/tools/principal.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { sdkClient } from '../support/sdk-http.js';
-import { rpc, startListen } from '../support/stateless.js';
+import { collectEvents, rpc, startListen } from '../support/stateless.js';
 import { TcpProxy, targetOf } from '../support/tcp-proxy.js';
 import { until } from '../support/until.js';
 import { CALLERS } from '../support/wire-server.js';
@@ -115,28 +115,6 @@ function nextStart(served: Served): Promise<string> {
   return once(served.started, 'started').then(([taskId]) => taskId as string);
 }
 
-/** The JSON-RPC messages of a subscription's stream, as they come. */
-function collect(response: Promise<Response>): { messages: Array<Record<string, unknown>>; ended: Promise<void> } {
-  const messages: Array<Record<string, unknown>> = [];
-  const ended = (async () => {
-    const res = await response;
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
-        const data = buffer
-          .slice(0, cut)
-          .split('\n')
-          .find((line) => line.startsWith('data: '));
-        buffer = buffer.slice(cut + 2);
-        if (data !== undefined) messages.push(JSON.parse(data.slice(6)) as Record<string, unknown>);
-      }
-    }
-  })().catch(() => undefined);
-  return { messages, ended };
-}
-
 /** Waits for `count` connections the cut proxy refused: the server tried its store and met the outage. */
 async function refusals(proxy: TcpProxy, count: number): Promise<void> {
   for (let i = 0; i < count; i++) await once(proxy, 'refused');
@@ -166,7 +144,7 @@ describe('a PostgreSQL outage shorter than the ride-through bound', () => {
     expect(await startedB).toBe(taskB);
     const listening = startListen(served.url, 'token-alice', [taskB], 'sub');
     closers.push(async () => listening.abort.abort());
-    const sub = collect(listening.response);
+    const sub = collectEvents(listening.response);
     await until(() => (sub.messages.some((m) => m.method === 'notifications/tasks') ? true : undefined), 10_000);
     await until(() => (streamed.some((m) => m.type === 'taskStatus') ? true : undefined), 10_000);
 

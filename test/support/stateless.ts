@@ -120,3 +120,25 @@ export function startListen(url: string, token: string, taskIds: string[], id: s
   });
   return { response, abort };
 }
+
+/** The JSON-RPC messages of a subscription's stream as they come (`messages` grows); `ended` resolves when the stream ends. */
+export function collectEvents(response: Promise<Response>): { messages: Array<Record<string, unknown>>; ended: Promise<void> } {
+  const messages: Array<Record<string, unknown>> = [];
+  const ended = (async () => {
+    const res = await response;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
+        const data = buffer
+          .slice(0, cut)
+          .split('\n')
+          .find((line) => line.startsWith('data: '));
+        buffer = buffer.slice(cut + 2);
+        if (data !== undefined) messages.push(JSON.parse(data.slice(6)) as Record<string, unknown>);
+      }
+    }
+  })().catch(() => undefined);
+  return { messages, ended };
+}
