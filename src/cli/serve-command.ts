@@ -47,6 +47,8 @@ ${WORKER_USAGE_LINES}
   --max-ttl MS           largest ttl granted (default 604800000)
   --max-active N         non-terminal tasks one caller may hold at once (default 100)
   --max-stored N         unexpired tasks one caller may hold, finished ones included (default 1000)
+  --store-outage-ms MS   a waiting read (tasks/result, tasks/get, tasks/list, a subscription) rides through
+                         a store outage this long before it answers Store unavailable (default 15000; 0: at once)
   --max-body-bytes N     largest HTTP request body (default 4194304)
   --max-sessions N       open 2025-11-25 sessions of all callers (default 1000)
   --session-idle-ms MS   a session idle this long is closed (default 1800000)
@@ -88,6 +90,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
       'max-ttl': { type: 'string' },
       'max-active': { type: 'string' },
       'max-stored': { type: 'string' },
+      'store-outage-ms': { type: 'string' },
       'max-body-bytes': { type: 'string' },
       'max-sessions': { type: 'string' },
       'session-idle-ms': { type: 'string' },
@@ -125,6 +128,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     ...(values['max-active'] === undefined ? {} : { maxActiveTasks: positiveInt('--max-active', values['max-active']) }),
     ...(values['max-stored'] === undefined ? {} : { maxStoredTasks: positiveInt('--max-stored', values['max-stored']) }),
     ...journalLimitsFrom(values),
+    ...(values['store-outage-ms'] === undefined ? {} : { storeOutageMs: wholeMs('--store-outage-ms', values['store-outage-ms']) }),
   };
   const httpLimits = {
     ...(values['max-body-bytes'] === undefined ? {} : { maxBodyBytes: positiveInt('--max-body-bytes', values['max-body-bytes']) }),
@@ -259,6 +263,14 @@ async function watchTokens(file: string, logger: Logger) {
   } catch (error) {
     throw new TasklatchError('INVALID_INPUT', `--auth-tokens ${(error as Error).message}`);
   }
+}
+
+/** A whole number of milliseconds, 0 or more. */
+function wholeMs(flag: string, text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n))
+    throw new TasklatchError('INVALID_INPUT', `${flag} takes a whole number of milliseconds, got ${JSON.stringify(text)}`);
+  return n;
 }
 
 function parseListen(text: string): { host: string; port: number } {

@@ -27,3 +27,20 @@ export class TasklatchError extends Error {
 export function isTasklatchError(error: unknown, code?: ErrorCode): error is TasklatchError {
   return error instanceof TasklatchError && (code === undefined || error.code === code);
 }
+
+/**
+ * Whether `error` is a store fault: a `STORE_UNAVAILABLE` error itself or anywhere in its `cause`
+ * chain. The chain is walked because a handler may catch a store error a run's call threw and
+ * rethrow its own with the first as its cause (`new Error('…', { cause })`): the run must still
+ * tell an outage, which a later attempt gets through, from the handler's own failure.
+ */
+export function isStoreFault(error: unknown): boolean {
+  let at: unknown = error;
+  // Bounded: a cause chain may be long or circular.
+  for (let depth = 0; depth < 16 && at instanceof Error; depth++) {
+    if (isTasklatchError(at, 'STORE_UNAVAILABLE')) return true;
+    if (at instanceof AggregateError && at.errors.some((inner) => isStoreFault(inner))) return true;
+    at = at.cause;
+  }
+  return false;
+}

@@ -2,7 +2,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isTasklatchError, TasklatchError } from '../core/errors.js';
+import { isStoreFault, isTasklatchError, TasklatchError } from '../core/errors.js';
 import { principalProblem } from '../core/principal.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { Logger } from '../runtime/log.js';
@@ -186,8 +186,8 @@ export function checkedHandler<Extra>(schema: unknown, handler: (request: never,
     } catch (error) {
       if (error instanceof ProtocolError || error instanceof McpError) throw error;
       // An outage, not a fault of this server: one line without a stack, and an answer to retry.
-      if (isTasklatchError(error, 'STORE_UNAVAILABLE')) {
-        logger.warn({ reason: error.message, method }, 'store unavailable');
+      if (isStoreFault(error)) {
+        logger.warn({ reason: (error as Error).message, method }, 'store unavailable');
         throw storeUnavailable();
       }
       // A server fault: logged with its stack, answered without its text (which may be a database's).

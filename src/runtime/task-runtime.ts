@@ -1,4 +1,5 @@
 import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
+import { isStoreFault } from '../core/errors.js';
 import type { Millis, TaskCapabilities } from '../core/types.js';
 import { ExpirySweeper } from '../service/expiry-sweeper.js';
 import type { TaskLimits } from '../service/limits.js';
@@ -120,7 +121,12 @@ export class TaskRuntime {
             intervalMs: sweepIntervalMs,
             inputDeadlineIntervalMs,
             ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
-            onError: (error) => this.logger.warn({ err: error }, 'upkeep pass failed (expiry sweep or input deadlines)'),
+            // An outage is one line without a stack (it is not a fault of the process); anything else keeps its stack.
+            onError: (error) =>
+              this.logger.warn(
+                isStoreFault(error) ? { reason: (error as Error).message } : { err: error },
+                'upkeep pass failed (expiry sweep or input deadlines)',
+              ),
           })
         : null;
     const { beforeTerminalWrite, ...workerOptions } = options.worker ?? {};
@@ -146,7 +152,8 @@ export class TaskRuntime {
 
   /** Starts relaying other processes' changes (stores that notify), the sweeper and the worker. */
   async start(): Promise<void> {
-    await this.service.start((error) => this.logger.warn({ err: error }, 'change notifications interrupted; reconnecting'));
+    // The listener's connection dropped or could not be opened: one line without a stack, each time.
+    await this.service.start((error) => this.logger.warn({ reason: error.message }, 'change notifications interrupted; reconnecting'));
     this.sweeper?.start();
     this.worker?.start();
   }

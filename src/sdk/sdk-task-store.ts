@@ -1,9 +1,10 @@
 import type { CreateTaskOptions, TaskStore as SdkTaskStoreInterface } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { McpError, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
-import { isTasklatchError } from '../core/errors.js';
+import { isStoreFault, isTasklatchError } from '../core/errors.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { isTerminal, type TaskCapabilities, type TaskRecord, type WireRequest } from '../core/types.js';
 import { wireResult, wireTask } from '../mcp/wire.js';
+import { storeUnavailable } from '../tools/protocol-error.js';
 import { isPlausibleTaskId } from '../service/input-bounds.js';
 import type { TaskLimits } from '../service/limits.js';
 import { TaskService } from '../service/task-service.js';
@@ -76,16 +77,16 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
   }
 
   async getTask(taskId: string): Promise<Task | null> {
-    const record = await this.read(taskId, 'tasks/get');
+    const record = await this.translate(() => this.read(taskId, 'tasks/get'));
     return record === null ? null : wireTask(record);
   }
 
   async storeTaskResult(taskId: string, status: 'completed' | 'failed', result: Result): Promise<void> {
-    await this.write(taskId, { status, result });
+    await this.translate(() => this.write(taskId, { status, result }));
   }
 
   async getTaskResult(taskId: string): Promise<Result> {
-    const record = await this.read(taskId, 'tasks/result');
+    const record = await this.translate(() => this.read(taskId, 'tasks/result'));
     if (record === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
     if (!isTerminal(record.status)) throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is ${record.status} and has no result yet`);
     const { _meta: _related, ...result } = wireResult(record);
@@ -94,12 +95,12 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
 
   async updateTaskStatus(taskId: string, status: Task['status'], statusMessage?: string): Promise<void> {
     if (status === 'cancelled') {
-      const out = await this.service.cancel({ auth: this.auth.authKey(), taskId });
+      const out = await this.translate(() => this.service.cancel({ auth: this.auth.authKey(), taskId }));
       if (out.record === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
       if (out.decision === 'ALREADY_TERMINAL') throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is already ${out.record.status}`);
       return;
     }
-    await this.write(taskId, { status, ...(statusMessage === undefined ? {} : { statusMessage }) });
+    await this.translate(() => this.write(taskId, { status, ...(statusMessage === undefined ? {} : { statusMessage }) }));
   }
 
   async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
@@ -134,12 +135,23 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
     throw new McpError(JSON_RPC_CODES.internalError, `Task ${taskId}: the version kept moving; write not applied`);
   }
 
+  /**
+   * Our errors as the SDK answers them: refused input is invalid params, and a store fault the
+   * retryable `Store unavailable` (the SDK would answer any other error as an internal error
+   * carrying its text, here a database's address).
+   */
   private async translate<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
       if (isTasklatchError(error, 'INVALID_INPUT') || isTasklatchError(error, 'INVALID_CURSOR'))
         throw new McpError(JSON_RPC_CODES.invalidParams, error.message);
+      if (isStoreFault(error)) {
+        // An McpError: the SDK's own tasks/cancel handler passes only those through as they are
+        // (its tasks/list handler answers any error as invalid params, keeping only the message).
+        const unavailable = storeUnavailable();
+        throw new McpError(unavailable.code, unavailable.message, unavailable.data);
+      }
       throw error;
     }
   }

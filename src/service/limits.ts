@@ -1,3 +1,5 @@
+import { DEFAULT_STORE_OUTAGE_MS } from './ride-through.js';
+
 /** The maxima a task service enforces; every one is documented in the README. */
 export interface TaskLimits {
   /** ttl given to a task whose request names none (ms); null = never expires. */
@@ -46,6 +48,11 @@ export interface TaskLimits {
   maxSubscriptions: number;
   /** Open task subscriptions of one caller (auth key); one more answers 429 with `Retry-After`. */
   maxSubscriptionsPerCaller: number;
+  /**
+   * How long a read that waits (a held `tasks/result`, a subscription, a `tasks/get` or
+   * `tasks/list`) waits out a store outage before it answers `Store unavailable` (ms; 0: at once).
+   */
+  storeOutageMs: number;
 }
 
 export const DEFAULT_LIMITS: TaskLimits = {
@@ -67,6 +74,7 @@ export const DEFAULT_LIMITS: TaskLimits = {
   maxListenTaskIds: 100,
   maxSubscriptions: 1000,
   maxSubscriptionsPerCaller: 32,
+  storeOutageMs: DEFAULT_STORE_OUTAGE_MS,
 };
 
 /** The size of a value as stored: its JSON text in UTF-8 bytes. */

@@ -1,6 +1,10 @@
 import type { TaskRecord } from '../core/types.js';
 import type { GuardContext } from './guard-context.js';
 
+/** The first wait before a listener that could not start is started again, doubled up to `MAX_RETRY_MS`. */
+const FIRST_RETRY_MS = 250;
+const MAX_RETRY_MS = 5000;
+
 /** Whether other processes' changes reach this one: `off` where the store has no notifications or `start` was not called. */
 export type NotificationState = 'off' | 'up' | 'down';
 
@@ -12,6 +16,10 @@ export type NotificationState = 'off' | 'up' | 'down';
 export class NotificationRelay {
   private stopListening: (() => Promise<void>) | null = null;
   private current: NotificationState = 'off';
+  /** Between `start` and `stop`: a listener is up, or being started again. */
+  private running = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private onError: ((error: Error) => void) | null = null;
 
   constructor(private readonly ctx: GuardContext) {}
 
@@ -20,33 +28,74 @@ export class NotificationRelay {
     return this.current;
   }
 
-  /** Starts relaying the store's cross-process change notifications, where it has them. */
+  /**
+   * Starts relaying the store's cross-process change notifications, where it has them. A
+   * listener that cannot start (the database dropped the connection as the process started) does
+   * not fail the start: the state is `down`, `onError` hears why, waiters poll at the short
+   * interval (`fallbackPollMs`), and the listener is started again with backoff until it is up
+   * or `stop` is called; once up, every waiter looks again (anything may have changed meanwhile).
+   */
   async start(onError?: (error: Error) => void): Promise<void> {
+    if (this.running || !this.ctx.store.supports.listenNotify) return;
+    this.running = true;
+    this.onError = onError ?? null;
+    try {
+      await this.listen();
+    } catch (error) {
+      this.lost(error as Error);
+      this.retry(FIRST_RETRY_MS);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    const stop = this.stopListening;
+    this.stopListening = null;
+    this.current = 'off';
+    await stop?.();
+  }
+
+  private async listen(): Promise<void> {
     const { store, changes } = this.ctx;
-    if (this.stopListening !== null || !store.supports.listenNotify) return;
-    this.stopListening = await store.listen(
+    const stop = await store.listen(
       (taskId, version, record) => {
         // null: the connection is back after a loss (see TaskUpkeep.listen).
         if (taskId !== null) return changes.publishRemote(taskId, version, record);
         this.current = 'up';
         changes.publishAll();
       },
-      (error) => {
-        this.current = 'down';
-        onError?.(error);
-      },
+      (error) => this.lost(error),
       (event) => changes.publishRemoteProgress(event),
       // Its own writes come back on the feed: those are neither reported nor their records opened.
       { knows: (taskId, version) => changes.knows(taskId, version) },
     );
+    // Stopped while the listener was starting: it goes at once.
+    if (!this.running) return stop();
+    this.stopListening = stop;
     this.current = 'up';
   }
 
-  async stop(): Promise<void> {
-    const stop = this.stopListening;
-    this.stopListening = null;
-    this.current = 'off';
-    await stop?.();
+  private lost(error: Error): void {
+    this.current = 'down';
+    this.onError?.(error);
+  }
+
+  private retry(delayMs: number): void {
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (!this.running) return;
+      this.listen().then(
+        // Changes made while no listener was up were not heard: every waiter looks again.
+        () => this.ctx.changes.publishAll(),
+        (error: unknown) => {
+          this.lost(error as Error);
+          this.retry(Math.min(delayMs * 2, MAX_RETRY_MS));
+        },
+      );
+    }, delayMs);
+    this.retryTimer.unref();
   }
 
   /**
@@ -77,7 +126,8 @@ export class NotificationRelay {
    * notifying (a shared SQLite file), long where every writer notifies.
    */
   fallbackPollMs(): number {
-    const notified = !this.ctx.store.supports.shared || this.stopListening !== null;
+    // While the listener is down, other processes' writes go unheard: poll at the short interval.
+    const notified = !this.ctx.store.supports.shared || (this.stopListening !== null && this.current !== 'down');
     return notified ? 30_000 : Math.min(this.ctx.limits.pollInterval, 500);
   }
 }

@@ -14,6 +14,8 @@ export interface ResultWaitParts {
   reads: Pick<RequestorSurface, 'read' | 'decideOn'>;
   /** How long a waiter sleeps without an event (see `NotificationRelay.fallbackPollMs`). */
   fallbackPollMs: () => number;
+  /** Runs one read through a short store outage (`TaskService.outlast`). */
+  outlast: <T>(read: () => Promise<T>) => Promise<T>;
 }
 
 export interface AwaitResultInput {
@@ -50,14 +52,21 @@ export async function awaitResult(parts: ResultWaitParts, input: AwaitResultInpu
     let carried: TaskRecord | null = null;
     let seen = 0;
     for (;;) {
-      const outcome =
-        carried !== null && isTerminal(carried.status) && carried.version > seen && visibleTo(carried, auth, parts.clock())
-          ? await parts.reads.decideOn(ask, { decision: 'FOUND', record: { ...carried } })
-          : await parts.reads.read(ask);
+      const decided = carried;
+      // A store outage shorter than the bound is waited out (each look reads again); past it the
+      // store's error ends the wait, and the wire answers the retryable `Store unavailable`.
+      const outcome = await parts.outlast(() =>
+        decided !== null && isTerminal(decided.status) && decided.version > seen && visibleTo(decided, auth, parts.clock())
+          ? parts.reads.decideOn(ask, { decision: 'FOUND', record: { ...decided } })
+          : parts.reads.read(ask),
+      );
       said = outcome.decision;
       if (outcome.decision !== 'WAIT_TERMINAL' && outcome.decision !== 'WAIT_INPUT') return outcome;
       if (input.signal?.aborted === true) return outcome;
-      if (outcome.decision === 'WAIT_INPUT') await input.onWaitInput?.(outcome.record);
+      if (outcome.decision === 'WAIT_INPUT' && input.onWaitInput !== undefined) {
+        const onWaitInput = input.onWaitInput;
+        await parts.outlast(async () => onWaitInput(outcome.record));
+      }
       let waitingOn: TaskRecord = outcome.record;
       for (;;) {
         seen = waitingOn.version;

@@ -22,6 +22,7 @@ import { NotificationRelay, type NotificationState } from './notification-relay.
 import type { CancelTaskOutcome, CreateOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
 import { RequestorSurface, type CreateInput, type RecordDecisionInput } from './requestor-surface.js';
 import { awaitResult, type AwaitResultInput } from './result-wait.js';
+import { rideThrough } from './ride-through.js';
 import type { TaskEvents } from './task-events.js';
 import type { AskRequest, ClaimRequest, RecordStepRequest, WorkerPort } from './worker-port.js';
 import { WorkerSurface } from './worker-surface.js';
@@ -112,13 +113,29 @@ export class TaskService implements WorkerPort {
 
   /** `tasks/get`, or one look of `tasks/result` without waiting. */
   read(input: { auth: string; method: ReadOnlyMethod; taskId: string; correlationId?: string; quietIf?: QuietIf }): Promise<ReadOutcome> {
-    return this.requests.read(input);
+    return this.outlast(() => this.requests.read(input));
+  }
+
+  /**
+   * Runs a read for a requestor through a store outage of up to `limits.storeOutageMs` (see
+   * `rideThrough`); past it, or when `signal` aborts, the store's error is thrown, which each
+   * wire answers as the retryable `Store unavailable`.
+   */
+  outlast<T>(read: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return rideThrough(read, this.ctx.limits.storeOutageMs, signal);
   }
 
   /** `tasks/result`, held until the task is terminal (see `awaitResult` in `result-wait.ts`). */
   awaitResult(input: AwaitResultInput): Promise<ReadOutcome> {
     const { ctx } = this;
-    const parts = { changes: ctx.changes, events: ctx.events, clock: ctx.clock, reads: this.requests, fallbackPollMs: () => this.relay.fallbackPollMs() };
+    const parts = {
+      changes: ctx.changes,
+      events: ctx.events,
+      clock: ctx.clock,
+      reads: this.requests,
+      fallbackPollMs: () => this.relay.fallbackPollMs(),
+      outlast: <T>(read: () => Promise<T>) => this.outlast(read, input.signal),
+    };
     return awaitResult(parts, input);
   }
 
@@ -134,7 +151,7 @@ export class TaskService implements WorkerPort {
 
   /** `tasks/list`: one page of the caller's unexpired tasks. A bad or foreign cursor throws INVALID_CURSOR. */
   list(input: { auth: string; cursor?: string | undefined; limit?: number; correlationId?: string }): Promise<ListOutcome> {
-    return this.requests.list(input);
+    return this.outlast(() => this.requests.list(input));
   }
 
   // The worker's surface (`WorkerPort`).

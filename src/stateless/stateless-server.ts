@@ -3,7 +3,7 @@ import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { META_KEYS, TASKS_EXTENSION } from '../core/meta-keys.js';
 import { answerProblem } from '../service/answer-check.js';
 import { isPlausibleTaskId } from '../service/input-bounds.js';
-import { isTasklatchError } from '../core/errors.js';
+import { isStoreFault, isTasklatchError } from '../core/errors.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { outstanding } from '../core/input-rules.js';
 import { isAnswerTo } from '../tools/asking.js';
@@ -13,7 +13,7 @@ import { checkRoutingHeaders } from './headers.js';
 import { describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
 import { declaresTasks, invalidParams, methodNotFound, missingTasksExtension, SUPPORTED_VERSIONS } from './protocol.js';
 import { storeUnavailable } from '../tools/protocol-error.js';
-import { openTaskSubscription, SubscriptionSlots, type EventSink } from './subscriptions.js';
+import { acceptedTaskIds, openTaskSubscription, SubscriptionSlots, type EventSink } from './subscriptions.js';
 import { errorReply, readableId, type StatelessReply } from './replies.js';
 
 export type { StatelessReply } from './replies.js';
@@ -183,8 +183,8 @@ export class StatelessServer {
     if (error instanceof ProtocolError) return error;
     if (isTasklatchError(error, 'INVALID_INPUT')) return invalidParams(error.message);
     // An outage, not a fault of this server: one line without a stack, and an answer to retry.
-    if (isTasklatchError(error, 'STORE_UNAVAILABLE')) {
-      this.runtime.logger.warn({ reason: error.message, method }, 'store unavailable');
+    if (isStoreFault(error)) {
+      this.runtime.logger.warn({ reason: (error as Error).message, method }, 'store unavailable');
       return storeUnavailable();
     }
     this.runtime.logger.error({ err: error, method }, 'request failed');
@@ -212,7 +212,7 @@ export class StatelessServer {
       const view = detailedTask(out.record);
       if (out.record.status !== 'input_required') return view;
       // Every outstanding question, as the extension asks: a partial answer leaves the rest.
-      const asked = outstanding(await this.runtime.service.lookupInputs({ auth, taskId }));
+      const asked = outstanding(await this.runtime.service.outlast(() => this.runtime.service.lookupInputs({ auth, taskId }), call.signal));
       // None left: the last answer landed between the two reads and the task moved on (the
       // answer and the status change are one write); the record read again says to what.
       if (asked.length === 0 && attempt < 3) continue;
@@ -272,9 +272,14 @@ export class StatelessServer {
     if (taskIds.length > most) throw invalidParams(`Invalid params for subscriptions/listen: ${taskIds.length} task ids; at most ${most} per listen`);
     const auth = authKeyOf(call.principal);
     const release = this.subscriptions.take(auth);
+    // Read before the stream opens: a store that stays away is a 503 to retry, not an empty ack.
+    const accepted = await acceptedTaskIds(this.runtime.service, auth, taskIds, call.signal).catch((error: unknown) => {
+      release();
+      throw error;
+    });
     const open = async (sink: EventSink, closed: AbortSignal) => {
       try {
-        await openTaskSubscription({ service: this.runtime.service, auth, taskIds, subscriptionId: call.id, sink, closed });
+        await openTaskSubscription({ service: this.runtime.service, auth, accepted, subscriptionId: call.id, sink, closed });
       } finally {
         release();
       }

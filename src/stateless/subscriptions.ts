@@ -4,7 +4,8 @@ import { visibleTo } from '../core/visibility.js';
 import type { TaskRecord } from '../core/types.js';
 import type { TaskLimits } from '../service/limits.js';
 import type { TaskService } from '../service/task-service.js';
-import { ProtocolError } from '../tools/protocol-error.js';
+import { isStoreFault } from '../core/errors.js';
+import { ProtocolError, storeUnavailable } from '../tools/protocol-error.js';
 import { detailedTask } from '../tools/task-views.js';
 
 /** Where a subscription's messages go: SSE events and keep-alive comments on one response. */
@@ -66,38 +67,62 @@ export class SubscriptionSlots {
 }
 
 /**
- * `subscriptions/listen` for tasks: the acknowledgement names the ids accepted (the caller's
- * own, visible tasks; any other id is left out exactly like an unknown one), then the current
- * state of each, then `notifications/tasks` with what `tasks/get` would answer on every change,
- * from whichever process writes it (the service's change feed hears the store's
- * notifications). Which ids are the caller's is one store read, however many are named; a
- * stream whose client went away reads nothing more. Resolves when the client closes the stream.
+ * Which of the named ids a listen accepts: the caller's own, visible tasks (any other id is left
+ * out exactly like an unknown one). One store read, however many are named, run through a store
+ * outage shorter than `limits.storeOutageMs`; past it the store's error is thrown, before the
+ * stream opens, and the wire answers the retryable `Store unavailable` (503): a store fault is
+ * never acknowledged as "none of these are yours".
+ */
+export async function acceptedTaskIds(service: TaskService, auth: string, taskIds: readonly string[], signal?: AbortSignal): Promise<string[]> {
+  const named = [...new Set(taskIds)];
+  if (named.length === 0) return [];
+  const found = await service.outlast(() => service.store.visibleTaskIds({ authKey: auth, taskIds: named, now: service.now() }), signal);
+  const visible = new Set(found);
+  const accepted = named.filter((taskId) => visible.has(taskId));
+  if (accepted.length < named.length) await auditUnseen(service, auth, named, visible);
+  return accepted;
+}
+
+/**
+ * `subscriptions/listen` for tasks, on the ids `acceptedTaskIds` accepted: the acknowledgement
+ * names them, then the current state of each, then `notifications/tasks` with what `tasks/get`
+ * would answer on every change, from whichever process writes it (the service's change feed
+ * hears the store's notifications). A stream whose client went away reads nothing more. A read
+ * the store cannot answer is tried again through an outage shorter than `limits.storeOutageMs`;
+ * past it the stream ends with the retryable `Store unavailable` error as the listen's response,
+ * never with a silence the client would take for "nothing changed". Resolves when the stream ends.
  */
 export async function openTaskSubscription(input: {
   service: TaskService;
   auth: string;
-  taskIds: readonly string[];
+  accepted: readonly string[];
   subscriptionId: string | number;
   sink: EventSink;
   closed: AbortSignal;
 }): Promise<void> {
-  const { service, auth, sink, closed } = input;
+  const { service, auth, sink, accepted } = input;
   const tagged = { [META_KEYS.subscriptionId]: input.subscriptionId };
-  if (closed.aborted) return;
-  const named = [...new Set(input.taskIds)];
-  const found = named.length === 0 ? [] : await service.store.visibleTaskIds({ authKey: auth, taskIds: named, now: service.now() }).catch(() => null);
-  const visible = new Set(found);
-  const accepted = named.filter((taskId) => visible.has(taskId));
-  if (found !== null && accepted.length < named.length) await auditUnseen(service, auth, named, visible);
-  if (closed.aborted) return;
+  if (input.closed.aborted) return;
+  // Aborted when the client goes or the store stays away past the bound: the stream ends.
+  const ending = new AbortController();
+  const closed = AbortSignal.any([input.closed, ending.signal]);
   /** The version each task was last sent at: notifications never repeat or go back. */
   const sent = new Map<string, number>();
   const look = async (taskId: string, carried?: TaskRecord) => {
-    // A stream its client closed reads nothing more.
+    // A stream that ended reads nothing more.
     if (closed.aborted) return;
     // A change this process wrote carries its record: no read for it (the caller's own, unexpired).
     const own = carried !== undefined && visibleTo(carried, auth, service.now());
-    const record = own ? carried : ((await service.lookup({ auth, taskId }).catch(() => null))?.record ?? null);
+    let record: TaskRecord | null;
+    try {
+      record = own ? carried : (await service.outlast(() => service.lookup({ auth, taskId }), closed)).record;
+    } catch (error) {
+      if (closed.aborted) return;
+      if (!isStoreFault(error)) throw error;
+      sink.send({ jsonrpc: '2.0', id: input.subscriptionId, error: storeUnavailable().toJSON() });
+      ending.abort();
+      return;
+    }
     if (record === null || closed.aborted || (sent.get(taskId) ?? 0) >= record.version) return;
     sent.set(taskId, record.version);
     const { resultType: _resultType, ...task } = detailedTask(record);
@@ -109,7 +134,7 @@ export async function openTaskSubscription(input: {
     return service.changes.subscribe(taskId, (version, record) => {
       if (version !== undefined && version <= (sent.get(taskId) ?? 0)) return;
       // One read at a time per task, in order.
-      reading = reading.then(() => look(taskId, record));
+      reading = reading.then(() => look(taskId, record)).catch(() => undefined);
     });
   });
   const keepAlive = setInterval(() => sink.comment(), KEEP_ALIVE_MS);

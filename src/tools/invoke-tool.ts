@@ -1,5 +1,6 @@
 import { InputNeeded } from './asking.js';
-import { ProtocolError } from './protocol-error.js';
+import { isStoreFault } from '../core/errors.js';
+import { ProtocolError, storeUnavailable } from './protocol-error.js';
 import type { TaskTool, ToolContext, ToolResult } from './tool.js';
 
 /** A `CallToolResult` that reports a failure to the caller: `isError` with one text block. */
@@ -12,7 +13,8 @@ export function errorResult(text: string): ToolResult {
  * with the tool's schema, the handler runs, and anything it throws becomes an `isError` result
  * (a tool never ends a call with an exception of ours), except a `ProtocolError`, which is the
  * tool's own choice to end the call with a JSON-RPC error, and `InputNeeded` (a question the
- * call must send back to its client first): both are thrown on to the caller.
+ * call must send back to its client first): both are thrown on to the caller; so is a store
+ * fault, as the retryable `Store unavailable`.
  * `onThrow` hears what else a handler threw while its run was not being stopped, so the caller
  * can log it.
  */
@@ -37,6 +39,10 @@ export async function invokeParsed(tool: TaskTool, parsed: ParsedArguments, ctx:
     if (ctx.signal.aborted) return errorResult(`stopped: ${String((ctx.signal.reason as Error | undefined)?.message)}`);
     if (error instanceof ProtocolError || error instanceof InputNeeded) throw error;
     onThrow?.(error);
+    // A store fault (the error, or one in its cause chain) is no result of the tool's: the call
+    // answers the retryable Store unavailable, never an `isError` result carrying the store's
+    // text. A task run has stopped already (its `onThrow`) and stores nothing.
+    if (isStoreFault(error)) throw storeUnavailable();
     return errorResult(error instanceof Error ? error.message : String(error));
   }
 }

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isStoreFault } from '../core/errors.js';
 import type { TaskRecord, WireRequest } from '../core/types.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult, invokeTool } from '../tools/invoke-tool.js';
@@ -149,11 +150,13 @@ export class TaskExecutor {
       this.onSleep?.(record.taskId, run.wakeAt);
       return;
     }
-    if (run.stopped === 'drained' || run.stopped === 'suspended') {
+    if (run.stopped === 'drained' || run.stopped === 'suspended' || run.stopped === 'store unavailable') {
       // Another worker (or this one) claims the task when it is due again: at once after a
-      // drain, once its answers are in after a suspension.
+      // drain, once its answers are in after a suspension, once the store is back after a store
+      // fault (a release the store cannot take leaves the lease to expire).
       await run.release();
       if (run.stopped === 'suspended') this.log('info', 'task waits for input', { taskId: record.taskId });
+      if (run.stopped === 'store unavailable') this.log('warn', 'task stopped by a store fault; it runs again', { taskId: record.taskId });
       return;
     }
     if (run.stopped === 'lease lost' || run.stopped === 'expired') {
@@ -175,8 +178,11 @@ export class TaskExecutor {
     const request = record.request as WireRequest | null;
     const tool = record.toolName === null ? undefined : this.tools.get(record.toolName);
     if (tool === undefined || request === null) return errorResult(`tool ${record.toolName ?? '(none)'} is not served here`);
-    return invokeTool(tool, request.params.arguments, taskToolContext(run, this.hooks.progress), (error) =>
-      this.log('warn', 'tool handler threw', { taskId: record.taskId, error: error instanceof Error ? error.message : String(error) }),
-    );
+    return invokeTool(tool, request.params.arguments, taskToolContext(run, this.hooks.progress), (error) => {
+      // A store fault the handler let through, or wrapped as the cause of its own error: the run
+      // stops without a terminal write, and the task runs again (see `TaskRun.storeFailed`).
+      if (isStoreFault(error)) return run.stop('store unavailable');
+      this.log('warn', 'tool handler threw', { taskId: record.taskId, error: error instanceof Error ? error.message : String(error) });
+    });
   }
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jcsSha256 } from '../core/digest.js';
+import { isStoreFault } from '../core/errors.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
@@ -7,7 +8,7 @@ import { visibleTo } from '../core/visibility.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { jsonBytes } from '../service/limits.js';
 import type { WorkerPort } from '../service/worker-port.js';
-import type { Fence } from '../store/types.js';
+import type { AskOutcome, Fence } from '../store/types.js';
 import type { StoredError } from '../tools/protocol-error.js';
 import type { AskOptions } from '../tools/asking.js';
 import type { ToolResult } from '../tools/tool.js';
@@ -21,8 +22,12 @@ export interface Lease {
   heartbeatMs: number;
 }
 
-/** Why a run stopped; `suspended`: it asked its requestor and waits, without a worker, for the answers. */
-export type StopReason = 'cancelled' | 'expired' | 'lease lost' | 'drained' | 'suspended';
+/**
+ * Why a run stopped; `suspended`: it asked its requestor and waits, without a worker, for the
+ * answers; `store unavailable`: a write of the run met a store fault, so the run stops without a
+ * terminal write and the task is run again (its lease given back, or left to expire).
+ */
+export type StopReason = 'cancelled' | 'expired' | 'lease lost' | 'drained' | 'suspended' | 'store unavailable';
 
 export type RunLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 
@@ -179,7 +184,8 @@ export class TaskRun {
     }
     if (holds === false) {
       const found = await this.port.lookup({ auth: this.record.authKey, taskId: this.taskId }).catch(() => null);
-      this.stop(found === null || found.record === null ? 'expired' : isTerminal(found.record.status) ? 'cancelled' : 'lease lost');
+      // A read that failed says nothing of the task: the fence is lost, no more.
+      this.stop(found === null ? 'lease lost' : found.record === null ? 'expired' : isTerminal(found.record.status) ? 'cancelled' : 'lease lost');
     }
     this.signal.throwIfAborted();
   }
@@ -209,15 +215,20 @@ export class TaskRun {
       if (before.every((q) => q.answeredAt !== null)) return Object.fromEntries(before.map((q) => [q.key, q.response]));
       return this.suspend();
     }
-    const out = await this.serial(() =>
-      this.port.ask({
-        fence: this.fence(),
-        askSeq: seq,
-        position,
-        questions: keys.map((key) => ({ key, request: requests[key]! })),
-        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      }),
-    );
+    let out: AskOutcome;
+    try {
+      out = await this.serial(() =>
+        this.port.ask({
+          fence: this.fence(),
+          askSeq: seq,
+          position,
+          questions: keys.map((key) => ({ key, request: requests[key]! })),
+          ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+        }),
+      );
+    } catch (error) {
+      this.storeFailed('question not stored', error);
+    }
     switch (out.decision) {
       case 'APPLY_ASK':
         if (out.record !== null) this.version = out.record.version;
@@ -238,6 +249,22 @@ export class TaskRun {
     }
     this.signal.throwIfAborted();
     throw new Error(`ask refused: ${out.decision}`);
+  }
+
+  /**
+   * A store call of the run failed. A store fault stops the run (`store unavailable`): the task
+   * is run again once the store is back, and the handler, whatever it makes of the error, stores
+   * nothing (the executor writes no terminal outcome for a stopped run). Any other error reaches
+   * the handler as a message of ours: the store's own text (a driver's, naming the database's
+   * address) is logged, never stored as the task's outcome.
+   */
+  storeFailed(what: string, error: unknown): never {
+    this.log('warn', `${what}: the store failed`, { taskId: this.taskId, error: String(error) });
+    if (isStoreFault(error)) {
+      this.stop('store unavailable');
+      throw this.signal.reason as Error;
+    }
+    throw new Error(`${what}: the store refused it`);
   }
 
   /** The task's stored questions, read once per run (asks and steps both consult them). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { TaskStore } from '../../src/store/types.js';
-import { listen, readEvents, rpc } from '../support/stateless.js';
+import { listen, readEvents, rpc, startListen } from '../support/stateless.js';
 import { until } from '../support/until.js';
 import { startWireServer, type WireServer } from '../support/wire-server.js';
 
@@ -102,9 +102,13 @@ describe('subscriptions/listen under a flood (2026-07-28)', () => {
     const mine = [];
     for (let i = 0; i < 10; i++) mine.push(await holdTask(url, 'token-alice'));
     const readsBefore = wire.calls.get ?? 0;
+    // Each client goes while the read that says which ids are hers is in flight (the stream opens after it).
     const streams = [];
-    for (let i = 0; i < 10; i++) streams.push(await listen(url, 'token-alice', [...mine, ...randomIds(90)], `gone-${i}`));
+    for (let i = 0; i < 10; i++) streams.push(startListen(url, 'token-alice', [...mine, ...randomIds(90)], `gone-${i}`));
+    const { calls } = wire;
+    await until(() => ((calls.visibleTaskIds ?? 0) >= 10 ? true : undefined));
     for (const s of streams) s.abort.abort();
+    await Promise.allSettled(streams.map((s) => s.response));
     const baseline = wire.server.service.changes.watchers;
     await new Promise((r) => setTimeout(r, 1000));
     // One read per listen said which ids are hers; the per-task reads never started.

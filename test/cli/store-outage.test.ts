@@ -17,7 +17,8 @@ let session: Client;
 
 beforeAll(async () => {
   pg = await startEmbeddedPostgres({ maxConnections: 50 });
-  serve = await spawnServe(['--store', `${pg.url}?schema=store_outage`, '--exports', '.tasklatch/outage-exports']);
+  // Reads ride through an outage this long before they answer Store unavailable.
+  serve = await spawnServe(['--store', `${pg.url}?schema=store_outage`, '--exports', '.tasklatch/outage-exports', '--store-outage-ms', '300']);
   session = new Client({ name: 'test', version: '1.0.0' }, { capabilities: { tasks: { requests: { tools: { call: {} } } } } });
   await session.connect(new StreamableHTTPClientTransport(new URL(serve.url)));
 }, 120_000);

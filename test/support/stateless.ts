@@ -91,8 +91,14 @@ export async function readEvents(
 
 /** Opens a 2026-07-28 `subscriptions/listen` for `taskIds`; abort the controller to close the stream. */
 export async function listen(url: string, token: string, taskIds: string[], id: string | number) {
+  const { response, abort } = startListen(url, token, taskIds, id);
+  return { res: await response, abort };
+}
+
+/** Sends a `subscriptions/listen` without waiting for its answer: aborting the controller goes away before, or after, it comes. */
+export function startListen(url: string, token: string, taskIds: string[], id: string | number) {
   const abort = new AbortController();
-  const res = await fetch(url, {
+  const response = fetch(url, {
     method: 'POST',
     signal: abort.signal,
     headers: {
@@ -112,5 +118,27 @@ export async function listen(url: string, token: string, taskIds: string[], id: 
       },
     }),
   });
-  return { res, abort };
+  return { response, abort };
+}
+
+/** The JSON-RPC messages of a subscription's stream as they come (`messages` grows); `ended` resolves when the stream ends. */
+export function collectEvents(response: Promise<Response>): { messages: Array<Record<string, unknown>>; ended: Promise<void> } {
+  const messages: Array<Record<string, unknown>> = [];
+  const ended = (async () => {
+    const res = await response;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
+        const data = buffer
+          .slice(0, cut)
+          .split('\n')
+          .find((line) => line.startsWith('data: '));
+        buffer = buffer.slice(cut + 2);
+        if (data !== undefined) messages.push(JSON.parse(data.slice(6)) as Record<string, unknown>);
+      }
+    }
+  })().catch(() => undefined);
+  return { messages, ended };
 }
