@@ -17,18 +17,23 @@ afterEach(async () => {
 
 const randomIds = (n: number) => Array.from({ length: n }, () => randomUUID());
 
-/** A store whose task reads take `ms`: a slow database, so that a read after a close would show. */
-function slowReads(store: TaskStore, ms: number): TaskStore {
-  return new Proxy(store, {
+/** A store whose `visibleTaskIds` reads wait until `release()`: a database slow on purpose, for as long as a test needs. */
+function holdVisibility(store: TaskStore): { store: TaskStore; waiting: () => number; release: () => void } {
+  let waiting = 0;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const held = new Proxy(store, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
-      if (prop !== 'get' && prop !== 'visibleTaskIds') return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      if (prop !== 'visibleTaskIds') return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
       return async (...args: unknown[]) => {
-        await new Promise((r) => setTimeout(r, ms));
+        waiting++;
+        await released;
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
   });
+  return { store: held, waiting: () => waiting, release };
 }
 
 async function holdTask(url: string, token: string): Promise<string> {
@@ -97,29 +102,37 @@ describe('subscriptions/listen under a flood (2026-07-28)', () => {
   });
 
   it('abandoned listens read nothing once their clients are gone, even while the store is slow', async () => {
-    wire = await startWireServer(slowReads(new MemoryStore(), 300), { execute: false });
+    // Each listen's read of which ids are hers is held until its client has gone; each listen's
+    // slot (ten per caller here) comes back only once it is done, which is what the end waits for.
+    const held = holdVisibility(new MemoryStore());
+    wire = await startWireServer(held.store, { execute: false, limits: { maxSubscriptionsPerCaller: 10 } });
     const { url } = wire.http;
     const mine = [];
     for (let i = 0; i < 10; i++) mine.push(await holdTask(url, 'token-alice'));
     const readsBefore = wire.calls.get ?? 0;
-    // Each client goes while the read that says which ids are hers is in flight (the stream opens after it).
     const streams = [];
     for (let i = 0; i < 10; i++) streams.push(startListen(url, 'token-alice', [...mine, ...randomIds(90)], `gone-${i}`));
-    const { calls } = wire;
-    await until(() => ((calls.visibleTaskIds ?? 0) >= 10 ? true : undefined));
+    await until(() => (held.waiting() >= 10 ? true : undefined));
     for (const s of streams) s.abort.abort();
     await Promise.allSettled(streams.map((s) => s.response));
+    // A request sent after the clients went away is answered after the server has heard them go.
+    await rpc(url, 'tools/list', {}, { token: 'token-bob' });
     const baseline = wire.server.service.changes.watchers;
-    await new Promise((r) => setTimeout(r, 1000));
+    held.release();
+    // The slots came back: ten more listens are taken, each only once a gone one is done.
+    for (let i = 0; i < 10; i++) {
+      opened.push(
+        await until(async () => {
+          const { res, abort } = await listen(url, 'token-alice', [], `back-${i}`);
+          if (res.status === 200) return abort;
+          abort.abort();
+          return undefined;
+        }),
+      );
+    }
     // One read per listen said which ids are hers; the per-task reads never started.
-    expect(wire.calls.visibleTaskIds).toBeLessThanOrEqual(10);
+    expect(wire.calls.visibleTaskIds).toBe(10);
     expect((wire.calls.get ?? 0) - readsBefore).toBe(0);
     expect(wire.server.service.changes.watchers).toBeLessThanOrEqual(baseline);
-    // And the slots came back: ten more listens are taken.
-    for (let i = 0; i < 10; i++) {
-      const { res, abort } = await listen(url, 'token-alice', [], `back-${i}`);
-      opened.push(abort);
-      expect(res.status).toBe(200);
-    }
   });
 });
