@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jcsSha256 } from '../core/digest.js';
-import { isStoreFault } from '../core/errors.js';
+import { isStoreFault, isTasklatchError } from '../core/errors.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
@@ -313,9 +313,10 @@ export class TaskRun {
 
   private async terminalWrite(outcome: ToolResult | StoredError): Promise<void> {
     const { taskId, authKey } = this.record;
-    const result = this.bounded(outcome);
-    const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
+    let result = this.bounded(outcome);
+    let replaced = false;
     for (let attempt = 0; ; attempt++) {
+      const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
       try {
         const write = { fence: this.fence(), result };
         const out = status === 'completed' ? await this.port.complete(write) : await this.port.fail(write);
@@ -324,6 +325,15 @@ export class TaskRun {
         if (!applied) this.log('info', 'terminal write refused', { taskId, decision: out.decision, stored: out.record?.status ?? null });
         return;
       } catch (error) {
+        // The store refused the outcome itself (text it cannot keep: a NUL, an unpaired surrogate),
+        // before writing anything: every run would make it again, so the task ends failed saying
+        // why, instead of being run again for ever. The refusal names the field, never the text.
+        if (isTasklatchError(error, 'INVALID_INPUT') && !replaced) {
+          this.log('warn', 'task result refused by the store; the task ends failed', { taskId, error: error.message });
+          result = { error: { code: JSON_RPC_CODES.internalError, message: `the task's result cannot be stored: ${error.message}` } };
+          replaced = true;
+          continue;
+        }
         this.log('warn', 'terminal write failed; reading the stored fact', { taskId, error: String(error) });
       }
       // We do not know whether the write happened. Read what is stored; write again only if
