@@ -2,7 +2,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isStoreFault, isTasklatchError, TasklatchError } from '../core/errors.js';
+import { isStoreFault, TasklatchError } from '../core/errors.js';
 import { principalProblem } from '../core/principal.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { Logger } from '../runtime/log.js';

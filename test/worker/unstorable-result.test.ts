@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { TaskRecord } from '../../src/core/types.js';
 import { TaskService } from '../../src/service/task-service.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { Worker } from '../../src/worker/worker.js';
@@ -41,7 +40,7 @@ describe.each(ALL_HARNESSES)('a result the $name store cannot keep', (harness) =
       const record = (await store.get({ authKey: AUTH, taskId, now: Date.now() })).record!;
       return record.status === 'completed' || record.status === 'failed' ? record : undefined;
     });
-    const outcome = JSON.stringify((done as TaskRecord).result);
+    const outcome = JSON.stringify(done.result);
     if (done.status === 'failed') {
       expect(harness.name).toBe('postgres');
       expect(outcome).toContain("the task's result cannot be stored");
