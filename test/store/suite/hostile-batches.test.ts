@@ -121,7 +121,8 @@ async function innocentScript(store: TaskStore, prefix: string, ops: readonly Ho
   await phase(4, () => [
     ...ids.map((taskId) => store.get({ authKey, taskId, now: at(4) })),
     store.list({ authKey, now: at(4), after: null, limit: 10 }),
-    store.visibleTaskIds({ authKey, taskIds: ids, now: at(4) }),
+    // In no particular order (the store's contract): compared as a set.
+    store.visibleTaskIds({ authKey, taskIds: ids, now: at(4) }).then((found) => [...found].sort()),
     store.recordDecision({ at: at(4), surface: 'read', decision: 'RETURN_STATUS', authKey, taskId: ids[0]!, correlationId: `${prefix}-r` }),
     Promise.resolve(store.publishProgress({ taskId: ids[0]!, progress: 1, message: 'm', origin: prefix })),
   ]);
