@@ -7,5 +7,10 @@ export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\u
  * store sees it.
  */
 export function isStorableText(text: string): boolean {
-  return !text.includes('\u0000') && !LONE_SURROGATE.test(text);
+  // One character-class test first: most text holds neither a NUL nor any surrogate, and only a
+  // string that does needs the look-around test.
+  return !SUSPECT.test(text) || (!text.includes('\u0000') && !LONE_SURROGATE.test(text));
 }
+
+/** A NUL or any surrogate, paired or not. */
+const SUSPECT = /[\u0000\uD800-\uDFFF]/;

@@ -38,15 +38,8 @@ export function unstorableRefusal(what: string, input: object): TasklatchError |
   return bad === null ? null : unstorableError(`${what}: ${bad}`);
 }
 
-/** A NUL or any surrogate: only a string holding one needs the full test (most hold neither). */
-const SUSPECT = /[\u0000\uD800-\uDFFF]/;
-
-function storableText(text: string): boolean {
-  return !SUSPECT.test(text) || isStorableText(text);
-}
-
 function unstorableIn(value: unknown, path: string, depth: number): string | null {
-  if (typeof value === 'string') return storableText(value) ? null : path;
+  if (typeof value === 'string') return isStorableText(value) ? null : path;
   if (typeof value !== 'object' || value === null || depth > MOST_DEPTH) return null;
   if (Array.isArray(value)) {
     for (const [i, element] of value.entries()) {
@@ -60,11 +53,11 @@ function unstorableIn(value: unknown, path: string, depth: number): string | nul
     if (!Object.hasOwn(fields, key) || JSON_VALUED.has(key)) continue;
     const inner = fields[key];
     // Most fields are numbers, null or text: the path is built only for what is walked or refused.
-    if (typeof inner === 'string' && storableText(inner) && storableText(key)) continue;
-    if (!storableText(key)) return `a key of ${path === '' ? 'the input' : path}`;
+    if (typeof inner === 'string' && isStorableText(inner) && isStorableText(key)) continue;
+    if (!isStorableText(key)) return `a key of ${path === '' ? 'the input' : path}`;
     const at = path === '' ? key : `${path}.${key}`;
     if (key === 'responses' && typeof inner === 'object' && inner !== null) {
-      for (const answered of Object.keys(inner)) if (!storableText(answered)) return `a key of ${at}`;
+      for (const answered of Object.keys(inner)) if (!isStorableText(answered)) return `a key of ${at}`;
       continue;
     }
     const bad = unstorableIn(inner, at, depth + 1);
