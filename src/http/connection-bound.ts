@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { TasklatchError } from '../core/errors.js';
 import type { Socket } from 'node:net';
 
@@ -87,11 +87,17 @@ export function boundConnections(server: Server, maxConnections: number, onRefus
     open.set(socket, { inFlight: 0 });
     socket.once('close', () => open.delete(socket));
   });
-  server.on('request', (req, res) => {
+  // One function for every response, not a closure per request: the request path makes nothing
+  // of its own for the bound (what it allocates per request is what a poll costs).
+  function ended(this: ServerResponse): void {
+    const state = open.get(this.req.socket);
+    if (state !== undefined) state.inFlight--;
+  }
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const state = open.get(req.socket);
     if (state === undefined) return;
     state.inFlight++;
-    res.once('close', () => state.inFlight--);
+    res.on('close', ended);
   });
   const evictIdle = (): boolean => {
     for (const [socket, state] of open) {

@@ -66,6 +66,26 @@ async function slowloris(host: string, port: number, everyMs: number): Promise<{
   return { socket, closed };
 }
 
+/** A raw keep-alive connection that sent one whole request and has read its whole answer, left open. */
+async function answeredKeepAlive(host: string, port: number): Promise<{ socket: Socket; closed: Promise<string> }> {
+  const socket = connect({ host, port });
+  sockets.push(socket);
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  let received = '';
+  socket.on('error', () => undefined);
+  const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+  const answered = new Promise<void>((resolve) =>
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      // The whole answer: its body, sent chunked on a kept-alive connection, then the last chunk.
+      if (received.includes('pong') && (received.endsWith('pong') || received.endsWith('0\r\n\r\n'))) resolve();
+    }),
+  );
+  socket.write('GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n');
+  await answered;
+  return { socket, closed };
+}
+
 function text(chunk: { value?: Uint8Array | undefined }): string {
   return new TextDecoder().decode(chunk.value);
 }
@@ -119,6 +139,15 @@ describe('HTTP connection limits', () => {
     slow.push(await slowloris(host, port, 1000));
     expect(await fresh(`${base}/ping`)).toBe(200);
     expect(await slow[1]!.closed).toBe('');
+  });
+
+  it('at the bound, a kept-alive connection whose request was answered counts as idle and makes room', async () => {
+    const { host, port, base } = await start({ maxConnections: 3 });
+    const kept = [];
+    for (let i = 0; i < 3; i++) kept.push(await answeredKeepAlive(host, port));
+    // Each has had its request and its answer, and stays open: none holds a request any more.
+    expect(await fresh(`${base}/ping`)).toBe(200);
+    expect(await kept[0]!.closed).toMatch(/^HTTP\/1\.1 200/);
   });
 
   it('at the bound with every connection holding a request, a new connection is refused and the held ones go on', async () => {
