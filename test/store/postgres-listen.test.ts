@@ -98,7 +98,12 @@ describe('PostgreSQL change notifications', () => {
     const snoop = new pg.Client(writer.pool.options);
     await snoop.connect();
     const overheard: string[] = [];
-    snoop.on('notification', (m) => overheard.push(m.payload ?? ''));
+    // The channel is the database's: test files running beside this one notify on it too, each
+    // under its own schema's prefix; only this schema's records are this test's.
+    const mySchema = `${new URL(url).searchParams.get('schema')}:`;
+    snoop.on('notification', (m) => {
+      if (m.payload?.startsWith(mySchema) === true) overheard.push(m.payload);
+    });
     await snoop.query('LISTEN tasklatch_records');
     stops.push(() => snoop.end());
     await writer.seed([record({ taskId: 'r1' }), record({ taskId: 'r2' })]);
