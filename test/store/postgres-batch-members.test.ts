@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTasklatchError, TasklatchError } from '../../src/core/errors.js';
 import { AuditWriter } from '../../src/store/audit-writer.js';
@@ -9,6 +8,7 @@ import { PostgresStore } from '../../src/store/postgres/store.js';
 import { WriteBatcher } from '../../src/store/postgres/write-batcher.js';
 import type { AuditEntry, ProgressEvent } from '../../src/store/types.js';
 import { freshPostgresUrl } from '../support/postgres.js';
+import { holdWriteSlot } from '../support/write-slot.js';
 import { pgAdmission, PG_NOW } from '../support/records.js';
 
 // One caller's bad data fails that caller alone, in every batch the PostgreSQL store makes:
@@ -24,28 +24,6 @@ async function storeAt(label: string): Promise<PostgresStore> {
   const store = await PostgresStore.open(await freshPostgresUrl(label), { poolSize: 6, writeBatch: { inFlight: 1 } });
   open.push(store);
   return store;
-}
-
-/**
- * Holds the store's only write-batch slot: an admission waits at the server for a lock held
- * here, and the writes asked for meanwhile queue into one batch that goes out on `release`.
- */
-async function holdSlot(store: PostgresStore): Promise<{ release(): Promise<void> }> {
-  const holder = new pg.Client({ connectionString: store.pool.options.connectionString });
-  await holder.connect();
-  await holder.query(`SELECT pg_advisory_lock(hashtextextended('tasklatch:admit:blocker', 0))`);
-  const blocked = store.admit(pgAdmission({ authKey: 'blocker', maxActive: 100 }));
-  for (;;) {
-    const waiting = await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
-    if ((waiting.rowCount ?? 0) > 0) break;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return {
-    release: async () => {
-      await holder.end();
-      expect((await blocked).decision).toBe('ACCEPT_TASK');
-    },
-  };
 }
 
 const invalidInput = (reason: unknown) => isTasklatchError(reason, 'INVALID_INPUT');
@@ -88,7 +66,7 @@ describe('a member of a PostgreSQL batch fails alone', () => {
 
   it('in an admission batch: a NUL, a lone surrogate or an index row too large fails only its own admission', async () => {
     const store = await storeAt('member_admit');
-    const slot = await holdSlot(store);
+    const slot = await holdWriteSlot(store);
     // Settled as they end: a refused one must not wait unhandled for the slot.
     const admissions = Promise.allSettled([
       store.admit(pgAdmission({ authKey: 'acme/innocent', correlationId: 'i-1' })),
@@ -135,7 +113,7 @@ describe('a member of a PostgreSQL batch fails alone', () => {
     const store = await storeAt('member_terminal');
     const tasks = await Promise.all([1, 2, 3, 4].map(() => store.admit(pgAdmission({ authKey: 'acme/innocent' }))));
     const [a, b, c, d] = tasks.map((t) => t.record!);
-    const slot = await holdSlot(store);
+    const slot = await holdWriteSlot(store);
     const complete = (taskId: string, write: { result?: unknown; statusMessage?: string }) =>
       store.transition({ taskId, authKey: 'acme/innocent', write: { status: 'completed', expectedVersion: 1, ...write }, correlationId: 'c', now: PG_NOW + 1 });
     const writes = Promise.allSettled([

@@ -1,9 +1,9 @@
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { prepared, executeCall } from '../../src/store/postgres/prepared.js';
 import { WriteBatcher, type BatchedWrite } from '../../src/store/postgres/write-batcher.js';
 import { freshPostgresUrl } from '../support/postgres.js';
+import { holdWriteSlot } from '../support/write-slot.js';
 import { pgAdmission } from '../support/records.js';
 
 const open: PostgresStore[] = [];
@@ -22,30 +22,6 @@ const insertNote = prepared('INSERT INTO notes (n) VALUES ($1) RETURNING n, txid
 
 function note(n: number): BatchedWrite {
   return { statements: [executeCall(insertNote, [n]) as string], locks: [`notes:${n % 3}`], orderKey: String(n), prepared: [insertNote] };
-}
-
-/**
- * Holds the store's only batch slot (inFlight 1): an admission of another caller waits at the
- * server for its auth key's lock, held here; the writes sent meanwhile queue into one batch,
- * which runs when `release` lets the first one through.
- */
-async function holdSlot(store: PostgresStore): Promise<{ release(): Promise<void> }> {
-  const holder = new pg.Client({ connectionString: store.pool.options.connectionString });
-  await holder.connect();
-  await holder.query(`SELECT pg_advisory_lock(hashtextextended('tasklatch:admit:blocker', 0))`);
-  const blocked = store.admit(pgAdmission({ authKey: 'blocker', maxActive: 100 }));
-  // Until it waits on the lock.
-  for (;;) {
-    const waiting = await holder.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
-    if ((waiting.rowCount ?? 0) > 0) break;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return {
-    release: async () => {
-      await holder.end();
-      expect((await blocked).decision).toBe('ACCEPT_TASK');
-    },
-  };
 }
 
 describe('PostgreSQL write batches', () => {
@@ -99,7 +75,7 @@ describe('PostgreSQL write batches', () => {
 
   it('decide each admission of one batch on what the ones before it wrote: one key, one task', async () => {
     const store = await storeAt('batch_keys');
-    const slot = await holdSlot(store);
+    const slot = await holdWriteSlot(store);
     const admitted = Array.from({ length: 12 }, (_, i) =>
       store.admit(pgAdmission({ taskId: `t-${i}`, idempotencyKey: 'same-key', maxActive: 100, maxStored: 1000, correlationId: `c-${i}` })),
     );
@@ -114,7 +90,7 @@ describe('PostgreSQL write batches', () => {
 
   it('count the admissions of the same batch against the active-task bound', async () => {
     const store = await storeAt('batch_bound');
-    const slot = await holdSlot(store);
+    const slot = await holdWriteSlot(store);
     const admitted = Array.from({ length: 12 }, (_, i) => store.admit(pgAdmission({ taskId: `b-${i}`, maxActive: 5, correlationId: `c-${i}` })));
     await slot.release();
     const outcomes = await Promise.all(admitted);
