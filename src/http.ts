@@ -9,5 +9,5 @@ export { loadTokenFile, watchTokenFile, type WatchedTokenFile } from './http/tok
 export { createOAuthResource, type OAuthResource, type OAuthResourceOptions, type ProtectedResourceMetadata } from './http/oauth/oauth-resource.js';
 export type { IntrospectionOptions } from './http/oauth/introspection.js';
 export { CLOCK_SKEW_SECONDS, type RefusalReason } from './http/oauth/access-token.js';
-export { DEFAULT_SESSION_LIMITS, type SessionLimits } from './mcp/session-limits.js';
+export { DEFAULT_SESSION_LIMITS, type SessionLimits } from './wire-2025/session-limits.js';
 export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './http/connection-bound.js';

@@ -55,14 +55,14 @@ describe('the import graph of src/', () => {
   });
 
   it('keeps tools, workers, the demo, the runtime and the stores off the wire', () => {
-    for (const folder of ['tools', 'worker', 'demo', 'runtime', 'store', 'service', 'stateless']) {
-      expect([...(layers.get(folder) ?? [])], folder).not.toContain('mcp');
+    for (const folder of ['tools', 'worker', 'demo', 'runtime', 'store', 'service']) {
+      for (const wire of ['wire-2025', 'wire-2026']) expect([...(layers.get(folder) ?? [])], folder).not.toContain(wire);
     }
   });
 
   it('keeps the two wire generations apart, and the HTTP front to itself', () => {
-    expect([...(layers.get('mcp') ?? [])]).not.toContain('stateless');
-    expect([...(layers.get('stateless') ?? [])]).not.toContain('mcp');
+    expect([...(layers.get('wire-2025') ?? [])]).not.toContain('wire-2026');
+    expect([...(layers.get('wire-2026') ?? [])]).not.toContain('wire-2025');
     const importersOfHttp = [...layers].filter(([, to]) => to.has('http')).map(([from]) => from);
     expect(importersOfHttp.filter((from) => from !== '(root)' && from !== 'cli')).toEqual([]);
   });

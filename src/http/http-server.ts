@@ -2,11 +2,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { TasklatchError } from '../core/errors.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import type { SessionLimits } from '../mcp/session-limits.js';
-import { SessionTransports } from '../mcp/session-transports.js';
-import { createTaskServer, type TaskServer } from '../mcp/task-server.js';
+import type { SessionLimits } from '../wire-2025/session-limits.js';
+import { SessionTransports } from '../wire-2025/session-transports.js';
+import { createTaskServer, type TaskServer } from '../wire-2025/task-server.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
-import { StatelessServer } from '../stateless/stateless-server.js';
+import { StatelessServer } from '../wire-2026/stateless-server.js';
 import { ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
 import { authFront, type HttpAuthenticate } from './auth-front.js';
 import { boundConnections, checkingIntervalMs, connectionLimitsOf, type ConnectionLimits } from './connection-bound.js';

@@ -1,10 +1,10 @@
 import { getParseErrorMessage, normalizeObjectSchema, safeParse, type AnySchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
-import { schemaFromCheck, type SchemaCheck } from '../tools/input-schema.js';
-import { TasklatchError } from '../core/errors.js';
-import type { TaskSupport } from '../core/types.js';
-import { authKeyOf } from '../tools/principal.js';
-import type { TaskTool, ToolContext, ToolResult } from '../tools/tool.js';
+import { schemaFromCheck, type SchemaCheck } from '../../tools/input-schema.js';
+import { TasklatchError } from '../../core/errors.js';
+import type { TaskSupport } from '../../core/types.js';
+import { authKeyOf } from '../../tools/principal.js';
+import type { TaskTool, ToolContext, ToolResult } from '../../tools/tool.js';
 import type { RegisteredSdkTool } from './sdk-internals.js';
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { signRoundState, verifyRoundState } from '../../src/stateless/request-state.js';
+import { signRoundState, verifyRoundState } from '../../src/wire-2026/request-state.js';
 
 const secret = randomBytes(32);
 const bound = { auth: 'acme/alice', tool: 'greet', args: { name: 'x' } };

@@ -2,14 +2,14 @@ import { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.j
 import { acceptedContent, inputRequired, McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLogger } from '../../src/runtime/log.js';
-import type { TaskRuntime } from '../../src/runtime/task-runtime.js';
-import { tasklatchWorker } from '../../src/sdk/attach-tasklatch.js';
-import { tasklatchWorkerV2 } from '../../src/sdk-v2/attach-tasklatch-v2.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { stepOf } from '../../src/tools/step.js';
-import { AUTH, ELICIT, resultText } from '../support/steps.js';
-import { until } from '../support/until.js';
+import { createLogger } from '../../../src/runtime/log.js';
+import type { TaskRuntime } from '../../../src/runtime/task-runtime.js';
+import { tasklatchWorker } from '../../../src/wire-2025/sdk/attach-tasklatch.js';
+import { tasklatchWorkerV2 } from '../../../src/wire-2026/sdk/attach-tasklatch-v2.js';
+import { MemoryStore } from '../../../src/store/memory/memory-store.js';
+import { stepOf } from '../../../src/tools/step.js';
+import { AUTH, ELICIT, resultText } from '../../support/steps.js';
+import { until } from '../../support/until.js';
 
 const closing: Array<() => Promise<void>> = [];
 afterEach(async () => {

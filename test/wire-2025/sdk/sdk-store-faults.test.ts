@@ -2,10 +2,10 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CreateTaskResultSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { SdkTaskStore } from '../../src/sdk/sdk-task-store.js';
-import { sdkClient, serveSdk } from '../support/sdk-http.js';
-import { FAULT_TEXT, StoreFaults } from '../support/store-faults.js';
-import { postgresHarness, sqliteHarness } from '../support/stores.js';
+import { SdkTaskStore } from '../../../src/wire-2025/sdk/sdk-task-store.js';
+import { sdkClient, serveSdk } from '../../support/sdk-http.js';
+import { FAULT_TEXT, StoreFaults } from '../../support/store-faults.js';
+import { postgresHarness, sqliteHarness } from '../../support/stores.js';
 
 // The SDK's own tasks/* handlers on tasklatch's store (`SdkTaskStore`): a store fault is the
 // retryable -32001 Store unavailable, never the SDK's -32603 carrying the store's text (a

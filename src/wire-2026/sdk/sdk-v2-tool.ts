@@ -1,12 +1,12 @@
-import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import { META_KEYS } from '../core/meta-keys.js';
-import { inputJsonSchema, schemaFromCheck, zodMajorOf, type SchemaCheck } from '../tools/input-schema.js';
-import type { InputRequest } from '../core/input-rules.js';
-import type { TaskSupport } from '../core/types.js';
-import { authKeyOf } from '../tools/principal.js';
-import { ProtocolError } from '../tools/protocol-error.js';
-import { roundSteps, type Step } from '../tools/step.js';
-import type { TaskTool, ToolContext, ToolResult } from '../tools/tool.js';
+import { JSON_RPC_CODES } from '../../core/json-rpc-codes.js';
+import { META_KEYS } from '../../core/meta-keys.js';
+import { inputJsonSchema, schemaFromCheck, zodMajorOf, type SchemaCheck } from '../../tools/input-schema.js';
+import type { InputRequest } from '../../core/input-rules.js';
+import type { TaskSupport } from '../../core/types.js';
+import { authKeyOf } from '../../tools/principal.js';
+import { ProtocolError } from '../../tools/protocol-error.js';
+import { roundSteps, type Step } from '../../tools/step.js';
+import type { TaskTool, ToolContext, ToolResult } from '../../tools/tool.js';
 import type { RegisteredV2Tool } from './sdk-v2-internals.js';
 
 /** A handler that keeps asking is stopped here: each round is one more run of the callback. */

@@ -1,21 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { acceptedPrincipal, ANONYMOUS, authKeyOf, type Principal } from '../tools/principal.js';
+import { principalFromAuthInfo } from '../../tools/auth-info.js';
+import { acceptedPrincipal, ANONYMOUS, authKeyOf, type Principal } from '../../tools/principal.js';
+
+export { principalFromAuthInfo } from '../../tools/auth-info.js';
 
 /** Resolves the caller of one request from its auth context; null: the request is anonymous. */
 export type ResolvePrincipal = (authInfo: AuthInfo | undefined) => Principal | null;
-
-/**
- * The default resolution: `authInfo.extra.principal` when it is a `{ tenant, subject }` (what
- * tasklatch's own HTTP endpoint sets), else the token's `clientId` as tenant and subject alike.
- */
-export const principalFromAuthInfo: ResolvePrincipal = (authInfo) => {
-  const principal = authInfo?.extra?.principal as Partial<Principal> | undefined;
-  if (typeof principal?.tenant === 'string' && typeof principal.subject === 'string') return { tenant: principal.tenant, subject: principal.subject };
-  if (typeof authInfo?.clientId === 'string' && authInfo.clientId !== '') return { tenant: authInfo.clientId.replace(/\//g, '_'), subject: authInfo.clientId };
-  return null;
-};
 
 /**
  * The auth context of the request being handled, carried through everything the handler starts

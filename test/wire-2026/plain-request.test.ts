@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Envelope, RequestMeta, TaskIdParams } from '../../src/stateless/messages.js';
-import { plainEnvelope, plainMeta, plainTaskId } from '../../src/stateless/plain-request.js';
+import { Envelope, RequestMeta, TaskIdParams } from '../../src/wire-2026/messages.js';
+import { plainEnvelope, plainMeta, plainTaskId } from '../../src/wire-2026/plain-request.js';
 import { META_KEYS } from '../../src/core/meta-keys.js';
 
 /**

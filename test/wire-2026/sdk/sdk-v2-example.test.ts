@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import type { CallToolResultV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { taskId } from '@modelcontextprotocol/ext-tasks/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { framed, modernRequester, post, type Requester } from '../../src/client.js';
-import { ROOT } from '../support/cli.js';
-import { openStore } from '../../src/store/open-store.js';
-import { spawnServe } from '../support/serve-process.js';
-import { until } from '../support/until.js';
+import { framed, modernRequester, post, type Requester } from '../../../src/client.js';
+import { ROOT } from '../../support/cli.js';
+import { openStore } from '../../../src/store/open-store.js';
+import { spawnServe } from '../../support/serve-process.js';
+import { until } from '../../support/until.js';
 
 // examples/sdk-v2/server.mjs and examples/tasks-2026-ext-client.mjs, run as a user runs them.
 

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { McpServer } from '@modelcontextprotocol/server';
-import { TasklatchError } from '../core/errors.js';
+import { TasklatchError } from '../../core/errors.js';
 
 /**
  * Everything tasklatch reads or writes of `@modelcontextprotocol/server` 2.x that is not its

@@ -2,11 +2,11 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { SdkTaskStore } from '../../src/sdk/sdk-task-store.js';
-import type { TaskStore } from '../../src/store/types.js';
-import { sdkClient, serveSdk } from '../support/sdk-http.js';
-import { postgresHarness, sqliteHarness } from '../support/stores.js';
-import { until } from '../support/until.js';
+import { SdkTaskStore } from '../../../src/wire-2025/sdk/sdk-task-store.js';
+import type { TaskStore } from '../../../src/store/types.js';
+import { sdkClient, serveSdk } from '../../support/sdk-http.js';
+import { postgresHarness, sqliteHarness } from '../../support/stores.js';
+import { until } from '../../support/until.js';
 
 // The SDK's own task runtime (`experimental.tasks.registerToolTask`, its tasks/* handlers) on
 // tasklatch's stores, driven by the SDK client over Streamable HTTP with two callers.

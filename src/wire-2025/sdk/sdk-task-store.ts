@@ -1,14 +1,14 @@
 import type { CreateTaskOptions, TaskStore as SdkTaskStoreInterface } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { McpError, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
-import { isStoreFault, isTasklatchError } from '../core/errors.js';
-import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import { isTerminal, type TaskCapabilities, type TaskRecord, type WireRequest } from '../core/types.js';
-import { wireResult, wireTask } from '../mcp/wire.js';
-import { storeUnavailable } from '../tools/protocol-error.js';
-import { isPlausibleTaskId } from '../service/input-bounds.js';
-import type { TaskLimits } from '../service/limits.js';
-import { TaskService } from '../service/task-service.js';
-import type { TaskStore } from '../store/types.js';
+import { isStoreFault, isTasklatchError } from '../../core/errors.js';
+import { JSON_RPC_CODES } from '../../core/json-rpc-codes.js';
+import { isTerminal, type TaskCapabilities, type TaskRecord, type WireRequest } from '../../core/types.js';
+import { wireResult, wireTask } from '../wire.js';
+import { storeUnavailable } from '../../tools/protocol-error.js';
+import { isPlausibleTaskId } from '../../service/input-bounds.js';
+import type { TaskLimits } from '../../service/limits.js';
+import { TaskService } from '../../service/task-service.js';
+import type { TaskStore } from '../../store/types.js';
 import { RequestAuth, type ResolvePrincipal } from './request-auth.js';
 
 export interface SdkTaskStoreOptions {

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { TasklatchError } from '../core/errors.js';
+import { TasklatchError } from '../../core/errors.js';
 
 /**
  * Everything tasklatch reads of the SDK's `McpServer` that is not its public API, in one place:

@@ -1,17 +1,17 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import { TASKS_EXTENSION } from '../core/meta-keys.js';
-import type { Logger } from '../runtime/log.js';
-import { createRuntime, type RuntimeOptions, type TaskRuntime } from '../runtime/task-runtime.js';
-import { principalFromAuthInfo } from '../sdk/request-auth.js';
-import type { TaskLimits } from '../service/limits.js';
-import { methodNotFound } from '../stateless/protocol.js';
-import { StatelessServer } from '../stateless/stateless-server.js';
-import type { TaskStore } from '../store/types.js';
-import { acceptedPrincipal, ANONYMOUS, type Principal } from '../tools/principal.js';
-import { ProtocolError } from '../tools/protocol-error.js';
-import { ToolRegistry } from '../tools/tool-registry.js';
+import { JSON_RPC_CODES } from '../../core/json-rpc-codes.js';
+import { TASKS_EXTENSION } from '../../core/meta-keys.js';
+import type { Logger } from '../../runtime/log.js';
+import { createRuntime, type RuntimeOptions, type TaskRuntime } from '../../runtime/task-runtime.js';
+import { principalFromAuthInfo } from '../../tools/auth-info.js';
+import type { TaskLimits } from '../../service/limits.js';
+import { methodNotFound } from '../protocol.js';
+import { StatelessServer } from '../stateless-server.js';
+import type { TaskStore } from '../../store/types.js';
+import { acceptedPrincipal, ANONYMOUS, type Principal } from '../../tools/principal.js';
+import { ProtocolError } from '../../tools/protocol-error.js';
+import { ToolRegistry } from '../../tools/tool-registry.js';
 import {
   checkAttachableV2,
   checkSdkV2,
@@ -73,7 +73,7 @@ export class SdkV2Tasklatch {
       if (tool === undefined) throw refuse(`no tool ${name} is registered on this server`);
       return taskToolFromV2(name, tool, support);
     });
-    const { principal = principalFromAuthInfo as ResolveV2Principal, store, execute, worker, limits, logger } = options;
+    const { principal = principalFromAuthInfo, store, execute, worker, limits, logger } = options;
     this.principal = principal;
     this.runtime = createRuntime({
       store,

@@ -3,13 +3,13 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createLogger } from '../../src/runtime/log.js';
-import { attachTasklatch, SdkTasklatch } from '../../src/sdk/attach-tasklatch.js';
-import { checkAttachable, isSupportedSdkVersion, sdkVersion } from '../../src/sdk/sdk-internals.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { sdkClient, serveSdk } from '../support/sdk-http.js';
-import { sqliteHarness } from '../support/stores.js';
-import { until } from '../support/until.js';
+import { createLogger } from '../../../src/runtime/log.js';
+import { attachTasklatch, SdkTasklatch } from '../../../src/wire-2025/sdk/attach-tasklatch.js';
+import { checkAttachable, isSupportedSdkVersion, sdkVersion } from '../../../src/wire-2025/sdk/sdk-internals.js';
+import { MemoryStore } from '../../../src/store/memory/memory-store.js';
+import { sdkClient, serveSdk } from '../../support/sdk-http.js';
+import { sqliteHarness } from '../../support/stores.js';
+import { until } from '../../support/until.js';
 
 // A user's McpServer with three registerTool tools; tasklatch attached makes two of them tasks.
 
@@ -204,7 +204,7 @@ describe('attach-time errors', () => {
     await lister.connect(clientSide);
     const listed = (await lister.listTools()).tools.find((t) => t.name === 'build_report')!;
     await lister.close();
-    const { toolDigest } = await import('../../src/core/digest.js');
+    const { toolDigest } = await import('../../../src/core/digest.js');
     expect(listed.outputSchema).toBeDefined();
     expect(tasklatch.runtime.tools.digest('build_report')).toBe(
       toolDigest({ name: listed.name, inputSchema: listed.inputSchema, outputSchema: listed.outputSchema, execution: listed.execution }),
