@@ -2,6 +2,7 @@ import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { isStoreFault } from '../core/errors.js';
 import type { Millis, TaskCapabilities } from '../core/types.js';
 import { ExpirySweeper } from '../service/expiry-sweeper.js';
+import type { Guard } from '../service/guard.js';
 import type { TaskLimits } from '../service/limits.js';
 import { TaskService, type CancelTaskOutcome } from '../service/task-service.js';
 import type { TaskStore } from '../store/types.js';
@@ -69,6 +70,8 @@ export interface RuntimeOptions {
  */
 export class TaskRuntime {
   readonly service: TaskService;
+  /** The guard in front of the store, by caller (see `Guard`). */
+  readonly guard: Guard;
   readonly tools: ToolRegistry;
   /** The in-process worker, or null when other processes run the tasks. */
   readonly worker: Worker | null;
@@ -107,6 +110,7 @@ export class TaskRuntime {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
+    this.guard = this.service.guard;
     this.service.events.add(decisionLog(this.logger));
     // Progress of tasks other processes run, for the sessions here that asked for it.
     this.stopRemoteProgress = this.service.changes.subscribeProgress((event) => {

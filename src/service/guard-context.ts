@@ -8,7 +8,7 @@ import { DEFAULT_LIMITS, type TaskLimits } from './limits.js';
 import { claimEventOf, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
 import { timedStore } from './timed-store.js';
 
-export interface TaskServiceOptions {
+export interface GuardOptions {
   store: TaskStore;
   /** The receiver's task capabilities, in the spec's server shape. */
   capabilities: TaskCapabilities;
@@ -50,7 +50,7 @@ export class GuardContext {
   readonly events = new TaskEvents();
   private readonly auditReads: boolean;
 
-  constructor(options: TaskServiceOptions) {
+  constructor(options: GuardOptions) {
     this.store = timedStore(options.store, this.events);
     this.capabilities = options.capabilities;
     this.clock = options.clock ?? Date.now;

@@ -15,19 +15,20 @@ import type {
 } from '../store/types.js';
 import type { AdmissionClaimers } from './admission-claims.js';
 import type { ChangeFeed } from './change-feed.js';
-import { GuardContext, type TaskServiceOptions } from './guard-context.js';
-import { InputSurface } from './input-surface.js';
+import type { GuardContext, GuardOptions } from './guard-context.js';
+import { openGuard, type Guard } from './guard.js';
+import type { InputSurface } from './input-surface.js';
 import type { TaskLimits } from './limits.js';
-import { NotificationRelay, type NotificationState } from './notification-relay.js';
+import type { NotificationRelay, NotificationState } from './notification-relay.js';
 import type { CancelTaskOutcome, CreateOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
-import { RequestorSurface, type CreateInput, type RecordDecisionInput } from './requestor-surface.js';
+import type { CreateInput, RecordDecisionInput, RequestorSurface } from './requestor-surface.js';
 import { awaitResult, type AwaitResultInput } from './result-wait.js';
 import { rideThrough } from './ride-through.js';
 import type { TaskEvents } from './task-events.js';
 import type { AskRequest, ClaimRequest, RecordStepRequest, WorkerPort } from './worker-port.js';
-import { WorkerSurface } from './worker-surface.js';
+import type { WorkerSurface } from './worker-surface.js';
 
-export type { TaskServiceOptions } from './guard-context.js';
+export type { GuardOptions as TaskServiceOptions } from './guard-context.js';
 export type { CancelTaskOutcome, CreateOutcome, ListOutcome, ReadOutcome } from './outcomes.js';
 export type { CreateInput } from './requestor-surface.js';
 
@@ -49,12 +50,16 @@ export class TaskService implements WorkerPort {
   private readonly answers: InputSurface;
   private readonly relay: NotificationRelay;
 
-  constructor(options: TaskServiceOptions) {
-    this.ctx = new GuardContext(options);
-    this.requests = new RequestorSurface(this.ctx);
-    this.writes = new WorkerSurface(this.ctx);
-    this.answers = new InputSurface(this.ctx);
-    this.relay = new NotificationRelay(this.ctx);
+  /** The guard's parts, by caller (see `Guard`). */
+  readonly guard: Guard;
+
+  constructor(options: GuardOptions) {
+    this.guard = openGuard(options);
+    this.ctx = this.guard.context;
+    this.requests = this.guard.requestor;
+    this.writes = this.guard.worker;
+    this.answers = this.guard.answers;
+    this.relay = this.guard.relay;
   }
 
   /** The store behind the guard: for composition (sweeper, closing), never for task writes. */
@@ -70,7 +75,7 @@ export class TaskService implements WorkerPort {
     return this.ctx.limits;
   }
 
-  /** The app every admission of this service records (`TaskServiceOptions.app`). */
+  /** The app every admission of this service records (`GuardOptions.app`). */
   get app(): string {
     return this.ctx.app;
   }

@@ -1,17 +1,50 @@
 import { randomUUID } from 'node:crypto';
+import type { StoredInput } from '../core/input-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
-import type { StatusWrite, TaskRecord } from '../core/types.js';
-import type { AskOutcome, Fence, LookupOutcome, RecordStepOutcome, TransitionOutcome } from '../store/types.js';
+import type { Millis, StatusWrite, TaskRecord } from '../core/types.js';
+import type { AskOutcome, Fence, LookupOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
+import type { AdmissionClaimers } from './admission-claims.js';
+import type { ChangeFeed } from './change-feed.js';
 import type { GuardContext } from './guard-context.js';
-import type { AskRequest, ClaimRequest, RecordStepRequest } from './worker-port.js';
+import type { TaskLimits } from './limits.js';
+import type { TaskEvents } from './task-events.js';
+import type { AskRequest, ClaimRequest, RecordStepRequest, WorkerPort } from './worker-port.js';
 
 /**
  * The writes of whoever runs tasks: claims, leases, status writes under a fence, questions, and
  * the look at a task without a decision. Each write that changes a record is published on the
  * change feed and told on the events; the audit lines are the store's, written with the write.
  */
-export class WorkerSurface {
+export class WorkerSurface implements WorkerPort {
   constructor(private readonly ctx: GuardContext) {}
+
+  get app(): string {
+    return this.ctx.app;
+  }
+
+  get limits(): TaskLimits {
+    return this.ctx.limits;
+  }
+
+  get supports(): StoreCapabilities {
+    return this.ctx.store.supports;
+  }
+
+  get changes(): ChangeFeed {
+    return this.ctx.changes;
+  }
+
+  get events(): TaskEvents {
+    return this.ctx.events;
+  }
+
+  get admissionClaims(): AdmissionClaimers {
+    return this.ctx.admissionClaims;
+  }
+
+  now(): Millis {
+    return this.ctx.clock();
+  }
 
   /**
    * Claims due tasks for a worker (see `TaskStore.claim`); each claim is published. The tasks are
@@ -115,6 +148,11 @@ export class WorkerSurface {
    */
   async lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome> {
     return this.ctx.store.get({ authKey: input.auth, taskId: input.taskId, now: this.ctx.clock() });
+  }
+
+  /** The questions of a task for its own auth context; none when it is out of reach (a worker's read). */
+  async lookupInputs(input: { auth: string; taskId: string }): Promise<StoredInput[]> {
+    return (await this.ctx.store.inputs({ authKey: input.auth, taskId: input.taskId, now: this.ctx.clock() })).inputs ?? [];
   }
 
   /** A write under `fence`: its auth key and task, at the version it holds. */
