@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
@@ -44,6 +45,15 @@ describe('the root entry', () => {
     expect(client).toEqual(['@modelcontextprotocol/client', '@modelcontextprotocol/ext-tasks']);
   });
 
+  it('tasklatch/core loads the core alone; tasklatch/replay no driver and no MCP SDK', () => {
+    const core = staticGraph(resolve(SRC, 'core.ts'));
+    expect([...core.files].filter((file) => file !== resolve(SRC, 'core.ts') && !file.startsWith(resolve(SRC, 'core') + '/'))).toEqual([]);
+    expect([...core.packages].sort()).toEqual(['canonicalize', 'node:crypto']);
+    const replay = staticGraph(resolve(SRC, 'replay.ts')).packages;
+    for (const heavy of ['pg', 'better-sqlite3', '@modelcontextprotocol/sdk', '@modelcontextprotocol/server', '@modelcontextprotocol/client'])
+      expect(replay.has(heavy)).toBe(false);
+  });
+
   it('keeps the core free of I/O: only node:crypto and its own files', () => {
     const files = new Set<string>();
     const packages = new Set<string>();
@@ -58,6 +68,8 @@ describe('the root entry', () => {
 
   const ENTRY_POINTS = {
     index: () => import('../src/index.js'),
+    core: () => import('../src/core.js'),
+    replay: () => import('../src/replay.js'),
     mcp: () => import('../src/mcp.js'),
     http: () => import('../src/http.js'),
     sqlite: () => import('../src/sqlite.js'),
@@ -72,50 +84,59 @@ describe('the root entry', () => {
     [
       'index',
       [
-        'ANONYMOUS',
+        'ERROR_CODES',
+        'JSON_RPC_CODES',
+        'MemoryStore',
+        'ProtocolError',
+        'StepFailedError',
+        'TasklatchError',
+        'Worker',
+        'createRuntime',
+        'defineTool',
+        'errorResult',
+        'isTasklatchError',
+        'openStore',
+        'pathSegmentOf',
+        'principalProblem',
+        'stepOf',
+      ],
+    ],
+    [
+      'core',
+      [
         'ANSWER_DECISIONS',
         'APP_NAME_MAX',
         'ASK_DECISIONS',
         'CREATE_DECISIONS',
-        'ChangeFeed',
         'DEFAULT_APP',
-        'DEFAULT_LIMITS',
         'ERROR_CODES',
-        'ExpirySweeper',
         'IDEMPOTENCY_META_KEY',
-        'JSON_RPC_CODES',
         'LIMIT_DECISION',
         'LIST_DECISIONS',
         'META_KEYS',
-        'MemoryStore',
         'PRINCIPAL_MAX',
-        'ProtocolError',
         'READ_DECISIONS',
         'READ_METHODS',
         'RELEASE_DECISION',
         'STEP_DECISIONS',
+        'STEP_KINDS',
+        'STEP_STATUSES',
         'STORED_LIMIT_DECISION',
         'SURFACES',
-        'StepFailedError',
         'TASKS_EXTENSION',
         'TASK_STATUSES',
         'TERMINAL_STATUSES',
         'TRANSITION_DECISIONS',
-        'TaskExecutor',
-        'TaskRuntime',
-        'TaskService',
         'TasklatchError',
-        'ToolRegistry',
-        'Worker',
-        'argumentProblem',
         'authKeyOf',
         'checkAppName',
         'classifyMiss',
         'compareCodePoints',
         'compareListOrder',
-        'createLogger',
-        'createRuntime',
         'decideAdmission',
+        'decideAnswer',
+        'decideAsk',
+        'decideCallMode',
         'decideCancel',
         'decideCreate',
         'decideCreateEntry',
@@ -123,41 +144,35 @@ describe('the root entry', () => {
         'decideLimitedAdmission',
         'decideList',
         'decideRead',
+        'decideStepRecord',
+        'decideStepReplay',
         'decideTransition',
         'decideVisibleRead',
         'declaresTaskCalls',
-        'defineTool',
-        'errorResult',
         'formatTimestamp',
         'holdsFence',
         'idempotencyKeyOf',
-        'invokeTool',
         'isAugmented',
         'isExpired',
         'isForClaimer',
-        'isStoredError',
         'isTaskStatus',
         'isTasklatchError',
         'isTerminal',
         'jcsSha256',
         'leaseHeld',
-        'openStore',
-        'parseFixture',
         'parsePrincipal',
         'parseTimestamp',
-        'pathSegmentOf',
         'principalOf',
         'principalProblem',
         'requestDigest',
         'resultDigest',
-        'runReplay',
-        'stepOf',
         'taskSupportOf',
         'toolDigest',
         'visibleTasks',
         'visibleTo',
       ],
     ],
+    ['replay', ['parseFixture', 'runReplay']],
     ['mcp', ['ANONYMOUS', 'TASK_NOT_FOUND_MESSAGE', 'TOO_MANY_TASKS', 'TaskServer', 'WireError', 'createTaskServer', 'demoTools', 'wireResult', 'wireTask']],
     [
       'http',
@@ -181,5 +196,99 @@ describe('the root entry', () => {
   ])('pins the exports of src/%s.ts', async (entry, names) => {
     const api = (await ENTRY_POINTS[entry as keyof typeof ENTRY_POINTS]()) as Record<string, unknown>;
     expect(Object.keys(api).sort()).toEqual(names);
+  });
+
+  // Types are API too: the names an entry exports only as types (values are pinned above). The
+  // entries name every export (no `export *`), so their own text lists them.
+  it('pins the type-only exports of the root, core and replay entries', () => {
+    const files = ['index', 'core', 'replay'].map((entry) => resolve(SRC, `${entry}.ts`));
+    const typeOnly = (file: string) =>
+      ts
+        .createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022)
+        .statements.filter(ts.isExportDeclaration)
+        .flatMap((declaration) => {
+          const clause = declaration.exportClause;
+          if (clause === undefined || !ts.isNamedExports(clause)) throw new Error(`${file}: name every export`);
+          return clause.elements.filter((element) => declaration.isTypeOnly || element.isTypeOnly).map((element) => element.name.text);
+        })
+        .sort();
+    expect(typeOnly(files[0]!)).toEqual([
+      'AskRequest',
+      'ClaimRequest',
+      'ErrorCode',
+      'JsonRpcCode',
+      'Logger',
+      'Principal',
+      'PrincipalProblem',
+      'RecordStepRequest',
+      'RuntimeOptions',
+      'Step',
+      'StepConfig',
+      'StepContext',
+      'StepFunction',
+      'TaskLimits',
+      'TaskRuntime',
+      'TaskStore',
+      'TaskSupport',
+      'TaskTool',
+      'ToolContext',
+      'ToolResult',
+      'WorkerOptions',
+      'WorkerPort',
+    ]);
+    expect(typeOnly(files[1]!)).toEqual([
+      'AnswerDecision',
+      'AskDecision',
+      'AskedRecord',
+      'CallMode',
+      'CallModeInput',
+      'Claimer',
+      'CreateDecision',
+      'CreateEntry',
+      'Decision',
+      'DispatchKind',
+      'DispatchStep',
+      'DispatchedRecord',
+      'ErrorCode',
+      'Fence',
+      'FencedRecord',
+      'GuardedRecord',
+      'InputDecision',
+      'InputRequest',
+      'JournalSize',
+      'LimitDecision',
+      'ListDecision',
+      'Millis',
+      'MissDecision',
+      'Principal',
+      'PrincipalProblem',
+      'PriorRecord',
+      'ReadDecision',
+      'ReadMethod',
+      'ReleaseDecision',
+      'StatusWrite',
+      'StepDecision',
+      'StepError',
+      'StepKind',
+      'StepRecord',
+      'StepReplay',
+      'StepStatus',
+      'StepWrite',
+      'SteppedRecord',
+      'StoredInput',
+      'Surface',
+      'TaskAsk',
+      'TaskCapabilities',
+      'TaskRecord',
+      'TaskStatus',
+      'TaskSupport',
+      'TerminalStatus',
+      'ToolDefinition',
+      'ToolDescriptor',
+      'TransitionDecision',
+      'VisibleRecord',
+      'WireRequest',
+    ]);
+    expect(typeOnly(files[2]!)).toEqual(['CaseOutcome', 'ReplayCase', 'ReplayFixture', 'ReplayReport']);
   });
 });

@@ -86,6 +86,17 @@ describe('the packed package, installed into a fresh app', () => {
     expect(scripts.prepack).toMatch(/npm run build/);
   });
 
+  it('resolves its library entries in the app: the root, tasklatch/core and tasklatch/replay', async () => {
+    const script = [
+      "const root = await import('tasklatch');",
+      "const core = await import('tasklatch/core');",
+      "const replay = await import('tasklatch/replay');",
+      'console.log(JSON.stringify([typeof root.createRuntime, typeof core.decideCreate, typeof replay.runReplay, root.decideCreate === undefined]));',
+    ].join(' ');
+    const out = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: app });
+    expect(JSON.parse(out.stdout)).toEqual(['function', 'function', 'function', true]);
+  });
+
   it('says its version from the installed package.json, in another directory than the package', async () => {
     const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     const out = await run(process.execPath, [join(app, 'node_modules/tasklatch/dist/cli/main.js'), '--version'], { cwd: dir });
