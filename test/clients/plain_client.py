@@ -25,7 +25,7 @@ from mcp import Client, MCPError
 from mcp.client.extension import advertise
 
 TERMINAL = ("completed", "failed", "cancelled")
-MAX_POLLS = 100
+MAX_POLLS = 300  # at the 200 ms pollInterval the test gives: a minute
 
 
 def answer(result: Any) -> dict[str, Any]:

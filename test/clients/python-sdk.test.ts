@@ -74,7 +74,7 @@ async function readmeSnippetAgainst(url: string): Promise<Run> {
   if (code === undefined || !code.includes('http://127.0.0.1:3000/mcp')) throw new Error('README has no Python block naming http://127.0.0.1:3000/mcp');
   const file = join(dir, `snippet-${new URL(url).port}.py`);
   await writeFile(file, code.replace('http://127.0.0.1:3000/mcp', url));
-  return run(python, [file], 60_000);
+  return run(python, [file], 120_000);
 }
 
 beforeAll(async () => {
