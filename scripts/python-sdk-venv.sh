@@ -33,6 +33,8 @@ fi
 rm -rf "$venv"
 mkdir -p "$(dirname "$venv")"
 "$python" -m venv "$venv" >&2
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2
+# One retry per index, not five with backoff: an index this machine cannot reach (a mirror
+# beside it answers) costs seconds, not minutes.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --retries "${PIP_RETRIES:-1}" -r "$requirements" >&2
 cp "$requirements" "$venv/.installed"
 echo "$venv"
