@@ -108,7 +108,6 @@ export { openStore } from './store/open-store.js';
 export {
   TaskService,
   type TaskServiceOptions,
-  type CreateInput,
   type CreateOutcome,
   type ReadOutcome,
   type CancelTaskOutcome,
@@ -124,6 +123,7 @@ export { pathSegmentOf } from './tools/path-segment.js';
 export { invokeTool, errorResult, argumentProblem } from './tools/invoke-tool.js';
 export { ProtocolError, isStoredError, type StoredError } from './tools/protocol-error.js';
 export { TaskRuntime, createRuntime, type RuntimeOptions, type ProgressListener } from './runtime/task-runtime.js';
+export { createTask, type CreateInput } from './runtime/requests/create-task.js';
 export { createLogger, type Logger } from './runtime/log.js';
 export { Worker, type WorkerOptions } from './worker/worker.js';
 export { TaskExecutor, type ExecutionHooks } from './worker/task-executor.js';

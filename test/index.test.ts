@@ -115,6 +115,7 @@ describe('the root entry', () => {
         'compareListOrder',
         'createLogger',
         'createRuntime',
+        'createTask',
         'decideAdmission',
         'decideCancel',
         'decideCreate',

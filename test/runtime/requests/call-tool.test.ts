@@ -1,14 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { WireRequest } from '../../src/core/types.js';
-import type { DecisionEvent } from '../../src/service/task-events.js';
-import type { ToolCall } from '../../src/runtime/call-tool.js';
-import { createLogger } from '../../src/runtime/log.js';
-import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { InputNeeded } from '../../src/tools/asking.js';
-import { META_KEYS } from '../../src/core/meta-keys.js';
-import { defineTool, type TaskTool, type ToolContext } from '../../src/tools/tool.js';
+import type { WireRequest } from '../../../src/core/types.js';
+import type { DecisionEvent } from '../../../src/service/task-events.js';
+import type { ToolCall } from '../../../src/runtime/requests/call-tool.js';
+import { createLogger } from '../../../src/runtime/log.js';
+import { createRuntime, type TaskRuntime } from '../../../src/runtime/task-runtime.js';
+import { MemoryStore } from '../../../src/store/memory/memory-store.js';
+import { InputNeeded } from '../../../src/tools/asking.js';
+import { META_KEYS } from '../../../src/core/meta-keys.js';
+import { defineTool, type TaskTool, type ToolContext } from '../../../src/tools/tool.js';
 
 const ALICE = { tenant: 'acme', subject: 'alice' };
 const runtimes: TaskRuntime[] = [];
