@@ -12,6 +12,7 @@ import { callAsTask, httpClient, httpFront, memoryClient, noopTool, principalOf,
 import { DEFAULT_BENCH_PG_URL, schemaPool } from './lib/postgres.js';
 import { roundTrips } from './lib/round-trips.js';
 import { linkMigrations } from './lib/migrations-link.js';
+import { createTask } from '../src/runtime/requests/create-task.js';
 
 /**
  * `node dist/bench/bench/admission-cpu.js <sqlite|postgres> <mcp|http|service|ceiling> [ops] [requestors]`:
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
     op = (w, n) => callAsTask(clients[w] as Client, n);
   } else if (variant === 'service') {
     op = (w, n) =>
-      server.service.create({
+      createTask(server.runtime.guard, {
         auth: rotatingAuthKey(w),
         tool: descriptor,
         request: { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(n), task: { ttl: TTL_MS } } },

@@ -8,6 +8,7 @@ import { ALL_CAPS } from '../test/support/records.js';
 import { noopTool, taskCall } from './lib/mcp.js';
 import { linkMigrations } from './lib/migrations-link.js';
 import { median } from './lib/stats.js';
+import { createTask } from '../src/runtime/requests/create-task.js';
 
 /**
  * `node dist/bench/bench/bounds-probe.js`: what the admission bounds (maxActiveTasks 100,
@@ -35,7 +36,7 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
     for (let c = 0; c < CALLERS; c++) {
       const auth = `bounds/${c}`;
       for (let i = 0; i < history; i++) {
-        const created = await service.create({ auth, tool: descriptor, request: taskCall(++n) });
+        const created = await createTask(service.guard, { auth, tool: descriptor, request: taskCall(++n) });
         if (created.decision !== 'ACCEPT_TASK' || created.record === null) throw new Error(`seed: ${created.decision}`);
         const done = await service.transition({
           auth,
@@ -48,7 +49,7 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < MEASURED; i++) {
-      const out = await service.create({ auth: `bounds/${i % CALLERS}`, tool: descriptor, request: taskCall(++n) });
+      const out = await createTask(service.guard, { auth: `bounds/${i % CALLERS}`, tool: descriptor, request: taskCall(++n) });
       if (out.decision !== 'ACCEPT_TASK') throw new Error(`measured: ${out.decision}`);
     }
     const wall = performance.now() - t0;

@@ -9,6 +9,7 @@ import { authKeyOf } from '../src/tools/principal.js';
 import { noopTool, tasklatchServer, toolArgs, TOOL, TTL_MS } from './lib/mcp.js';
 import { openBenchPostgres } from './lib/postgres.js';
 import { linkMigrations } from './lib/migrations-link.js';
+import { createTask } from '../src/runtime/requests/create-task.js';
 
 /**
  * `node dist/bench/bench/handle-probe.js [sqlite|postgres]`: what a 2026-07-28 `tasks/get` costs
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
     const ids: string[] = [];
     for (let i = 0; i < 64; i++) {
       const request = { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(i), task: { ttl: TTL_MS } } };
-      const created = await server.service.create({ auth, tool: server.tools.descriptor(noopTool), request });
+      const created = await createTask(server.runtime.guard, { auth, tool: server.tools.descriptor(noopTool), request });
       if (created.record === null) throw new Error(`seeding answered ${created.decision}`);
       ids.push(created.record.taskId);
     }

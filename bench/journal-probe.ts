@@ -11,6 +11,7 @@ import { ALL_CAPS } from '../test/support/records.js';
 import { stepTool, text } from '../test/support/steps.js';
 import { linkMigrations } from './lib/migrations-link.js';
 import { openBenchPostgres } from './lib/postgres.js';
+import { createTask } from '../src/runtime/requests/create-task.js';
 
 /**
  * `node dist/bench/bench/journal-probe.js`: the memory a run takes to replay a large journal.
@@ -65,7 +66,7 @@ async function child(storeKind: string, url: string, mode: Mode): Promise<void> 
   });
   const worker = new Worker(svc, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 120_000 });
   worker.start();
-  const created = await svc.create({
+  const created = await createTask(svc.guard, {
     auth: 'probe/alice',
     tool: { name: 'journal', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'journal', arguments: {}, task: {} } },

@@ -9,6 +9,7 @@ import { openBenchPostgres } from './lib/postgres.js';
 import { onQuery, roundTrips } from './lib/round-trips.js';
 import { runRound, summarize, fmt } from './lib/stats.js';
 import { linkMigrations } from './lib/migrations-link.js';
+import { createTask } from '../src/runtime/requests/create-task.js';
 
 /**
  * `node dist/bench/bench/life-probe.js [ms] [requestors]`: the lifecycle scenario's worker variant
@@ -79,7 +80,7 @@ async function main(): Promise<void> {
     const request: WireRequest = { method: 'tools/call', params: { name: noopTool.name, arguments: toolArgs(++n), task: { ttl: TTL_MS } } };
     const me = n;
     const t0 = performance.now();
-    const created = await runtime.service.create({ auth, tool: descriptor, request });
+    const created = await createTask(runtime.guard, { auth, tool: descriptor, request });
     if (created.decision !== 'ACCEPT_TASK') throw new Error(created.decision);
     const t1 = performance.now();
     const out = await runtime.service.awaitResult({ auth, taskId: created.record.taskId });

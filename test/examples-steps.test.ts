@@ -4,6 +4,7 @@ import { createRuntime } from '../src/runtime/task-runtime.js';
 import { MemoryStore } from '../src/store/memory/memory-store.js';
 import type { TaskTool } from '../src/tools/tool.js';
 import { until } from './support/until.js';
+import { createTask } from '../src/runtime/requests/create-task.js';
 
 describe('examples/own-tools/tools.mjs place_order', () => {
   it('runs its steps as a task: reserve, charge, a durable cool-down, ship, each recorded once', async () => {
@@ -13,7 +14,7 @@ describe('examples/own-tools/tools.mjs place_order', () => {
     await runtime.start();
     try {
       const auth = 'acme/alice';
-      const created = await runtime.service.create({
+      const created = await createTask(runtime.guard, {
         auth,
         tool: { name: 'place_order', execution: { taskSupport: 'required' } },
         request: { method: 'tools/call', params: { name: 'place_order', arguments: { sku: 'book-42', amountCents: 1999, coolDownMs: 200 }, task: {} } },

@@ -25,6 +25,7 @@ import {
 } from '../lib/mcp.js';
 import { schemaPool, type BenchPostgres } from '../lib/postgres.js';
 import { runGroup, type Results, type Variant } from '../lib/results.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 /** Variant names, shared with the ratio and target computations. */
 export const V = {
@@ -86,7 +87,7 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
     {
       name: V.service,
       op: async (w) => {
-        const out = await server.service.create({ auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
+        const out = await createTask(server.runtime.guard, { auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -94,7 +95,7 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
       name: V.serviceNoLimit,
       concurrencies: diag,
       op: async (w) => {
-        const out = await unlimited.create({ auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
+        const out = await createTask(unlimited.guard, { auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -188,7 +189,7 @@ export async function admission(results: Results, config: BenchConfig, pg: Bench
         op: async (w) => {
           const auth = lifeKey(w);
           // Completed at once, so the caller never nears its active-task limit.
-          const created = await server.service.create({ auth, tool: descriptor, request: taskCall(next()) });
+          const created = await createTask(server.runtime.guard, { auth, tool: descriptor, request: taskCall(next()) });
           if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
           const done = await server.service.transition({
             auth,

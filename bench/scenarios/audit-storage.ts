@@ -11,6 +11,7 @@ import { noopTool, TOOL, toolArgs } from '../lib/mcp.js';
 import type { BenchPostgres } from '../lib/postgres.js';
 import type { Results } from '../lib/results.js';
 import { fmt } from '../lib/stats.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 export const AUDIT_SCENARIO = 'audit storage';
 export const AUDIT_FACT = 'audit bytes per task after an hour of 1 Hz polling';
@@ -84,7 +85,7 @@ async function pollAnHour(dialect: Dialect, n: number, maintained: boolean): Pro
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
       const request: WireRequest = { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(i), task: { ttl: 2 * HOUR } } };
-      const created = await runtime.service.create({ auth: AUTH, tool, request });
+      const created = await createTask(runtime.guard, { auth: AUTH, tool, request });
       if (created.record === null) throw new Error(`audit storage: admission refused (${created.decision})`);
       ids.push(created.record.taskId);
     }

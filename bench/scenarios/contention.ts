@@ -10,6 +10,7 @@ import type { BenchConfig } from '../lib/config.js';
 import { TOOL, toolArgs, TTL_MS } from '../lib/mcp.js';
 import type { BenchPostgres } from '../lib/postgres.js';
 import type { Results } from '../lib/results.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'race/alice';
 
@@ -32,7 +33,7 @@ function writeOf(i: number): StatusWrite {
  * status at version 1. Exactly one may apply; every other must be classified.
  */
 async function race(service: TaskService, writers: number): Promise<{ winner: number; losers: number[]; decisions: Record<string, number> }> {
-  const created = await service.create({
+  const created = await createTask(service.guard, {
     auth: AUTH,
     tool: { name: TOOL, execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(0), task: { ttl: TTL_MS } } },

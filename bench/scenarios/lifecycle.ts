@@ -11,6 +11,7 @@ import type { BenchPostgres } from '../lib/postgres.js';
 import { schemaPool } from '../lib/postgres.js';
 import { runGroup, type Results, type Variant } from '../lib/results.js';
 import { pgbenchAdmission } from './pgbench.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 /** Handlers run at once by each worker of this scenario: tasklatch's, pg-boss's fetch loop and graphile-worker's. */
 export const WORKER_CONCURRENCY = 8;
@@ -84,7 +85,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
       name: L.worker,
       op: async (w) => {
         const auth = authOf(w);
-        const created = await withWorker.service.create({ auth, tool: descriptor, request: taskCall(next()) });
+        const created = await createTask(withWorker.guard, { auth, tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
         const out = await withWorker.service.awaitResult({ auth, taskId: created.record.taskId });
         if (out.decision !== 'RETURN_RESULT') throw new Error(`expected RETURN_RESULT, got ${out.decision}`);
@@ -93,7 +94,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
     {
       name: L.direct,
       op: async (w) => {
-        const created = await direct.service.create({ auth: authOf(w), tool: descriptor, request: taskCall(next()) });
+        const created = await createTask(direct.guard, { auth: authOf(w), tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
         for (let attempt = 0; attempt < 5; attempt++) {
           const [task] = await direct.service.claim({ owner: `bench-${w}`, leaseMs: 30_000, limit: 1, maxAttempts: 5, abandonedResult: null });
@@ -146,7 +147,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
     {
       name: K.keyed,
       op: async (w) => {
-        const out = await keyed.service.create({ auth: rotating(w), tool: descriptor, request: taskCall(next()), idempotencyKey: randomUUID() });
+        const out = await createTask(keyed.guard, { auth: rotating(w), tool: descriptor, request: taskCall(next()), idempotencyKey: randomUUID() });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -154,7 +155,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
       name: K.bare,
       concurrencies: [16],
       op: async (w) => {
-        const out = await bare.service.create({ auth: rotating(w), tool: descriptor, request: taskCall(next()) });
+        const out = await createTask(bare.guard, { auth: rotating(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { parseTimestamp } from '../core/time.js';
 import type { TaskCapabilities } from '../core/types.js';
+import { createTask } from '../runtime/requests/create-task.js';
 import { TaskService } from '../service/task-service.js';
 import type { TaskStore } from '../store/types.js';
 import type { ReplayCase, ReplayFixture } from './fixture.js';
@@ -88,7 +89,7 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
     case 'create': {
       const p = replayCase.packet;
       if (p.prior !== null) await store.seed([toRecord(p.prior, ns)]);
-      const outcome = await service.create({ auth, tool: p.tool, request: p.request });
+      const outcome = await createTask(service.guard, { auth, tool: p.tool, request: p.request });
       return { actual: outcome.decision };
     }
     case 'transition': {

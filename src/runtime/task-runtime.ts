@@ -10,7 +10,7 @@ import { ToolRegistry } from '../tools/tool-registry.js';
 import type { TaskTool } from '../tools/tool.js';
 import type { ExecutionHooks } from '../worker/task-executor.js';
 import { Worker, type WorkerOptions } from '../worker/worker.js';
-import { callTool, type CallOutcome, type ToolCall } from './call-tool.js';
+import { callTool, type CallOutcome, type ToolCall } from './requests/call-tool.js';
 import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
 import { taskTools } from './task-tools.js';

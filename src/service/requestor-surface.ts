@@ -1,36 +1,40 @@
 import { randomUUID } from 'node:crypto';
-import { decideCreateEntry, idempotencyKeyOf, type CreateEntry } from '../core/create-rules.js';
+import type { CreateEntry } from '../core/create-rules.js';
 import type { Decision, MissDecision, ReadDecision } from '../core/decisions.js';
 import { requestDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
 import { decideList, decideVisibleRead } from '../core/read-rules.js';
-import type { Millis, ToolDescriptor, WireRequest } from '../core/types.js';
-import type { AuditEntry, LookupOutcome } from '../store/types.js';
+import type { Millis, WireRequest } from '../core/types.js';
+import type { AdmitOutcome, AuditEntry, LookupOutcome } from '../store/types.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { GuardContext } from './guard-context.js';
-import { grantTtl, jsonBytes } from './limits.js';
+import { grantTtl } from './limits.js';
 import type { DecisionEvent } from './task-events.js';
-import type { CancelTaskOutcome, CreateOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
+import type { CancelTaskOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
 
-/** A `tools/call` as the guard takes it. */
-export interface CreateInput {
+/**
+ * A task's admission as the guard takes it: the request as it is stored, already checked and
+ * prepared by its request (`src/runtime/requests/`: its keys agree, what the tool's `prepare`
+ * returned is in it, its size is within `maxRequestBytes`).
+ */
+export interface AdmissionInput {
   auth: string;
-  tool: ToolDescriptor;
+  /** The name of the tool the task runs. */
+  tool: string;
+  /** The request as stored (its digest is the idempotency check's); a `params.task.ttl` asks for a ttl. */
   request: WireRequest;
-  /** A key from outside the request (the HTTP `Idempotency-Key` header). */
-  idempotencyKey?: string | null;
+  /** The task's idempotency key (`_meta`'s or the HTTP header's, which agree), or null. */
+  idempotencyKey: string | null;
   correlationId?: string;
-  /**
-   * Runs after the request-only rules chose a task and before anything is stored: argument
-   * validation. Throwing here leaves no record, no outbox entry and no side effect.
-   */
-  beforeAdmit?: () => void | Promise<void>;
-  /**
-   * The entry decision, when the wire made it with `decideCallMode` (which also reads what the
-   * request alone does not say: a 2026-07-28 request's extension, the tool's preference);
-   * absent, create rules 1–4 decide from the request (`params.task`).
-   */
-  entry?: CreateEntry;
+}
+
+/** A call's decision that stores no task: a plain call (`ACCEPT_NORMAL`) or a refusal (`BLOCK_*`). */
+export interface CallDecisionInput {
+  auth: string;
+  /** The name of the tool called. */
+  tool: string;
+  decision: Exclude<CreateEntry, 'ADMIT'>;
+  correlationId?: string;
 }
 
 /** A decision a wire made outside any store write (see `RequestorSurface.recordDecision`). */
@@ -66,39 +70,40 @@ function decidedOn(base: ReadBase, decision: Decision, status?: string | null, v
 }
 
 /**
- * What a requestor asks of the guard: create a task (or refuse, or run plainly), read one, cancel
- * one, list them. The request-only rules are decided here; everything that depends on stored
- * facts is one atomic store operation; every decision is audited and told on the events.
+ * What a request decides with the guard: admit a task (or record the decision of a call that
+ * stores none), read one, cancel one, list them. The request orders its own steps (the request
+ * layer, `src/runtime/requests/`); everything that depends on stored facts is one atomic store
+ * operation here; every decision is audited and told on the events.
  */
 export class RequestorSurface {
   constructor(private readonly ctx: GuardContext) {}
 
-  /** A `tools/call`, plain or task-augmented. */
-  async create(input: CreateInput): Promise<CreateOutcome> {
+  /**
+   * The decision of a call that stores no task: a plain call's `ACCEPT_NORMAL` or a refusal's
+   * `BLOCK_*`, one count in the aggregated audit and one decision event.
+   */
+  async recordCall(input: CallDecisionInput): Promise<void> {
+    const { ctx } = this;
+    const correlationId = input.correlationId ?? randomUUID();
+    const { auth, tool, decision } = input;
+    await ctx.audit({ at: ctx.clock(), surface: 'create', decision, authKey: auth, taskId: null, correlationId });
+    ctx.decided({ authKey: auth, correlationId, tool, surface: 'create', decision, taskId: null });
+  }
+
+  /**
+   * A task's admission, the request already checked and prepared (see `AdmissionInput`): one
+   * store write decides it with the stored facts (replay, collision, the caller's bounds) and
+   * writes its audit line; a worker of this process with a free slot for the tool takes the
+   * task in the same write (`AdmissionClaimers`); an accepted task is published.
+   */
+  async admit(input: AdmissionInput): Promise<AdmitOutcome> {
     const { ctx } = this;
     const now = ctx.clock();
     const correlationId = input.correlationId ?? randomUUID();
-    const entry = input.entry ?? decideCreateEntry({ capabilities: ctx.capabilities, tool: input.tool, request: input.request });
-    const tool = input.tool.name;
-    if (entry !== 'ADMIT') {
-      await ctx.audit({ at: now, surface: 'create', decision: entry, authKey: input.auth, taskId: null, correlationId });
-      ctx.decided({ authKey: input.auth, correlationId, tool, surface: 'create', decision: entry, taskId: null });
-      return { decision: entry, record: null };
-    }
-    const metaKey = idempotencyKeyOf(input.request);
-    const headerKey = input.idempotencyKey ?? null;
-    if (metaKey !== null && headerKey !== null && metaKey !== headerKey) {
-      throw new TasklatchError('INVALID_INPUT', 'the Idempotency-Key header and _meta idempotency key differ');
-    }
-    await input.beforeAdmit?.();
-    // After beforeAdmit: what `prepare` returned is part of the stored request.
-    const requestBytes = jsonBytes(input.request.params);
-    if (requestBytes > ctx.limits.maxRequestBytes) {
-      throw new TasklatchError('INVALID_INPUT', `the request is ${requestBytes} bytes as stored; at most ${ctx.limits.maxRequestBytes} bytes are kept`);
-    }
+    const { tool } = input;
     // A task the server chose (2026-07-28) has no `params.task`: the default ttl.
     const task = input.request.params.task as { ttl?: unknown } | undefined;
-    const reservation = ctx.store.supports.claimsOnAdmit === true ? ctx.admissionClaims.reserve(input.tool.name) : null;
+    const reservation = ctx.store.supports.claimsOnAdmit === true ? ctx.admissionClaims.reserve(tool) : null;
     const claim =
       reservation === null
         ? null
@@ -108,11 +113,11 @@ export class RequestorSurface {
         taskId: ctx.newTaskId(),
         authKey: input.auth,
         app: ctx.app,
-        toolName: input.tool.name,
-        toolDigest: ctx.toolDigest(input.tool.name),
+        toolName: tool,
+        toolDigest: ctx.toolDigest(tool),
         request: input.request,
         requestDigest: requestDigest(input.request),
-        idempotencyKey: metaKey ?? headerKey,
+        idempotencyKey: input.idempotencyKey,
         ttl: grantTtl(task?.ttl, ctx.limits),
         pollInterval: ctx.limits.pollInterval,
         correlationId,

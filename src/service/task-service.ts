@@ -20,8 +20,8 @@ import { openGuard, type Guard } from './guard.js';
 import type { InputSurface } from './input-surface.js';
 import type { TaskLimits } from './limits.js';
 import type { NotificationRelay, NotificationState } from './notification-relay.js';
-import type { CancelTaskOutcome, CreateOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
-import type { CreateInput, RecordDecisionInput, RequestorSurface } from './requestor-surface.js';
+import type { CancelTaskOutcome, ListOutcome, QuietIf, ReadOnlyMethod, ReadOutcome } from './outcomes.js';
+import type { RecordDecisionInput, RequestorSurface } from './requestor-surface.js';
 import { awaitResult, type AwaitResultInput } from './result-wait.js';
 import { rideThrough } from './ride-through.js';
 import type { TaskEvents } from './task-events.js';
@@ -30,7 +30,6 @@ import type { WorkerSurface } from './worker-surface.js';
 
 export type { GuardOptions as TaskServiceOptions } from './guard-context.js';
 export type { CancelTaskOutcome, CreateOutcome, ListOutcome, ReadOutcome } from './outcomes.js';
-export type { CreateInput } from './requestor-surface.js';
 
 /**
  * The guard in front of a store: applies the request-only rules (capabilities, taskSupport),
@@ -38,7 +37,7 @@ export type { CreateInput } from './requestor-surface.js';
  * every decision to the audit trail. Protocol adapters, workers and the replay all go through
  * here, and every write that changes a record is published on `changes`.
  *
- * One object over four surfaces that share a `GuardContext`: the requestor's (`create`, `read`,
+ * One object over four surfaces that share a `GuardContext`: the requestor's (`read`,
  * `awaitResult`, `cancel`, `list`: `RequestorSurface`, `result-wait.ts`), the worker's
  * (`WorkerPort`: `WorkerSurface`), the answers to a task's questions (`InputSurface`) and the
  * store's notifications (`NotificationRelay`).
@@ -110,11 +109,6 @@ export class TaskService implements WorkerPort {
   }
 
   // The requestor's surface.
-
-  /** A `tools/call`, plain or task-augmented (see `RequestorSurface.create`). */
-  create(input: CreateInput): Promise<CreateOutcome> {
-    return this.requests.create(input);
-  }
 
   /** `tasks/get`, or one look of `tasks/result` without waiting. */
   read(input: { auth: string; method: ReadOnlyMethod; taskId: string; correlationId?: string; quietIf?: QuietIf }): Promise<ReadOutcome> {

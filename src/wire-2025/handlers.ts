@@ -11,7 +11,7 @@ import { isAugmented } from '../core/create-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { META_KEYS } from '../core/meta-keys.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
-import type { CallOutcome } from '../runtime/call-tool.js';
+import type { CallOutcome } from '../runtime/requests/call-tool.js';
 import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import { visibleTo } from '../core/visibility.js';

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import type { CallOutcome } from '../runtime/call-tool.js';
+import type { CallOutcome } from '../runtime/requests/call-tool.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
 import { authKeyOf } from '../tools/principal.js';

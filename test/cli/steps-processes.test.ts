@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 import { TaskService } from '../../src/service/task-service.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { BIN, ROOT, runCli } from '../support/cli.js';
@@ -130,7 +131,7 @@ function startWorker(): WorkerProcess {
 }
 
 async function admit(tool: string, args: Record<string, unknown>): Promise<string> {
-  const out = await service.create({
+  const out = await createTask(service.guard, {
     auth: AUTH,
     tool: { name: tool, execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: tool, arguments: args, task: { ttl: 600_000 } } },

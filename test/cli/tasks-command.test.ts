@@ -12,6 +12,7 @@ import { main } from '../../src/cli/run.js';
 import { runCli, runMain as inProcess } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 // `tasklatch tasks` run as a user would (a few runs through the built binary, the rest through its
 // entry point in this process), against a store that a runtime in this process fills
@@ -54,7 +55,7 @@ function tools(aborted: string[]): TaskTool[] {
 }
 
 async function call(runtime: TaskRuntime, auth: string, name: string): Promise<string> {
-  const out = await runtime.service.create({
+  const out = await createTask(runtime.guard, {
     auth,
     tool: { name, execution: { taskSupport: name === 'hold' ? 'required' : 'optional' } },
     request: { method: 'tools/call', params: { name, arguments: {}, task: { ttl: 600_000 } } },

@@ -5,6 +5,7 @@ import { createRuntime } from '../../src/runtime/task-runtime.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { stepTool, text } from '../support/steps.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -46,7 +47,7 @@ describe('step metrics', () => {
     await runtime.start();
     const admit = async (name: string) =>
       (
-        await runtime.service.create({
+        await createTask(runtime.guard, {
           auth: AUTH,
           tool: { name, execution: { taskSupport: 'required' } },
           request: { method: 'tools/call', params: { name, arguments: {}, task: {} } },

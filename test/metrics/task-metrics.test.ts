@@ -7,6 +7,7 @@ import { TaskService } from '../../src/service/task-service.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -52,7 +53,7 @@ function setUp(execute = true): { runtime: TaskRuntime; metrics: TaskMetrics; sc
 }
 
 async function call(runtime: TaskRuntime, auth: string, name: string, args: Record<string, unknown> = {}, key?: string) {
-  return runtime.service.create({
+  return createTask(runtime.guard, {
     auth,
     tool: { name, execution: { taskSupport: name === 'hold' ? 'required' : 'optional' } },
     request: {

@@ -6,6 +6,7 @@ import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const runtimes: TaskRuntime[] = [];
 afterEach(async () => {
@@ -37,7 +38,7 @@ const SECRET = 'hunter2-do-not-log';
 
 async function work(runtime: TaskRuntime): Promise<string> {
   await runtime.start();
-  const out = await runtime.service.create({
+  const out = await createTask(runtime.guard, {
     auth: 'acme/alice',
     tool: { name: 'echo', execution: { taskSupport: 'optional' } },
     request: { method: 'tools/call', params: { name: 'echo', arguments: { secret: SECRET }, task: {} } },

@@ -6,6 +6,7 @@ import type { TaskStore } from '../../src/store/types.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { postgresHarness, sqliteHarness } from '../support/stores.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 // Progress between runtimes on one shared store: the runtime that runs the task delivers it to
 // its own listeners once (its echo from the store is dropped), another runtime hears it through
@@ -77,7 +78,7 @@ describe.each([sqliteHarness, postgresHarness])('$name: progress between runtime
     serving.onProgress((taskId, progress, total, message) => void heard.serving.push(`${taskId} ${progress}/${total} ${message}`));
     await Promise.all([running.start(), serving.start()]);
 
-    const created = await serving.service.create({
+    const created = await createTask(serving.guard, {
       auth: AUTH,
       tool: { name: 'steps', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'steps', arguments: {}, task: {} } },

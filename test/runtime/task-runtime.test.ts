@@ -5,6 +5,7 @@ import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'acme/alice';
 const runtimes: TaskRuntime[] = [];
@@ -38,7 +39,7 @@ function runtime(tools: TaskTool[], options: { callersIdentified?: boolean; exec
 }
 
 async function admit(r: TaskRuntime): Promise<string> {
-  const out = await r.service.create({
+  const out = await createTask(r.guard, {
     auth: AUTH,
     tool: { name: 'waiting', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'waiting', arguments: {}, task: {} } },

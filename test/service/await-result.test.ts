@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { TaskService } from '../../src/service/task-service.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { ALL_CAPS } from '../support/records.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'acme/alice';
 
@@ -9,7 +10,7 @@ describe('TaskService.awaitResult', () => {
   it('writes one audit line per decision it goes through, not one per wake', async () => {
     const store = new MemoryStore();
     const service = new TaskService({ store, capabilities: ALL_CAPS });
-    const created = await service.create({
+    const created = await createTask(service.guard, {
       auth: AUTH,
       tool: { name: 't', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 't', arguments: {}, task: {} } },

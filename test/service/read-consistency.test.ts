@@ -6,6 +6,7 @@ import type { TaskStore } from '../../src/store/types.js';
 import { delayedNotifications } from '../support/delayed-notifications.js';
 import { ALL_CAPS } from '../support/records.js';
 import { postgresHarness, sqliteHarness } from '../support/stores.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const TOOL = { name: 't', execution: { taskSupport: 'required' as const } };
 
@@ -75,7 +76,7 @@ for (const harness of [sqliteHarness, postgresHarness]) {
             const r = services[readerIndex]!;
             let written: TaskRecord | null = null;
             if (op.kind === 'create' || tasks.length === 0) {
-              const out = await w.create({
+              const out = await createTask(w.guard, {
                 auth: ALICE,
                 tool: TOOL,
                 request: { method: 'tools/call', params: { name: 't', arguments: {}, task: { ttl: 600_000 } } },

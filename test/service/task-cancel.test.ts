@@ -4,13 +4,14 @@ import type { TaskCapabilities } from '../../src/core/types.js';
 import { TaskService } from '../../src/service/task-service.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { ALL_CAPS } from '../support/records.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'acme/alice';
 
 async function admitted(capabilities: TaskCapabilities = ALL_CAPS) {
   const store = new MemoryStore();
   const service = new TaskService({ store, capabilities });
-  const created = await service.create({
+  const created = await createTask(service.guard, {
     auth: AUTH,
     tool: { name: 't', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 't', arguments: {}, task: {} } },

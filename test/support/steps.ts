@@ -9,6 +9,7 @@ import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
 import { ALL_CAPS } from './records.js';
 import type { StoreHarness } from './stores.js';
 import { until } from './until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 export const AUTH = 'acme/alice';
 export const ELICIT = { elicitation: {} };
@@ -58,7 +59,7 @@ export async function stepWorld(harness: StoreHarness, label: string, options: {
       return w;
     },
     admit: async (tool, capabilities = ELICIT, on = svc) => {
-      const out = await on.create({
+      const out = await createTask(on.guard, {
         auth: AUTH,
         tool: { name: tool, execution: { taskSupport: 'required' } },
         request: {

@@ -8,6 +8,7 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { ClaimInput, TaskStore } from '../../src/store/types.js';
 import { defineTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'acme/alice';
 
@@ -43,7 +44,7 @@ function capturedLogger() {
 }
 
 async function admit(runtime: TaskRuntime, args: Record<string, unknown> = { month: '2026-07' }): Promise<string> {
-  const created = await runtime.service.create({
+  const created = await createTask(runtime.guard, {
     auth: AUTH,
     tool: { name: 'build_report', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'build_report', arguments: args, task: {} } },

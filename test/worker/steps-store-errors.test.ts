@@ -7,6 +7,7 @@ import { Worker } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
 import { AUTH, resultText, stepTool, text } from '../support/steps.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 /** A memory store whose journal reads fail at first, and whose first step write is applied but answered with an error. */
 class FlakyJournal extends MemoryStore {
@@ -49,7 +50,7 @@ describe('steps when the store does not answer', () => {
     const worker = new Worker(svc, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 5000 });
     worker.start();
     stops.push(() => worker.stop(100));
-    const created = await svc.create({
+    const created = await createTask(svc.guard, {
       auth: AUTH,
       tool: { name: 'flaky-store', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'flaky-store', arguments: {}, task: {} } },

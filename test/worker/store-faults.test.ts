@@ -10,6 +10,7 @@ import { AUTH, ELICIT, resultText, stepTool, text } from '../support/steps.js';
 import { FAULT_TEXT, StoreFaults } from '../support/store-faults.js';
 import { postgresHarness, sqliteHarness } from '../support/stores.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 // A store fault at each call a run makes (claim, heartbeat, journal read, step record, stored
 // questions, ask, release, status and terminal writes, progress) and at the requestor's answer,
@@ -92,7 +93,7 @@ describe.each([sqliteHarness, postgresHarness])('a store fault during a run on t
       stops.push(() => worker.stop(100));
       if (when === 'admission') faults.arm(method, times);
 
-      const admitted = await svc.create({
+      const admitted = await createTask(svc.guard, {
         auth: AUTH,
         tool: { name: 'journey', execution: { taskSupport: 'required' } },
         request: {

@@ -9,6 +9,7 @@ import { Worker } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
 import { ALL_HARNESSES } from '../support/stores.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'acme/alice';
 const stops: Array<() => Promise<void>> = [];
@@ -62,7 +63,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
   }
 
   async function admit(svc: TaskService, capabilities: Record<string, unknown> = ELICIT): Promise<string> {
-    const out = await svc.create({
+    const out = await createTask(svc.guard, {
       auth: AUTH,
       tool: { name: 'approve', execution: { taskSupport: 'required' } },
       request: {

@@ -5,6 +5,7 @@ import type { ClaimInput } from '../../src/store/types.js';
 import { createRuntime } from '../../src/runtime/task-runtime.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'acme/alice';
 
@@ -30,7 +31,7 @@ describe('a worker and a task of a tool it does not know', () => {
   it('names its tools in every claim and leaves a task of another tool untouched for a worker that knows it', async () => {
     const store = new WatchedStore();
     const admitting = createRuntime({ store, tools: [tool('theirs')], execute: false });
-    const created = await admitting.service.create({
+    const created = await createTask(admitting.guard, {
       auth: AUTH,
       tool: { name: 'theirs', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'theirs', arguments: {}, task: {} } },

@@ -6,6 +6,7 @@ import { ALL_CAPS } from '../support/records.js';
 import { AUTH, stepTool, text } from '../support/steps.js';
 import { ALL_HARNESSES } from '../support/stores.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 // A handler's result holding text PostgreSQL cannot keep (a NUL inside a JSON string: jsonb
 // refuses `\u0000`) is refused by the store before anything is written. Every run would make the
@@ -30,7 +31,7 @@ describe.each(ALL_HARNESSES)('a result the $name store cannot keep', (harness) =
     const worker = new Worker(svc, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 3000 });
     worker.start();
     stops.push(() => worker.stop(100));
-    const admitted = await svc.create({
+    const admitted = await createTask(svc.guard, {
       auth: AUTH,
       tool: { name: 'nul_result', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'nul_result', arguments: {}, task: {} } },

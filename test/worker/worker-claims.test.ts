@@ -10,6 +10,7 @@ import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
 import { ALL_CAPS, record } from '../support/records.js';
 import { ALL_HARNESSES } from '../support/stores.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 // When the worker looks at the outbox: once per change event and whenever the last claim filled
 // every free slot; not after every finished run. The poll is far away in these tests (60 s), so
@@ -64,7 +65,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
   }
 
   async function admit(service: TaskService): Promise<string> {
-    const out = await service.create({
+    const out = await createTask(service.guard, {
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {} } },
@@ -133,7 +134,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     const { service, claims } = await counted('on_admit');
     start(service, tool().tool);
     await until(() => (claims.length > 0 ? true : undefined));
-    const out = await service.create({
+    const out = await createTask(service.guard, {
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {}, _meta: { [IDEMPOTENCY_META_KEY]: 'k1' } } },
@@ -151,7 +152,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     ]);
     expect(trail[1]!.detail).toMatch(/^claim /);
     // A retry of the same call replays the task: nothing is leased again, nothing runs again.
-    const again = await service.create({
+    const again = await createTask(service.guard, {
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {}, _meta: { [IDEMPOTENCY_META_KEY]: 'k1' } } },

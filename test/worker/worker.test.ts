@@ -8,6 +8,7 @@ import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
 import { ALL_HARNESSES } from '../support/stores.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'acme/alice';
 
@@ -47,7 +48,7 @@ function startWorker(service: TaskService, tools: TaskTool[], options: WorkerOpt
 }
 
 async function admit(service: TaskService, ttl?: number): Promise<string> {
-  const out = await service.create({
+  const out = await createTask(service.guard, {
     auth: AUTH,
     tool: { name: 'steered', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'steered', arguments: {}, task: ttl === undefined ? {} : { ttl } } },

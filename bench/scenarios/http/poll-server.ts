@@ -10,6 +10,7 @@ import { noopTool, tasklatchServer, toolArgs, TOOL, TTL_MS } from '../../lib/mcp
 import type { PollTarget, ServerRequest, ServerStart } from './protocol.js';
 import { roundTrips } from '../../lib/round-trips.js';
 import { runQueueWaitMs } from './run-queue.js';
+import { createTask } from '../../../src/runtime/requests/create-task.js';
 
 /**
  * The server under test, in a process of its own (started with `fork`, `--expose-gc`): tasklatch
@@ -52,7 +53,7 @@ async function startTasklatch(start: ServerStart): Promise<string> {
     for (let k = 0; k < n; k++) {
       const owner = seeded++ % start.tokens;
       const request = { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(seeded), task: { ttl: TTL_MS } } };
-      const created = await server.service.create({ auth: authKeyOf(principal(owner)), tool: descriptor, request });
+      const created = await createTask(server.runtime.guard, { auth: authKeyOf(principal(owner)), tool: descriptor, request });
       if (created.record === null) throw new Error(`seeding answered ${created.decision}`);
       out.push({ taskId: created.record.taskId, token: token(owner) });
     }

@@ -7,6 +7,7 @@ import { defineTool } from '../../../src/tools/tool.js';
 import { TTL_MS } from '../../lib/mcp.js';
 import type { SideStart } from './protocol.js';
 import type { LoopState, StepsSide } from './side.js';
+import { createTask } from '../../../src/runtime/requests/create-task.js';
 
 /** Loop states by key: the looping task's handler runs in this process and finds its state here. */
 const loops = new Map<string, LoopState>();
@@ -50,7 +51,7 @@ export async function startTasklatchSide(start: SideStart): Promise<StepsSide> {
   let created = 0;
   const run = async (auth: string, args: { steps: number; loop?: string }): Promise<unknown> => {
     const request: WireRequest = { method: 'tools/call', params: { name: stepsTool.name, arguments: args, task: { ttl: TTL_MS } } };
-    const out = await runtime.service.create({ auth, tool: descriptor, request });
+    const out = await createTask(runtime.guard, { auth, tool: descriptor, request });
     if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
     const done = await runtime.service.awaitResult({ auth, taskId: out.record.taskId });
     if (done.decision !== 'RETURN_RESULT' || done.record.status !== 'completed') {

@@ -5,6 +5,7 @@ import { JSON_RPC_CODES } from '../../core/json-rpc-codes.js';
 import { isTerminal, type TaskCapabilities, type TaskRecord, type WireRequest } from '../../core/types.js';
 import { wireResult, wireTask } from '../wire.js';
 import { storeUnavailable } from '../../tools/protocol-error.js';
+import { createTask } from '../../runtime/requests/create-task.js';
 import { isPlausibleTaskId } from '../../service/input-bounds.js';
 import type { TaskLimits } from '../../service/limits.js';
 import { TaskService } from '../../service/task-service.js';
@@ -66,7 +67,7 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
       params: Object.assign({}, params, { task: Object.assign({}, params.task as object, ttl === undefined ? {} : { ttl }) }),
     };
     const outcome = await this.translate(() =>
-      this.service.create({ auth: this.auth.authKey(), tool: { name, execution: { taskSupport: 'optional' } }, request: wire }),
+      createTask(this.service.guard, { auth: this.auth.authKey(), tool: { name, execution: { taskSupport: 'optional' } }, request: wire }),
     );
     if (outcome.decision === 'ACCEPT_TASK' || outcome.decision === 'REPLAY_TASK') return wireTask(outcome.record);
     if (outcome.decision === 'BLOCK_IDEMPOTENCY_COLLISION')

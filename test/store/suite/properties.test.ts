@@ -4,6 +4,7 @@ import { isTerminal, TASK_STATUSES, type TaskStatus } from '../../../src/core/ty
 import { TaskService } from '../../../src/service/task-service.js';
 import { ALL_CAPS, T0 } from '../../support/records.js';
 import { defineStoreSuite } from './store-suite.js';
+import { createTask } from '../../../src/runtime/requests/create-task.js';
 
 // Properties over arbitrary write sequences, on every store. One store per property; each run
 // works under auth keys of its own, so runs cannot see each other's tasks. The SQL stores get
@@ -33,7 +34,11 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
         const auth = `r${++run}/x`;
         let now = T0;
         const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => now });
-        const created = await service.create({ auth, tool, request: { method: 'tools/call', params: { name: 'export_ledger', arguments: {}, task: {} } } });
+        const created = await createTask(service.guard, {
+          auth,
+          tool,
+          request: { method: 'tools/call', params: { name: 'export_ledger', arguments: {}, task: {} } },
+        });
         const taskId = created.record!.taskId;
         let version = created.record!.version;
         let terminal: { status: TaskStatus; result: unknown } | null = null;
@@ -92,7 +97,7 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
           const owners = new Map<string, string>();
           for (const c of creates) {
             const params = { name: 'export_ledger', arguments: {}, task: {}, ...(c.key ? { _meta: { 'io.tasklatch/idempotency-key': c.key } } : {}) };
-            const out = await service.create({ auth: c.owner, tool, request: { method: 'tools/call', params } });
+            const out = await createTask(service.guard, { auth: c.owner, tool, request: { method: 'tools/call', params } });
             if (out.record) owners.set(out.record.taskId, c.owner);
           }
           const listed: string[] = [];

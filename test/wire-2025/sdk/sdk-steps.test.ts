@@ -10,6 +10,7 @@ import { MemoryStore } from '../../../src/store/memory/memory-store.js';
 import { stepOf } from '../../../src/tools/step.js';
 import { AUTH, ELICIT, resultText } from '../../support/steps.js';
 import { until } from '../../support/until.js';
+import { createTask } from '../../../src/runtime/requests/create-task.js';
 
 const closing: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -17,7 +18,7 @@ afterEach(async () => {
 });
 
 async function admit(runtime: TaskRuntime, name: string, args: Record<string, unknown>): Promise<string> {
-  const out = await runtime.service.create({
+  const out = await createTask(runtime.guard, {
     auth: AUTH,
     tool: { name, execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name, arguments: args, task: {}, _meta: { 'io.modelcontextprotocol/clientCapabilities': ELICIT } } },

@@ -1,8 +1,8 @@
-import type { TaskAsk } from '../core/call-rules.js';
-import type { TaskRecord } from '../core/types.js';
-import type { InputNeeded } from '../tools/asking.js';
-import type { Principal } from '../tools/principal.js';
-import type { ToolContext, ToolResult } from '../tools/tool.js';
+import type { TaskAsk } from '../../core/call-rules.js';
+import type { TaskRecord } from '../../core/types.js';
+import type { InputNeeded } from '../../tools/asking.js';
+import type { Principal } from '../../tools/principal.js';
+import type { ToolContext, ToolResult } from '../../tools/tool.js';
 
 /** One `tools/call` as a wire hands it to `callTool`: what it carries, in either generation's terms. */
 export interface ToolCall {
