@@ -44,3 +44,30 @@ export function isStoreFault(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Any thrown value as an `Error`, for every catch that logs or keeps what it caught: an `Error`
+ * (of any realm) is returned as it is, with its stack; anything else (a string, a number, a plain
+ * object, `undefined`) becomes an `Error` whose message says what was thrown, with the value as
+ * its `cause`. Never throws, whatever the value does when it is read.
+ */
+export function coerceError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  if (Object.prototype.toString.call(thrown) === '[object Error]') return thrown as Error;
+  return new Error(`non-error thrown: ${describeThrown(thrown)}`, { cause: thrown });
+}
+
+/** What a non-`Error` thrown value was, in at most 300 characters. */
+function describeThrown(thrown: unknown): string {
+  let text: string;
+  try {
+    if (typeof thrown === 'string') text = JSON.stringify(thrown);
+    else if (thrown !== null && typeof thrown === 'object') {
+      const message = (thrown as { message?: unknown }).message;
+      text = typeof message === 'string' && message !== '' ? message : (JSON.stringify(thrown) ?? Object.prototype.toString.call(thrown));
+    } else text = String(thrown);
+  } catch {
+    text = `a value of type ${typeof thrown} that cannot be read`;
+  }
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}

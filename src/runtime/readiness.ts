@@ -1,3 +1,4 @@
+import { coerceError } from '../core/errors.js';
 import type { TaskService } from '../service/task-service.js';
 
 /** One check of `/readyz` and `tasklatch doctor`: ok, or what is wrong and what to do. */
@@ -44,7 +45,7 @@ export async function checkReadiness(service: TaskService, timeoutMs = 2000): Pr
       checks.push({ name: 'migrations', ok: true, detail: 'schema current' });
     }
   } catch (error) {
-    const detail = `unreachable: ${error instanceof Error ? error.message : String(error)}`;
+    const detail = `unreachable: ${coerceError(error).message}`;
     checks.push({ name: 'store', ok: false, detail, fix: 'check that the database is up and that --store points at it' });
   } finally {
     clearTimeout(timer);

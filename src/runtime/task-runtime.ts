@@ -142,7 +142,8 @@ export class TaskRuntime {
             this.tools,
             Object.assign({}, workerOptions, {
               hooks: {
-                log: (level, message, fields) => this.logger[level](fields ?? {}, message),
+                // The worker's events (`RunEventMap`), each with its name, worker id and, for a run's, task id and attempt.
+                log: (level, message, fields) => this.logger[level](fields, message),
                 progress: (record, progress, total, message) => {
                   // Other processes' requestors hear it through the store; this one's at once.
                   this.service.publishProgress(record, progress, total, message);

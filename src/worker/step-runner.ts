@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { coerceError } from '../core/errors.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import type { StoredInput } from '../core/input-rules.js';
 import {
@@ -21,6 +22,8 @@ import type { Millis, TaskRecord } from '../core/types.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import type { Fence, RecordStepOutcome } from '../store/types.js';
 import { JournalTally } from './journal-tally.js';
+import type { RunLogger } from './run-events.js';
+import { retryPause, writeOfUnknownFate } from './unknown-write.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import {
   checkSleepMs,
@@ -55,7 +58,8 @@ export interface StepRun {
   readonly leaseUntil: number;
   /** Set when the handler broke its journal: the task ends failed with it. */
   fatal: ProtocolError | null;
-  log(level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>): void;
+  /** The run's logger (its worker, task and attempt bound). */
+  readonly logger: RunLogger;
   fence(): Fence;
   stop(reason: 'cancelled' | 'expired' | 'lease lost'): void;
   serial<T>(work: () => Promise<T>): Promise<T>;
@@ -289,17 +293,17 @@ export class StepRunner {
 
   private async read(): Promise<Journal> {
     const { authKey } = this.run.record;
-    for (let attempt = 0; ; attempt++) {
+    for (let retry = 0; ; retry++) {
       try {
         const [steps, inputs] = await Promise.all([this.port.lookupSteps({ auth: authKey, taskId: this.run.taskId }), this.run.storedInputs()]);
         const tally = new JournalTally(steps, this.port.limits);
         return { at: new Map(steps.map((s) => [s.position, s])), named: new Map(steps.map((s) => [s.name, s])), inputs, tally };
       } catch (error) {
-        const pause = Math.min(100 * 2 ** attempt, 2000);
-        if (this.port.now() + pause >= this.run.leaseUntil) this.run.stop('lease lost');
+        const pause = retryPause(retry, this.port.now(), this.run.leaseUntil);
+        if (pause === null) this.run.stop('lease lost');
         this.run.signal.throwIfAborted();
-        this.run.log('warn', 'journal not read; retrying', { taskId: this.run.taskId, error: String(error) });
-        await sleep(pause, undefined, { signal: this.run.signal });
+        this.run.logger.emit('step:journalRetry', { err: coerceError(error), retry });
+        await sleep(pause!, undefined, { signal: this.run.signal });
       }
     }
   }
@@ -308,7 +312,7 @@ export class StepRunner {
   private fatal(message: string): ProtocolError {
     if (this.run.fatal === null) {
       this.run.fatal = new ProtocolError(JSON_RPC_CODES.internalError, message);
-      this.run.log('error', 'the run broke its journal; the task ends failed', { taskId: this.run.taskId, error: message });
+      this.run.logger.emit('step:journalBroken', { reason: message });
     }
     return this.run.fatal;
   }
@@ -322,23 +326,27 @@ export class StepRunner {
    * One fenced write of the journal. A refusal stops the run as any refused write of it does
    * (a stale fence: the lease is lost; a terminal task: cancelled). A write whose fate is unknown
    * (the store did not answer) is looked for in the journal, and written again only if it is not
-   * there, while the lease holds.
+   * there, while the lease holds (`writeOfUnknownFate`).
    */
   private async write(step: StepWrite, suspend: Suspension | null = null, valueBytes = 0): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      let out: RecordStepOutcome;
-      try {
-        out = await this.run.serial(() => this.port.recordStep({ fence: this.run.fence(), step, suspend }));
-      } catch (error) {
-        this.run.log('warn', 'step not recorded; reading the journal', { taskId: this.run.taskId, step: step.name, error: String(error) });
-        let seen: boolean | null = null;
-        while (seen === null) seen = await this.landed(step, attempt++);
-        if (!seen) continue;
-        out = { decision: 'APPLY_STEP', record: null };
-      }
-      if (out.decision === 'APPLY_STEP') (await this.load()).tally.wrote(step.position, valueBytes);
-      return this.outcome(step, suspend, out);
+    const written = await writeOfUnknownFate<RecordStepOutcome>({
+      what: 'step',
+      step: step.name,
+      attempt: () => this.run.serial(() => this.port.recordStep({ fence: this.run.fence(), step, suspend })),
+      stored: async () => ((await this.landed(step)) ? { decision: 'APPLY_STEP', record: null } : null),
+      now: () => this.port.now(),
+      leaseUntil: () => this.run.leaseUntil,
+      signal: this.run.signal,
+      logger: this.run.logger,
+    });
+    if (written === 'lease out') {
+      // Past the lease the task is another run's: this one stops.
+      this.run.stop('lease lost');
+      throw this.run.signal.reason as Error;
     }
+    const out = written.outcome;
+    if (out.decision === 'APPLY_STEP') (await this.load()).tally.wrote(step.position, valueBytes);
+    return this.outcome(step, suspend, out);
   }
 
   private outcome(step: StepWrite, suspend: Suspension | null, out: RecordStepOutcome): void {
@@ -369,17 +377,9 @@ export class StepRunner {
     throw new Error(`step not recorded: ${out.decision}`);
   }
 
-  /**
-   * After a write of unknown fate: whether the journal holds it now (null: the read failed too).
-   * Past the lease the task is another run's: this one stops.
-   */
-  private async landed(step: StepWrite, attempt: number): Promise<boolean | null> {
-    const pause = Math.min(100 * 2 ** attempt, 2000);
-    if (this.port.now() + pause >= this.run.leaseUntil) this.run.stop('lease lost');
-    this.run.signal.throwIfAborted();
-    await sleep(pause, undefined, { signal: this.run.signal });
-    const rows = await this.port.lookupSteps({ auth: this.run.record.authKey, taskId: this.run.taskId }).catch(() => null);
-    if (rows === null) return null;
+  /** After a write of unknown fate: whether the journal holds it now (a failed read throws). */
+  private async landed(step: StepWrite): Promise<boolean> {
+    const rows = await this.port.lookupSteps({ auth: this.run.record.authKey, taskId: this.run.taskId });
     const row = rows.find((r) => r.position === step.position);
     return row !== undefined && row.name === step.name && row.status === step.status && row.attempts === step.attempts && row.wakeAt === (step.wakeAt ?? null);
   }

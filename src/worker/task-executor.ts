@@ -1,19 +1,21 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isStoreFault } from '../core/errors.js';
+import { coerceError, isStoreFault } from '../core/errors.js';
 import type { TaskRecord, WireRequest } from '../core/types.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult, invokeTool } from '../tools/invoke-tool.js';
 import { ProtocolError, type StoredError } from '../tools/protocol-error.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import type { ToolResult } from '../tools/tool.js';
-import { TaskRun, type Lease, type RunLog, type StopReason } from './task-run.js';
+import { RunLogger, type RunLogSink } from './run-events.js';
+import { TaskRun, type Lease, type StopReason } from './task-run.js';
 import { taskToolContext, type ProgressSink } from './tool-context.js';
 
 /** Where an executor reports what it cannot return, and where a test may step in. */
 export interface ExecutionHooks {
   progress?: ProgressSink;
-  log?: RunLog;
+  /** Where the worker's events go, one line each (see `RunEventMap`). */
+  log?: RunLogSink;
   /** Runs after the handler returned and before its terminal write (fault injection). */
   beforeTerminalWrite?: (record: TaskRecord) => void | Promise<void>;
 }
@@ -30,7 +32,7 @@ export class TaskExecutor {
   private readonly running = new Map<string, { run: TaskRun; done: Promise<RunOutcome> }>();
   /** The runs whose handler has not returned yet: the slots a worker counts (see `busy`). */
   private readonly handling = new Set<string>();
-  private readonly log: RunLog;
+  private readonly logger: RunLogger;
   /** Hears each run whose handler returned: its slot is free while its last write goes out. */
   onHandlerDone: (() => void) | null = null;
   /** Hears each task a run suspended until a time (a sleep, a retry's wait): its worker looks at the outbox then. */
@@ -40,8 +42,9 @@ export class TaskExecutor {
     private readonly port: WorkerPort,
     private readonly tools: ToolRegistry,
     private readonly hooks: ExecutionHooks = {},
+    logger?: RunLogger,
   ) {
-    this.log = hooks.log ?? (() => undefined);
+    this.logger = logger ?? RunLogger.to(hooks.log);
   }
 
   /** Number of runs now, from the claim to the end of their last write. */
@@ -73,7 +76,8 @@ export class TaskExecutor {
       existing.run.version = Math.max(existing.run.version, record.version);
       return existing.done;
     }
-    const run = new TaskRun(record, lease, this.port, this.log);
+    // The lease's owner is the worker: every line of the run says whose it is, of which task and claim.
+    const run = new TaskRun(record, lease, this.port, this.logger.run(record, lease.owner));
     const started = performance.now();
     const outcome = (): RunOutcome => run.stopped ?? run.ended ?? 'unfinished';
     this.handling.add(record.taskId);
@@ -125,7 +129,7 @@ export class TaskExecutor {
 
   /** Heartbeats, change events and the ttl watch the handler; then the one terminal write. */
   private async supervise(run: TaskRun): Promise<void> {
-    const { record } = run;
+    const { record, logger } = run;
     const heartbeat = setInterval(() => run.beat(), run.lease.heartbeatMs);
     const unwatch = this.port.changes.subscribe(record.taskId, (version, carried) => run.observe(version, carried));
     const untilExpiry = record.expiresAt === null ? null : Math.max(0, record.expiresAt - this.port.now());
@@ -146,7 +150,7 @@ export class TaskExecutor {
     if (run.stopped === 'suspended' && run.wakeAt !== null) {
       // The suspend write cleared the lease and made the task due at its wake time: a release
       // now would make it due at once.
-      this.log('info', 'task sleeps', { taskId: record.taskId, until: new Date(run.wakeAt).toISOString() });
+      logger.emit('run:sleeps', { until: new Date(run.wakeAt).toISOString() });
       this.onSleep?.(record.taskId, run.wakeAt);
       return;
     }
@@ -155,12 +159,12 @@ export class TaskExecutor {
       // drain, once its answers are in after a suspension, once the store is back after a store
       // fault (a release the store cannot take leaves the lease to expire).
       await run.release();
-      if (run.stopped === 'suspended') this.log('info', 'task waits for input', { taskId: record.taskId });
-      if (run.stopped === 'store unavailable') this.log('warn', 'task stopped by a store fault; it runs again', { taskId: record.taskId });
+      if (run.stopped === 'suspended') logger.emit('run:waitsForInput', {});
+      if (run.stopped === 'store unavailable') logger.emit('run:storeUnavailable', {});
       return;
     }
     if (run.stopped === 'lease lost' || run.stopped === 'expired') {
-      this.log('info', 'task stopped without a terminal write', { taskId: record.taskId, reason: run.stopped });
+      logger.emit('run:stopped', { reason: run.stopped });
       return;
     }
     // A run that broke its journal ends its task failed, whatever the handler made of the error.
@@ -182,7 +186,7 @@ export class TaskExecutor {
       // A store fault the handler let through, or wrapped as the cause of its own error: the run
       // stops without a terminal write, and the task runs again (see `TaskRun.storeFailed`).
       if (isStoreFault(error)) return run.stop('store unavailable');
-      this.log('warn', 'tool handler threw', { taskId: record.taskId, error: error instanceof Error ? error.message : String(error) });
+      run.logger.emit('run:handlerThrew', { err: coerceError(error) });
     });
   }
 }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jcsSha256 } from '../core/digest.js';
-import { isStoreFault, isTasklatchError } from '../core/errors.js';
+import { coerceError, isStoreFault, isTasklatchError } from '../core/errors.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
@@ -12,7 +12,9 @@ import type { AskOutcome, Fence } from '../store/types.js';
 import type { StoredError } from '../tools/protocol-error.js';
 import type { AskOptions } from '../tools/asking.js';
 import type { ToolResult } from '../tools/tool.js';
+import type { RunLogger } from './run-events.js';
 import { StepRunner } from './step-runner.js';
+import { retryPause, writeOfUnknownFate } from './unknown-write.js';
 
 /** The lease a worker holds on a claimed task. */
 export interface Lease {
@@ -28,8 +30,6 @@ export interface Lease {
  * terminal write and the task is run again (its lease given back, or left to expire).
  */
 export type StopReason = 'cancelled' | 'expired' | 'lease lost' | 'drained' | 'suspended' | 'store unavailable';
-
-export type RunLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 
 /**
  * One claimed run of a task: the fence it holds (its lease owner and the version it wrote
@@ -65,7 +65,8 @@ export class TaskRun {
     readonly record: TaskRecord,
     readonly lease: Lease,
     private readonly port: WorkerPort,
-    readonly log: RunLog,
+    /** The run's logger: every line carries its worker id, task id and attempt. */
+    readonly logger: RunLogger,
   ) {
     this.version = record.version;
     this.leaseUntil = record.leaseExpiresAt ?? port.now() + lease.leaseMs;
@@ -116,8 +117,9 @@ export class TaskRun {
         this.stop('lease lost');
       },
       (error: unknown) => {
-        this.port.events.emit('heartbeatFailed', { taskId: this.taskId, lost: false, error: String(error) });
-        this.log('warn', 'heartbeat failed', { taskId: this.taskId, error: String(error) });
+        const err = coerceError(error);
+        this.port.events.emit('heartbeatFailed', { taskId: this.taskId, lost: false, error: err.message });
+        this.logger.emit('run:heartbeatFailed', { err });
       },
     );
   }
@@ -156,7 +158,7 @@ export class TaskRun {
         if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.version = out.record.version;
         else this.stop(out.decision === 'BLOCK_EXPIRED' ? 'expired' : out.decision === 'BLOCK_STALE_VERSION' ? 'lease lost' : 'cancelled');
       } catch (error) {
-        this.log('warn', 'status message not stored', { taskId: this.taskId, error: String(error) });
+        this.logger.emit('run:statusNotStored', { err: coerceError(error) });
         const r = (await this.port.lookup({ auth: authKey, taskId: this.taskId }).catch(() => null))?.record;
         if (r && r.version === this.version + 1 && r.leaseOwner === this.lease.owner && r.statusMessage === message) this.version = r.version;
       }
@@ -170,16 +172,17 @@ export class TaskRun {
    */
   async checkpoint(): Promise<void> {
     let holds: boolean | null = null;
-    for (let attempt = 0; holds === null; attempt++) {
+    for (let retry = 0; holds === null; retry++) {
       try {
         holds = await this.serial(() => this.renew());
       } catch (error) {
-        if (this.port.now() + 100 * 2 ** attempt >= this.leaseUntil) {
+        const pause = retryPause(retry, this.port.now(), this.leaseUntil);
+        if (pause === null) {
           this.stop('lease lost');
           break;
         }
-        this.log('warn', 'checkpoint: store unreachable; retrying', { taskId: this.taskId, error: String(error) });
-        await sleep(Math.min(100 * 2 ** attempt, 1000));
+        this.logger.emit('run:checkpointRetry', { err: coerceError(error), retry });
+        await sleep(pause);
       }
     }
     if (holds === false) {
@@ -259,7 +262,7 @@ export class TaskRun {
    * address) is logged, never stored as the task's outcome.
    */
   storeFailed(what: string, error: unknown): never {
-    this.log('warn', `${what}: the store failed`, { taskId: this.taskId, error: String(error) });
+    this.logger.emit('run:storeFailed', { what, err: coerceError(error) });
     if (isStoreFault(error)) {
       this.stop('store unavailable');
       throw this.signal.reason as Error;
@@ -292,7 +295,7 @@ export class TaskRun {
     const bytes = jsonBytes(outcome);
     const limit = this.port.limits.maxResultBytes;
     if (bytes <= limit) return outcome;
-    this.log('warn', 'task result over the size bound; the task ends failed', { taskId: this.taskId, bytes, limit });
+    this.logger.emit('run:resultTooLarge', { bytes, limit });
     return { error: { code: JSON_RPC_CODES.internalError, message: `the task's result is ${bytes} bytes; at most ${limit} bytes are stored` } };
   }
 
@@ -315,41 +318,43 @@ export class TaskRun {
     const { taskId, authKey } = this.record;
     let result = this.bounded(outcome);
     let replaced = false;
-    for (let attempt = 0; ; attempt++) {
-      const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
-      try {
-        const write = { fence: this.fence(), result };
-        const out = status === 'completed' ? await this.port.complete(write) : await this.port.fail(write);
-        const applied = out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL';
-        this.ended = applied ? status : 'refused';
-        if (!applied) this.log('info', 'terminal write refused', { taskId, decision: out.decision, stored: out.record?.status ?? null });
-        return;
-      } catch (error) {
-        // The store refused the outcome itself (text it cannot keep: a NUL, an unpaired surrogate),
-        // before writing anything: every run would make it again, so the task ends failed saying
-        // why, instead of being run again for ever. The refusal names the field, never the text.
-        if (isTasklatchError(error, 'INVALID_INPUT') && !replaced) {
-          this.log('warn', 'task result refused by the store; the task ends failed', { taskId, error: error.message });
+    await writeOfUnknownFate({
+      what: 'terminal',
+      attempt: async () => {
+        try {
+          return await this.terminalAttempt(result);
+        } catch (error) {
+          // The store refused the outcome itself (text it cannot keep: a NUL, an unpaired
+          // surrogate), before writing anything: every run would make it again, so the task ends
+          // failed saying why, instead of being run again for ever. The refusal names the field,
+          // never the text.
+          if (!isTasklatchError(error, 'INVALID_INPUT') || replaced) throw error;
+          this.logger.emit('run:resultUnstorable', { err: error });
           result = { error: { code: JSON_RPC_CODES.internalError, message: `the task's result cannot be stored: ${error.message}` } };
           replaced = true;
-          continue;
+          return this.terminalAttempt(result);
         }
-        this.log('warn', 'terminal write failed; reading the stored fact', { taskId, error: String(error) });
-      }
-      // We do not know whether the write happened. Read what is stored; write again only if
-      // the record is still working at our version (the write did not land and no one else has
-      // taken the task). Past our lease another worker owns the task: stop.
-      for (;;) {
-        await sleep(Math.min(100 * 2 ** attempt, 2000));
-        if (this.port.now() > this.leaseUntil) return;
-        try {
-          const found = await this.port.lookup({ auth: authKey, taskId });
-          if (found.record === null || isTerminal(found.record.status) || found.record.version !== this.version) return;
-          break;
-        } catch {
-          attempt++;
-        }
-      }
-    }
+      },
+      // Written again only while the record is still working at our version: the write did not
+      // land and no one else has taken the task. Anything else settles it.
+      stored: async () => {
+        const found = await this.port.lookup({ auth: authKey, taskId });
+        return found.record === null || isTerminal(found.record.status) || found.record.version !== this.version ? true : null;
+      },
+      now: () => this.port.now(),
+      leaseUntil: () => this.leaseUntil,
+      logger: this.logger,
+    });
+  }
+
+  /** One terminal write: `completed`, or `failed` for an error; a throw leaves its fate unknown. */
+  private async terminalAttempt(result: ToolResult | StoredError): Promise<true> {
+    const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
+    const write = { fence: this.fence(), result };
+    const out = status === 'completed' ? await this.port.complete(write) : await this.port.fail(write);
+    const applied = out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL';
+    this.ended = applied ? status : 'refused';
+    if (!applied) this.logger.emit('run:terminalRefused', { decision: out.decision, stored: out.record?.status ?? null });
+    return true;
   }
 }

@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { checkAppName } from '../core/app-name.js';
+import { coerceError } from '../core/errors.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import type { ClaimReservation } from '../service/admission-claims.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import { ClaimWindow, OwedLook } from './claim-window.js';
+import { RunLogger } from './run-events.js';
 import { TaskExecutor, type ExecutionHooks } from './task-executor.js';
 
 export interface WorkerOptions {
@@ -46,7 +48,8 @@ export class Worker {
   private readonly heartbeatMs: number;
   private readonly pollMs: number;
   private readonly maxAttempts: number;
-  private readonly log: NonNullable<ExecutionHooks['log']>;
+  /** The worker's logger: every line carries its id (`workerId`). */
+  private readonly logger: RunLogger;
   private loop: Promise<void> | null = null;
   private stopping = false;
   private wake: (() => void) | null = null;
@@ -88,8 +91,8 @@ export class Worker {
     const { supports } = port;
     this.pollMs = options.pollMs ?? (supports.shared && !supports.listenNotify ? 500 : 5_000);
     this.maxAttempts = options.maxAttempts ?? 5;
-    this.log = options.hooks?.log ?? (() => undefined);
-    this.executor = new TaskExecutor(port, tools, options.hooks);
+    this.logger = RunLogger.to(options.hooks?.log).scope({ workerId: this.id });
+    this.executor = new TaskExecutor(port, tools, options.hooks, this.logger);
     this.executor.onSleep = (_taskId, wakeAt) => this.lookAt(wakeAt);
     // A slot is free once its handler returned: a look owed may take it.
     this.executor.onHandlerDone = () => this.wake?.();
@@ -105,11 +108,7 @@ export class Worker {
     this.unsubscribe = this.port.changes.subscribeAll((taskId, version, record) => this.changed(taskId, version, record));
     this.withdraw = this.port.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
-    this.log('info', 'worker runs only the tasks of its app and tools; tasks of other apps and tools are left for workers that know them', {
-      worker: this.id,
-      app: this.app,
-      tools: this.toolNames,
-    });
+    this.logger.emit('worker:started', { app: this.app, tools: this.toolNames });
     this.loop = this.run();
   }
 
@@ -166,7 +165,7 @@ export class Worker {
           this.owed.after(look, free, new Set(claimed.map((record) => record.taskId)));
         } catch (error) {
           failures++;
-          this.log('warn', 'claim failed; retrying', { error: String(error), failures });
+          this.logger.emit('worker:claimFailed', { err: coerceError(error), failures });
           // What changed meanwhile is news for the next look.
           if (this.seen?.any === true) this.nudge();
         } finally {
@@ -189,7 +188,7 @@ export class Worker {
       .then(
         (outcome) => outcome === 'completed' || outcome === 'failed',
         (error: unknown) => {
-          this.log('error', 'task run failed', { taskId: record.taskId, error: String(error) });
+          this.logger.run(record, this.id).emit('run:error', { err: coerceError(error) });
           return false;
         },
       )
@@ -216,14 +215,9 @@ export class Worker {
     if (record.toolDigest === null || record.toolName === null) return;
     const own = this.tools.digest(record.toolName);
     if (own === null || own === record.toolDigest) return;
-    this.log('warn', "task admitted with another definition of its tool; running it with this worker's definition", {
-      worker: this.id,
-      app: this.app,
-      taskId: record.taskId,
-      tool: record.toolName,
-      admittedDigest: record.toolDigest,
-      workerDigest: own,
-    });
+    this.logger
+      .run(record, this.id)
+      .emit('run:otherDefinition', { app: this.app, tool: record.toolName, admittedDigest: record.toolDigest, workerDigest: own });
   }
 
   /**

@@ -120,6 +120,12 @@ async function refusals(proxy: TcpProxy, count: number): Promise<void> {
   for (let i = 0; i < count; i++) await once(proxy, 'refused');
 }
 
+/** The fields of a log line when it is the worker's event `event`. */
+function eventOf(line: string, event: string): Record<string, unknown> | undefined {
+  const fields = JSON.parse(line) as Record<string, unknown>;
+  return fields.event === event ? fields : undefined;
+}
+
 describe('a PostgreSQL outage shorter than the ride-through bound', () => {
   it('ends no SDK stream, held tasks/result or subscription: they wait, and the tasks complete', async () => {
     const served = await serve('ride_through', { storeOutageMs: 60_000, leaseMs: 60_000 });
@@ -153,7 +159,13 @@ describe('a PostgreSQL outage shorter than the ride-through bound', () => {
     await refusals(served.proxy, 3);
     served.open();
     // Both runs' terminal writes meet it too, and wait to write again.
-    await until(() => (served.logs.filter((line) => line.includes('terminal write failed')).length >= 2 ? true : undefined), 20_000);
+    const unknown = await until(() => {
+      const lines = served.logs.map((line) => eventOf(line, 'run:writeUnknown')).filter((fields) => fields?.write === 'terminal');
+      return lines.length >= 2 ? lines : undefined;
+    }, 20_000);
+    // One line for each run, saying whose run it is and the store's error.
+    expect(new Set(unknown.map((fields) => fields!.taskId))).toEqual(new Set([taskA, taskB]));
+    expect(unknown.every((fields) => typeof fields!.workerId === 'string' && (fields!.err as { message?: unknown }).message !== undefined)).toBe(true);
     served.proxy.restore();
 
     await stream;
@@ -192,7 +204,7 @@ describe('a PostgreSQL outage longer than the ride-through bound', () => {
 
     // The handler asks while the store is away: its question cannot be stored.
     served.open();
-    await until(() => (served.logs.some((line) => line.includes('question not stored')) ? true : undefined), 20_000);
+    await until(() => (served.logs.some((line) => eventOf(line, 'run:storeFailed')?.what === 'question not stored') ? true : undefined), 20_000);
     served.proxy.restore();
 
     // Run again once the store is back: the question is stored, answered, and the task completes.

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TaskService } from '../../src/service/task-service.js';
+import { RunLogger } from '../../src/worker/run-events.js';
 import { TaskRun } from '../../src/worker/task-run.js';
 import { ALL_CAPS } from '../support/records.js';
 import { ALL_HARNESSES } from '../support/stores.js';
@@ -13,7 +14,7 @@ afterEach(async () => {
 });
 
 const CLAIM = { limit: 1, maxAttempts: 5, abandonedResult: { content: [], isError: true } };
-const quiet = () => undefined;
+const quiet = RunLogger.to();
 
 describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => {
   async function world(label: string): Promise<StepWorld> {
