@@ -8,6 +8,7 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { RUN_EVENTS, RunLogger } from '../../src/worker/run-events.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 const AUTH = 'acme/alice';
 const runtimes: TaskRuntime[] = [];
@@ -42,7 +43,7 @@ function logged(): { runtime: TaskRuntime; lines: Array<Record<string, unknown>>
 }
 
 async function run(runtime: TaskRuntime, what: string): Promise<string> {
-  const out = await runtime.guard.requestor.create({
+  const out = await createTask(runtime.guard, {
     auth: AUTH,
     tool: { name: 'thrower', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'thrower', arguments: { throw: what }, task: {} } },

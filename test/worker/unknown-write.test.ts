@@ -11,6 +11,7 @@ import { Worker } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
 import { AUTH, stepTool, text } from '../support/steps.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 /** The lines a logger wrote. */
 function recorder(): { logger: RunLogger; lines: Array<Record<string, unknown>> } {
@@ -148,7 +149,7 @@ describe.each([
     });
     worker.start();
     stops.push(() => worker.stop(100));
-    const out = await guard.requestor.create({
+    const out = await createTask(guard, {
       auth: AUTH,
       tool: { name: 'once', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'once', arguments: {}, task: {} } },
