@@ -221,13 +221,31 @@ export class Batcher<Member, Queue extends BatchQueue<Member> = MemberQueue<Memb
     while (this.out < this.inFlight && this.queue.size > 0) {
       const batch = this.queue.take(this.maxBatch);
       this.out += 1;
-      const done = this.attempt(batch);
-      if (done === undefined) {
-        // Flushed synchronously: the loop takes what waits next.
-        this.out -= 1;
-        this.settleIdle();
-      } else void done.then(this.ended, this.ended);
+      let done: void | Promise<void>;
+      try {
+        done = this.options.flush(batch);
+      } catch (error) {
+        const settled = this.failed(batch, error);
+        if (settled === undefined) this.endedNow();
+        else void settled.then(this.ended, this.ended);
+        continue;
+      }
+      // Flushed synchronously: the loop takes what waits next.
+      if (done === undefined) this.endedNow();
+      // One hop on success: the flush's own promise ends it.
+      else
+        void done.then(this.ended, (error: unknown) => {
+          const settled = this.failed(batch, error);
+          if (settled === undefined) this.ended();
+          else void settled.then(this.ended, this.ended);
+        });
     }
+  }
+
+  /** A flush that ended in the loop that sent it. */
+  private endedNow(): void {
+    this.out -= 1;
+    this.settleIdle();
   }
 
   /** The batch flushed; settled as a whole (`fail`) or, when its error is one member's, member by member. */
