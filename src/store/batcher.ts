@@ -20,7 +20,7 @@ export interface BatchQueue<Member> {
 
 /**
  * When a batch is due, once a flush slot is free:
- * - `at once`: as soon as a member joins (and, when a flush ends, with what waited);
+ * - `once`: as soon as a member joins (and, when a flush ends, with what waited);
  * - `turns`: at the end of the turn of the event loop the first member joined, then `turns` more
  *   turns, but no later than `maxMs` after the gathering began; a flush that ends begins the next
  *   gathering at once (the members that waited for it gather `turns` turns more);
