@@ -2,6 +2,7 @@ import { isStorableText } from '../core/text.js';
 import { boundedAuditLine } from './audit-line.js';
 import { addReadDecision, mergeReadAuditInto, readAuditKey, readAuditKeyOf, readAuditRow, type ReadAuditRow } from './read-audit.js';
 import type { AuditEntry } from './types.js';
+import { Batcher, KeyedQueue } from './batcher.js';
 
 /** Stores one batch of aggregated rows, all or none (one upsert of distinct keys). */
 export type AuditBatchInsert = (batch: readonly ReadAuditRow[]) => Promise<void>;
@@ -49,18 +50,13 @@ export const GATHER_MS = 20;
  */
 export class AuditWriter {
   /** Rows waiting, by key, oldest key first; a decision of a queued key adds to its row. */
-  private readonly queue = new Map<string, ReadAuditRow>();
-  private flushing: Promise<void> | null = null;
+  private readonly queue = new KeyedQueue<ReadAuditRow>(readAuditKey);
+  private readonly batcher: Batcher<ReadAuditRow, KeyedQueue<ReadAuditRow>>;
   private failures = 0;
   /** Decisions dropped (the counts of the rows that fell off the queue) since the last stored batch. */
   private dropped = 0;
   private reportedFull = false;
   private readonly maxQueue: number;
-  private readonly gatherMs: number;
-  /** Ends the current gathering at once (`drain`: a trail is about to be read). */
-  private gathered: (() => void) | null = null;
-  /** Callers of `drain` waiting: no batch gathers meanwhile. */
-  private draining = 0;
   /** Rows of the batch being stored now: off the queue, not stored yet (merged back if it fails). */
   private storing = 0;
   /** Lines refused as not storable text, since this writer began. */
@@ -71,7 +67,18 @@ export class AuditWriter {
     private readonly options: AuditWriterOptions = {},
   ) {
     this.maxQueue = options.maxQueue ?? 10_000;
-    this.gatherMs = options.gatherMs ?? GATHER_MS;
+    this.batcher = new Batcher(
+      {
+        // The replies go first and concurrent reads join the batch (`GATHER_MS`); lines that
+        // came while a batch was out gather too, unless they already fill one; `drain` cuts the
+        // wait short. One batch at a time.
+        schedule: { at: 'timer', ms: options.gatherMs ?? GATHER_MS },
+        maxBatch: MAX_BATCH,
+        flush: (batch) => this.flush(batch),
+        fail: (_batch, error) => this.retryLater(error),
+      },
+      this.queue,
+    );
   }
 
   /** Rows waiting to be stored: queued, or in the batch being stored now. */
@@ -111,7 +118,7 @@ export class AuditWriter {
       if (this.dropped > 0 && !this.reportedFull) this.report('audit queue full: dropping the oldest read-decision lines', { maxQueue: this.maxQueue });
       this.reportedFull = true;
     }
-    this.flushing ??= this.flush();
+    this.batcher.wake();
   }
 
   /** The queue owns its rows (taken off it while stored): a row of a queued key adds to it in place. */
@@ -124,17 +131,7 @@ export class AuditWriter {
 
   /** Resolves once every line appended so far is stored, or after `timeoutMs`; what is left is reported. */
   async drain(timeoutMs = Infinity): Promise<void> {
-    const giveUpAt = Date.now() + timeoutMs;
-    this.draining += 1;
-    try {
-      while (this.flushing !== null && Date.now() < giveUpAt) {
-        this.gathered?.();
-        const left = giveUpAt - Date.now();
-        await (Number.isFinite(left) ? Promise.race([this.flushing, new Promise((resolve) => setTimeout(resolve, left))]) : this.flushing);
-      }
-    } finally {
-      this.draining -= 1;
-    }
+    await this.batcher.drain(timeoutMs);
     // A batch being stored when the time is up is not stored yet: its rows count too.
     if (this.pending > 0) this.report('audit lines not stored before the writer stopped', { lines: this.pending });
   }
@@ -147,62 +144,35 @@ export class AuditWriter {
     }
   }
 
-  private async flush(): Promise<void> {
-    // The replies go first and concurrent reads join the batch; `drain` cuts the wait short.
-    await this.gather();
+  /**
+   * One batch, taken off the queue while stored, so decisions arriving meanwhile start new rows
+   * (the upsert adds them up); a failed batch is merged back in.
+   */
+  private async flush(batch: ReadAuditRow[]): Promise<void> {
+    this.storing = batch.length;
     try {
-      while (this.queue.size > 0) {
-        // Taken off the queue while stored, so decisions arriving meanwhile start new rows (the
-        // upsert adds them up); a failed batch is merged back in.
-        const batch: ReadAuditRow[] = [];
-        for (const [key, row] of this.queue) {
-          if (batch.length >= MAX_BATCH) break;
-          batch.push(row);
-          this.queue.delete(key);
-        }
-        this.storing = batch.length;
-        try {
-          await this.store(batch);
-        } catch (error) {
-          const newer = [...this.queue.values()];
-          this.queue.clear();
-          for (const row of [...batch, ...newer]) this.merge(row);
-          throw error;
-        } finally {
-          this.storing = 0;
-        }
-        this.failures = 0;
-        if (this.dropped > 0) {
-          this.report('audit queue drained after dropping lines', { dropped: this.dropped });
-          this.dropped = 0;
-          this.reportedFull = false;
-        }
-        // Lines that came while the batch was out gather too, unless they already fill one.
-        if (this.queue.size > 0 && this.queue.size < MAX_BATCH) await this.gather();
-      }
-      this.flushing = null;
+      await this.store(batch);
     } catch (error) {
-      this.failures++;
-      if (this.failures === 1 || this.failures % 20 === 0) this.report('audit lines not stored; retrying', { error: String(error), failures: this.failures });
-      // Keep the lines and try again shortly; the queue is only emptied by a stored batch.
-      await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** this.failures, 2000)));
-      this.flushing = this.flush();
+      const newer = [...this.queue.values()];
+      this.queue.clear();
+      for (const row of [...batch, ...newer]) this.merge(row);
+      throw error;
+    } finally {
+      this.storing = 0;
+    }
+    this.failures = 0;
+    if (this.dropped > 0) {
+      this.report('audit queue drained after dropping lines', { dropped: this.dropped });
+      this.dropped = 0;
+      this.reportedFull = false;
     }
   }
 
-  private gather(): Promise<void> {
-    if (this.draining > 0) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const timer = this.gatherMs > 0 ? setTimeout(() => done(), this.gatherMs) : null;
-      const immediate = timer === null ? setImmediate(() => done()) : null;
-      const done = () => {
-        if (timer !== null) clearTimeout(timer);
-        if (immediate !== null) clearImmediate(immediate);
-        this.gathered = null;
-        resolve();
-      };
-      this.gathered = done;
-    });
+  /** Keeps the lines and tries again shortly (the batch's slot held meanwhile); the queue is only emptied by a stored batch. */
+  private async retryLater(error: unknown): Promise<void> {
+    this.failures++;
+    if (this.failures === 1 || this.failures % 20 === 0) this.report('audit lines not stored; retrying', { error: String(error), failures: this.failures });
+    await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** this.failures, 2000)));
   }
 
   /** One batch; when its data is at fault, each row on its own, dropping those refused. */

@@ -16,6 +16,12 @@ export const PROGRESS_PENDING_TASKS = 1000;
  * `take` and `flush` hand the waiting progress of some tasks over early, to go out ahead of their change
  * notification: the last progress of a task before it ends is not overtaken by its final status.
  * `send` must not throw; what it cannot deliver is lost, as progress may be.
+ *
+ * Not a `Batcher` (batcher.ts): a rate limit per task, not a gather-then-flush. A quiet task's
+ * progress goes at once, not after a gathering; the window's clock runs from that send, members
+ * or none (it forgets, at each window's end, which tasks sent), which no batch schedule expresses;
+ * and `send` is synchronous, with nothing in flight to bound and no member to settle. What goes out
+ * at a window's end is handed to the store's own batch (the change notifier's, on PostgreSQL).
  */
 export class ProgressBuffer {
   /** Tasks that sent in the current window: their next progress waits. */

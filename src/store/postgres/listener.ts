@@ -5,6 +5,7 @@ import { decodeProgress } from '../progress-event.js';
 import type { ListenOptions, ProgressEvent } from '../types.js';
 import { isStatementError } from './connection.js';
 import { PROGRESS_CHANNEL } from './progress.js';
+import { Batcher, MemberQueue } from '../batcher.js';
 
 /**
  * The channel every tasklatch writer notifies on; the payload is `schema:taskId:version`. The
@@ -172,74 +173,81 @@ export interface Change {
  * every change committed after that read (the notification always follows the commit). Waiting
  * cost every write one more round trip before its own process could act on it (the in-process
  * worker claiming an admission), and sending it in the turn of the write's answer put its round
- * trip ahead of the write that process sends next (see `flush`). `drain` sends whatever is still queued, so a store that closes
+ * trip ahead of the write that process sends next (see its schedule). `drain` sends whatever is still queued, so a store that closes
  * loses no notification; a process that dies between a write's answer and its notification
  * leaves the other processes to their fallback reads and polls, as a death between the commit
  * and the notification always did. A notification that cannot be sent is reported, not thrown:
  * the write it follows is committed.
  */
 export class ChangeNotifier {
-  private pending: Change[] = [];
-  /** Encoded progress events, sent ahead of the changes of the same batch. */
-  private progress: string[] = [];
-  private flushing: Promise<void> | null = null;
+  /** Changes, and encoded progress events (text), in the order they were queued. */
+  private readonly batcher: Batcher<Change | string>;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly onProblem: (message: string, fields: Record<string, unknown>) => void,
-  ) {}
+  ) {
+    this.batcher = new Batcher<Change | string>(
+      {
+        // One turn of the event loop first: what the write lets this process do next (the
+        // worker's terminal write after an admission it claimed, a held result's reply) reaches
+        // its connection before the notification, which only other processes wait for; the
+        // changes of that turn share the statement. What queues while a batch is out goes as
+        // soon as it ends.
+        schedule: { at: 'turns', turns: 0 },
+        flush: (batch) => this.flush(batch),
+        fail: (batch, error) => {
+          const progress = batch.reduce((n, member) => (typeof member === 'string' ? n + 1 : n), 0);
+          this.onProblem('change notifications not sent', { count: batch.length - progress, progress, error: String(error) });
+        },
+      },
+      new MemberQueue<Change | string>(),
+    );
+  }
 
   /**
    * Queues `changes` to be sent after the batch in flight, if any, and `progress` (encoded
    * events) ahead of them: a lost progress is acceptable, a late one only for its own task.
    */
   notify(changes: readonly Change[], progress: readonly string[] = []): void {
-    if (changes.length === 0 && progress.length === 0) return;
-    this.pending.push(...changes);
-    this.progress.push(...progress);
-    this.flushing ??= this.flush();
+    for (const event of progress) this.batcher.add(event);
+    for (const change of changes) this.batcher.add(change);
   }
 
   /** Resolves once every change queued so far is sent (or its sending failed and was reported). */
-  async drain(): Promise<void> {
-    while (this.flushing !== null) await this.flushing;
+  drain(): Promise<void> {
+    return this.batcher.drain();
   }
 
-  private async flush(): Promise<void> {
-    // One turn of the event loop first: what the write lets this process do next (the worker's
-    // terminal write after an admission it claimed, a held result's reply) reaches its connection
-    // before the notification, which only other processes wait for; the changes of that turn
-    // share the statement.
-    await new Promise((resolve) => setImmediate(resolve));
-    try {
-      while (this.pending.length > 0 || this.progress.length > 0) {
-        const batch = latestPerTask(this.pending);
-        const progress = this.progress;
-        this.pending = [];
-        this.progress = [];
-        const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
-        // Progress first, then each change with its record just ahead of it.
-        const channels = progress.map(() => PROGRESS_CHANNEL);
-        const sent = [...progress];
-        batch.forEach((c, i) => {
-          if (c.record !== undefined) {
-            channels.push(RECORDS_CHANNEL);
-            sent.push(c.record);
-          }
-          channels.push(CHANGES_CHANNEL);
-          sent.push(payloads[i] as string);
-        });
-        try {
-          await this.send(channels, sent);
-        } catch (error) {
-          // One notification the server refused (a payload too long) is not sent; the others
-          // are, each on its own and in order. An outage loses them all, as it would lose one.
-          if (sent.length > 1 && isStatementError(error)) await this.sendOneByOne(channels, sent);
-          else this.onProblem('change notifications not sent', { count: payloads.length, progress: progress.length, error: String(error) });
-        }
+  private async flush(members: Array<Change | string>): Promise<void> {
+    const progress: string[] = [];
+    const changes: Change[] = [];
+    for (const member of members) {
+      if (typeof member === 'string') progress.push(member);
+      else changes.push(member);
+    }
+    const batch = latestPerTask(changes);
+    const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
+    // Progress first, then each change with its record just ahead of it.
+    const channels = progress.map(() => PROGRESS_CHANNEL);
+    const progressCount = progress.length;
+    // The progress payloads, then the changes' (the member's own array, copied no more).
+    const sent = progress;
+    batch.forEach((c, i) => {
+      if (c.record !== undefined) {
+        channels.push(RECORDS_CHANNEL);
+        sent.push(c.record);
       }
-    } finally {
-      this.flushing = null;
+      channels.push(CHANGES_CHANNEL);
+      sent.push(payloads[i] as string);
+    });
+    try {
+      await this.send(channels, sent);
+    } catch (error) {
+      // One notification the server refused (a payload too long) is not sent; the others
+      // are, each on its own and in order. An outage loses them all, as it would lose one.
+      if (sent.length > 1 && isStatementError(error)) await this.sendOneByOne(channels, sent);
+      else this.onProblem('change notifications not sent', { count: payloads.length, progress: progressCount, error: String(error) });
     }
   }
 

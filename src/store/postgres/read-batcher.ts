@@ -4,6 +4,7 @@ import { isStorableText } from '../../core/text.js';
 import { unstorableError } from '../storable.js';
 import { isStatementError } from './connection.js';
 import type { TaskRow } from './row.js';
+import { Batcher, MemberQueue } from '../batcher.js';
 
 /**
  * Visible tasks of many readers in one statement: $1 is a JSON array with one `[task id, auth
@@ -134,15 +135,7 @@ const JSON_AS_TEXT = { getTypeParser: () => (value: string) => value };
  * database saying it is current.
  */
 export class ReadBatcher {
-  private queue: Pending[] = [];
-  private turnEnding = false;
-  private out = 0;
-  private readonly inFlight: number;
-  private readonly maxBatch: number;
-  private readonly gatherTurns: number;
-  /** Turns the next statement has waited so far, since `gatherStart` (`performance.now()`). */
-  private gathered = 0;
-  private gatherStart = 0;
+  private readonly batcher: Batcher<Pending>;
   private readonly keepRows: number;
   private readonly keepBytes: number;
   /** Kept rows by task id, the oldest first. */
@@ -153,9 +146,28 @@ export class ReadBatcher {
     private readonly pool: pg.Pool,
     options: ReadBatcherOptions = {},
   ) {
-    this.inFlight = Math.max(1, options.inFlight ?? 1);
-    this.maxBatch = Math.max(1, options.maxBatch ?? 500);
-    this.gatherTurns = Math.max(0, options.gatherTurns ?? 4);
+    this.batcher = new Batcher<Pending>(
+      {
+        // Not sent at once: at the end of the turn of the event loop that asked for the first
+        // read at the earliest, with every read its turn asked for (the requests that arrived
+        // together), not with the first alone; then up to `gatherTurns` more turns for more reads
+        // to join (the requests whose bytes the server is still reading), but no more than
+        // `GATHER_MS`: fewer, larger statements (see `gatherTurns`). A statement out already
+        // (`inFlight`): the reads wait for it to end, then gather as many turns again.
+        schedule: { at: 'turns', turns: Math.max(0, options.gatherTurns ?? 4), maxMs: GATHER_MS },
+        inFlight: options.inFlight ?? 1,
+        maxBatch: options.maxBatch ?? 500,
+        flush: (batch) => this.run(batch),
+        // Refused for one read's sake, not an outage: each read on its own, so that only that one
+        // fails. Otherwise every read of the batch not answered yet fails (an answered one is
+        // settled already).
+        isMemberError: isStatementError,
+        fail: (batch, error) => {
+          for (const p of batch) p.reject(error);
+        },
+      },
+      new MemberQueue<Pending>(),
+    );
     this.keepRows = Math.max(0, options.keepRows ?? 10_000);
     this.keepBytes = Math.max(0, options.keepBytes ?? 32 * 1024 * 1024);
   }
@@ -169,66 +181,22 @@ export class ReadBatcher {
       const held = this.kept.get(taskId);
       // Only the caller's own kept row is offered for comparison, and only while young enough.
       const kept = held !== undefined && held.row.auth_key === authKey && performance.now() - held.at < KEEP_MS ? held : undefined;
-      this.queue.push({ taskId, authKey, now, kept, resolve, reject });
-      // Not sent at once: at the end of this turn of the event loop at the earliest, with every
-      // read its turn asked for (the requests that arrived together), not with the first alone.
-      this.sendSoon();
+      this.batcher.add({ taskId, authKey, now, kept, resolve, reject });
     });
-  }
-
-  /** `send` at the end of this turn of the event loop (once, however often asked). */
-  private sendSoon(): void {
-    if (this.turnEnding) return;
-    this.turnEnding = true;
-    setImmediate(() => {
-      this.turnEnding = false;
-      this.send();
-    });
-  }
-
-  private send(): void {
-    // A statement out already: the reads wait for it to end (it calls send again).
-    if (this.out >= this.inFlight || this.queue.length === 0) return;
-    // Up to `gatherTurns` more turns for more reads to join: the requests whose bytes the server
-    // is still reading. Fewer, larger statements (see gatherTurns).
-    if (this.gathered === 0) this.gatherStart = performance.now();
-    if (this.queue.length < this.maxBatch && this.gathered < this.gatherTurns && performance.now() - this.gatherStart < GATHER_MS) {
-      this.gathered += 1;
-      this.sendSoon();
-      return;
-    }
-    this.gathered = 0;
-    while (this.out < this.inFlight && this.queue.length > 0) {
-      const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
-      this.queue = this.queue.length <= this.maxBatch ? [] : this.queue.slice(this.maxBatch);
-      this.out += 1;
-      void this.run(batch).finally(() => {
-        this.out -= 1;
-        this.send();
-      });
-    }
   }
 
   private async run(batch: Pending[]): Promise<void> {
-    try {
-      const readers = JSON.stringify(
-        batch.map((p) => (p.kept === undefined ? [p.taskId, p.authKey, p.now] : [p.taskId, p.authKey, p.now, p.kept.xmin, p.kept.row.version])),
-      );
-      const found = await this.pool.query<{ rows: string | null }>({
-        name: 'tasklatch_select_visible_kept',
-        text: readBatchSql.selectVisibleMany,
-        values: [readers],
-        types: JSON_AS_TEXT,
-      });
-      const text = found.rows[0]?.rows ?? null;
-      this.answer(batch, text === null ? [] : (JSON.parse(text) as Answer[]), text?.length ?? 0);
-    } catch (error) {
-      // Refused for one read's sake, not an outage: each read on its own, so that only that one
-      // fails. Otherwise every read of the batch not answered yet fails (an answered one is
-      // settled already).
-      if (batch.length > 1 && isStatementError(error)) await Promise.all(batch.map((p) => this.run([p])));
-      else for (const p of batch) p.reject(error);
-    }
+    const readers = JSON.stringify(
+      batch.map((p) => (p.kept === undefined ? [p.taskId, p.authKey, p.now] : [p.taskId, p.authKey, p.now, p.kept.xmin, p.kept.row.version])),
+    );
+    const found = await this.pool.query<{ rows: string | null }>({
+      name: 'tasklatch_select_visible_kept',
+      text: readBatchSql.selectVisibleMany,
+      values: [readers],
+      types: JSON_AS_TEXT,
+    });
+    const text = found.rows[0]?.rows ?? null;
+    this.answer(batch, text === null ? [] : (JSON.parse(text) as Answer[]), text?.length ?? 0);
   }
 
   private answer(batch: Pending[], answers: Answer[], length: number): void {

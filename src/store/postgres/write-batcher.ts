@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { isStatementError } from './connection.js';
 import { ensurePrepared, executeCall, prepared, withLiterals, type Prepared } from './prepared.js';
 import { inOneRoundTrip, onPreparedClient } from './transactions.js';
+import { Batcher, MemberQueue } from '../batcher.js';
 
 /**
  * Group commit for the PostgreSQL store's one-message writes (admission, status writes,
@@ -57,77 +58,45 @@ interface Queued {
 
 /** The write batches of one store's pool (what each write keeps: see the top of this file). */
 export class WriteBatcher {
-  private readonly inFlight: number;
-  private readonly maxWrites: number;
-  private readonly maxBytes: number;
-  private queue: Queued[] = [];
-  private running = 0;
-  private readonly idle = new Set<() => void>();
+  private readonly batcher: Batcher<Queued>;
 
   constructor(
     private readonly pool: pg.Pool,
     options: WriteBatcherOptions = {},
   ) {
-    this.inFlight = Math.max(1, options.inFlight ?? 2);
-    this.maxWrites = Math.max(1, options.maxWrites ?? 64);
-    this.maxBytes = options.maxBytes ?? 1 << 20;
+    this.batcher = new Batcher<Queued>(
+      {
+        // One write alone goes out at once, as before; the writes that arrive while `inFlight`
+        // batches are out share the next.
+        schedule: { at: 'once' },
+        inFlight: options.inFlight ?? 2,
+        maxBatch: options.maxWrites ?? 64,
+        flush: async (batch) => {
+          const results = await runTogether(this.pool, batch);
+          for (const [i, q] of batch.entries()) q.resolve(results[i] as pg.QueryResult[]);
+        },
+        // Rolled back as a whole for one write's statement: each write on its own, so that only
+        // the failing one fails.
+        isMemberError: isStatementError,
+        fail: (batch, error) => {
+          for (const q of batch) q.reject(error);
+        },
+      },
+      new MemberQueue<Queued>((q) => q.bytes, options.maxBytes ?? 1 << 20),
+    );
   }
 
   /** Runs `write` in the next batch; resolves with the results of its statements once committed. */
   run(write: BatchedWrite): Promise<pg.QueryResult[]> {
     return new Promise((resolve, reject) => {
       const bytes = write.statements.reduce((n, s) => n + s.length, 0);
-      this.queue.push({ write, bytes, resolve, reject });
-      this.pump();
+      this.batcher.add({ write, bytes, resolve, reject });
     });
   }
 
   /** Resolves once no batch is queued or at the server. */
-  async drain(): Promise<void> {
-    if (this.running === 0 && this.queue.length === 0) return;
-    await new Promise<void>((resolve) => this.idle.add(resolve));
-  }
-
-  private pump(): void {
-    while (this.running < this.inFlight && this.queue.length > 0) {
-      const batch = this.take();
-      this.running++;
-      void this.send(batch).finally(() => {
-        this.running--;
-        this.pump();
-        if (this.running === 0 && this.queue.length === 0) {
-          for (const done of this.idle) done();
-          this.idle.clear();
-        }
-      });
-    }
-  }
-
-  /** The oldest queued writes, up to the bounds (always at least one). */
-  private take(): Queued[] {
-    let bytes = 0;
-    let n = 0;
-    while (n < this.queue.length && n < this.maxWrites) {
-      const next = this.queue[n] as Queued;
-      if (n > 0 && bytes + next.bytes > this.maxBytes) break;
-      bytes += next.bytes;
-      n++;
-    }
-    return this.queue.splice(0, n);
-  }
-
-  private async send(batch: Queued[]): Promise<void> {
-    try {
-      const results = await runTogether(this.pool, batch);
-      for (const [i, q] of batch.entries()) q.resolve(results[i] as pg.QueryResult[]);
-    } catch (error) {
-      if (batch.length === 1 || !isStatementError(error)) {
-        for (const q of batch) q.reject(error);
-        return;
-      }
-      // Rolled back as a whole: each write on its own, so that only the failing one fails.
-      await Promise.all(batch.map((q) => runTogether(this.pool, [q]).then((r) => q.resolve(r[0] as pg.QueryResult[]), q.reject)));
-    }
+  drain(): Promise<void> {
+    return this.batcher.drain();
   }
 }
 

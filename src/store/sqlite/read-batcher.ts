@@ -1,6 +1,6 @@
 import type { Millis } from '../../core/types.js';
 import type { LookupOutcome, TaskRef } from '../types.js';
-import { TurnQueue } from '../turn-queue.js';
+import { Batcher, MemberQueue } from '../batcher.js';
 import type { Stamp } from './record-cache.js';
 
 type Read = TaskRef & { now: Millis };
@@ -20,7 +20,17 @@ interface Pending {
  * shares a stamp taken before it.
  */
 export class ReadBatcher {
-  private readonly turn = new TurnQueue<Pending>((batch) => this.answerAll(batch));
+  private readonly batcher = new Batcher<Pending>(
+    {
+      // The end of the turn: the polls that arrived together, answered synchronously (one batch).
+      schedule: { at: 'turns', turns: 0 },
+      flush: (batch) => this.answerAll(batch),
+      fail: (batch, error) => {
+        for (const pending of batch) pending.reject(error);
+      },
+    },
+    new MemberQueue<Pending>(),
+  );
 
   constructor(
     private readonly stamp: () => Stamp | null,
@@ -28,22 +38,17 @@ export class ReadBatcher {
   ) {}
 
   get(ref: Read): Promise<LookupOutcome> {
-    return new Promise((resolve, reject) => this.turn.add({ ref, resolve, reject }));
+    return new Promise((resolve, reject) => this.batcher.add({ ref, resolve, reject }));
   }
 
   /** Answers every read waiting (at the end of the turn, or before the store closes). */
   answer(): void {
-    this.turn.drain();
+    this.batcher.flushNow();
   }
 
   private answerAll(batch: Pending[]): void {
-    let stamp: Stamp | null;
-    try {
-      stamp = this.stamp();
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-      return;
-    }
+    // A stamp that cannot be taken fails the turn's reads as a whole (`fail`).
+    const stamp = this.stamp();
     for (const pending of batch) {
       try {
         pending.resolve(this.read(pending.ref, stamp));

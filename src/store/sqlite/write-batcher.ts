@@ -1,5 +1,5 @@
 import type { SqliteDatabase } from './driver.js';
-import { TurnQueue } from '../turn-queue.js';
+import { Batcher, MemberQueue } from '../batcher.js';
 import { inTransaction } from './transactions.js';
 
 interface Pending {
@@ -24,17 +24,27 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * touch the same pages (the ends of the same indexes).
  */
 export class WriteBatcher {
-  private readonly turn = new TurnQueue<Pending>((batch) => this.commitAll(batch));
+  private readonly batcher = new Batcher<Pending>(
+    {
+      // The end of the turn: the admissions that arrived together share the commit.
+      schedule: { at: 'turns', turns: 0 },
+      flush: (batch) => this.commitAll(batch),
+      fail: (batch, error) => {
+        for (const pending of batch) pending.reject(error);
+      },
+    },
+    new MemberQueue<Pending>(),
+  );
 
   constructor(private readonly db: SqliteDatabase) {}
 
   run<T>(write: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => this.turn.add({ write, resolve: resolve as (value: unknown) => void, reject }));
+    return new Promise<T>((resolve, reject) => this.batcher.add({ write, resolve: resolve as (value: unknown) => void, reject }));
   }
 
   /** Commits every write waiting (at the end of the turn, or before the store closes). */
   commit(): void {
-    this.turn.drain();
+    this.batcher.flushNow();
   }
 
   private commitAll(batch: Pending[]): void {
