@@ -1,3 +1,4 @@
+import { awaitTaskResult } from '../src/runtime/requestor-reads.js';
 import pg from 'pg';
 import type { WireRequest } from '../src/core/types.js';
 import { createLogger } from '../src/runtime/log.js';
@@ -60,9 +61,9 @@ async function main(): Promise<void> {
   });
   await runtime.start();
   const claims: string[] = [];
-  const svc = runtime.service as unknown as { claim: (i: { limit: number }) => Promise<unknown[]> };
-  const claim = svc.claim.bind(svc);
-  svc.claim = async (i) => {
+  const port = runtime.guard.worker as unknown as { claim: (i: { limit: number }) => Promise<unknown[]> };
+  const claim = port.claim.bind(port);
+  port.claim = async (i) => {
     const t = performance.now();
     const out = await claim(i);
     claims.push(`${t.toFixed(0)} limit ${i.limit} got ${out.length} in ${(performance.now() - t).toFixed(0)}`);
@@ -79,10 +80,10 @@ async function main(): Promise<void> {
     const request: WireRequest = { method: 'tools/call', params: { name: noopTool.name, arguments: toolArgs(++n), task: { ttl: TTL_MS } } };
     const me = n;
     const t0 = performance.now();
-    const created = await runtime.service.create({ auth, tool: descriptor, request });
+    const created = await runtime.guard.requestor.create({ auth, tool: descriptor, request });
     if (created.decision !== 'ACCEPT_TASK') throw new Error(created.decision);
     const t1 = performance.now();
-    const out = await runtime.service.awaitResult({ auth, taskId: created.record.taskId });
+    const out = await awaitTaskResult(runtime.guard, { auth, taskId: created.record.taskId });
     if (out.decision !== 'RETURN_RESULT') throw new Error(out.decision);
     const t3 = performance.now();
     const t2 = started.get(me) ?? NaN;

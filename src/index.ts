@@ -105,15 +105,9 @@ export type {
 export type { StepRecord, StepWrite, StepKind, StepStatus, StepError } from './core/step-rules.js';
 export { MemoryStore } from './store/memory/memory-store.js';
 export { openStore } from './store/open-store.js';
-export {
-  TaskService,
-  type TaskServiceOptions,
-  type CreateInput,
-  type CreateOutcome,
-  type ReadOutcome,
-  type CancelTaskOutcome,
-  type ListOutcome,
-} from './service/task-service.js';
+export { openGuard, type Guard, type GuardOptions } from './service/guard.js';
+export type { CreateInput } from './service/requestor-surface.js';
+export type { CreateOutcome, ReadOutcome, CancelTaskOutcome, ListOutcome } from './service/outcomes.js';
 export type { WorkerPort, ClaimRequest, AskRequest, RecordStepRequest } from './service/worker-port.js';
 export { DEFAULT_LIMITS, type TaskLimits } from './service/limits.js';
 export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';

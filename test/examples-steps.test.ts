@@ -13,14 +13,14 @@ describe('examples/own-tools/tools.mjs place_order', () => {
     await runtime.start();
     try {
       const auth = 'acme/alice';
-      const created = await runtime.service.create({
+      const created = await runtime.guard.requestor.create({
         auth,
         tool: { name: 'place_order', execution: { taskSupport: 'required' } },
         request: { method: 'tools/call', params: { name: 'place_order', arguments: { sku: 'book-42', amountCents: 1999, coolDownMs: 200 }, task: {} } },
       });
       const taskId = created.record!.taskId;
       const done = await until(async () => {
-        const r = (await runtime.service.lookup({ auth, taskId })).record;
+        const r = (await runtime.guard.worker.lookup({ auth, taskId })).record;
         return r?.status === 'completed' ? r : undefined;
       });
       expect(done.result).toMatchObject({
@@ -32,7 +32,7 @@ describe('examples/own-tools/tools.mjs place_order', () => {
           attempt: 1,
         },
       });
-      const journal = await runtime.service.lookupSteps({ auth, taskId });
+      const journal = await runtime.guard.worker.lookupSteps({ auth, taskId });
       expect(journal.map((s) => `${s.name} ${s.status}`)).toEqual(['reserve completed', 'charge completed', 'cool-down sleeping', 'ship completed']);
     } finally {
       await runtime.close(100);

@@ -1,3 +1,4 @@
+import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import { Logger, run as runGraphile } from 'graphile-worker';
@@ -26,8 +27,8 @@ export const L = {
 } as const;
 
 export const K = {
-  keyed: 'tasklatch TaskService.create, idempotency key + maxActiveTasks 100',
-  bare: 'tasklatch TaskService.create, no key, no limit (diagnostic)',
+  keyed: 'tasklatch requestor.create, idempotency key + maxActiveTasks 100',
+  bare: 'tasklatch requestor.create, no key, no limit (diagnostic)',
   ceiling: 'Node raw ceiling (task+outbox+audit txn)',
   bossSend: 'pg-boss send',
   pgbench: 'pgbench -c 16, the same admission statements (libpq, C)',
@@ -84,21 +85,21 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
       name: L.worker,
       op: async (w) => {
         const auth = authOf(w);
-        const created = await withWorker.service.create({ auth, tool: descriptor, request: taskCall(next()) });
+        const created = await withWorker.guard.requestor.create({ auth, tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
-        const out = await withWorker.service.awaitResult({ auth, taskId: created.record.taskId });
+        const out = await awaitTaskResult(withWorker.guard, { auth, taskId: created.record.taskId });
         if (out.decision !== 'RETURN_RESULT') throw new Error(`expected RETURN_RESULT, got ${out.decision}`);
       },
     },
     {
       name: L.direct,
       op: async (w) => {
-        const created = await direct.service.create({ auth: authOf(w), tool: descriptor, request: taskCall(next()) });
+        const created = await direct.guard.requestor.create({ auth: authOf(w), tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
         for (let attempt = 0; attempt < 5; attempt++) {
-          const [task] = await direct.service.claim({ owner: `bench-${w}`, leaseMs: 30_000, limit: 1, maxAttempts: 5, abandonedResult: null });
+          const [task] = await direct.guard.worker.claim({ owner: `bench-${w}`, leaseMs: 30_000, limit: 1, maxAttempts: 5, abandonedResult: null });
           if (task === undefined) continue;
-          const done = await direct.service.transition({
+          const done = await direct.guard.worker.transition({
             auth: task.authKey,
             taskId: task.taskId,
             write: { status: 'completed', expectedVersion: task.version, result: RESULT },
@@ -146,7 +147,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
     {
       name: K.keyed,
       op: async (w) => {
-        const out = await keyed.service.create({ auth: rotating(w), tool: descriptor, request: taskCall(next()), idempotencyKey: randomUUID() });
+        const out = await keyed.guard.requestor.create({ auth: rotating(w), tool: descriptor, request: taskCall(next()), idempotencyKey: randomUUID() });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -154,7 +155,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
       name: K.bare,
       concurrencies: [16],
       op: async (w) => {
-        const out = await bare.service.create({ auth: rotating(w), tool: descriptor, request: taskCall(next()) });
+        const out = await bare.guard.requestor.create({ auth: rotating(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },

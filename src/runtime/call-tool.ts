@@ -4,7 +4,7 @@ import { isTasklatchError } from '../core/errors.js';
 import { META_KEYS } from '../core/meta-keys.js';
 import type { TaskCapabilities, WireRequest } from '../core/types.js';
 import { checkCallInput } from '../service/input-bounds.js';
-import type { TaskService } from '../service/task-service.js';
+import type { Guard } from '../service/guard.js';
 import { InputNeeded } from '../tools/asking.js';
 import { argumentsMessage, invokeParsed, parseArguments, type ParsedArguments } from '../tools/invoke-tool.js';
 import { authKeyOf } from '../tools/principal.js';
@@ -16,7 +16,7 @@ export type { CallOutcome, CallRefusal, ToolCall } from './call-outcome.js';
 
 /** What `callTool` needs of the runtime (`TaskRuntime` is one). */
 export interface CallToolHost {
-  readonly service: TaskService;
+  readonly guard: Pick<Guard, 'context' | 'requestor'>;
   readonly tools: ToolRegistry;
   readonly capabilities: TaskCapabilities;
   readonly taskTools: boolean;
@@ -27,14 +27,14 @@ export interface CallToolHost {
  * arguments, whether the call becomes a task (`decideCallMode`), then either the admission
  * through the service (arguments checked, the tool's `prepare` run, its answer stored with the
  * task) or the plain run in the call. Every decision of the create surface goes through
- * `TaskService.create`, which writes its audit line: a plain call's `ACCEPT_NORMAL`, a refusal's
+ * the guard's `requestor.create`, which writes its audit line: a plain call's `ACCEPT_NORMAL`, a refusal's
  * `BLOCK_*` (counted in the aggregated audit), an admission's line in the admission's own
  * transaction. A `ProtocolError` a tool throws, and an unavailable store, are thrown on.
  */
 export async function callTool(host: CallToolHost, call: ToolCall): Promise<CallOutcome> {
-  const { service } = host;
+  const { requestor, context } = host.guard;
   try {
-    checkCallInput(call.params, call.headerKey, service.limits.maxArgumentBytes);
+    checkCallInput(call.params, call.headerKey, context.limits.maxArgumentBytes);
   } catch (error) {
     if (isTasklatchError(error, 'INVALID_INPUT')) return { kind: 'invalid', message: error.message };
     throw error;
@@ -56,8 +56,8 @@ export async function callTool(host: CallToolHost, call: ToolCall): Promise<Call
   const entry = { auth, tool: host.tools.descriptor(tool), request, idempotencyKey: call.headerKey };
   if (mode.runs === 'refused') {
     // Object.assign, not `{ ...entry, entry }`: see `decidedOn` in service/requestor-surface.ts.
-    await service.create(Object.assign({}, entry, { entry: mode.decision }));
-    return { kind: 'refused', decision: mode.decision, tool: tool.name, message: refusalMessage(mode.decision, tool.name, service.limits, null) };
+    await requestor.create(Object.assign({}, entry, { entry: mode.decision }));
+    return { kind: 'refused', decision: mode.decision, tool: tool.name, message: refusalMessage(mode.decision, tool.name, context.limits, null) };
   }
   // A task call's arguments are checked before anything is stored; the run parses them again.
   if (mode.runs === 'task' && !parsed.success) return { kind: 'invalid', message: argumentsMessage(tool, parsed.error) };
@@ -66,7 +66,7 @@ export async function callTool(host: CallToolHost, call: ToolCall): Promise<Call
     if (mode.runs === 'task')
       return await admit(host, call, tool, parsed, call.plainContext === true && tool.prepare === undefined ? null : await call.context(), mode.followUp);
     const ctx = await call.context();
-    await service.create(Object.assign({}, entry, { entry: mode.decision }));
+    await requestor.create(Object.assign({}, entry, { entry: mode.decision }));
     return { kind: 'result', decision: mode.decision, result: await invokeParsed(tool, parsed, ctx) };
   } catch (error) {
     if (error instanceof InputNeeded) return { kind: 'input', needed: error };
@@ -83,11 +83,11 @@ async function admit(
   ctx: ToolContext | null,
   followUp: boolean,
 ): Promise<CallOutcome> {
-  const { service } = host;
+  const { requestor, context } = host.guard;
   const stored: WireRequest = { method: 'tools/call', params: { ...(call.stored ?? call.params) } };
   let outcome;
   try {
-    outcome = await service.create({
+    outcome = await requestor.create({
       auth: authKeyOf(call.principal),
       tool: host.tools.descriptor(tool),
       request: stored,
@@ -114,7 +114,7 @@ async function admit(
     case 'BLOCK_TASK_LIMIT':
     case 'BLOCK_STORED_LIMIT': {
       const key = idempotencyKeyOf(stored) ?? call.headerKey;
-      return { kind: 'refused', decision: outcome.decision, tool: tool.name, message: refusalMessage(outcome.decision, tool.name, service.limits, key) };
+      return { kind: 'refused', decision: outcome.decision, tool: tool.name, message: refusalMessage(outcome.decision, tool.name, context.limits, key) };
     }
     default:
       // The entry was decided here: the service answers nothing else for an admission.

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { BIN, ROOT, runCli } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -79,7 +79,7 @@ export default [
 let dir: string;
 let url: string;
 let store: PostgresStore;
-let service: TaskService;
+let service: Guard;
 const children = new Set<ChildProcess>();
 
 beforeEach(async () => {
@@ -89,7 +89,7 @@ beforeEach(async () => {
   await writeFile(join(dir, 'steps.log'), '');
   url = await freshPostgresUrl('steps_processes');
   store = await PostgresStore.open(url);
-  service = new TaskService({ store, capabilities: ALL_CAPS, app: APP });
+  service = openGuard({ store, capabilities: ALL_CAPS, app: APP });
 });
 
 afterEach(async () => {
@@ -130,7 +130,7 @@ function startWorker(): WorkerProcess {
 }
 
 async function admit(tool: string, args: Record<string, unknown>): Promise<string> {
-  const out = await service.create({
+  const out = await service.requestor.create({
     auth: AUTH,
     tool: { name: tool, execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: tool, arguments: args, task: { ttl: 600_000 } } },
@@ -138,7 +138,7 @@ async function admit(tool: string, args: Record<string, unknown>): Promise<strin
   return out.record!.taskId;
 }
 
-const statusOf = async (taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record;
+const statusOf = async (taskId: string) => (await service.worker.lookup({ auth: AUTH, taskId })).record;
 
 describe('durable steps across worker processes (PostgreSQL)', () => {
   it('a worker SIGKILLed at each step boundary in turn: every recorded step’s side effect happens once', async () => {

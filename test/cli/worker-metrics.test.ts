@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { BIN, runCli } from '../support/cli.js';
 import { until } from '../support/until.js';
@@ -13,7 +13,7 @@ import { until } from '../support/until.js';
 
 let dir: string;
 let store: string;
-let admitter: TaskService;
+let admitter: Guard;
 let sqlite: SqliteStore;
 
 beforeAll(async () => {
@@ -21,7 +21,7 @@ beforeAll(async () => {
   store = `sqlite:${join(dir, 'tasks.db')}`;
   sqlite = await SqliteStore.open(join(dir, 'tasks.db'));
   // Admits only, as the demo tools' app (the worker's default with them); the worker process runs the task.
-  admitter = new TaskService({ store: sqlite, app: 'tasklatch-demo', capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
+  admitter = openGuard({ store: sqlite, app: 'tasklatch-demo', capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
 });
 
 afterAll(async () => {
@@ -54,7 +54,7 @@ describe('tasklatch worker --metrics', () => {
   it('serves /metrics, /healthz and /readyz, counting what the worker did', async () => {
     const { metricsUrl, base, stop } = await startWorker([]);
     try {
-      const created = await admitter.create({
+      const created = await admitter.requestor.create({
         auth: 'acme/alice',
         tool: { name: 'export_ledger', execution: { taskSupport: 'optional' } },
         request: { method: 'tools/call', params: { name: 'export_ledger', arguments: { month: '2026-06' }, task: { ttl: 60_000 } } },

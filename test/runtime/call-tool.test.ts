@@ -55,7 +55,7 @@ function start(): { runtime: TaskRuntime; decisions: DecisionEvent[] } {
   const runtime = createRuntime({ store: new MemoryStore(), tools: [sized, required], execute: false, logger: createLogger('silent'), sweepIntervalMs: 0 });
   runtimes.push(runtime);
   const decisions: DecisionEvent[] = [];
-  runtime.service.events.add({ decision: (e) => void decisions.push(e) });
+  runtime.guard.context.events.add({ decision: (e) => void decisions.push(e) });
   parses = 0;
   prepared = 0;
   return { runtime, decisions };
@@ -109,7 +109,7 @@ describe('TaskRuntime.callTool', () => {
     expect(params).not.toHaveProperty('requestState');
     expect(params._meta).toEqual({ [META_KEYS.prepared]: { planned: 22 } });
     // The default ttl: nothing asked one.
-    expect(out.record.ttl).toBe(runtime.service.limits.defaultTtl);
+    expect(out.record.ttl).toBe(runtime.guard.context.limits.defaultTtl);
   });
 
   it('keeps a 2025-11-25 params.task and its ttl, and replays by key across both ways of asking', async () => {
@@ -128,7 +128,7 @@ describe('TaskRuntime.callTool', () => {
     const out = await runtime.callTool(call({ name: 'sized', arguments: { n: 13 } }));
     expect(out.kind).toBe('input');
     expect(decisions).toEqual([]);
-    expect(await runtime.service.pendingDispatch()).toBe(0);
+    expect(await runtime.guard.context.store.pendingDispatch()).toBe(0);
   });
 
   it('refuses a required tool without tasks, audited, and makes no context for it', async () => {

@@ -37,15 +37,15 @@ const SECRET = 'hunter2-do-not-log';
 
 async function work(runtime: TaskRuntime): Promise<string> {
   await runtime.start();
-  const out = await runtime.service.create({
+  const out = await runtime.guard.requestor.create({
     auth: 'acme/alice',
     tool: { name: 'echo', execution: { taskSupport: 'optional' } },
     request: { method: 'tools/call', params: { name: 'echo', arguments: { secret: SECRET }, task: {} } },
     correlationId: 'corr-create',
   });
   const taskId = out.record!.taskId;
-  await until(async () => ((await runtime.service.lookup({ auth: 'acme/alice', taskId })).record?.status === 'completed' ? true : undefined));
-  await runtime.service.read({ auth: 'beta/bob', method: 'tasks/result', taskId, correlationId: 'corr-foreign' });
+  await until(async () => ((await runtime.guard.worker.lookup({ auth: 'acme/alice', taskId })).record?.status === 'completed' ? true : undefined));
+  await runtime.guard.requestor.read({ auth: 'beta/bob', method: 'tasks/result', taskId, correlationId: 'corr-foreign' });
   return taskId;
 }
 

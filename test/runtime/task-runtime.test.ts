@@ -38,7 +38,7 @@ function runtime(tools: TaskTool[], options: { callersIdentified?: boolean; exec
 }
 
 async function admit(r: TaskRuntime): Promise<string> {
-  const out = await r.service.create({
+  const out = await r.guard.requestor.create({
     auth: AUTH,
     tool: { name: 'waiting', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'waiting', arguments: {}, task: {} } },
@@ -70,6 +70,6 @@ describe('TaskRuntime', () => {
     expect(abort).toHaveBeenCalledWith(taskId, 'cancelled');
     await until(() => (r.worker?.executor.active !== 0 ? undefined : true));
     expect(r.worker?.executor.active).toBe(0);
-    expect((await r.service.lookup({ auth: AUTH, taskId })).record?.status).toBe('cancelled');
+    expect((await r.guard.worker.lookup({ auth: AUTH, taskId })).record?.status).toBe('cancelled');
   });
 });

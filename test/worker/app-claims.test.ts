@@ -43,7 +43,7 @@ function capturedLogger() {
 }
 
 async function admit(runtime: TaskRuntime, args: Record<string, unknown> = { month: '2026-07' }): Promise<string> {
-  const created = await runtime.service.create({
+  const created = await runtime.guard.requestor.create({
     auth: AUTH,
     tool: { name: 'build_report', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'build_report', arguments: args, task: {} } },

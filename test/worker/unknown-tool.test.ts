@@ -30,7 +30,7 @@ describe('a worker and a task of a tool it does not know', () => {
   it('names its tools in every claim and leaves a task of another tool untouched for a worker that knows it', async () => {
     const store = new WatchedStore();
     const admitting = createRuntime({ store, tools: [tool('theirs')], execute: false });
-    const created = await admitting.service.create({
+    const created = await admitting.guard.requestor.create({
       auth: AUTH,
       tool: { name: 'theirs', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'theirs', arguments: {}, task: {} } },

@@ -1,8 +1,9 @@
+import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { IDEMPOTENCY_META_KEY } from '../../src/core/create-rules.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
@@ -52,19 +53,19 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
         return claimed;
       },
     });
-    const service = new TaskService({ store: counting, capabilities: ALL_CAPS, limits: { pollInterval: 100, minTtl: 1 } });
+    const service = openGuard({ store: counting, capabilities: ALL_CAPS, limits: { pollInterval: 100, minTtl: 1 } });
     return { service, claims };
   }
 
-  function start(service: TaskService, t: TaskTool, options: WorkerOptions = {}): Worker {
-    const worker = new Worker(service, new ToolRegistry([t]), { pollMs: 60_000, ...options });
+  function start(service: Guard, t: TaskTool, options: WorkerOptions = {}): Worker {
+    const worker = new Worker(service.worker, new ToolRegistry([t]), { pollMs: 60_000, ...options });
     worker.start();
     stops.push(() => worker.stop(100));
     return worker;
   }
 
-  async function admit(service: TaskService): Promise<string> {
-    const out = await service.create({
+  async function admit(service: Guard): Promise<string> {
+    const out = await service.requestor.create({
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {} } },
@@ -72,7 +73,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     return out.record!.taskId;
   }
 
-  const statusOf = async (service: TaskService, taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record?.status;
+  const statusOf = async (service: Guard, taskId: string) => (await service.worker.lookup({ auth: AUTH, taskId })).record?.status;
 
   it('claims once per task: a run that ended its task sends the worker to the outbox no more', async () => {
     const { service, claims } = await counted('per_task');
@@ -87,7 +88,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     // The look at start, then one per admission, each finding its task; a store that leases an
     // admitted task to a free slot in the admission itself needs none of them.
-    const perAdmission = service.supports.claimsOnAdmit === true ? [] : Array.from({ length: tasks }, () => 1);
+    const perAdmission = service.context.store.supports.claimsOnAdmit === true ? [] : Array.from({ length: tasks }, () => 1);
     expect(claims).toEqual([0, ...perAdmission]);
   });
 
@@ -109,7 +110,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     waiting[1]!();
     await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined));
     // The first found a free slot (leased by its admission where the store can); the second none.
-    expect(claims.filter((n) => n > 0)).toEqual(service.supports.claimsOnAdmit === true ? [1] : [1, 1]);
+    expect(claims.filter((n) => n > 0)).toEqual(service.context.store.supports.claimsOnAdmit === true ? [1] : [1, 1]);
   });
 
   it('a claim that filled every free slot looks again as soon as a slot frees', async () => {
@@ -133,7 +134,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     const { service, claims } = await counted('on_admit');
     start(service, tool().tool);
     await until(() => (claims.length > 0 ? true : undefined));
-    const out = await service.create({
+    const out = await service.requestor.create({
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {}, _meta: { [IDEMPOTENCY_META_KEY]: 'k1' } } },
@@ -141,9 +142,9 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     const taskId = out.record!.taskId;
     expect(out.record).toMatchObject({ version: 1, attempt: 0 });
     await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined));
-    const done = (await service.lookup({ auth: AUTH, taskId })).record!;
+    const done = (await service.worker.lookup({ auth: AUTH, taskId })).record!;
     expect(done).toMatchObject({ attempt: 1, version: 3, leaseOwner: null });
-    const trail = await service.store.auditTrail({ taskId });
+    const trail = await service.context.store.auditTrail({ taskId });
     expect(trail.map((line) => [line.surface, line.decision, line.version ?? null])).toEqual([
       ['create', 'ACCEPT_TASK', null],
       ['transition', 'APPLY_TRANSITION', 2],
@@ -151,14 +152,14 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     ]);
     expect(trail[1]!.detail).toMatch(/^claim /);
     // A retry of the same call replays the task: nothing is leased again, nothing runs again.
-    const again = await service.create({
+    const again = await service.requestor.create({
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {}, _meta: { [IDEMPOTENCY_META_KEY]: 'k1' } } },
     });
     expect(again.decision).toBe('REPLAY_TASK');
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect((await service.lookup({ auth: AUTH, taskId })).record).toMatchObject({ attempt: 1, version: 3 });
+    expect((await service.worker.lookup({ auth: AUTH, taskId })).record).toMatchObject({ attempt: 1, version: 3 });
     expect(claims).toEqual([0]);
   });
 
@@ -185,7 +186,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
       Array.from({ length: 6 }, async () => {
         for (let i = 0; i < 8; i++) {
           const taskId = await admit(service);
-          const out = await service.awaitResult({ auth: AUTH, taskId, fallbackPollMs: 60_000 });
+          const out = await awaitTaskResult(service, { auth: AUTH, taskId, fallbackPollMs: 60_000 });
           expect(out.decision).toBe('RETURN_RESULT');
           answered += 1;
         }
@@ -216,7 +217,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     await until(() => (claims.length > 0 ? true : undefined));
     // A change names a task that may have come due before the next admission: the free slot is
     // its look's, then its claim's while that is in flight.
-    service.changes.publish('earlier-task', 1);
+    service.context.changes.publish('earlier-task', 1);
     expect(worker.reserve('job')).toBeNull();
     await until(() => (claims.length > 1 ? true : undefined));
     // The look found nothing: the slot is free for admissions again.
@@ -232,11 +233,11 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     // send the worker to the outbox.)
     const taskId = randomUUID();
     const done = record({ taskId, authKey: AUTH, toolName: 'other', status: 'completed', version: 3, result: { content: [] } });
-    service.changes.publishRemote(taskId, 3, done);
+    service.context.changes.publishRemote(taskId, 3, done);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(claims).toEqual([0]);
     // A change that says only "look again" (a lease given back, an answer) sends it to the outbox.
-    service.changes.publishRemote(taskId, 4);
+    service.context.changes.publishRemote(taskId, 4);
     await until(() => (claims.length > 1 ? true : undefined));
     expect(claims).toEqual([0, 0]);
   });
@@ -250,7 +251,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     expect(worker.reserve('job')).toBeNull();
     // A change while every slot is held: a look is owed but no slot is free. A loop that did not
     // count the held slots would spin on it and starve this timer.
-    service.changes.publish('some-task', 2);
+    service.context.changes.publish('some-task', 2);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(claims).toEqual([0]);
     // A slot given back: the owed look happens.

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
@@ -35,19 +35,19 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-function serviceOn(store: TaskStore, clock?: () => number): TaskService {
-  return new TaskService({ store, capabilities: ALL_CAPS, ...(clock ? { clock } : {}), limits: { pollInterval: 100, minTtl: 1 } });
+function serviceOn(store: TaskStore, clock?: () => number): Guard {
+  return openGuard({ store, capabilities: ALL_CAPS, ...(clock ? { clock } : {}), limits: { pollInterval: 100, minTtl: 1 } });
 }
 
-function startWorker(service: TaskService, tools: TaskTool[], options: WorkerOptions = {}): Worker {
-  const worker = new Worker(service, new ToolRegistry(tools), { pollMs: 50, ...options });
+function startWorker(service: Guard, tools: TaskTool[], options: WorkerOptions = {}): Worker {
+  const worker = new Worker(service.worker, new ToolRegistry(tools), { pollMs: 50, ...options });
   worker.start();
   stops.push(() => worker.stop(100));
   return worker;
 }
 
-async function admit(service: TaskService, ttl?: number): Promise<string> {
-  const out = await service.create({
+async function admit(service: Guard, ttl?: number): Promise<string> {
+  const out = await service.requestor.create({
     auth: AUTH,
     tool: { name: 'steered', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'steered', arguments: {}, task: ttl === undefined ? {} : { ttl } } },
@@ -55,7 +55,7 @@ async function admit(service: TaskService, ttl?: number): Promise<string> {
   return out.record!.taskId;
 }
 
-const stored = async (service: TaskService, taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record;
+const stored = async (service: Guard, taskId: string) => (await service.worker.lookup({ auth: AUTH, taskId })).record;
 
 // Fencing, takeover, cancellation and drain are the store's guarantees as much as the worker's:
 // the same cases run on every store.
@@ -77,7 +77,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     run.release();
     const done = await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
     expect(done).toBe(true);
-    expect(await service.pendingDispatch()).toBe(0);
+    expect(await service.context.store.pendingDispatch()).toBe(0);
   });
 
   it.skipIf(harness.name === 'memory')(
@@ -89,8 +89,8 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
         () => theirs!.close(),
       );
       const service = serviceOn(mine!);
-      await service.start();
-      stops.push(() => service.stop());
+      await service.relay.start();
+      stops.push(() => service.relay.stop());
       const otherProcess = serviceOn(theirs!);
       const { tool, runs } = steeredTool();
       startWorker(service, [tool], { pollMs: 60_000, concurrency: 1 });
@@ -98,13 +98,13 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
       await until(() => runs[0]);
       // A second task, held by a worker of the other process, is given back on its drain.
       const second = await admit(otherProcess);
-      const [held] = await otherProcess.claim({ owner: 'theirs', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null });
+      const [held] = await otherProcess.worker.claim({ owner: 'theirs', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null });
       expect(held?.taskId).toBe(second);
       runs[0]!.release();
       await until(async () => ((await stored(service, first))?.status === 'completed' ? true : undefined));
       await new Promise((r) => setTimeout(r, 100));
       expect(runs).toHaveLength(1);
-      expect(await otherProcess.release({ fence: { taskId: second, authKey: AUTH, owner: 'theirs', version: held!.version } })).toBe(true);
+      expect(await otherProcess.worker.release({ fence: { taskId: second, authKey: AUTH, owner: 'theirs', version: held!.version } })).toBe(true);
       const rerun = await until(() => runs[1]);
       expect(rerun.taskId).toBe(second);
       rerun.release();
@@ -137,7 +137,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
 
   it('stops a handler whose task was cancelled while its claim was in flight (no heartbeat needed)', async () => {
     const store = await fresh('cancelinflight');
-    let service: TaskService | null = null;
+    let service: Guard | null = null;
     let cancelled = false;
     // The cancellation commits (and its change event fires) after the claim committed and before
     // the worker has the claimed record: no run watches the task yet.
@@ -147,7 +147,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
       claim: async (input: Parameters<TaskStore['claim']>[0]) => {
         const claimed = await store.claim(input);
         for (const record of claimed) {
-          const out = await service!.cancel({ auth: AUTH, taskId: record.taskId });
+          const out = await service!.requestor.cancel({ auth: AUTH, taskId: record.taskId });
           cancelled = out.decision === 'CANCEL_TASK';
         }
         return claimed;
@@ -173,16 +173,16 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const taskId = await admit(service);
     const run = await until(() => runs[0]);
     const lookups: string[] = [];
-    const lookup = service.lookup.bind(service);
-    service.lookup = async (input) => {
+    const lookup = service.worker.lookup.bind(service);
+    service.worker.lookup = async (input) => {
       lookups.push(input.taskId);
       return lookup(input);
     };
     // The cancellation's change carries the cancelled record: the run stops on it alone.
-    expect((await service.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
+    expect((await service.requestor.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
     await until(() => (run.signal.aborted ? true : undefined));
     expect(lookups).toEqual([]);
-    service.lookup = lookup;
+    service.worker.lookup = lookup;
     // Its result, offered after the stop, is refused by the stored terminal status.
     await until(
       async () => ((await store.auditTrail({ taskId })).some((e) => e.surface === 'transition' && e.decision.startsWith('BLOCK_')) ? true : undefined),
@@ -226,7 +226,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     startWorker(workerSide, [tool], { heartbeatMs: 100 });
     const taskId = await admit(otherProcess);
     const run = await until(() => runs[0]);
-    expect((await otherProcess.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
+    expect((await otherProcess.requestor.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
     // Nothing but a heartbeat can tell the worker: its lease is far from over and it hears no change.
     await until(() => (run.signal.aborted ? true : undefined));
     expect((await stored(otherProcess, taskId))?.status).toBe('cancelled');
@@ -243,7 +243,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     run.release();
     // The run has ended, whatever it tried to write.
     await until(() => (worker.executor.active === 0 ? true : undefined));
-    expect((await service.read({ auth: AUTH, method: 'tasks/get', taskId })).decision).toBe('BLOCK_EXPIRED');
+    expect((await service.requestor.read({ auth: AUTH, method: 'tasks/get', taskId })).decision).toBe('BLOCK_EXPIRED');
     expect((await store.auditTrail({ taskId })).filter((e) => e.surface === 'transition' && e.status === 'completed')).toEqual([]);
   });
 
@@ -252,20 +252,20 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     const service = serviceOn(store);
     const cancelled = await admit(service);
     await admit(service, 1);
-    await service.cancel({ auth: AUTH, taskId: cancelled });
+    await service.requestor.cancel({ auth: AUTH, taskId: cancelled });
     await new Promise((r) => setTimeout(r, 5));
     const { tool, runs } = steeredTool();
     startWorker(service, [tool]);
     await new Promise((r) => setTimeout(r, 200));
     expect(runs).toEqual([]);
-    expect(await service.pendingDispatch()).toBe(0);
+    expect(await service.context.store.pendingDispatch()).toBe(0);
   });
 
   it('drains on stop: gives unfinished leases back so another worker takes them at once', async () => {
     const store = await fresh('drain');
     const service = serviceOn(store);
     const first = steeredTool();
-    const worker = new Worker(service, new ToolRegistry([first.tool]), { pollMs: 50, leaseMs: 60_000 });
+    const worker = new Worker(service.worker, new ToolRegistry([first.tool]), { pollMs: 50, leaseMs: 60_000 });
     worker.start();
     const taskId = await admit(service);
     await until(() => first.runs[0]);
@@ -298,7 +298,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     // and never looks at the outbox again (a dead process claims nothing; with its handler
     // returned its slot is free, and a poll of its own could take the lapsed lease back from
     // the survivor every time, leaving the task with a run that never writes).
-    const crashed = new Worker(service, new ToolRegistry([effectful]), {
+    const crashed = new Worker(service.worker, new ToolRegistry([effectful]), {
       id: 'crashes',
       concurrency: 1,
       leaseMs: 150,
@@ -343,7 +343,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     startWorker(workerSide, [careful], { heartbeatMs: 60_000 });
     const taskId = await admit(otherProcess);
     await until(async () => ((await stored(otherProcess, taskId))?.leaseOwner !== null ? true : undefined));
-    await otherProcess.cancel({ auth: AUTH, taskId });
+    await otherProcess.requestor.cancel({ auth: AUTH, taskId });
     proceed();
     await until(() => (outcomes.length > 0 ? true : undefined));
     expect(outcomes).toEqual(['stopped']);
