@@ -29,15 +29,15 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
       store.db.exec('DROP INDEX tasks_held_by_auth');
       store.db.exec("CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')");
     }
-    const service = openGuard({ store, capabilities: ALL_CAPS });
+    const guard = openGuard({ store, capabilities: ALL_CAPS });
     const descriptor = new ToolRegistry([noopTool]).descriptor(noopTool);
     let n = 0;
     for (let c = 0; c < CALLERS; c++) {
       const auth = `bounds/${c}`;
       for (let i = 0; i < history; i++) {
-        const created = await service.requestor.create({ auth, tool: descriptor, request: taskCall(++n) });
+        const created = await guard.requestor.create({ auth, tool: descriptor, request: taskCall(++n) });
         if (created.decision !== 'ACCEPT_TASK' || created.record === null) throw new Error(`seed: ${created.decision}`);
-        const done = await service.worker.transition({
+        const done = await guard.worker.transition({
           auth,
           taskId: created.record.taskId,
           write: { status: 'completed', expectedVersion: created.record.version, result: { content: [] } },
@@ -48,7 +48,7 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < MEASURED; i++) {
-      const out = await service.requestor.create({ auth: `bounds/${i % CALLERS}`, tool: descriptor, request: taskCall(++n) });
+      const out = await guard.requestor.create({ auth: `bounds/${i % CALLERS}`, tool: descriptor, request: taskCall(++n) });
       if (out.decision !== 'ACCEPT_TASK') throw new Error(`measured: ${out.decision}`);
     }
     const wall = performance.now() - t0;

@@ -31,8 +31,8 @@ function writeOf(i: number): StatusWrite {
  * One race: a fresh task, then `writers` transitions started in the same tick, each to a terminal
  * status at version 1. Exactly one may apply; every other must be classified.
  */
-async function race(service: Guard, writers: number): Promise<{ winner: number; losers: number[]; decisions: Record<string, number> }> {
-  const created = await service.requestor.create({
+async function race(guard: Guard, writers: number): Promise<{ winner: number; losers: number[]; decisions: Record<string, number> }> {
+  const created = await guard.requestor.create({
     auth: AUTH,
     tool: { name: TOOL, execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(0), task: { ttl: TTL_MS } } },
@@ -42,7 +42,7 @@ async function race(service: Guard, writers: number): Promise<{ winner: number; 
   const t0 = performance.now();
   const answers = await Promise.all(
     Array.from({ length: writers }, (_, i) =>
-      service.worker.transition({ auth: AUTH, taskId, write: writeOf(i) }).then((out) => ({ decision: out.decision, ms: performance.now() - t0 })),
+      guard.worker.transition({ auth: AUTH, taskId, write: writeOf(i) }).then((out) => ({ decision: out.decision, ms: performance.now() - t0 })),
     ),
   );
   const decisions: Record<string, number> = {};
@@ -65,13 +65,13 @@ export async function contention(results: Results, config: BenchConfig, pg: Benc
   ];
   for (const [name, open] of stores) {
     const store = await open();
-    const service = openGuard({ store, capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
-    for (let r = 0; r < 3; r++) await race(service, writers);
+    const guard = openGuard({ store, capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
+    for (let r = 0; r < 3; r++) await race(guard, writers);
     const winners: number[] = [];
     const losers: number[] = [];
     const totals: Record<string, number> = {};
     for (let r = 0; r < config.contentionRounds; r++) {
-      const out = await race(service, writers);
+      const out = await race(guard, writers);
       winners.push(out.winner);
       losers.push(...out.losers);
       for (const [k, v] of Object.entries(out.decisions)) totals[k] = (totals[k] ?? 0) + v;

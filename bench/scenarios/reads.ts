@@ -133,12 +133,12 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const getOn: number[] = [];
   const getOff: number[] = [];
   for (const [k, target] of gets.entries()) {
-    for (const [service, out] of [
+    for (const [guard, out] of [
       [audited, getOn],
       [quiet, getOff],
     ] as const) {
       const t0 = performance.now();
-      const found = await readTask(service, { auth: target.auth, method: 'tasks/get', taskId: target.taskId });
+      const found = await readTask(guard, { auth: target.auth, method: 'tasks/get', taskId: target.taskId });
       const dt = performance.now() - t0;
       if (found.decision !== 'RETURN_STATUS') throw new Error(`tasks/get of ${target.taskId}: ${found.decision}`);
       if (k >= 100) out.push(dt);
@@ -161,18 +161,18 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   await Promise.allSettled(clients.map((c) => c.close()));
   await server.close();
 
-  // tasks/list: a first page of a random tenant, and a deep page from a cursor the service gave.
+  // tasks/list: a first page of a random tenant, and a deep page from a cursor the guard gave.
   const randomTenant = () => authKey(Math.floor(Math.random() * tenants));
   const firstOn: number[] = [];
   const firstOff: number[] = [];
   for (let k = 0; k < samples + 50; k++) {
     const auth = randomTenant();
-    for (const [service, out] of [
+    for (const [guard, out] of [
       [audited, firstOn],
       [quiet, firstOff],
     ] as const) {
       const t0 = performance.now();
-      const page = await listTasks(service, { auth });
+      const page = await listTasks(guard, { auth });
       const dt = performance.now() - t0;
       if (page.records === null || page.records.length === 0) throw new Error(`tasks/list of ${auth}: empty`);
       if (k >= 50) out.push(dt);
@@ -194,12 +194,12 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const deepOff: number[] = [];
   for (let k = 0; k < samples + 50; k++) {
     const at = cursors[Math.floor(Math.random() * cursors.length)] as { auth: string; cursor: string };
-    for (const [service, out] of [
+    for (const [guard, out] of [
       [audited, deepOn],
       [quiet, deepOff],
     ] as const) {
       const t0 = performance.now();
-      const page = await listTasks(service, at);
+      const page = await listTasks(guard, at);
       const dt = performance.now() - t0;
       if (page.records === null || page.records.length === 0) throw new Error(`deep tasks/list of ${at.auth}: empty`);
       if (k >= 50) out.push(dt);

@@ -79,7 +79,7 @@ export default [
 let dir: string;
 let url: string;
 let store: PostgresStore;
-let service: Guard;
+let guard: Guard;
 const children = new Set<ChildProcess>();
 
 beforeEach(async () => {
@@ -89,7 +89,7 @@ beforeEach(async () => {
   await writeFile(join(dir, 'steps.log'), '');
   url = await freshPostgresUrl('steps_processes');
   store = await PostgresStore.open(url);
-  service = openGuard({ store, capabilities: ALL_CAPS, app: APP });
+  guard = openGuard({ store, capabilities: ALL_CAPS, app: APP });
 });
 
 afterEach(async () => {
@@ -130,7 +130,7 @@ function startWorker(): WorkerProcess {
 }
 
 async function admit(tool: string, args: Record<string, unknown>): Promise<string> {
-  const out = await service.requestor.create({
+  const out = await guard.requestor.create({
     auth: AUTH,
     tool: { name: tool, execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: tool, arguments: args, task: { ttl: 600_000 } } },
@@ -138,7 +138,7 @@ async function admit(tool: string, args: Record<string, unknown>): Promise<strin
   return out.record!.taskId;
 }
 
-const statusOf = async (taskId: string) => (await service.worker.lookup({ auth: AUTH, taskId })).record;
+const statusOf = async (taskId: string) => (await guard.worker.lookup({ auth: AUTH, taskId })).record;
 
 describe('durable steps across worker processes (PostgreSQL)', () => {
   it('a worker SIGKILLed at each step boundary in turn: every recorded step’s side effect happens once', async () => {

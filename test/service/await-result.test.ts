@@ -9,22 +9,22 @@ const AUTH = 'acme/alice';
 describe('TaskService.awaitResult', () => {
   it('writes one audit line per decision it goes through, not one per wake', async () => {
     const store = new MemoryStore();
-    const service = openGuard({ store, capabilities: ALL_CAPS });
-    const created = await service.requestor.create({
+    const guard = openGuard({ store, capabilities: ALL_CAPS });
+    const created = await guard.requestor.create({
       auth: AUTH,
       tool: { name: 't', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 't', arguments: {}, task: {} } },
     });
     const taskId = created.record!.taskId;
-    const waiting = awaitTaskResult(service, { auth: AUTH, taskId });
+    const waiting = awaitTaskResult(guard, { auth: AUTH, taskId });
     let version = created.record!.version;
     // Ten status messages: ten wakes of the waiter, none of them news for the trail.
     for (let i = 0; i < 10; i++) {
-      const out = await service.worker.transition({ auth: AUTH, taskId, write: { status: 'working', expectedVersion: version, statusMessage: `step ${i}` } });
+      const out = await guard.worker.transition({ auth: AUTH, taskId, write: { status: 'working', expectedVersion: version, statusMessage: `step ${i}` } });
       version = out.record!.version;
       await new Promise((r) => setTimeout(r, 2));
     }
-    await service.worker.transition({ auth: AUTH, taskId, write: { status: 'completed', expectedVersion: version, result: { content: [] } } });
+    await guard.worker.transition({ auth: AUTH, taskId, write: { status: 'completed', expectedVersion: version, result: { content: [] } } });
     expect((await waiting).decision).toBe('RETURN_RESULT');
     const reads = (await store.auditTrail({ taskId })).filter((e) => e.surface === 'read').map((e) => e.decision);
     expect(reads).toEqual(['WAIT_TERMINAL', 'RETURN_RESULT']);

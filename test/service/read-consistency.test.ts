@@ -39,10 +39,10 @@ for (const harness of [sqliteHarness, postgresHarness]) {
       const handles = await harness.openMany('read_consistency', 2);
       let mode: 'late' | 'lost' | 'soon' = 'soon';
       const delay = () => (mode === 'lost' ? null : mode === 'late' ? 100 + Math.random() * 200 : Math.random() * 5);
-      const services = handles.map((store: TaskStore) => openGuard({ store: delayedNotifications(store, delay), capabilities: ALL_CAPS }));
-      for (const service of services) await service.relay.start();
+      const guards = handles.map((store: TaskStore) => openGuard({ store: delayedNotifications(store, delay), capabilities: ALL_CAPS }));
+      for (const guard of guards) await guard.relay.start();
       closing.push(async () => {
-        for (const service of services) await service.relay.stop();
+        for (const guard of guards) await guard.relay.stop();
         for (const store of new Set(handles)) await store.close();
       });
       const tasks: TaskRecord[] = [];
@@ -71,9 +71,9 @@ for (const harness of [sqliteHarness, postgresHarness]) {
           tasks.length = 0;
           for (const { writer, op, notify } of ops) {
             mode = notify;
-            const w = services[writer]!;
+            const w = guards[writer]!;
             const readerIndex = (1 - writer) as 0 | 1;
-            const r = services[readerIndex]!;
+            const r = guards[readerIndex]!;
             let written: TaskRecord | null = null;
             if (op.kind === 'create' || tasks.length === 0) {
               const out = await w.requestor.create({

@@ -51,7 +51,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     return stores;
   }
 
-  function service(store: TaskStore): Guard {
+  function guardOn(store: TaskStore): Guard {
     return openGuard({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
   }
 
@@ -80,7 +80,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
 
   it('waits without a worker, resumes from the stored answers, never asks twice, acts once', async () => {
     const [store] = await fresh('resume');
-    const svc = service(store!);
+    const svc = guardOn(store!);
     const { tool, seen } = askingTool();
     const w = worker(svc, tool, 'w1');
     const taskId = await admit(svc);
@@ -102,8 +102,8 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
 
   it('resumes on another worker after the one that asked is gone, with the answer sent through another handle', async () => {
     const [mine, theirs] = await fresh('takeover', 2);
-    const asker = service(mine!);
-    const other = service(theirs!);
+    const asker = guardOn(mine!);
+    const other = guardOn(theirs!);
     const first = askingTool();
     const w1 = worker(asker, first.tool, 'asker');
     const taskId = await admit(asker);
@@ -122,7 +122,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
 
   it('refuses hostile answers: another tenant, a different second answer, an unknown key, after cancel', async () => {
     const [store] = await fresh('hostile');
-    const svc = service(store!);
+    const svc = guardOn(store!);
     worker(svc, askingTool().tool, 'w1');
     const taskId = await admit(svc);
     await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
@@ -143,7 +143,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
 
   it('a question unanswered past its timeoutMs ends the task failed, naming the key; a later answer is BLOCK_TERMINAL', async () => {
     const [store] = await fresh('deadline');
-    const svc = service(store!);
+    const svc = guardOn(store!);
     const runs = { n: 0 };
     const tool = defineTool({
       name: 'approve',
@@ -164,7 +164,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
     const [question] = await svc.answers.lookupInputs({ auth: AUTH, taskId });
     expect(question!.deadlineAt! - question!.askedAt).toBe(150);
-    // A waiting result wakes on the failure (published on this service's change feed).
+    // A waiting result wakes on the failure (published on this guard's change feed).
     const result = await awaitTaskResult(svc, { auth: AUTH, taskId, fallbackPollMs: 60_000 });
     expect(result.decision).toBe('RETURN_RESULT');
     expect(result.record).toMatchObject({
@@ -181,7 +181,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
 
   it('ends the task failed when a re-run asks something else, and when the client cannot be asked', async () => {
     const [store] = await fresh('mismatch');
-    const svc = service(store!);
+    const svc = guardOn(store!);
     worker(svc, askingTool({ differentOnRerun: true }).tool, 'w1');
     const taskId = await admit(svc);
     await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));

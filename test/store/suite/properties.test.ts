@@ -32,8 +32,8 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
       fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 30 }), async (writes) => {
         const auth = `r${++run}/x`;
         let now = T0;
-        const service = openGuard({ store, capabilities: ALL_CAPS, clock: () => now });
-        const created = await service.requestor.create({
+        const guard = openGuard({ store, capabilities: ALL_CAPS, clock: () => now });
+        const created = await guard.requestor.create({
           auth,
           tool,
           request: { method: 'tools/call', params: { name: 'export_ledger', arguments: {}, task: {} } },
@@ -45,8 +45,8 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
         for (const w of writes) {
           now += 1;
           const outcome = w.cancel
-            ? await service.requestor.cancel({ auth, taskId })
-            : await service.worker.transition({
+            ? await guard.requestor.cancel({ auth, taskId })
+            : await guard.worker.transition({
                 auth,
                 taskId,
                 write: { status: w.status, expectedVersion: version + w.versionDelta, ...(w.result ? { result: w.result } : {}) },
@@ -92,17 +92,17 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
           const ns = `r${++run}`;
           const creates = plainCreates.map((c) => ({ ...c, owner: `${ns}${c.owner}` }));
           const caller = `${ns}${plainCaller}`;
-          const service = openGuard({ store, capabilities: ALL_CAPS, clock: () => T0, limits: { pageSize: 3 } });
+          const guard = openGuard({ store, capabilities: ALL_CAPS, clock: () => T0, limits: { pageSize: 3 } });
           const owners = new Map<string, string>();
           for (const c of creates) {
             const params = { name: 'export_ledger', arguments: {}, task: {}, ...(c.key ? { _meta: { 'io.tasklatch/idempotency-key': c.key } } : {}) };
-            const out = await service.requestor.create({ auth: c.owner, tool, request: { method: 'tools/call', params } });
+            const out = await guard.requestor.create({ auth: c.owner, tool, request: { method: 'tools/call', params } });
             if (out.record) owners.set(out.record.taskId, c.owner);
           }
           const listed: string[] = [];
           let cursor: string | undefined;
           do {
-            const page = await service.requestor.list({ auth: caller, cursor });
+            const page = await guard.requestor.list({ auth: caller, cursor });
             listed.push(...page.records!.map((r) => r.taskId));
             cursor = page.nextCursor ?? undefined;
           } while (cursor !== undefined);
@@ -110,9 +110,9 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
           expect(new Set(listed)).toEqual(new Set(own));
           for (const [taskId, owner] of owners) {
             if (owner === caller) continue;
-            expect((await service.requestor.read({ auth: caller, method: 'tasks/get', taskId })).decision).toBe('BLOCK_AUTH');
-            expect((await service.requestor.cancel({ auth: caller, taskId })).decision).toBe('BLOCK_AUTH');
-            const t = await service.worker.transition({ auth: caller, taskId, write: { status: 'completed', expectedVersion: 1 } });
+            expect((await guard.requestor.read({ auth: caller, method: 'tasks/get', taskId })).decision).toBe('BLOCK_AUTH');
+            expect((await guard.requestor.cancel({ auth: caller, taskId })).decision).toBe('BLOCK_AUTH');
+            const t = await guard.worker.transition({ auth: caller, taskId, write: { status: 'completed', expectedVersion: 1 } });
             expect(t).toEqual({ decision: 'BLOCK_AUTH', record: null });
           }
         },
