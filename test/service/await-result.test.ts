@@ -6,7 +6,7 @@ import { ALL_CAPS } from '../support/records.js';
 
 const AUTH = 'acme/alice';
 
-describe('TaskService.awaitResult', () => {
+describe('awaitTaskResult', () => {
   it('writes one audit line per decision it goes through, not one per wake', async () => {
     const store = new MemoryStore();
     const guard = openGuard({ store, capabilities: ALL_CAPS });

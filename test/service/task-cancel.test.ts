@@ -18,7 +18,7 @@ async function admitted(capabilities: TaskCapabilities = ALL_CAPS) {
   return { store, guard, taskId: created.record!.taskId };
 }
 
-describe('TaskService.cancel', () => {
+describe('RequestorSurface.cancel', () => {
   it('latches the cancellation, publishes it and writes one audit line; a second cancel finds it terminal', async () => {
     const { store, guard, taskId } = await admitted();
     const heard: Array<number | undefined> = [];
