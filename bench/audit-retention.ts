@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_RETENTION_MS, sweepStore } from '../src/service/expiry-sweeper.js';
-import { TaskService } from '../src/service/task-service.js';
+import { openGuard } from '../src/service/guard.js';
 import { PostgresStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { AuditEntry, TaskStore } from '../src/store/types.js';
@@ -15,7 +15,7 @@ import { openBenchPostgres } from './lib/postgres.js';
  * `npm run bench:audit`: what the audit trail and retention cost in storage, on SQLite and
  * PostgreSQL, with a simulated clock.
  *
- * 1. One task polled at 1 Hz for an hour (3,600 `tasks/get` through the service): audit rows and
+ * 1. One task polled at 1 Hz for an hour (3,600 `tasks/get` through the guard): audit rows and
  *    bytes for that task as stored now (aggregated reads), against one `task_audit` line per poll
  *    (the behaviour before aggregation, measured by writing those lines to the same store).
  * 2. 100,000 finished tasks, each with its two write lines and a read row: store size before and
@@ -186,12 +186,12 @@ async function pollHour(dialect: Dialect): Promise<void> {
   const before = await dialect.open('poll_before');
   try {
     await after.seed([record({ taskId: 'polled', createdAt: t0, lastUpdatedAt: t0, expiresAt: t0 + 24 * HOUR })]);
-    const service = new TaskService({ store: after, capabilities: { cancel: {} }, clock: () => clock.now });
+    const guard = openGuard({ store: after, capabilities: { cancel: {} }, clock: () => clock.now });
     const oldLines: AuditEntry[] = [];
     for (let i = 0; i < 3600; i++) {
       clock.now = t0 + i * 1000;
       const correlationId = `poll-${String(i).padStart(4, '0')}-${'x'.repeat(27)}`; // a UUID's length
-      await service.read({ auth: A, method: 'tasks/get', taskId: 'polled', correlationId });
+      await guard.requestor.read({ auth: A, method: 'tasks/get', taskId: 'polled', correlationId });
       oldLines.push({ at: clock.now, surface: 'read', decision: 'RETURN_STATUS', authKey: A, taskId: 'polled', correlationId, status: 'working', version: 1 });
     }
     await after.auditTrail({ taskId: 'polled' }); // drains the writer

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TaskService } from '../src/service/task-service.js';
+import { openGuard } from '../src/service/guard.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import { ToolRegistry } from '../src/tools/tool-registry.js';
 import { ALL_CAPS } from '../test/support/records.js';
@@ -30,15 +30,15 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
       store.db.exec('DROP INDEX tasks_held_by_auth');
       store.db.exec("CREATE INDEX tasks_active_by_auth ON tasks (auth_key) WHERE status IN ('working', 'input_required')");
     }
-    const service = new TaskService({ store, capabilities: ALL_CAPS });
+    const guard = openGuard({ store, capabilities: ALL_CAPS });
     const descriptor = new ToolRegistry([noopTool]).descriptor(noopTool);
     let n = 0;
     for (let c = 0; c < CALLERS; c++) {
       const auth = `bounds/${c}`;
       for (let i = 0; i < history; i++) {
-        const created = await createTask(service.guard, { auth, tool: descriptor, request: taskCall(++n) });
+        const created = await createTask(guard, { auth, tool: descriptor, request: taskCall(++n) });
         if (created.decision !== 'ACCEPT_TASK' || created.record === null) throw new Error(`seed: ${created.decision}`);
-        const done = await service.transition({
+        const done = await guard.worker.transition({
           auth,
           taskId: created.record.taskId,
           write: { status: 'completed', expectedVersion: created.record.version, result: { content: [] } },
@@ -49,7 +49,7 @@ async function probe(history: number, schema: 'shipped' | 'replaced'): Promise<{
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < MEASURED; i++) {
-      const out = await createTask(service.guard, { auth: `bounds/${i % CALLERS}`, tool: descriptor, request: taskCall(++n) });
+      const out = await createTask(guard, { auth: `bounds/${i % CALLERS}`, tool: descriptor, request: taskCall(++n) });
       if (out.decision !== 'ACCEPT_TASK') throw new Error(`measured: ${out.decision}`);
     }
     const wall = performance.now() - t0;

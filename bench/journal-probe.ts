@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TaskService } from '../src/service/task-service.js';
+import { openGuard } from '../src/service/guard.js';
 import { openStore } from '../src/store/open-store.js';
 import { ToolRegistry } from '../src/tools/tool-registry.js';
 import { Worker } from '../src/worker/worker.js';
@@ -33,10 +33,10 @@ async function child(storeKind: string, url: string, mode: Mode): Promise<void> 
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) throw new Error('run with --expose-gc');
   const store = await openStore(url);
-  const svc = new TaskService({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100, maxJournalBytes: 64 * MiB } });
+  const svc = openGuard({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100, maxJournalBytes: 64 * MiB } });
   if (mode === 'parsed at read') {
-    const read = svc.lookupSteps.bind(svc);
-    svc.lookupSteps = async (input) => {
+    const read = svc.worker.lookupSteps.bind(svc.worker);
+    svc.worker.lookupSteps = async (input) => {
       const rows = await read(input);
       for (const row of rows) void row.value;
       return rows;
@@ -64,16 +64,16 @@ async function child(storeKind: string, url: string, mode: Mode): Promise<void> 
     await ctx.step.sleep('pause', 1);
     return text('done');
   });
-  const worker = new Worker(svc, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 120_000 });
+  const worker = new Worker(svc.worker, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 120_000 });
   worker.start();
-  const created = await createTask(svc.guard, {
+  const created = await createTask(svc, {
     auth: 'probe/alice',
     tool: { name: 'journal', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'journal', arguments: {}, task: {} } },
   });
   const taskId = created.record!.taskId;
   for (;;) {
-    const record = (await svc.lookup({ auth: 'probe/alice', taskId })).record;
+    const record = (await svc.worker.lookup({ auth: 'probe/alice', taskId })).record;
     if (record !== null && record.status !== 'working') {
       if (record.status !== 'completed') throw new Error(`task ended ${record.status}`);
       break;

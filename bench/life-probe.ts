@@ -1,3 +1,4 @@
+import { awaitTaskResult } from '../src/runtime/requestor-reads.js';
 import pg from 'pg';
 import type { WireRequest } from '../src/core/types.js';
 import { createLogger } from '../src/runtime/log.js';
@@ -61,9 +62,9 @@ async function main(): Promise<void> {
   });
   await runtime.start();
   const claims: string[] = [];
-  const svc = runtime.service as unknown as { claim: (i: { limit: number }) => Promise<unknown[]> };
-  const claim = svc.claim.bind(svc);
-  svc.claim = async (i) => {
+  const port = runtime.guard.worker as unknown as { claim: (i: { limit: number }) => Promise<unknown[]> };
+  const claim = port.claim.bind(port);
+  port.claim = async (i) => {
     const t = performance.now();
     const out = await claim(i);
     claims.push(`${t.toFixed(0)} limit ${i.limit} got ${out.length} in ${(performance.now() - t).toFixed(0)}`);
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
     const created = await createTask(runtime.guard, { auth, tool: descriptor, request });
     if (created.decision !== 'ACCEPT_TASK') throw new Error(created.decision);
     const t1 = performance.now();
-    const out = await runtime.service.awaitResult({ auth, taskId: created.record.taskId });
+    const out = await awaitTaskResult(runtime.guard, { auth, taskId: created.record.taskId });
     if (out.decision !== 'RETURN_RESULT') throw new Error(out.decision);
     const t3 = performance.now();
     const t2 = started.get(me) ?? NaN;

@@ -1,4 +1,4 @@
-// What the service's observers (Prometheus metrics and the decision log at info) cost on the
+// What the guard's observers (Prometheus metrics and the decision log at info) cost on the
 // caller's path: task-augmented create + tasks/get pairs per second on the memory and SQLite
 // stores, without and with them, alternating, median of 5 rounds. Run after `npm run build`:
 //   node scripts/observer-overhead.mjs
@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { TaskMetrics } from '../dist/metrics/task-metrics.js';
 import { decisionLog } from '../dist/runtime/decision-log.js';
 import { createLogger } from '../dist/runtime/log.js';
-import { TaskService } from '../dist/service/task-service.js';
+import { readTask } from '../dist/runtime/requestor-reads.js';
+import { openGuard } from '../dist/service/guard.js';
 import { MemoryStore } from '../dist/store/memory/memory-store.js';
 import { SqliteStore } from '../dist/store/sqlite/store.js';
 
@@ -17,14 +18,14 @@ const tool = { name: 't', execution: { taskSupport: 'optional' } };
 
 async function pairsPerSecond(kind, observed, n) {
   const store = kind === 'memory' ? new MemoryStore() : await SqliteStore.open(join(mkdtempSync(join(tmpdir(), 'tasklatch-overhead-')), 'tasks.db'));
-  const service = new TaskService({ store, capabilities });
-  const metrics = observed ? new TaskMetrics(service, { processMetrics: false }) : null;
-  if (observed) service.events.add(decisionLog(createLogger('info')));
+  const guard = openGuard({ store, capabilities });
+  const metrics = observed ? new TaskMetrics(guard.context, { processMetrics: false }) : null;
+  if (observed) guard.context.events.add(decisionLog(createLogger('info')));
   const started = performance.now();
   for (let i = 0; i < n; i++) {
     // One caller per task: the active-task limit stays out of the way.
-    const out = await service.create({ auth: `a/${i}`, tool, request: { method: 'tools/call', params: { name: 't', arguments: {}, task: {} } } });
-    await service.read({ auth: `a/${i}`, method: 'tasks/get', taskId: out.record.taskId });
+    const out = await guard.requestor.create({ auth: `a/${i}`, tool, request: { method: 'tools/call', params: { name: 't', arguments: {}, task: {} } } });
+    await readTask(guard, { auth: `a/${i}`, method: 'tasks/get', taskId: out.record.taskId });
   }
   const rate = (n / (performance.now() - started)) * 1000;
   metrics?.close();

@@ -21,7 +21,7 @@ describe('examples/own-tools/tools.mjs place_order', () => {
       });
       const taskId = created.record!.taskId;
       const done = await until(async () => {
-        const r = (await runtime.service.lookup({ auth, taskId })).record;
+        const r = (await runtime.guard.worker.lookup({ auth, taskId })).record;
         return r?.status === 'completed' ? r : undefined;
       });
       expect(done.result).toMatchObject({
@@ -33,7 +33,7 @@ describe('examples/own-tools/tools.mjs place_order', () => {
           attempt: 1,
         },
       });
-      const journal = await runtime.service.lookupSteps({ auth, taskId });
+      const journal = await runtime.guard.worker.lookupSteps({ auth, taskId });
       expect(journal.map((s) => `${s.name} ${s.status}`)).toEqual(['reserve completed', 'charge completed', 'cool-down sleeping', 'ship completed']);
     } finally {
       await runtime.close(100);

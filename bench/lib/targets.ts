@@ -6,13 +6,13 @@ import { runsOf } from './trials.js';
 
 /** Latency row names shared by the scenarios and the targets. */
 export const READ = {
-  getAudited: 'tasks/get via TaskService (auditReads on, the default)',
-  getQuiet: 'tasks/get via TaskService (auditReads off)',
+  getAudited: 'tasks/get via the guard (auditReads on, the default)',
+  getQuiet: 'tasks/get via the guard (auditReads off)',
   getWire: 'tasks/get via MCP in-memory (TaskServer: auditReads on)',
-  firstAudited: 'tasks/list first page via TaskService (auditReads on)',
-  firstQuiet: 'tasks/list first page via TaskService (auditReads off)',
-  deepAudited: 'tasks/list deep page via TaskService (auditReads on)',
-  deepQuiet: 'tasks/list deep page via TaskService (auditReads off)',
+  firstAudited: 'tasks/list first page via the guard (auditReads on)',
+  firstQuiet: 'tasks/list first page via the guard (auditReads off)',
+  deepAudited: 'tasks/list deep page via the guard (auditReads on)',
+  deepQuiet: 'tasks/list deep page via the guard (auditReads off)',
 } as const;
 
 export const WAKE_SCENARIO = 'wake-up after terminal write';
@@ -38,7 +38,7 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
       [GROUP.sqlite, 'sqlite'],
       [GROUP.postgres, 'postgres'],
     ] as const) {
-      results.addRatio(`${label} TaskService.create ÷ same without active-task limit`, c, [group, V.service], [group, V.serviceNoLimit]);
+      results.addRatio(`${label} requestor.create ÷ same without active-task limit`, c, [group, V.service], [group, V.serviceNoLimit]);
     }
     for (const [group, label] of [
       [GROUP.memory, 'memory'],
@@ -49,7 +49,7 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
     }
     results.addRatio('postgres tasklatch MCP in-memory ÷ pg-boss send', c, [GROUP.postgres, V.mcpMemory], [GROUP.postgres, V.bossSend]);
     results.addRatio('postgres tasklatch MCP HTTP ÷ pg-boss send', c, [GROUP.postgres, V.mcpHttp], [GROUP.postgres, V.bossSend]);
-    results.addRatio('postgres TaskService.create ÷ pg-boss send', c, [GROUP.postgres, V.service], [GROUP.postgres, V.bossSend]);
+    results.addRatio('postgres requestor.create ÷ pg-boss send', c, [GROUP.postgres, V.service], [GROUP.postgres, V.bossSend]);
     results.addRatio('lifecycle tasklatch create→complete ÷ pg-boss send→fetch→complete', c, [GROUP.postgres, V.lifeTasklatch], [GROUP.postgres, V.lifeBoss]);
   }
 
@@ -61,24 +61,24 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
     targets.push({ name, pass: r.value >= min, figure: `${fmt(r.value)}× (${runs}${context})` });
   };
   const service = (group: string) =>
-    results.ratios.find((x) => x.name.startsWith(group) && x.name.includes('TaskService.create') && x.name.endsWith('raw ceiling') && x.concurrency === AT);
+    results.ratios.find((x) => x.name.startsWith(group) && x.name.includes('requestor.create') && x.name.endsWith('raw ceiling') && x.concurrency === AT);
   ratioTarget(
     'PostgreSQL admission ≥ 0.7× raw ceiling @16',
     `postgres ${V.mcpMemory} ÷ raw ceiling`,
     0.7,
-    `MCP in-memory; HTTP ${ratioFigure(results, `postgres ${V.mcpHttp} ÷ raw ceiling`)}, TaskService ${service('postgres') === undefined ? '–' : fmt(service('postgres')?.value ?? NaN)}×`,
+    `MCP in-memory; HTTP ${ratioFigure(results, `postgres ${V.mcpHttp} ÷ raw ceiling`)}, guard ${service('postgres') === undefined ? '–' : fmt(service('postgres')?.value ?? NaN)}×`,
   );
   ratioTarget(
     'SQLite admission ≥ 0.7× raw ceiling @16',
     `sqlite ${V.mcpMemory} ÷ raw ceiling`,
     0.7,
-    `MCP in-memory; HTTP ${ratioFigure(results, `sqlite ${V.mcpHttp} ÷ raw ceiling`)}, TaskService ${service('sqlite') === undefined ? '–' : fmt(service('sqlite')?.value ?? NaN)}×`,
+    `MCP in-memory; HTTP ${ratioFigure(results, `sqlite ${V.mcpHttp} ÷ raw ceiling`)}, guard ${service('sqlite') === undefined ? '–' : fmt(service('sqlite')?.value ?? NaN)}×`,
   );
   ratioTarget(
     'PostgreSQL admission through the MCP path ≥ 1× pg-boss send @16',
     'postgres tasklatch MCP in-memory ÷ pg-boss send',
     1,
-    `MCP in-memory; HTTP ${ratioFigure(results, 'postgres tasklatch MCP HTTP ÷ pg-boss send')}, TaskService ${ratioFigure(results, 'postgres TaskService.create ÷ pg-boss send')}`,
+    `MCP in-memory; HTTP ${ratioFigure(results, 'postgres tasklatch MCP HTTP ÷ pg-boss send')}, guard ${ratioFigure(results, 'postgres requestor.create ÷ pg-boss send')}`,
   );
 
   for (const store of ['postgres', 'sqlite']) {

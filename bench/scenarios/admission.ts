@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import PgBoss from 'pg-boss';
 import type { TaskServer } from '../../src/wire-2025/task-server.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard } from '../../src/service/guard.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
@@ -31,12 +31,12 @@ import { createTask } from '../../src/runtime/requests/create-task.js';
 export const V = {
   mcpMemory: 'tasklatch MCP in-memory',
   mcpHttp: 'tasklatch MCP HTTP',
-  service: 'tasklatch TaskService.create (no wire)',
+  service: 'tasklatch requestor.create (no wire)',
   sdk: 'SDK experimental tasks MCP in-memory',
   ceiling: 'raw ceiling (task+outbox+audit txn)',
   ceilingNotify: 'raw ceiling + pg_notify (diagnostic)',
   mcpNoListen: 'tasklatch MCP in-memory, no LISTEN (diagnostic)',
-  serviceNoLimit: 'tasklatch TaskService.create, maxActiveTasks off (diagnostic)',
+  serviceNoLimit: 'tasklatch requestor.create, maxActiveTasks off (diagnostic)',
   bossSend: 'pg-boss send',
   lifeTasklatch: 'lifecycle: tasklatch create→complete (service)',
   lifeBoss: 'lifecycle: pg-boss send→fetch→complete',
@@ -80,14 +80,14 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
   const descriptor = server.tools.descriptor(noopTool);
   // The same service without the active-task limit: no count of the caller's active tasks (and
   // on PostgreSQL no advisory lock) in the admission transaction.
-  const unlimited = new TaskService({ store: server.service.store, capabilities: server.capabilities, limits: { maxActiveTasks: null } });
+  const unlimited = openGuard({ store: server.guard.context.store, capabilities: server.capabilities, limits: { maxActiveTasks: null } });
   const variants: Variant[] = [
     { name: V.mcpMemory, op: (w) => expectTask(callAsTask(memory[w] as Client, next())) },
     { name: V.mcpHttp, op: (w) => httpTask(() => callAsTask(viaHttp[w] as Client, next())) },
     {
       name: V.service,
       op: async (w) => {
-        const out = await createTask(server.runtime.guard, { auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
+        const out = await createTask(server.guard, { auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -95,7 +95,7 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
       name: V.serviceNoLimit,
       concurrencies: diag,
       op: async (w) => {
-        const out = await createTask(unlimited.guard, { auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
+        const out = await createTask(unlimited, { auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -189,9 +189,9 @@ export async function admission(results: Results, config: BenchConfig, pg: Bench
         op: async (w) => {
           const auth = lifeKey(w);
           // Completed at once, so the caller never nears its active-task limit.
-          const created = await createTask(server.runtime.guard, { auth, tool: descriptor, request: taskCall(next()) });
+          const created = await createTask(server.guard, { auth, tool: descriptor, request: taskCall(next()) });
           if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
-          const done = await server.service.transition({
+          const done = await server.guard.worker.transition({
             auth,
             taskId: created.record.taskId,
             write: { status: 'completed', expectedVersion: created.record.version, result: { content: [{ type: 'text', text: 'ok' }] } },

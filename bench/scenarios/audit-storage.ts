@@ -91,7 +91,7 @@ async function pollAnHour(dialect: Dialect, n: number, maintained: boolean): Pro
     }
     for (let s = 1; s <= 3600; s++) {
       clock.now = t0 + s * 1000;
-      await Promise.all(ids.map((taskId) => runtime.service.read({ auth: AUTH, method: 'tasks/get', taskId })));
+      await Promise.all(ids.map((taskId) => runtime.guard.requestor.read({ auth: AUTH, method: 'tasks/get', taskId })));
       if (maintained && s % 60 === 0) {
         await store.auditTrail({ taskId: ids[0] as string }); // drains the queued read audit
         await dialect.minutely(store);
@@ -99,9 +99,9 @@ async function pollAnHour(dialect: Dialect, n: number, maintained: boolean): Pro
     }
     clock.now = t0 + HOUR + 1000;
     for (const taskId of ids) {
-      const read = await runtime.service.read({ auth: AUTH, method: 'tasks/get', taskId });
+      const read = await runtime.guard.requestor.read({ auth: AUTH, method: 'tasks/get', taskId });
       if (read.record === null) throw new Error(`audit storage: task ${taskId} not found`);
-      const done = await runtime.service.transition({
+      const done = await runtime.guard.worker.transition({
         auth: AUTH,
         taskId,
         write: { status: 'completed', expectedVersion: read.record.version, result: { content: [{ type: 'text', text: 'ok' }] } },

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StatusWrite } from '../../src/core/types.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { TaskStore } from '../../src/store/types.js';
@@ -32,8 +32,8 @@ function writeOf(i: number): StatusWrite {
  * One race: a fresh task, then `writers` transitions started in the same tick, each to a terminal
  * status at version 1. Exactly one may apply; every other must be classified.
  */
-async function race(service: TaskService, writers: number): Promise<{ winner: number; losers: number[]; decisions: Record<string, number> }> {
-  const created = await createTask(service.guard, {
+async function race(guard: Guard, writers: number): Promise<{ winner: number; losers: number[]; decisions: Record<string, number> }> {
+  const created = await createTask(guard, {
     auth: AUTH,
     tool: { name: TOOL, execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(0), task: { ttl: TTL_MS } } },
@@ -43,7 +43,7 @@ async function race(service: TaskService, writers: number): Promise<{ winner: nu
   const t0 = performance.now();
   const answers = await Promise.all(
     Array.from({ length: writers }, (_, i) =>
-      service.transition({ auth: AUTH, taskId, write: writeOf(i) }).then((out) => ({ decision: out.decision, ms: performance.now() - t0 })),
+      guard.worker.transition({ auth: AUTH, taskId, write: writeOf(i) }).then((out) => ({ decision: out.decision, ms: performance.now() - t0 })),
     ),
   );
   const decisions: Record<string, number> = {};
@@ -66,20 +66,20 @@ export async function contention(results: Results, config: BenchConfig, pg: Benc
   ];
   for (const [name, open] of stores) {
     const store = await open();
-    const service = new TaskService({ store, capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
-    for (let r = 0; r < 3; r++) await race(service, writers);
+    const guard = openGuard({ store, capabilities: { cancel: {}, requests: { tools: { call: {} } } } });
+    for (let r = 0; r < 3; r++) await race(guard, writers);
     const winners: number[] = [];
     const losers: number[] = [];
     const totals: Record<string, number> = {};
     for (let r = 0; r < config.contentionRounds; r++) {
-      const out = await race(service, writers);
+      const out = await race(guard, writers);
       winners.push(out.winner);
       losers.push(...out.losers);
       for (const [k, v] of Object.entries(out.decisions)) totals[k] = (totals[k] ?? 0) + v;
     }
     const note = `${config.contentionRounds} races; decisions ${JSON.stringify(totals)}`;
-    results.addLatency(`contention ${name} (${writers} writers, TaskService.transition)`, 'single winner: start → APPLY_TRANSITION', winners, note);
-    results.addLatency(`contention ${name} (${writers} writers, TaskService.transition)`, 'every loser: start → classified answer', losers, note);
+    results.addLatency(`contention ${name} (${writers} writers, worker.transition)`, 'single winner: start → APPLY_TRANSITION', winners, note);
+    results.addLatency(`contention ${name} (${writers} writers, worker.transition)`, 'every loser: start → classified answer', losers, note);
     await store.close();
   }
   await rm(dir, { recursive: true, force: true });

@@ -98,14 +98,18 @@ export async function endToEnd(results: Results, config: BenchConfig, pg: BenchP
     await Promise.allSettled(clients.map((c) => c.close()));
     await running.close();
 
-    // Wake-up in the same process: the waiter and the writer share the TaskService.
+    // Wake-up in the same process: the waiter and the writer share the guard.
     const parked = await tasklatchServer(store, { execute: false });
     const waiter = await memoryClient(parked, principalOf(0));
     const auth = authKeyOf(principalOf(0));
     const wake = async () => {
       const created = await callAsTask(waiter, 0);
       return wakeSample(waiter, created.task.taskId, async () => {
-        const out = await parked.service.transition({ auth, taskId: created.task.taskId, write: { status: 'completed', expectedVersion: 1, result: RESULT } });
+        const out = await parked.guard.worker.transition({
+          auth,
+          taskId: created.task.taskId,
+          write: { status: 'completed', expectedVersion: 1, result: RESULT },
+        });
         if (out.decision !== 'APPLY_TRANSITION') throw new Error(`expected APPLY_TRANSITION, got ${out.decision}`);
       });
     };

@@ -1,3 +1,4 @@
+import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import { Logger, run as runGraphile } from 'graphile-worker';
@@ -27,8 +28,8 @@ export const L = {
 } as const;
 
 export const K = {
-  keyed: 'tasklatch TaskService.create, idempotency key + maxActiveTasks 100',
-  bare: 'tasklatch TaskService.create, no key, no limit (diagnostic)',
+  keyed: 'tasklatch requestor.create, idempotency key + maxActiveTasks 100',
+  bare: 'tasklatch requestor.create, no key, no limit (diagnostic)',
   ceiling: 'Node raw ceiling (task+outbox+audit txn)',
   bossSend: 'pg-boss send',
   pgbench: 'pgbench -c 16, the same admission statements (libpq, C)',
@@ -87,7 +88,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
         const auth = authOf(w);
         const created = await createTask(withWorker.guard, { auth, tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
-        const out = await withWorker.service.awaitResult({ auth, taskId: created.record.taskId });
+        const out = await awaitTaskResult(withWorker.guard, { auth, taskId: created.record.taskId });
         if (out.decision !== 'RETURN_RESULT') throw new Error(`expected RETURN_RESULT, got ${out.decision}`);
       },
     },
@@ -97,9 +98,9 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
         const created = await createTask(direct.guard, { auth: authOf(w), tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
         for (let attempt = 0; attempt < 5; attempt++) {
-          const [task] = await direct.service.claim({ owner: `bench-${w}`, leaseMs: 30_000, limit: 1, maxAttempts: 5, abandonedResult: null });
+          const [task] = await direct.guard.worker.claim({ owner: `bench-${w}`, leaseMs: 30_000, limit: 1, maxAttempts: 5, abandonedResult: null });
           if (task === undefined) continue;
-          const done = await direct.service.transition({
+          const done = await direct.guard.worker.transition({
             auth: task.authKey,
             taskId: task.taskId,
             write: { status: 'completed', expectedVersion: task.version, result: RESULT },

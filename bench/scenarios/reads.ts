@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type pg from 'pg';
-import { TaskService } from '../../src/service/task-service.js';
+import { listTasks, readTask } from '../../src/runtime/requestor-reads.js';
+import { openGuard } from '../../src/service/guard.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { TaskStore } from '../../src/store/types.js';
@@ -123,8 +124,8 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const scenario = `reads ${kind}`;
   const n = config.readTasks;
   const tenants = config.readTenants;
-  const audited = new TaskService({ store, capabilities: CAPABILITIES });
-  const quiet = new TaskService({ store, capabilities: CAPABILITIES, auditReads: false });
+  const audited = openGuard({ store, capabilities: CAPABILITIES });
+  const quiet = openGuard({ store, capabilities: CAPABILITIES, auditReads: false });
   const samples = config.readSamples;
 
   // tasks/get, audited and not, taking turns so both see the same cache state.
@@ -132,12 +133,12 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const getOn: number[] = [];
   const getOff: number[] = [];
   for (const [k, target] of gets.entries()) {
-    for (const [service, out] of [
+    for (const [guard, out] of [
       [audited, getOn],
       [quiet, getOff],
     ] as const) {
       const t0 = performance.now();
-      const found = await service.read({ auth: target.auth, method: 'tasks/get', taskId: target.taskId });
+      const found = await readTask(guard, { auth: target.auth, method: 'tasks/get', taskId: target.taskId });
       const dt = performance.now() - t0;
       if (found.decision !== 'RETURN_STATUS') throw new Error(`tasks/get of ${target.taskId}: ${found.decision}`);
       if (k >= 100) out.push(dt);
@@ -160,18 +161,18 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   await Promise.allSettled(clients.map((c) => c.close()));
   await server.close();
 
-  // tasks/list: a first page of a random tenant, and a deep page from a cursor the service gave.
+  // tasks/list: a first page of a random tenant, and a deep page from a cursor the guard gave.
   const randomTenant = () => authKey(Math.floor(Math.random() * tenants));
   const firstOn: number[] = [];
   const firstOff: number[] = [];
   for (let k = 0; k < samples + 50; k++) {
     const auth = randomTenant();
-    for (const [service, out] of [
+    for (const [guard, out] of [
       [audited, firstOn],
       [quiet, firstOff],
     ] as const) {
       const t0 = performance.now();
-      const page = await service.list({ auth });
+      const page = await listTasks(guard, { auth });
       const dt = performance.now() - t0;
       if (page.records === null || page.records.length === 0) throw new Error(`tasks/list of ${auth}: empty`);
       if (k >= 50) out.push(dt);
@@ -181,30 +182,30 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   results.addLatency(scenario, READ.firstQuiet, firstOff);
 
   const livePerTenant = Math.floor((0.9 * n) / tenants);
-  const depth = Math.max(1, Math.min(15, Math.floor(livePerTenant / audited.limits.pageSize) - 2));
+  const depth = Math.max(1, Math.min(15, Math.floor(livePerTenant / audited.context.limits.pageSize) - 2));
   const cursors: Array<{ auth: string; cursor: string }> = [];
   for (let k = 0; k < Math.min(100, tenants); k++) {
     const auth = authKey(Math.floor((k * tenants) / Math.min(100, tenants)));
     let cursor: string | undefined;
-    for (let p = 0; p < depth; p++) cursor = (await quiet.list({ auth, ...(cursor === undefined ? {} : { cursor }) })).nextCursor ?? undefined;
+    for (let p = 0; p < depth; p++) cursor = (await listTasks(quiet, { auth, ...(cursor === undefined ? {} : { cursor }) })).nextCursor ?? undefined;
     if (cursor !== undefined) cursors.push({ auth, cursor });
   }
   const deepOn: number[] = [];
   const deepOff: number[] = [];
   for (let k = 0; k < samples + 50; k++) {
     const at = cursors[Math.floor(Math.random() * cursors.length)] as { auth: string; cursor: string };
-    for (const [service, out] of [
+    for (const [guard, out] of [
       [audited, deepOn],
       [quiet, deepOff],
     ] as const) {
       const t0 = performance.now();
-      const page = await service.list(at);
+      const page = await listTasks(guard, at);
       const dt = performance.now() - t0;
       if (page.records === null || page.records.length === 0) throw new Error(`deep tasks/list of ${at.auth}: empty`);
       if (k >= 50) out.push(dt);
     }
   }
-  results.addLatency(scenario, READ.deepAudited, deepOn, `page ${depth + 1} of ~${Math.ceil(livePerTenant / audited.limits.pageSize)}`);
+  results.addLatency(scenario, READ.deepAudited, deepOn, `page ${depth + 1} of ~${Math.ceil(livePerTenant / audited.context.limits.pageSize)}`);
   results.addLatency(scenario, READ.deepQuiet, deepOff, `page ${depth + 1}`);
 
   // The sweeper over the expired tenth, in batches of 1000, within the time budget.

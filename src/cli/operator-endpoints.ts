@@ -15,11 +15,11 @@ export interface OperatorOptions {
 
 /** The operator's routes of one runtime (`/healthz`, `/readyz`, `/metrics`) and its metrics. */
 export function operatorEndpointsFor(runtime: TaskRuntime, options: OperatorOptions = {}): { route: ExtraRoute; close(): void } {
-  const readiness = () => checkReadiness(runtime.service);
+  const readiness = () => checkReadiness(runtime.guard);
   if (options.metrics === false) {
     return { route: operatorRoutes({ readiness, metricsElsewhere: 'metrics are served on their own listener (--metrics)' }), close: () => undefined };
   }
-  const metrics = new TaskMetrics(runtime.service);
+  const metrics = new TaskMetrics(runtime.guard.context);
   const route = operatorRoutes({
     metrics: () => metrics.render(),
     readiness,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { TasklatchError } from '../core/errors.js';
 import { authKeyOf } from '../core/principal.js';
-import { TaskService } from '../service/task-service.js';
+import { openGuard } from '../service/guard.js';
 import type { TaskStore } from '../store/types.js';
 import type { CliIo } from './io.js';
 import { openOperatorStore } from './operator-store.js';
@@ -139,9 +139,9 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       const auth = authKeyOf(prepared as ReturnType<typeof parsePrincipalArg>);
       // Through the guard, as the task's own client would cancel: the store latches and audits
       // it in one transaction and signals it (NOTIFY, or the change line a SQLite listener polls).
-      const service = new TaskService({ store, capabilities: { cancel: {} } });
+      const { requestor } = openGuard({ store, capabilities: { cancel: {} } });
       const correlationId = `operator:${randomUUID()}`;
-      const out = await service.cancel({ auth, taskId: id, correlationId });
+      const out = await requestor.cancel({ auth, taskId: id, correlationId });
       if (out.record === null) {
         throw new TasklatchError('INVALID_INPUT', `task ${JSON.stringify(id)} is not one of ${auth}'s (${out.decision}): nothing changed`);
       }

@@ -1,4 +1,4 @@
-import type { TaskService } from '../service/task-service.js';
+import type { GuardContext } from '../service/guard-context.js';
 import type { TaskStats } from '../store/task-operations.js';
 
 /** One read of the store for the gauges: its counts, the abandoned tasks seen since start, when. */
@@ -23,7 +23,7 @@ export class StoreSnapshot {
   private abandoned = 0;
 
   constructor(
-    private readonly service: TaskService,
+    private readonly context: Pick<GuardContext, 'store' | 'clock' | 'timed' | 'started'>,
     private readonly intervalMs: number,
     private readonly timeoutMs: number,
   ) {}
@@ -45,11 +45,12 @@ export class StoreSnapshot {
 
   private async refresh(): Promise<void> {
     try {
-      const { store } = this.service;
-      const now = this.service.now();
-      const stats = await store.taskStats({ now });
-      const sleeping = await store.sleepingTasks({ now });
-      const tally = await store.auditTally({ after: this.position });
+      const { context } = this;
+      const { store } = context;
+      const now = context.clock();
+      const stats = await context.timed('taskStats', context.started(), store.taskStats({ now }));
+      const sleeping = await context.timed('sleepingTasks', context.started(), store.sleepingTasks({ now }));
+      const tally = await context.timed('auditTally', context.started(), store.auditTally({ after: this.position }));
       if (this.position !== null) this.abandoned += tally.abandoned;
       this.position = tally.position;
       this.last = { stats, sleeping, abandoned: this.abandoned, at: Date.now() };

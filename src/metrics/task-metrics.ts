@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { TaskService } from '../service/task-service.js';
+import type { GuardContext } from '../service/guard-context.js';
 import type { TaskObserver } from '../service/task-events.js';
 import { TASK_STATUSES } from '../core/types.js';
 import { StoreSnapshot } from './store-snapshot.js';
@@ -18,7 +18,7 @@ const STORE_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 
 /**
  * The Prometheus metrics of one process (prom-client, in a registry of its own). The counters
- * and histograms are fed by the service's events (`TaskService.events`), where the decisions are
+ * and histograms are fed by the guard's events (`GuardContext.events`), where the decisions are
  * made; the task gauges and the abandoned count are read from the store when scraped, at most
  * once per `storeReadIntervalMs`, so that any number of scrapers costs the store one read.
  */
@@ -26,7 +26,7 @@ export class TaskMetrics {
   readonly registry = new Registry();
   private readonly detach: () => void;
 
-  constructor(service: TaskService, options: TaskMetricsOptions = {}) {
+  constructor(context: GuardContext, options: TaskMetricsOptions = {}) {
     const registers = [this.registry];
     const counter = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers });
     const admissions = counter('tasklatch_admissions_total', 'tools/call decisions (create surface) by tool and decision code', ['tool', 'decision']);
@@ -70,7 +70,7 @@ export class TaskMetrics {
     const results = gauge('tasklatch_results_waiting', 'tasks/result requests held open until their task ends');
     const subscriptions = gauge('tasklatch_subscriptions_open', 'task subscriptions (2026-07-28 streams) open');
 
-    const snapshot = new StoreSnapshot(service, options.storeReadIntervalMs ?? 10_000, options.storeReadTimeoutMs ?? 2_000);
+    const snapshot = new StoreSnapshot(context, options.storeReadIntervalMs ?? 10_000, options.storeReadTimeoutMs ?? 2_000);
     const fromStore = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: NonNullable<StoreSnapshot['last']>) => void) =>
       new Gauge({
         name,
@@ -148,7 +148,7 @@ export class TaskMetrics {
       },
       waiting: (kind, delta) => (kind === 'result' ? results : subscriptions).inc(delta),
     };
-    this.detach = service.events.add(observer);
+    this.detach = context.events.add(observer);
   }
 
   /** The exposition text and its content type, for `GET /metrics`. */
@@ -156,7 +156,7 @@ export class TaskMetrics {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 
-  /** Stops listening to the service. */
+  /** Stops listening to the guard's events. */
   close(): void {
     this.detach();
   }

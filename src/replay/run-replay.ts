@@ -2,7 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { parseTimestamp } from '../core/time.js';
 import type { TaskCapabilities } from '../core/types.js';
 import { createTask } from '../runtime/requests/create-task.js';
-import { TaskService } from '../service/task-service.js';
+import { listTasks, readTask } from '../runtime/requestor-reads.js';
+import { openGuard } from '../service/guard.js';
 import type { TaskStore } from '../store/types.js';
 import type { ReplayCase, ReplayFixture } from './fixture.js';
 import { performInput } from './perform-input.js';
@@ -38,8 +39,8 @@ export function sha256Hex(bytes: Uint8Array): string {
 
 /**
  * Replays every case through `store`: seeds the case's stored records, performs the operation
- * through the task service (the path the wire uses; input cases through the store, which
- * decides them: `performInput`; step cases, which the service does not serve, through the
+ * through the guard (`openGuard`: the path the wire uses; input cases through the store, which
+ * decides them: `performInput`; step cases, which the guard does not serve, through the
  * store too: `performStep`), and compares decisions.
  *
  * Cases share one store, so each case's ids and auth keys live under a namespace of their own
@@ -84,26 +85,26 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
     'capabilities' in packet ? (packet.capabilities as TaskCapabilities) : { list: {}, cancel: {}, requests: { tools: { call: {} } } };
   // The contract has no bounds on a caller's tasks; a case that names tasklatch's own sets them.
   const bounds = { maxActiveTasks: null, maxStoredTasks: null, ...(replayCase.surface === 'create' ? replayCase.packet.limits : undefined) };
-  const service = new TaskService({ store, capabilities, clock: () => parseTimestamp(packet.now), limits: bounds });
+  const guard = openGuard({ store, capabilities, clock: () => parseTimestamp(packet.now), limits: bounds });
   switch (replayCase.surface) {
     case 'create': {
       const p = replayCase.packet;
       if (p.prior !== null) await store.seed([toRecord(p.prior, ns)]);
-      const outcome = await createTask(service.guard, { auth, tool: p.tool, request: p.request });
+      const outcome = await createTask(guard, { auth, tool: p.tool, request: p.request });
       return { actual: outcome.decision };
     }
     case 'transition': {
       const p = replayCase.packet;
       if (p.task !== null) await store.seed([toRecord(p.task, ns)]);
       const taskId = ns + (p.task?.taskId ?? 'absent');
-      const outcome = await service.transition({ auth, taskId, write: p.write });
+      const outcome = await guard.worker.transition({ auth, taskId, write: p.write });
       return { actual: outcome.decision };
     }
     case 'read': {
       const p = replayCase.packet;
       if (p.task !== null) await store.seed([toRecord(p.task, ns)]);
       const taskId = ns + p.params.taskId;
-      const outcome = p.method === 'tasks/cancel' ? await service.cancel({ auth, taskId }) : await service.read({ auth, method: p.method, taskId });
+      const outcome = p.method === 'tasks/cancel' ? await guard.requestor.cancel({ auth, taskId }) : await readTask(guard, { auth, method: p.method, taskId });
       return { actual: outcome.decision };
     }
     case 'list': {
@@ -113,7 +114,7 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
       let cursor: string | undefined;
       // Follow every page: the expectation is the whole filtered listing.
       for (;;) {
-        const outcome = await service.list({ auth, cursor });
+        const outcome = await listTasks(guard, { auth, cursor });
         if (outcome.decision !== 'LIST_FILTERED') return { actual: outcome.decision };
         taskIds.push(...outcome.records.map((r) => r.taskId.slice(ns.length)));
         if (outcome.nextCursor === null) return { actual: outcome.decision, taskIds };

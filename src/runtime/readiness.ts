@@ -1,5 +1,5 @@
 import { coerceError } from '../core/errors.js';
-import type { TaskService } from '../service/task-service.js';
+import type { Guard } from '../service/guard.js';
 
 /** One check of `/readyz` and `tasklatch doctor`: ok, or what is wrong and what to do. */
 export interface ReadinessCheck {
@@ -28,15 +28,17 @@ export function readinessOf(checks: ReadinessCheck[]): Readiness {
  * is the one this code migrates to, and, where the store notifies, the notification connection
  * is up (without it, waiters and idle workers hear other processes only by polling).
  */
-export async function checkReadiness(service: TaskService, timeoutMs = 2000): Promise<Readiness> {
+export async function checkReadiness(guard: Pick<Guard, 'context' | 'relay'>, timeoutMs = 2000): Promise<Readiness> {
+  const { context, relay } = guard;
+  const { store } = context;
   const checks: ReadinessCheck[] = [];
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
   });
   try {
-    const schema = await Promise.race([service.store.schemaState(), timeout]);
-    checks.push({ name: 'store', ok: true, detail: `${service.store.kind} store answers` });
+    const schema = await Promise.race([context.timed('schemaState', context.started(), store.schemaState()), timeout]);
+    checks.push({ name: 'store', ok: true, detail: `${store.kind} store answers` });
     if (schema.mismatch !== null) {
       checks.push({ name: 'migrations', ok: false, detail: schema.mismatch, fix: 'run the tasklatch version that migrated this store, or a newer one' });
     } else if (schema.pending.length > 0) {
@@ -50,8 +52,8 @@ export async function checkReadiness(service: TaskService, timeoutMs = 2000): Pr
   } finally {
     clearTimeout(timer);
   }
-  if (service.supports.listenNotify) {
-    const state = service.notifications;
+  if (store.supports.listenNotify) {
+    const state = relay.state;
     checks.push(
       state === 'down'
         ? { name: 'notifications', ok: false, detail: 'the notification connection is lost; reconnecting', fix: 'check the database connection (LISTEN)' }

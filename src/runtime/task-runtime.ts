@@ -2,9 +2,9 @@ import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { isStoreFault } from '../core/errors.js';
 import type { Millis, TaskCapabilities } from '../core/types.js';
 import { ExpirySweeper } from '../service/expiry-sweeper.js';
-import type { Guard } from '../service/guard.js';
+import { openGuard, type Guard } from '../service/guard.js';
 import type { TaskLimits } from '../service/limits.js';
-import { TaskService, type CancelTaskOutcome } from '../service/task-service.js';
+import type { CancelTaskOutcome } from '../service/outcomes.js';
 import type { TaskStore } from '../store/types.js';
 import { ToolRegistry } from '../tools/tool-registry.js';
 import type { TaskTool } from '../tools/tool.js';
@@ -63,13 +63,15 @@ export interface RuntimeOptions {
 }
 
 /**
- * The one composition of tasklatch: the task service in front of the store (with its change
- * feed), the expiry sweeper and, unless turned off, a worker. `tasklatch serve`, `tasklatch
+ * The one composition of tasklatch: the guard in front of the store (with its change feed), the
+ * expiry sweeper and, unless turned off, a worker. The guard's parts go to their callers: the
+ * requestor's to the requests (`callTool`, `requestor-reads.ts`, the wires), the worker's to
+ * the `Worker` as its `WorkerPort`, the answers' and the store to the sweeper, the relay to
+ * `start`/`close` and the worker's progress. `tasklatch serve`, `tasklatch
  * worker`, the library and every wire adapter use it; a wire holds sessions and maps decisions
  * to messages, and never builds any of these itself.
  */
 export class TaskRuntime {
-  readonly service: TaskService;
   /** The guard in front of the store, by caller (see `Guard`). */
   readonly guard: Guard;
   readonly tools: ToolRegistry;
@@ -102,7 +104,7 @@ export class TaskRuntime {
       { cancel: {} },
       this.tools.anyTaskSupport ? { requests: { tools: { call: {} } } } : {},
     );
-    this.service = new TaskService({
+    this.guard = openGuard({
       store: options.store,
       capabilities: this.capabilities,
       app: this.app,
@@ -110,18 +112,19 @@ export class TaskRuntime {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
-    this.guard = this.service.guard;
-    this.service.events.add(decisionLog(this.logger));
+    const { context } = this.guard;
+    context.events.add(decisionLog(this.logger));
     // Progress of tasks other processes run, for the sessions here that asked for it.
-    this.stopRemoteProgress = this.service.changes.subscribeProgress((event) => {
+    this.stopRemoteProgress = context.changes.subscribeProgress((event) => {
       void this.emitProgress(event.taskId, event.progress, event.total, event.message);
     });
     const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
     const inputDeadlineIntervalMs = options.inputDeadlineIntervalMs ?? 1000;
-    // The service, not the store: a task a deadline ends is published to this process's waiters.
+    // Through the guard, not the bare store: a task a deadline ends is published to this
+    // process's waiters, and each round trip is timed.
     this.sweeper =
       sweepIntervalMs > 0 || inputDeadlineIntervalMs > 0
-        ? new ExpirySweeper(this.service, () => this.service.now(), {
+        ? new ExpirySweeper(this.guard, context.clock, {
             intervalMs: sweepIntervalMs,
             inputDeadlineIntervalMs,
             ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
@@ -138,7 +141,7 @@ export class TaskRuntime {
       options.execute === false
         ? null
         : new Worker(
-            this.service,
+            this.guard.worker,
             this.tools,
             Object.assign({}, workerOptions, {
               hooks: {
@@ -146,7 +149,7 @@ export class TaskRuntime {
                 log: (level, message, fields) => this.logger[level](fields, message),
                 progress: (record, progress, total, message) => {
                   // Other processes' requestors hear it through the store; this one's at once.
-                  this.service.publishProgress(record, progress, total, message);
+                  this.guard.relay.publishProgress(record, progress, total, message);
                   return this.emitProgress(record.taskId, progress, total, message);
                 },
                 ...(beforeTerminalWrite === undefined ? {} : { beforeTerminalWrite }),
@@ -158,7 +161,7 @@ export class TaskRuntime {
   /** Starts relaying other processes' changes (stores that notify), the sweeper and the worker. */
   async start(): Promise<void> {
     // The listener's connection dropped or could not be opened: one line without a stack, each time.
-    await this.service.start((error) => this.logger.warn({ reason: error.message }, 'change notifications interrupted; reconnecting'));
+    await this.guard.relay.start((error) => this.logger.warn({ reason: error.message }, 'change notifications interrupted; reconnecting'));
     this.sweeper?.start();
     this.worker?.start();
   }
@@ -169,7 +172,7 @@ export class TaskRuntime {
    * or its next heartbeat.
    */
   async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<CancelTaskOutcome> {
-    const out = await this.service.cancel(input);
+    const out = await this.guard.requestor.cancel(input);
     if (out.decision === 'CANCEL_TASK') this.worker?.executor.abort(out.record.taskId, 'cancelled');
     return out;
   }
@@ -197,7 +200,7 @@ export class TaskRuntime {
   async close(drainMs = this.drainMs): Promise<void> {
     await this.sweeper?.stop();
     await this.worker?.stop(drainMs);
-    await this.service.stop();
+    await this.guard.relay.stop();
     this.stopRemoteProgress();
   }
 

@@ -1,18 +1,20 @@
 import { z } from 'zod';
 import { authKeyOf } from '../core/principal.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
-import type { TaskService, ReadOutcome } from '../service/task-service.js';
+import type { Guard } from '../service/guard.js';
+import type { ReadOutcome } from '../service/outcomes.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import { isStoredError } from '../tools/protocol-error.js';
 import { wireTask } from '../tools/task-views.js';
 import { defineTool, type TaskTool, type ToolResult } from '../tools/tool.js';
+import { readTask } from './requestor-reads.js';
 
 /** The names of the task tools, in the order `tools/list` shows them. */
 export const TASK_TOOL_NAMES = ['task_status', 'task_result', 'task_cancel'] as const;
 
 /** What the task tools need of the runtime: the guard, and the cancel that also stops a local handler. */
 export interface TaskToolsHost {
-  readonly service: TaskService;
+  readonly guard: Pick<Guard, 'context' | 'requestor'>;
   cancel(input: { auth: string; taskId: string }): Promise<ReadOutcome>;
 }
 
@@ -52,7 +54,7 @@ export function taskTools(host: TaskToolsHost): TaskTool[] {
     description: 'The status of a task started by a task-required tool: working, input_required, completed, failed or cancelled',
     inputSchema: byId,
     async handler({ taskId }, ctx) {
-      const out = await host.service.read({ auth: authKeyOf(ctx.principal), method: 'tasks/get', taskId });
+      const out = await readTask(host.guard, { auth: authKeyOf(ctx.principal), method: 'tasks/get', taskId });
       if (out.record === null) return notFound(taskId);
       return { content: [{ type: 'text', text: statusText(out.record) }], structuredContent: wireTask(out.record) };
     },
@@ -62,7 +64,7 @@ export function taskTools(host: TaskToolsHost): TaskTool[] {
     description: 'The result of a finished task; for an unfinished one, its status (call again later)',
     inputSchema: byId,
     async handler({ taskId }, ctx) {
-      const out = await host.service.read({ auth: authKeyOf(ctx.principal), method: 'tasks/result', taskId });
+      const out = await readTask(host.guard, { auth: authKeyOf(ctx.principal), method: 'tasks/result', taskId });
       if (out.record === null) return notFound(taskId);
       const { record } = out;
       if (out.decision !== 'RETURN_RESULT')

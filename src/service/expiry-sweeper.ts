@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { TasklatchError } from '../core/errors.js';
 import type { Millis } from '../core/types.js';
 import type { SweepOutcome, TaskStore } from '../store/types.js';
-import { TaskService } from './task-service.js';
+import type { Guard } from './guard.js';
 
 export interface SweeperOptions {
   /** Time between sweeps (ms; 0 turns the expiry sweep off). */
@@ -34,6 +34,9 @@ export interface SweepTotals {
   auditRows: number;
 }
 
+/** The guard's parts the sweeper's passes go through: the store (each round trip timed), and the answers' deadline pass. */
+export type SweptGuard = Pick<Guard, 'context' | 'answers'>;
+
 /**
  * Upkeep on timers: removes tasks past their retention with their audit trails (and audit rows
  * whose task is gone) in bounded batches, and ends tasks whose question went unanswered past
@@ -42,8 +45,9 @@ export interface SweepTotals {
  * the sweep only reclaims the space. The deadline pass is what makes a deadline happen at all.
  * Several processes may run both against one store at once: every write is conditional.
  *
- * Given a `TaskService`, the deadline pass goes through it, so each ended task is published on
- * its change feed (waiting results in this process wake); given a bare store, through the store.
+ * Given the guard (`SweptGuard`), the deadline pass goes through its answers' part, so each ended
+ * task is published on its change feed (waiting results in this process wake), and each round
+ * trip is timed on its events; given a bare store, both passes go to the store.
  */
 export class ExpirySweeper {
   private timer: NodeJS.Timeout | null = null;
@@ -51,7 +55,7 @@ export class ExpirySweeper {
   private running: Promise<unknown> | null = null;
   private deadlineRunning: Promise<unknown> | null = null;
   private readonly store: TaskStore;
-  private readonly service: TaskService | null;
+  private readonly guard: SweptGuard | null;
   private readonly intervalMs: number;
   private readonly deadlineIntervalMs: number;
   private readonly batchSize: number;
@@ -59,12 +63,12 @@ export class ExpirySweeper {
   private readonly retentionMs: number;
 
   constructor(
-    source: TaskStore | TaskService,
+    source: TaskStore | SweptGuard,
     private readonly clock: () => Millis,
     private readonly options: SweeperOptions = {},
   ) {
-    this.service = source instanceof TaskService ? source : null;
-    this.store = source instanceof TaskService ? source.store : source;
+    this.guard = 'answers' in source ? source : null;
+    this.store = 'answers' in source ? source.context.store : source;
     this.intervalMs = options.intervalMs ?? 60_000;
     this.deadlineIntervalMs = options.inputDeadlineIntervalMs ?? 1000;
     this.batchSize = options.batchSize ?? 500;
@@ -94,7 +98,12 @@ export class ExpirySweeper {
 
   /** One sweep: batches until one reaches no bound (or `maxBatches`); returns what went. */
   async sweepOnce(): Promise<SweepTotals> {
-    return sweepStore(this.store, { now: this.clock(), retentionMs: this.retentionMs, batchSize: this.batchSize, maxBatches: this.maxBatches });
+    const { guard } = this;
+    const store: Pick<TaskStore, 'sweepExpired'> =
+      guard === null
+        ? this.store
+        : { sweepExpired: (input) => guard.context.timed('sweepExpired', guard.context.started(), guard.context.store.sweepExpired(input)) };
+    return sweepStore(store, { now: this.clock(), retentionMs: this.retentionMs, batchSize: this.batchSize, maxBatches: this.maxBatches });
   }
 
   /** One deadline pass: batches until one comes back short (or `maxBatches`); returns tasks ended. */
@@ -102,8 +111,8 @@ export class ExpirySweeper {
     let total = 0;
     for (let i = 0; i < this.maxBatches; i++) {
       const ended =
-        this.service !== null
-          ? await this.service.failOverdueInputs({ limit: this.batchSize })
+        this.guard !== null
+          ? await this.guard.answers.failOverdueInputs({ limit: this.batchSize })
           : await this.store.failOverdueInputs({ now: this.clock(), limit: this.batchSize, correlationId: randomUUID() });
       total += ended.length;
       // A short batch means nothing else was due; a full one may have left some (or skipped a

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { isTerminal, type Millis, type TaskCapabilities, type TaskRecord } from '../core/types.js';
 import type { AuditEntry, TaskStore } from '../store/types.js';
@@ -6,7 +7,11 @@ import { AdmissionClaimers } from './admission-claims.js';
 import { ChangeFeed } from './change-feed.js';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.js';
 import { claimEventOf, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
-import { timedStore } from './timed-store.js';
+
+/** The store's operations that are round trips (a promise back), by name: what `GuardContext.timed` reports. */
+export type StoreOperation = {
+  [K in keyof TaskStore]-?: NonNullable<TaskStore[K]> extends (...args: never[]) => Promise<unknown> ? K : never;
+}[keyof TaskStore];
 
 export interface GuardOptions {
   store: TaskStore;
@@ -26,12 +31,15 @@ export interface GuardOptions {
 }
 
 /**
- * What every surface of the guard shares: the store (timed), the settings, the change feed and
- * the events, and the ways a decision is told (its audit line, its event, a task's end, a
- * claim). One per service; the surfaces hold it, never each other's state.
+ * What every surface of the guard shares: the store, the settings, the change feed and the
+ * events, and the ways a decision is told (its audit line, its event, a task's end, a claim, a
+ * store round trip). One per guard; the surfaces hold it, never each other's state.
  */
 export class GuardContext {
-  /** The store behind the guard, each round trip reported on `events` (`timedStore`). */
+  /**
+   * The store behind the guard, as given. Each round trip is timed where it is made:
+   * `ctx.timed('get', ctx.started(), ctx.store.get(...))` (see `timed`).
+   */
   readonly store: TaskStore;
   readonly capabilities: TaskCapabilities;
   readonly limits: TaskLimits;
@@ -51,7 +59,7 @@ export class GuardContext {
   private readonly auditReads: boolean;
 
   constructor(options: GuardOptions) {
-    this.store = timedStore(options.store, this.events);
+    this.store = options.store;
     this.capabilities = options.capabilities;
     this.clock = options.clock ?? Date.now;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -59,6 +67,32 @@ export class GuardContext {
     this.auditReads = options.auditReads ?? true;
     this.app = checkAppName(options.app ?? DEFAULT_APP);
     this.toolDigest = options.toolDigest ?? (() => null);
+  }
+
+  /**
+   * When a store round trip starts, for `timed`: the time now while someone observes store calls
+   * (`storeCall`, the metrics' latency histogram), else -1 and no clock read.
+   */
+  started(): number {
+    return this.events.wants('storeCall') ? performance.now() : -1;
+  }
+
+  /**
+   * `call`, a round trip of the store's `operation` begun at `started`, reported on `events`
+   * (`storeCall`: its duration, and whether it failed) when it settles; the same promise back.
+   * Written at the call site as `ctx.timed('get', ctx.started(), ctx.store.get(input))`:
+   * arguments are evaluated left to right, so the clock is read before the store is called.
+   * Unobserved (`started` is -1), it costs one comparison: no closure, no promise of its own
+   * (`tasks/get` passes here on every poll).
+   */
+  timed<T>(operation: StoreOperation, started: number, call: Promise<T>): Promise<T> {
+    if (started < 0) return call;
+    const { events } = this;
+    void call.then(
+      () => events.emit('storeCall', operation, performance.now() - started, false),
+      () => events.emit('storeCall', operation, performance.now() - started, true),
+    );
+    return call;
   }
 
   /** Tells the observers of a decision (the audit line says the same; see `events`). */
@@ -85,6 +119,6 @@ export class GuardContext {
    */
   audit(entry: AuditEntry, isRead = false): Promise<void> {
     if (isRead && !this.auditReads) return Promise.resolve();
-    return this.store.recordDecision(entry);
+    return this.timed('recordDecision', this.started(), this.store.recordDecision(entry));
   }
 }

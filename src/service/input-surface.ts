@@ -16,7 +16,11 @@ export class InputSurface {
   async answer(input: { auth: string; taskId: string; responses: Readonly<Record<string, unknown>>; correlationId?: string }): Promise<AnswerOutcome> {
     const { ctx } = this;
     const correlationId = input.correlationId ?? randomUUID();
-    const out = await ctx.store.answer({ authKey: input.auth, taskId: input.taskId, responses: input.responses, now: ctx.clock(), correlationId });
+    const out = await ctx.timed(
+      'answer',
+      ctx.started(),
+      ctx.store.answer({ authKey: input.auth, taskId: input.taskId, responses: input.responses, now: ctx.clock(), correlationId }),
+    );
     if (out.decision === 'APPLY_ANSWER') ctx.changes.publish(input.taskId, out.record?.version, out.record ?? undefined);
     ctx.decided({ surface: 'input', decision: out.decision, authKey: input.auth, taskId: input.taskId, correlationId, status: out.record?.status ?? null });
     return out;
@@ -24,7 +28,8 @@ export class InputSurface {
 
   /** The questions of the caller's task, answered and outstanding. */
   async inputs(input: { auth: string; taskId: string }): Promise<InputsOutcome> {
-    return this.ctx.store.inputs({ authKey: input.auth, taskId: input.taskId, now: this.ctx.clock() });
+    const { ctx } = this;
+    return ctx.timed('inputs', ctx.started(), ctx.store.inputs({ authKey: input.auth, taskId: input.taskId, now: ctx.clock() }));
   }
 
   /** The questions of a task for its own auth context; none when it is out of reach (a worker's read). */
@@ -40,9 +45,16 @@ export class InputSurface {
   async failOverdueInputs(input: { limit?: number } = {}): Promise<OverdueOutcome> {
     const { ctx } = this;
     const correlationId = randomUUID();
-    const ended = await ctx.store.failOverdueInputs({ now: ctx.clock(), limit: input.limit ?? 100, correlationId });
+    const ended = await ctx.timed(
+      'failOverdueInputs',
+      ctx.started(),
+      ctx.store.failOverdueInputs({ now: ctx.clock(), limit: input.limit ?? 100, correlationId }),
+    );
     for (const { taskId, version } of ended) ctx.changes.publish(taskId, version);
-    if (ended.length > 0) await reportOverdue(ctx.store, ctx.events, ended, correlationId);
+    if (ended.length > 0) {
+      const inspect = { inspectTask: (ref: { taskId: string }) => ctx.timed('inspectTask', ctx.started(), ctx.store.inspectTask(ref)) };
+      await reportOverdue(inspect, ctx.events, ended, correlationId);
+    }
     return ended;
   }
 }

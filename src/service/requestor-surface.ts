@@ -108,28 +108,28 @@ export class RequestorSurface {
       reservation === null
         ? null
         : { owner: reservation.owner, leaseMs: reservation.leaseMs, maxAttempts: reservation.maxAttempts, correlationId: randomUUID() };
-    const outcome = await ctx.store
-      .admit({
-        taskId: ctx.newTaskId(),
-        authKey: input.auth,
-        app: ctx.app,
-        toolName: tool,
-        toolDigest: ctx.toolDigest(tool),
-        request: input.request,
-        requestDigest: requestDigest(input.request),
-        idempotencyKey: input.idempotencyKey,
-        ttl: grantTtl(task?.ttl, ctx.limits),
-        pollInterval: ctx.limits.pollInterval,
-        correlationId,
-        now,
-        maxActive: ctx.limits.maxActiveTasks,
-        maxStored: ctx.limits.maxStoredTasks,
-        claim,
-      })
-      .catch((error: unknown) => {
-        reservation?.release();
-        throw error;
-      });
+    // Built before the round trip is timed: the digest is this process's work, not the store's.
+    const admission = {
+      taskId: ctx.newTaskId(),
+      authKey: input.auth,
+      app: ctx.app,
+      toolName: tool,
+      toolDigest: ctx.toolDigest(tool),
+      request: input.request,
+      requestDigest: requestDigest(input.request),
+      idempotencyKey: input.idempotencyKey,
+      ttl: grantTtl(task?.ttl, ctx.limits),
+      pollInterval: ctx.limits.pollInterval,
+      correlationId,
+      now,
+      maxActive: ctx.limits.maxActiveTasks,
+      maxStored: ctx.limits.maxStoredTasks,
+      claim,
+    };
+    const outcome = await ctx.timed('admit', ctx.started(), ctx.store.admit(admission)).catch((error: unknown) => {
+      reservation?.release();
+      throw error;
+    });
     const claimed = outcome.decision === 'ACCEPT_TASK' ? (outcome.claimed ?? null) : null;
     // The run starts before the changes are published: the worker's own task is no news to it.
     if (claimed !== null) reservation?.run(claimed);
@@ -152,7 +152,7 @@ export class RequestorSurface {
     // The stored fact, read now: another process may have written since any notification came,
     // and a notification may be late or lost. Reads stay cheap by sharing statements (the
     // PostgreSQL store batches concurrent reads), never by answering from memory.
-    const found = await this.ctx.store.get({ authKey: input.auth, taskId: input.taskId, now });
+    const found = await this.ctx.timed('get', this.ctx.started(), this.ctx.store.get({ authKey: input.auth, taskId: input.taskId, now }));
     return this.decideFound(input, found, base);
   }
 
@@ -174,7 +174,11 @@ export class RequestorSurface {
       ctx.decided(decidedOn(base, 'BLOCK_CAPABILITY'));
       return { decision: 'BLOCK_CAPABILITY', record: null };
     }
-    const cancelled = await ctx.store.cancel({ authKey: input.auth, taskId: input.taskId, now, correlationId: base.correlationId });
+    const cancelled = await ctx.timed(
+      'cancel',
+      ctx.started(),
+      ctx.store.cancel({ authKey: input.auth, taskId: input.taskId, now, correlationId: base.correlationId }),
+    );
     if (cancelled.decision === 'CANCEL_TASK') ctx.changes.publish(input.taskId, cancelled.record.version, cancelled.record);
     ctx.decided(decidedOn(base, cancelled.decision, cancelled.record?.status ?? null));
     if (cancelled.decision === 'CANCEL_TASK') ctx.ended(cancelled.record, base.correlationId);
@@ -190,10 +194,10 @@ export class RequestorSurface {
     await ctx.audit({ at: now, surface: 'list', decision, authKey: input.auth, taskId: null, correlationId }, true);
     ctx.decided({ surface: 'list', decision, authKey: input.auth, taskId: null, correlationId });
     if (decision === 'BLOCK_CAPABILITY') return { decision, records: null, nextCursor: null };
-    const secret = await ctx.store.sharedSecret();
+    const secret = await ctx.timed('sharedSecret', ctx.started(), ctx.store.sharedSecret());
     const after = input.cursor === undefined ? null : decodeCursor(secret, input.auth, input.cursor);
     const limit = Math.max(1, Math.min(input.limit ?? ctx.limits.pageSize, ctx.limits.pageSize));
-    const page = await ctx.store.list({ authKey: input.auth, now, after, limit });
+    const page = await ctx.timed('list', ctx.started(), ctx.store.list({ authKey: input.auth, now, after, limit }));
     const last = page.records.at(-1);
     const nextCursor = page.hasMore && last !== undefined ? encodeCursor(secret, input.auth, last) : null;
     return { decision, records: page.records, nextCursor };

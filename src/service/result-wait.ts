@@ -14,7 +14,7 @@ export interface ResultWaitParts {
   reads: Pick<RequestorSurface, 'read' | 'decideOn'>;
   /** How long a waiter sleeps without an event (see `NotificationRelay.fallbackPollMs`). */
   fallbackPollMs: () => number;
-  /** Runs one read through a short store outage (`TaskService.outlast`). */
+  /** Runs one read through a short store outage (`outlast` in `runtime/requestor-reads.ts`). */
   outlast: <T>(read: () => Promise<T>) => Promise<T>;
 }
 

@@ -124,7 +124,7 @@ export function taskEndOf(record: TaskRecord, correlationId: string): TaskEndEve
  * Reports the tasks an input deadline ended (their decisions and ends): the store's answer names
  * only the task, so the operator's read finds whose it was. Nothing is read when nobody listens.
  */
-export async function reportOverdue(store: TaskStore, events: TaskEvents, ended: OverdueOutcome, correlationId: string): Promise<void> {
+export async function reportOverdue(store: Pick<TaskStore, 'inspectTask'>, events: TaskEvents, ended: OverdueOutcome, correlationId: string): Promise<void> {
   if (!events.wants('decision') && !events.wants('taskEnded')) return;
   for (const { taskId } of ended) {
     const seen = await store.inspectTask({ taskId }).catch(() => null);

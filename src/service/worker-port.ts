@@ -35,7 +35,7 @@ export interface RecordStepRequest {
  * keep or give back a lease (`heartbeat`, `release`), write its own task under its fence
  * (`setStatus`, `ask`, `recordStep`, and one terminal write, `complete` or `fail`), and look
  * at its task (`lookup`, `lookupInputs`, `lookupSteps`). Every write names the fence; a write refused by it is the store's
- * classified decision, never an exception. `TaskService` is one; a test can pass a fake.
+ * classified decision, never an exception. The guard's `worker` part (`WorkerSurface`) is one; a test can pass a fake.
  */
 export interface WorkerPort {
   /** The app whose tasks this service admits: a worker's default, and the only one an admission may lease to. */

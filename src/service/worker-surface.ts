@@ -54,20 +54,25 @@ export class WorkerSurface implements WorkerPort {
     const now = this.ctx.clock();
     const correlationId = randomUUID();
     // Object.assign, not a spread followed by properties (V8's slow path on Node 20; see `decidedOn`).
-    const claimed = await this.ctx.store.claim(Object.assign({}, input, { app: input.app ?? this.ctx.app, now, correlationId }));
+    const claimed = await this.ctx.timed(
+      'claim',
+      this.ctx.started(),
+      this.ctx.store.claim(Object.assign({}, input, { app: input.app ?? this.ctx.app, now, correlationId })),
+    );
     for (const record of claimed) this.ctx.claimed(record, correlationId, input.owner, now);
     return claimed;
   }
 
   /** Extends a held lease; false when the fence no longer holds. The version stays: nothing to publish. */
   async heartbeat(input: { fence: Fence; leaseMs: number }): Promise<boolean> {
-    return this.ctx.store.heartbeat({ fence: input.fence, now: this.ctx.clock(), leaseMs: input.leaseMs });
+    const { ctx } = this;
+    return ctx.timed('heartbeat', ctx.started(), ctx.store.heartbeat({ fence: input.fence, now: ctx.clock(), leaseMs: input.leaseMs }));
   }
 
   /** Gives a held lease back; published so that an idle worker of this process claims it at once. */
   async release(input: { fence: Fence }): Promise<boolean> {
     const correlationId = randomUUID();
-    const released = await this.ctx.store.release({ fence: input.fence, now: this.ctx.clock(), correlationId });
+    const released = await this.ctx.timed('release', this.ctx.started(), this.ctx.store.release({ fence: input.fence, now: this.ctx.clock(), correlationId }));
     if (!released) return false;
     this.ctx.changes.publish(input.fence.taskId);
     const { authKey, taskId, owner } = input.fence;
@@ -79,7 +84,11 @@ export class WorkerSurface implements WorkerPort {
   async transition(input: { auth: string; taskId: string; write: StatusWrite; correlationId?: string }): Promise<TransitionOutcome> {
     const { ctx } = this;
     const correlationId = input.correlationId ?? randomUUID();
-    const outcome = await ctx.store.transition({ taskId: input.taskId, authKey: input.auth, write: input.write, correlationId, now: ctx.clock() });
+    const outcome = await ctx.timed(
+      'transition',
+      ctx.started(),
+      ctx.store.transition({ taskId: input.taskId, authKey: input.auth, write: input.write, correlationId, now: ctx.clock() }),
+    );
     if (outcome.decision === 'APPLY_TRANSITION') ctx.changes.publish(input.taskId, outcome.record?.version, outcome.record ?? undefined);
     const status = outcome.record?.status ?? null;
     ctx.decided({ surface: 'transition', decision: outcome.decision, authKey: input.auth, taskId: input.taskId, correlationId, status });
@@ -114,7 +123,7 @@ export class WorkerSurface implements WorkerPort {
     const deadlineAt = timeoutMs === undefined ? null : now + Math.ceil(timeoutMs);
     const questions = rest.questions.map((q) => Object.assign({}, q, { deadlineAt }));
     const correlationId = randomUUID();
-    const out = await ctx.store.ask(Object.assign({}, rest, { questions, now, correlationId }));
+    const out = await ctx.timed('ask', ctx.started(), ctx.store.ask(Object.assign({}, rest, { questions, now, correlationId })));
     if (out.decision === 'APPLY_ASK') ctx.changes.publish(input.fence.taskId, out.record?.version, out.record ?? undefined);
     const { authKey, taskId } = input.fence;
     ctx.decided({ surface: 'input', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null });
@@ -129,7 +138,11 @@ export class WorkerSurface implements WorkerPort {
     const { ctx } = this;
     const correlationId = randomUUID();
     const { maxStepBytes, maxJournalSteps, maxJournalBytes } = ctx.limits;
-    const out = await ctx.store.recordStep(Object.assign({}, input, { maxStepBytes, maxJournalSteps, maxJournalBytes, now: ctx.clock(), correlationId }));
+    const out = await ctx.timed(
+      'recordStep',
+      ctx.started(),
+      ctx.store.recordStep(Object.assign({}, input, { maxStepBytes, maxJournalSteps, maxJournalBytes, now: ctx.clock(), correlationId })),
+    );
     const { authKey, taskId } = input.fence;
     if (out.decision === 'APPLY_STEP' && input.suspend) ctx.changes.publish(taskId, out.record?.version, out.record ?? undefined);
     const detail = `${input.step.name}@${input.step.position} ${input.step.status}`;
@@ -139,7 +152,8 @@ export class WorkerSurface implements WorkerPort {
 
   /** The journal of a task for its own auth context, in position order; none when it is out of reach (a worker's read). */
   async lookupSteps(input: { auth: string; taskId: string }): Promise<StepRecord[]> {
-    return (await this.ctx.store.steps({ authKey: input.auth, taskId: input.taskId, now: this.ctx.clock() })).steps ?? [];
+    const { ctx } = this;
+    return (await ctx.timed('steps', ctx.started(), ctx.store.steps({ authKey: input.auth, taskId: input.taskId, now: ctx.clock() }))).steps ?? [];
   }
 
   /**
@@ -147,12 +161,14 @@ export class WorkerSurface implements WorkerPort {
    * line: what a worker or a status watch reads after an event or a failed write.
    */
   async lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome> {
-    return this.ctx.store.get({ authKey: input.auth, taskId: input.taskId, now: this.ctx.clock() });
+    const { ctx } = this;
+    return ctx.timed('get', ctx.started(), ctx.store.get({ authKey: input.auth, taskId: input.taskId, now: ctx.clock() }));
   }
 
   /** The questions of a task for its own auth context; none when it is out of reach (a worker's read). */
   async lookupInputs(input: { auth: string; taskId: string }): Promise<StoredInput[]> {
-    return (await this.ctx.store.inputs({ authKey: input.auth, taskId: input.taskId, now: this.ctx.clock() })).inputs ?? [];
+    const { ctx } = this;
+    return (await ctx.timed('inputs', ctx.started(), ctx.store.inputs({ authKey: input.auth, taskId: input.taskId, now: ctx.clock() }))).inputs ?? [];
   }
 
   /** A write under `fence`: its auth key and task, at the version it holds. */

@@ -16,6 +16,7 @@ import { isTasklatchError } from '../core/errors.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import { visibleTo } from '../core/visibility.js';
 import { askingContext } from '../tools/asking.js';
+import { awaitTaskResult, listTasks, readTask } from '../runtime/requestor-reads.js';
 import { isPlausibleTaskId } from '../service/input-bounds.js';
 import { plainStep } from '../tools/plain-step.js';
 import { questionDelivery, sessionAsk } from './input-delivery.js';
@@ -29,7 +30,7 @@ export type { Register, SessionContext, SessionHost } from './session.js';
 /** Installs tools/list, tools/call and the tasks/* handlers on one session. */
 export function registerTaskHandlers(session: SessionContext, register: Register): void {
   const { server } = session;
-  const { service, capabilities } = server.runtime;
+  const { guard, capabilities } = server.runtime;
   const auth = async (extra: Extra) => authKeyOf(await server.principalFor(session, extra.authInfo));
 
   register(ListToolsRequestSchema, async () => ({ tools: listedTools(session) }));
@@ -38,7 +39,7 @@ export function registerTaskHandlers(session: SessionContext, register: Register
 
   register(GetTaskRequestSchema, async (request: { params: { taskId: string } }, extra) => {
     plausible(request.params.taskId);
-    const out = await service.read({ auth: await auth(extra), method: 'tasks/get', taskId: request.params.taskId });
+    const out = await readTask(guard, { auth: await auth(extra), method: 'tasks/get', taskId: request.params.taskId });
     if (out.record === null) throw taskNotFound();
     return wireTask(out.record);
   });
@@ -46,8 +47,8 @@ export function registerTaskHandlers(session: SessionContext, register: Register
   register(GetTaskPayloadRequestSchema, async (request: { params: { taskId: string } }, extra) => {
     plausible(request.params.taskId);
     const caller = await auth(extra);
-    const onWaitInput = questionDelivery({ service, auth: caller, extra, logger: server.logger });
-    const out = await service.awaitResult({ auth: caller, taskId: request.params.taskId, signal: extra.signal, onWaitInput });
+    const onWaitInput = questionDelivery({ guard, auth: caller, extra, logger: server.logger });
+    const out = await awaitTaskResult(guard, { auth: caller, taskId: request.params.taskId, signal: extra.signal, onWaitInput });
     if (out.record === null) throw taskNotFound();
     if (out.decision !== 'RETURN_RESULT') throw invalidParams('the request was abandoned before the task finished');
     return wireResult(out.record);
@@ -68,7 +69,7 @@ export function registerTaskHandlers(session: SessionContext, register: Register
   if (capabilities.list !== undefined) {
     register(ListTasksRequestSchema, async (request: { params?: { cursor?: string } }, extra) => {
       try {
-        const out = await service.list({ auth: await auth(extra), cursor: request.params?.cursor });
+        const out = await listTasks(guard, { auth: await auth(extra), cursor: request.params?.cursor });
         if (out.decision === 'BLOCK_CAPABILITY') throw methodNotFound('tasks/list is not supported');
         return { tasks: out.records.map(wireTask), ...(out.nextCursor === null ? {} : { nextCursor: out.nextCursor }) };
       } catch (error) {
@@ -164,7 +165,7 @@ function plainContext(session: SessionContext, principal: Principal, extra: Extr
   const capabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null;
   const idempotencyKey = `call:${randomUUID()}`;
   // Object.assign onto the asking part, not a spread followed by properties (V8's slow path on Node 20).
-  return Object.assign(askingContext(sessionAsk(extra, session.server.runtime.service.limits.maxAnswerBytes), capabilities), {
+  return Object.assign(askingContext(sessionAsk(extra, session.server.runtime.guard.context.limits.maxAnswerBytes), capabilities), {
     taskId: null,
     principal,
     signal: extra.signal,
@@ -185,20 +186,20 @@ function plainContext(session: SessionContext, principal: Principal, extra: Extr
 
 /** Sends notifications/tasks/status to this session on every change of a task it created. */
 function watchStatus(session: SessionContext, taskId: string, authKey: string, createdVersion: number): void {
-  const { service } = session.server.runtime;
+  const { guard } = session.server.runtime;
   // The requestor has the task as created; only later versions are news.
   let lastVersion = createdVersion;
   // A change that carries its record (this process's own, another's terminal one): no read for it (the caller's own, unexpired).
   const onChange = async (carried: TaskRecord | undefined) => {
-    const own = carried !== undefined && visibleTo(carried, authKey, service.now());
-    const found = own ? { record: carried } : await service.lookup({ auth: authKey, taskId });
+    const own = carried !== undefined && visibleTo(carried, authKey, guard.context.clock());
+    const found = own ? { record: carried } : await guard.worker.lookup({ auth: authKey, taskId });
     if (found.record === null) return stop();
     if (found.record.version <= lastVersion) return;
     lastVersion = found.record.version;
     await session.sdk.notification({ method: 'notifications/tasks/status', params: wireTask(found.record) });
     if (isTerminal(found.record.status)) stop();
   };
-  const unsubscribe = service.changes.subscribe(taskId, (version, record) => {
+  const unsubscribe = guard.context.changes.subscribe(taskId, (version, record) => {
     if (version !== undefined && version <= lastVersion) return;
     onChange(record).catch(() => undefined);
   });

@@ -11,7 +11,7 @@ import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { META_KEYS } from '../core/meta-keys.js';
 import type { TaskRecord } from '../core/types.js';
 import { answerProblem } from '../service/answer-check.js';
-import type { TaskService } from '../service/task-service.js';
+import type { Guard } from '../service/guard.js';
 import type { Ask } from '../tools/asking.js';
 import type { Logger } from '../runtime/log.js';
 import { ProtocolError } from '../tools/protocol-error.js';
@@ -41,10 +41,15 @@ function send(extra: Extra, request: InputRequest, meta: Record<string, unknown>
  * the next one sends it again. An answer is stored under the auth key of the session that
  * answered, so only the task's own principal can answer it; the first accepted answer wins.
  */
-export function questionDelivery(input: { service: TaskService; auth: string; extra: Extra; logger: Logger }): (record: TaskRecord) => Promise<void> {
+export function questionDelivery(input: {
+  guard: Pick<Guard, 'context' | 'answers'>;
+  auth: string;
+  extra: Extra;
+  logger: Logger;
+}): (record: TaskRecord) => Promise<void> {
   const sent = new Set<string>();
   return async (record) => {
-    const found = await input.service.inputs({ auth: input.auth, taskId: record.taskId });
+    const found = await input.guard.answers.inputs({ auth: input.auth, taskId: record.taskId });
     for (const question of outstanding(found.inputs ?? [])) {
       if (sent.has(question.key)) continue;
       sent.add(question.key);
@@ -52,9 +57,9 @@ export function questionDelivery(input: { service: TaskService; auth: string; ex
       send(input.extra, question.request, related, input.extra.signal)
         .then(async (response) => {
           // Too large, or not what the question's schema asks: refused like no answer at all.
-          const problem = answerProblem(question.key, question.request, response, input.service.limits.maxAnswerBytes);
+          const problem = answerProblem(question.key, question.request, response, input.guard.context.limits.maxAnswerBytes);
           if (problem !== null) throw new ProtocolError(JSON_RPC_CODES.invalidParams, problem);
-          await input.service.answer({ auth: input.auth, taskId: record.taskId, responses: { [question.key]: response } });
+          await input.guard.answers.answer({ auth: input.auth, taskId: record.taskId, responses: { [question.key]: response } });
         })
         .catch((error: unknown) => {
           // The stream went away, the client refused, or its answer was: nothing is stored and

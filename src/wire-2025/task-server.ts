@@ -58,8 +58,8 @@ export class TaskServer implements SessionHost {
     this.stopProgress = this.runtime.onProgress((taskId, progress, total, message) => this.sendProgress(taskId, progress, total, message));
   }
 
-  get service() {
-    return this.runtime.service;
+  get guard() {
+    return this.runtime.guard;
   }
 
   get tools() {

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { META_KEYS, TASKS_EXTENSION } from '../core/meta-keys.js';
+import { outlast, readTask } from '../runtime/requestor-reads.js';
 import { answerProblem } from '../service/answer-check.js';
 import { isPlausibleTaskId } from '../service/input-bounds.js';
 import { isStoreFault, isTasklatchError } from '../core/errors.js';
@@ -95,7 +96,7 @@ export class StatelessServer {
     private readonly options: StatelessOptions = {},
   ) {
     this.listTtlMs = options.listTtlMs ?? 60_000;
-    this.subscriptions = new SubscriptionSlots(runtime.service.limits);
+    this.subscriptions = new SubscriptionSlots(runtime.guard.context.limits);
     const cache = () => ({ ttlMs: this.listTtlMs, cacheScope: 'public' });
     this.methods = new Map(
       Object.entries({
@@ -207,12 +208,12 @@ export class StatelessServer {
     const auth = authKeyOf(call.principal);
     // Bounded: a record seeded input_required without questions stays so, and is shown so.
     for (let attempt = 1; ; attempt += 1) {
-      const out = await this.runtime.service.read({ auth, method: 'tasks/get', taskId });
+      const out = await readTask(this.runtime.guard, { auth, method: 'tasks/get', taskId });
       if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
       const view = detailedTask(out.record);
       if (out.record.status !== 'input_required') return view;
       // Every outstanding question, as the extension asks: a partial answer leaves the rest.
-      const asked = outstanding(await this.runtime.service.outlast(() => this.runtime.service.lookupInputs({ auth, taskId }), call.signal));
+      const asked = outstanding(await outlast(this.runtime.guard.context, () => this.runtime.guard.answers.lookupInputs({ auth, taskId }), call.signal));
       // None left: the last answer landed between the two reads and the task moved on (the
       // answer and the status change are one write); the record read again says to what.
       if (asked.length === 0 && attempt < 3) continue;
@@ -234,10 +235,10 @@ export class StatelessServer {
     const { taskId, inputResponses } = parsed.data;
     if (!isPlausibleTaskId(taskId)) throw invalidParams(TASK_NOT_FOUND);
     const auth = authKeyOf(call.principal);
-    const found = await this.runtime.service.inputs({ auth, taskId });
+    const found = await this.runtime.guard.answers.inputs({ auth, taskId });
     if (found.inputs === null) {
       // A miss, audited as a read's is: unknown, another caller's or expired, told apart here only.
-      await this.runtime.service.recordDecision({ surface: 'input', decision: found.decision, auth, taskId, detail: 'tasks/update', read: true });
+      await this.runtime.guard.requestor.recordDecision({ surface: 'input', decision: found.decision, auth, taskId, detail: 'tasks/update', read: true });
       throw invalidParams(TASK_NOT_FOUND);
     }
     const pending = new Map(outstanding(found.inputs).map((q) => [q.key, q]));
@@ -247,11 +248,11 @@ export class StatelessServer {
       if (question === undefined) continue;
       if (!isAnswerTo(question.request, response)) throw invalidParams(`inputResponses.${key} is not an answer to ${question.request.method}`);
       // Every answer is checked before any is stored: one refused answer stores none.
-      const problem = answerProblem(key, question.request, response, this.runtime.service.limits.maxAnswerBytes);
+      const problem = answerProblem(key, question.request, response, this.runtime.guard.context.limits.maxAnswerBytes);
       if (problem !== null) throw invalidParams(`Invalid inputResponses: ${problem}`);
       responses[key] = response;
     }
-    if (Object.keys(responses).length > 0) await this.runtime.service.answer({ auth, taskId, responses });
+    if (Object.keys(responses).length > 0) await this.runtime.guard.answers.answer({ auth, taskId, responses });
     return { resultType: 'complete' };
   }
 
@@ -268,18 +269,18 @@ export class StatelessServer {
     if (!parsed.success) throw invalidParams(`Invalid params for subscriptions/listen: ${describeIssue(parsed.error)}`);
     const taskIds = parsed.data.notifications.taskIds ?? [];
     if (taskIds.length > 0 && !declaresTasks(call.capabilities)) throw missingTasksExtension('Task subscriptions');
-    const most = this.runtime.service.limits.maxListenTaskIds;
+    const most = this.runtime.guard.context.limits.maxListenTaskIds;
     if (taskIds.length > most) throw invalidParams(`Invalid params for subscriptions/listen: ${taskIds.length} task ids; at most ${most} per listen`);
     const auth = authKeyOf(call.principal);
     const release = this.subscriptions.take(auth);
     // Read before the stream opens: a store that stays away is a 503 to retry, not an empty ack.
-    const accepted = await acceptedTaskIds(this.runtime.service, auth, taskIds, call.signal).catch((error: unknown) => {
+    const accepted = await acceptedTaskIds(this.runtime.guard, auth, taskIds, call.signal).catch((error: unknown) => {
       release();
       throw error;
     });
     const open = async (sink: EventSink, closed: AbortSignal) => {
       try {
-        await openTaskSubscription({ service: this.runtime.service, auth, accepted, subscriptionId: call.id, sink, closed });
+        await openTaskSubscription({ guard: this.runtime.guard, auth, accepted, subscriptionId: call.id, sink, closed });
       } finally {
         release();
       }

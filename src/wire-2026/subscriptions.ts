@@ -3,7 +3,8 @@ import { META_KEYS } from '../core/meta-keys.js';
 import { visibleTo } from '../core/visibility.js';
 import type { TaskRecord } from '../core/types.js';
 import type { TaskLimits } from '../service/limits.js';
-import type { TaskService } from '../service/task-service.js';
+import type { Guard } from '../service/guard.js';
+import { outlast } from '../runtime/requestor-reads.js';
 import { isStoreFault } from '../core/errors.js';
 import { ProtocolError, storeUnavailable } from '../tools/protocol-error.js';
 import { detailedTask } from '../tools/task-views.js';
@@ -73,13 +74,23 @@ export class SubscriptionSlots {
  * stream opens, and the wire answers the retryable `Store unavailable` (503): a store fault is
  * never acknowledged as "none of these are yours".
  */
-export async function acceptedTaskIds(service: TaskService, auth: string, taskIds: readonly string[], signal?: AbortSignal): Promise<string[]> {
+export async function acceptedTaskIds(
+  guard: Pick<Guard, 'context' | 'requestor'>,
+  auth: string,
+  taskIds: readonly string[],
+  signal?: AbortSignal,
+): Promise<string[]> {
   const named = [...new Set(taskIds)];
   if (named.length === 0) return [];
-  const found = await service.outlast(() => service.store.visibleTaskIds({ authKey: auth, taskIds: named, now: service.now() }), signal);
+  const { context } = guard;
+  const found = await outlast(
+    context,
+    () => context.timed('visibleTaskIds', context.started(), context.store.visibleTaskIds({ authKey: auth, taskIds: named, now: context.clock() })),
+    signal,
+  );
   const visible = new Set(found);
   const accepted = named.filter((taskId) => visible.has(taskId));
-  if (accepted.length < named.length) await auditUnseen(service, auth, named, visible);
+  if (accepted.length < named.length) await auditUnseen(guard, auth, named, visible);
   return accepted;
 }
 
@@ -93,14 +104,15 @@ export async function acceptedTaskIds(service: TaskService, auth: string, taskId
  * never with a silence the client would take for "nothing changed". Resolves when the stream ends.
  */
 export async function openTaskSubscription(input: {
-  service: TaskService;
+  guard: Pick<Guard, 'context' | 'worker'>;
   auth: string;
   accepted: readonly string[];
   subscriptionId: string | number;
   sink: EventSink;
   closed: AbortSignal;
 }): Promise<void> {
-  const { service, auth, sink, accepted } = input;
+  const { guard, auth, sink, accepted } = input;
+  const { context } = guard;
   const tagged = { [META_KEYS.subscriptionId]: input.subscriptionId };
   if (input.closed.aborted) return;
   // Aborted when the client goes or the store stays away past the bound: the stream ends.
@@ -112,10 +124,10 @@ export async function openTaskSubscription(input: {
     // A stream that ended reads nothing more.
     if (closed.aborted) return;
     // A change this process wrote carries its record: no read for it (the caller's own, unexpired).
-    const own = carried !== undefined && visibleTo(carried, auth, service.now());
+    const own = carried !== undefined && visibleTo(carried, auth, context.clock());
     let record: TaskRecord | null;
     try {
-      record = own ? carried : (await service.outlast(() => service.lookup({ auth, taskId }), closed)).record;
+      record = own ? carried : (await outlast(context, () => guard.worker.lookup({ auth, taskId }), closed)).record;
     } catch (error) {
       if (closed.aborted) return;
       if (!isStoreFault(error)) throw error;
@@ -131,7 +143,7 @@ export async function openTaskSubscription(input: {
   // Watch before the first read: a change between the two is then not lost.
   const unsubscribes = accepted.map((taskId) => {
     let reading: Promise<void> = Promise.resolve();
-    return service.changes.subscribe(taskId, (version, record) => {
+    return context.changes.subscribe(taskId, (version, record) => {
       if (version !== undefined && version <= (sent.get(taskId) ?? 0)) return;
       // One read at a time per task, in order.
       reading = reading.then(() => look(taskId, record)).catch(() => undefined);
@@ -139,7 +151,7 @@ export async function openTaskSubscription(input: {
   });
   const keepAlive = setInterval(() => sink.comment(), KEEP_ALIVE_MS);
   keepAlive.unref();
-  service.events.emit('waiting', 'subscription', 1);
+  context.events.emit('waiting', 'subscription', 1);
   try {
     sink.send({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: accepted }, _meta: tagged } });
     // The state each task is in now, so that a change just before the listen is not missed.
@@ -151,7 +163,7 @@ export async function openTaskSubscription(input: {
   } finally {
     clearInterval(keepAlive);
     for (const stop of unsubscribes) stop();
-    service.events.emit('waiting', 'subscription', -1);
+    context.events.emit('waiting', 'subscription', -1);
   }
 }
 
@@ -161,9 +173,9 @@ export async function openTaskSubscription(input: {
  * The one read that said which ids are the caller's does not say why the others are not, so the
  * miss is `NOT_FOUND` (unknown, another caller's or expired alike), naming the first of them.
  */
-async function auditUnseen(service: TaskService, auth: string, named: readonly string[], visible: ReadonlySet<string>): Promise<void> {
+async function auditUnseen(guard: Pick<Guard, 'requestor'>, auth: string, named: readonly string[], visible: ReadonlySet<string>): Promise<void> {
   const unseen = named.filter((taskId) => !visible.has(taskId));
-  await service.recordDecision({
+  await guard.requestor.recordDecision({
     surface: 'read',
     decision: 'NOT_FOUND',
     auth,

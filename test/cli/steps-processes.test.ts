@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTask } from '../../src/runtime/requests/create-task.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { BIN, ROOT, runCli } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { ALL_CAPS } from '../support/records.js';
 import { until } from '../support/until.js';
+import { createTask } from '../../src/runtime/requests/create-task.js';
 
 // Durable steps across process deaths: a `tasklatch worker --tools` process runs a tool whose
 // steps append to a side-effect log, and is SIGKILLed at each step boundary in turn; a sleep
@@ -80,7 +80,7 @@ export default [
 let dir: string;
 let url: string;
 let store: PostgresStore;
-let service: TaskService;
+let guard: Guard;
 const children = new Set<ChildProcess>();
 
 beforeEach(async () => {
@@ -90,7 +90,7 @@ beforeEach(async () => {
   await writeFile(join(dir, 'steps.log'), '');
   url = await freshPostgresUrl('steps_processes');
   store = await PostgresStore.open(url);
-  service = new TaskService({ store, capabilities: ALL_CAPS, app: APP });
+  guard = openGuard({ store, capabilities: ALL_CAPS, app: APP });
 });
 
 afterEach(async () => {
@@ -131,7 +131,7 @@ function startWorker(): WorkerProcess {
 }
 
 async function admit(tool: string, args: Record<string, unknown>): Promise<string> {
-  const out = await createTask(service.guard, {
+  const out = await createTask(guard, {
     auth: AUTH,
     tool: { name: tool, execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: tool, arguments: args, task: { ttl: 600_000 } } },
@@ -139,7 +139,7 @@ async function admit(tool: string, args: Record<string, unknown>): Promise<strin
   return out.record!.taskId;
 }
 
-const statusOf = async (taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record;
+const statusOf = async (taskId: string) => (await guard.worker.lookup({ auth: AUTH, taskId })).record;
 
 describe('durable steps across worker processes (PostgreSQL)', () => {
   it('a worker SIGKILLed at each step boundary in turn: every recorded step’s side effect happens once', async () => {

@@ -95,8 +95,8 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
       a2: await call(runtime, 'acme/alice', 'hold'),
       c1: await call(runtime, 'acme/carol', 'hold'),
     };
-    await until(async () => ((await runtime.service.lookup({ auth: 'beta/bob', taskId: ids.b1 })).record?.status === 'completed' ? true : undefined));
-    await until(async () => ((await runtime.service.lookup({ auth: 'acme/alice', taskId: ids.a1 })).record?.status === 'completed' ? true : undefined));
+    await until(async () => ((await runtime.guard.worker.lookup({ auth: 'beta/bob', taskId: ids.b1 })).record?.status === 'completed' ? true : undefined));
+    await until(async () => ((await runtime.guard.worker.lookup({ auth: 'acme/alice', taskId: ids.a1 })).record?.status === 'completed' ? true : undefined));
     await until(() => (runtime.worker?.executor.active === 2 ? true : undefined));
     return { url, store, runtime, ids, aborted };
   }
@@ -224,7 +224,7 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     expect(wrong.code).toBe(2);
     expect(wrong.stderr.trim().split('\n')).toHaveLength(1);
     expect(wrong.stderr).toContain('nothing changed');
-    const untouched = (await runtime.service.lookup({ auth: 'acme/carol', taskId: ids.c1 })).record!;
+    const untouched = (await runtime.guard.worker.lookup({ auth: 'acme/carol', taskId: ids.c1 })).record!;
     expect(untouched).toMatchObject({ status: 'working', cancelRequested: false });
 
     const done = (await spawnedJson(['tasks', 'cancel', ids.c1, '--as', 'acme/carol', '--store', url, '--json'])) as {
@@ -234,8 +234,8 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     expect(done.decision).toBe('CANCEL_TASK');
     // The handler runs in this process; the cancel was written by another one.
     expect(await until(() => (aborted.includes(ids.c1) ? true : undefined))).toBe(true);
-    expect((await runtime.service.lookup({ auth: 'acme/carol', taskId: ids.c1 })).record?.status).toBe('cancelled');
-    const trail = await runtime.service.store.auditTrail({ taskId: ids.c1 });
+    expect((await runtime.guard.worker.lookup({ auth: 'acme/carol', taskId: ids.c1 })).record?.status).toBe('cancelled');
+    const trail = await runtime.guard.context.store.auditTrail({ taskId: ids.c1 });
     expect(trail.filter((l) => l.decision === 'CANCEL_TASK').map((l) => l.correlationId)).toEqual([done.correlationId]);
     expect(done.correlationId).toMatch(/^operator:/);
     const again = (await json(['tasks', 'cancel', ids.c1, '--as', 'acme/carol', '--store', url, '--json'])) as { decision: string };

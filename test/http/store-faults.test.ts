@@ -43,7 +43,7 @@ describe.each([sqliteHarness, postgresHarness])('store faults toward a requestor
     const faults = new StoreFaults();
     wire = await startWireServer(faults.wrap(await harness.open(`requestor_faults_${label}`)), { limits: { pollInterval: 100 }, execute });
     session = await sdkClient(wire.http.url, 'token-alice');
-    const { limits } = wire.server.runtime.service;
+    const { limits } = wire.server.runtime.guard.context;
     /** The ride-through bound of this server, set per step of a test. */
     const bound = (ms: number) => (limits.storeOutageMs = ms);
     return { faults, url: wire.http.url, client: session, bound };
@@ -81,7 +81,7 @@ describe.each([sqliteHarness, postgresHarness])('store faults toward a requestor
     bound(0);
     faults.arm('get');
     // A change heard from another process (no record with it): the stream reads the task.
-    wire!.server.runtime.service.changes.publish(taskId);
+    wire!.server.runtime.guard.context.changes.publish(taskId);
     await stream.ended;
     expect(stream.messages.map((m) => m.method ?? 'response')).toEqual(['notifications/subscriptions/acknowledged', 'notifications/tasks', 'response']);
     expect(stream.messages.at(-1)).toEqual({ jsonrpc: '2.0', id: 'stream', error: UNAVAILABLE });

@@ -39,7 +39,7 @@ describe('step metrics', () => {
       sweepIntervalMs: 0,
       worker: { pollMs: 50 },
     });
-    const metrics = new TaskMetrics(runtime.service, { storeReadIntervalMs: 0, processMetrics: false });
+    const metrics = new TaskMetrics(runtime.guard.context, { storeReadIntervalMs: 0, processMetrics: false });
     closers.push(
       () => runtime.close(50),
       () => metrics.close(),
@@ -55,8 +55,8 @@ describe('step metrics', () => {
       ).record!.taskId;
     const first = await admit('flaky');
     const second = await admit('sleeper');
-    await until(async () => ((await runtime.service.lookup({ auth: AUTH, taskId: first })).record?.status === 'completed' ? true : undefined));
-    await until(async () => ((await runtime.service.lookupSteps({ auth: AUTH, taskId: second })).length === 1 ? true : undefined));
+    await until(async () => ((await runtime.guard.worker.lookup({ auth: AUTH, taskId: first })).record?.status === 'completed' ? true : undefined));
+    await until(async () => ((await runtime.guard.worker.lookupSteps({ auth: AUTH, taskId: second })).length === 1 ? true : undefined));
     const body = (await metrics.render()).body;
     expect(body).toMatch(/^tasklatch_step_duration_seconds_count\{tool="flaky",outcome="retrying"\} 2$/m);
     expect(body).toMatch(/^tasklatch_step_duration_seconds_count\{tool="flaky",outcome="completed"\} 1$/m);

@@ -1,9 +1,10 @@
+import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { TaskMetrics } from '../../src/metrics/task-metrics.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard } from '../../src/service/guard.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
@@ -34,7 +35,7 @@ const hold = defineTool({
 
 function setUp(execute = true): { runtime: TaskRuntime; metrics: TaskMetrics; scrape: () => Promise<Map<string, number>> } {
   const runtime = createRuntime({ store: new MemoryStore(), tools: [quick, hold], logger: createLogger('silent'), sweepIntervalMs: 0, execute });
-  const metrics = new TaskMetrics(runtime.service, { storeReadIntervalMs: 0, processMetrics: false });
+  const metrics = new TaskMetrics(runtime.guard.context, { storeReadIntervalMs: 0, processMetrics: false });
   closers.push(
     () => runtime.close(50),
     () => metrics.close(),
@@ -73,10 +74,11 @@ describe('TaskMetrics', () => {
     expect((await call(runtime, 'beta/bob', 'quick', { fail: true }, 'k1')).decision).toBe('REPLAY_TASK');
     expect((await call(runtime, 'beta/bob', 'quick', { fail: false }, 'k1')).decision).toBe('BLOCK_IDEMPOTENCY_COLLISION');
     const held = (await call(runtime, 'acme/alice', 'hold')).record!.taskId;
-    for (const id of ids) await until(async () => ((await runtime.service.store.inspectTask({ taskId: id }))?.record.status !== 'working' ? true : undefined));
+    for (const id of ids)
+      await until(async () => ((await runtime.guard.context.store.inspectTask({ taskId: id }))?.record.status !== 'working' ? true : undefined));
     await until(() => (runtime.worker?.executor.active === 1 ? true : undefined));
     // Another principal asks for alice's task: a refusal.
-    expect((await runtime.service.read({ auth: 'beta/bob', method: 'tasks/get', taskId: held })).decision).toBe('BLOCK_AUTH');
+    expect((await runtime.guard.requestor.read({ auth: 'beta/bob', method: 'tasks/get', taskId: held })).decision).toBe('BLOCK_AUTH');
     expect((await runtime.cancel({ auth: 'acme/alice', taskId: held })).decision).toBe('CANCEL_TASK');
     await until(() => (runtime.worker?.executor.active === 0 ? true : undefined));
 
@@ -110,7 +112,7 @@ describe('TaskMetrics', () => {
   it('counts a heartbeat that finds its lease taken over as lost', async () => {
     const store = new MemoryStore();
     const runtime = createRuntime({ store, tools: [hold], logger: createLogger('silent'), sweepIntervalMs: 0, worker: { leaseMs: 10_000, heartbeatMs: 30 } });
-    const metrics = new TaskMetrics(runtime.service, { storeReadIntervalMs: 0, processMetrics: false });
+    const metrics = new TaskMetrics(runtime.guard.context, { storeReadIntervalMs: 0, processMetrics: false });
     closers.push(
       () => runtime.close(50),
       () => metrics.close(),
@@ -119,8 +121,8 @@ describe('TaskMetrics', () => {
     const id = (await call(runtime, 'acme/alice', 'hold')).record!.taskId;
     await until(() => (runtime.worker?.executor.active === 1 ? true : undefined));
     // Another process whose clock is past the lease takes the task: the fence moves.
-    const later = new TaskService({ store, capabilities: { cancel: {} }, clock: () => Date.now() + 60_000 });
-    expect((await later.claim({ owner: 'other', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null })).map((r) => r.taskId)).toEqual([id]);
+    const later = openGuard({ store, capabilities: { cancel: {} }, clock: () => Date.now() + 60_000 });
+    expect((await later.worker.claim({ owner: 'other', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null })).map((r) => r.taskId)).toEqual([id]);
     await until(() => (runtime.worker?.executor.active === 0 ? true : undefined));
     const body = (await metrics.render()).body;
     expect(body).toMatch(/^tasklatch_heartbeat_failures_total\{reason="lost"\} 1$/m);
@@ -131,16 +133,16 @@ describe('TaskMetrics', () => {
     const { runtime, scrape } = setUp(false);
     const id = (await call(runtime, 'acme/alice', 'hold')).record!.taskId;
     await scrape();
-    const claim = () => runtime.service.claim({ owner: 'w', leaseMs: 1, limit: 1, maxAttempts: 2, abandonedResult: { content: [], isError: true } });
+    const claim = () => runtime.guard.worker.claim({ owner: 'w', leaseMs: 1, limit: 1, maxAttempts: 2, abandonedResult: { content: [], isError: true } });
     expect(await claim()).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 5));
     expect(await claim()).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 5));
     expect(await claim()).toHaveLength(0);
-    expect((await runtime.service.store.inspectTask({ taskId: id }))?.record.status).toBe('failed');
+    expect((await runtime.guard.context.store.inspectTask({ taskId: id }))?.record.status).toBe('failed');
     const other = (await call(runtime, 'acme/alice', 'hold')).record!.taskId;
     const stop = new AbortController();
-    const waiting = runtime.service.awaitResult({ auth: 'acme/alice', taskId: other, signal: stop.signal });
+    const waiting = awaitTaskResult(runtime.guard, { auth: 'acme/alice', taskId: other, signal: stop.signal });
     await until(async () => ((await scrape()).get('tasklatch_results_waiting') === 1 ? true : undefined));
     stop.abort();
     await waiting;

@@ -45,8 +45,8 @@ async function work(runtime: TaskRuntime): Promise<string> {
     correlationId: 'corr-create',
   });
   const taskId = out.record!.taskId;
-  await until(async () => ((await runtime.service.lookup({ auth: 'acme/alice', taskId })).record?.status === 'completed' ? true : undefined));
-  await runtime.service.read({ auth: 'beta/bob', method: 'tasks/result', taskId, correlationId: 'corr-foreign' });
+  await until(async () => ((await runtime.guard.worker.lookup({ auth: 'acme/alice', taskId })).record?.status === 'completed' ? true : undefined));
+  await runtime.guard.requestor.read({ auth: 'beta/bob', method: 'tasks/result', taskId, correlationId: 'corr-foreign' });
   return taskId;
 }
 

@@ -1,3 +1,4 @@
+import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLogger } from '../../src/runtime/log.js';
@@ -84,7 +85,7 @@ describe.each([sqliteHarness, postgresHarness])('$name: progress between runtime
       request: { method: 'tools/call', params: { name: 'steps', arguments: {}, task: {} } },
     });
     const taskId = created.record!.taskId;
-    const done = await serving.service.awaitResult({ auth: AUTH, taskId });
+    const done = await awaitTaskResult(serving.guard, { auth: AUTH, taskId });
     expect(done.record?.status).toBe('completed');
     // The last step is heard by the other runtime, and its echo has come back to the running one.
     await until(() => (heard.serving.length >= 3 && echoes.includes(`${taskId} 3`) ? true : undefined));

@@ -71,6 +71,6 @@ describe('TaskRuntime', () => {
     expect(abort).toHaveBeenCalledWith(taskId, 'cancelled');
     await until(() => (r.worker?.executor.active !== 0 ? undefined : true));
     expect(r.worker?.executor.active).toBe(0);
-    expect((await r.service.lookup({ auth: AUTH, taskId })).record?.status).toBe('cancelled');
+    expect((await r.guard.worker.lookup({ auth: AUTH, taskId })).record?.status).toBe('cancelled');
   });
 });

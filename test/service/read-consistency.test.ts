@@ -1,7 +1,8 @@
+import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTerminal, type TaskRecord } from '../../src/core/types.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard } from '../../src/service/guard.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { delayedNotifications } from '../support/delayed-notifications.js';
 import { ALL_CAPS } from '../support/records.js';
@@ -39,10 +40,10 @@ for (const harness of [sqliteHarness, postgresHarness]) {
       const handles = await harness.openMany('read_consistency', 2);
       let mode: 'late' | 'lost' | 'soon' = 'soon';
       const delay = () => (mode === 'lost' ? null : mode === 'late' ? 100 + Math.random() * 200 : Math.random() * 5);
-      const services = handles.map((store: TaskStore) => new TaskService({ store: delayedNotifications(store, delay), capabilities: ALL_CAPS }));
-      for (const service of services) await service.start();
+      const guards = handles.map((store: TaskStore) => openGuard({ store: delayedNotifications(store, delay), capabilities: ALL_CAPS }));
+      for (const guard of guards) await guard.relay.start();
       closing.push(async () => {
-        for (const service of services) await service.stop();
+        for (const guard of guards) await guard.relay.stop();
         for (const store of new Set(handles)) await store.close();
       });
       const tasks: TaskRecord[] = [];
@@ -71,12 +72,12 @@ for (const harness of [sqliteHarness, postgresHarness]) {
           tasks.length = 0;
           for (const { writer, op, notify } of ops) {
             mode = notify;
-            const w = services[writer]!;
+            const w = guards[writer]!;
             const readerIndex = (1 - writer) as 0 | 1;
-            const r = services[readerIndex]!;
+            const r = guards[readerIndex]!;
             let written: TaskRecord | null = null;
             if (op.kind === 'create' || tasks.length === 0) {
-              const out = await createTask(w.guard, {
+              const out = await createTask(w, {
                 auth: ALICE,
                 tool: TOOL,
                 request: { method: 'tools/call', params: { name: 't', arguments: {}, task: { ttl: 600_000 } } },
@@ -86,9 +87,9 @@ for (const harness of [sqliteHarness, postgresHarness]) {
             } else {
               const index = (op as { pick: number }).pick % tasks.length;
               const taskId = tasks[index]!.taskId;
-              const current = (await w.lookup({ auth: ALICE, taskId })).record!;
+              const current = (await w.worker.lookup({ auth: ALICE, taskId })).record!;
               if (op.kind === 'cancel') {
-                const out = await w.cancel({ auth: ALICE, taskId });
+                const out = await w.requestor.cancel({ auth: ALICE, taskId });
                 written = out.record;
               } else if (!isTerminal(current.status)) {
                 const write =
@@ -97,20 +98,20 @@ for (const harness of [sqliteHarness, postgresHarness]) {
                     : op.kind === 'complete'
                       ? { status: 'completed' as const, expectedVersion: current.version, result: { content: [] } }
                       : { status: 'failed' as const, expectedVersion: current.version, result: { content: [], isError: true } };
-                const out = await w.transition({ auth: ALICE, taskId, write });
+                const out = await w.worker.transition({ auth: ALICE, taskId, write });
                 written = out.decision === 'APPLY_TRANSITION' ? out.record : null;
               }
               if (written !== null) tasks[index] = written;
             }
             if (written === null) continue;
             // The write is acknowledged: the other process reads at once.
-            check(readerIndex, written, (await r.read({ auth: ALICE, method: 'tasks/get', taskId: written.taskId })).record);
+            check(readerIndex, written, (await r.requestor.read({ auth: ALICE, method: 'tasks/get', taskId: written.taskId })).record);
             if (isTerminal(written.status)) {
-              const held = await r.awaitResult({ auth: ALICE, taskId: written.taskId, signal: AbortSignal.timeout(5_000) });
+              const held = await awaitTaskResult(r, { auth: ALICE, taskId: written.taskId, signal: AbortSignal.timeout(5_000) });
               expect(held.decision).toBe('RETURN_RESULT');
               check(readerIndex, written, held.record);
             }
-            const listed = await r.list({ auth: ALICE, limit: 1000 });
+            const listed = await r.requestor.list({ auth: ALICE, limit: 1000 });
             check(readerIndex, written, (listed.records ?? []).find((t) => t.taskId === written.taskId) ?? null);
           }
         }),

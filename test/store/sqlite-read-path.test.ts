@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard } from '../../src/service/guard.js';
 import { openSqlite } from '../../src/store/sqlite/connection.js';
 import type { SqliteDatabase } from '../../src/store/sqlite/driver.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
@@ -32,9 +32,9 @@ describe('SQLite read path', () => {
   });
 
   it('answers tasks/get while another process holds the write lock, and counts its reads after', async () => {
-    const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => T0 });
+    const guard = openGuard({ store, capabilities: ALL_CAPS, clock: () => T0 });
     other.exec('BEGIN IMMEDIATE');
-    const reads = await Promise.all(Array.from({ length: 5 }, () => service.read({ auth: 'tenant-a/alice', method: 'tasks/get', taskId: 't-1' })));
+    const reads = await Promise.all(Array.from({ length: 5 }, () => guard.requestor.read({ auth: 'tenant-a/alice', method: 'tasks/get', taskId: 't-1' })));
     expect(reads.map((r) => r.decision)).toEqual(Array(5).fill('RETURN_STATUS'));
     other.exec('COMMIT');
     const trail = await store.auditTrail({ taskId: 't-1' });
@@ -42,10 +42,10 @@ describe('SQLite read path', () => {
   });
 
   it('classifies a miss in one snapshot, as before', async () => {
-    const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => T0 });
-    expect((await service.read({ auth: 'tenant-b/bob', method: 'tasks/get', taskId: 't-1' })).decision).toBe('BLOCK_AUTH');
-    expect((await service.read({ auth: 'tenant-a/alice', method: 'tasks/get', taskId: 't-2' })).decision).toBe('NOT_FOUND');
-    const expired = new TaskService({ store, capabilities: ALL_CAPS, clock: () => T0 + 48 * 3_600_000 });
-    expect((await expired.read({ auth: 'tenant-a/alice', method: 'tasks/get', taskId: 't-1' })).decision).not.toBe('RETURN_STATUS');
+    const guard = openGuard({ store, capabilities: ALL_CAPS, clock: () => T0 });
+    expect((await guard.requestor.read({ auth: 'tenant-b/bob', method: 'tasks/get', taskId: 't-1' })).decision).toBe('BLOCK_AUTH');
+    expect((await guard.requestor.read({ auth: 'tenant-a/alice', method: 'tasks/get', taskId: 't-2' })).decision).toBe('NOT_FOUND');
+    const expired = openGuard({ store, capabilities: ALL_CAPS, clock: () => T0 + 48 * 3_600_000 });
+    expect((await expired.requestor.read({ auth: 'tenant-a/alice', method: 'tasks/get', taskId: 't-1' })).decision).not.toBe('RETURN_STATUS');
   });
 });

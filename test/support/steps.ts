@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { TaskRecord } from '../../src/core/types.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import type { TaskLimits } from '../../src/service/limits.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
@@ -30,11 +30,11 @@ export const text = (value: string): ToolResult => ({ content: [{ type: 'text', 
 /** One store (or several handles on one) with a service each, workers, and the reads a step test makes. */
 export interface StepWorld {
   stores: TaskStore[];
-  services: TaskService[];
-  svc: TaskService;
+  services: Guard[];
+  svc: Guard;
   store: TaskStore;
-  worker(tool: TaskTool | TaskTool[], options?: WorkerOptions & { on?: TaskService }): Worker;
-  admit(tool: string, capabilities?: Record<string, unknown>, on?: TaskService): Promise<string>;
+  worker(tool: TaskTool | TaskTool[], options?: WorkerOptions & { on?: Guard }): Worker;
+  admit(tool: string, capabilities?: Record<string, unknown>, on?: Guard): Promise<string>;
   record(taskId: string): Promise<TaskRecord | null>;
   /** Waits until the task is in `status` (any terminal status when not given) and returns it. */
   settled(taskId: string, status?: string, ms?: number): Promise<TaskRecord>;
@@ -44,7 +44,7 @@ export interface StepWorld {
 /** A world on a fresh store of `harness` (`count` handles, each with its own service). */
 export async function stepWorld(harness: StoreHarness, label: string, options: { count?: number; limits?: Partial<TaskLimits> } = {}): Promise<StepWorld> {
   const stores = await harness.openMany(`steps_${label}`, options.count ?? 1);
-  const services = stores.map((store) => new TaskService({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100, ...options.limits } }));
+  const services = stores.map((store) => openGuard({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100, ...options.limits } }));
   const workers: Worker[] = [];
   const svc = services[0]!;
   const world: StepWorld = {
@@ -53,13 +53,13 @@ export async function stepWorld(harness: StoreHarness, label: string, options: {
     svc,
     store: stores[0]!,
     worker: (tool, { on, ...workerOptions } = {}) => {
-      const w = new Worker(on ?? svc, new ToolRegistry(Array.isArray(tool) ? tool : [tool]), { pollMs: 50, leaseMs: 2000, ...workerOptions });
+      const w = new Worker((on ?? svc).worker, new ToolRegistry(Array.isArray(tool) ? tool : [tool]), { pollMs: 50, leaseMs: 2000, ...workerOptions });
       w.start();
       workers.push(w);
       return w;
     },
     admit: async (tool, capabilities = ELICIT, on = svc) => {
-      const out = await createTask(on.guard, {
+      const out = await createTask(on, {
         auth: AUTH,
         tool: { name: tool, execution: { taskSupport: 'required' } },
         request: {
@@ -69,10 +69,10 @@ export async function stepWorld(harness: StoreHarness, label: string, options: {
       });
       return out.record!.taskId;
     },
-    record: async (taskId) => (await svc.lookup({ auth: AUTH, taskId })).record,
+    record: async (taskId) => (await svc.worker.lookup({ auth: AUTH, taskId })).record,
     settled: (taskId, status, ms = 30_000) =>
       until(async () => {
-        const r = (await svc.lookup({ auth: AUTH, taskId })).record;
+        const r = (await svc.worker.lookup({ auth: AUTH, taskId })).record;
         if (r === null) return undefined;
         const done = status === undefined ? ['completed', 'failed', 'cancelled'].includes(r.status) : r.status === status;
         return done ? r : undefined;

@@ -31,7 +31,7 @@ describe.each(ALL_HARNESSES)('the order of steps, sleeps and asks on the $name s
     const taskId = await w.admit(label);
     if (answer) {
       await until(async () => ((await w.record(taskId))?.status === 'input_required' ? true : undefined));
-      expect((await w.svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } })).decision).toBe('APPLY_ANSWER');
+      expect((await w.svc.answers.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } })).decision).toBe('APPLY_ANSWER');
     }
     return { w, taskId, record: await w.settled(taskId), runs: () => runs };
   }
@@ -95,9 +95,9 @@ describe.each(ALL_HARNESSES)('the order of steps, sleeps and asks on the $name s
     expect(record.status).toBe('completed');
     expect(runs()).toBe(2);
     expect(counts).toEqual({ reserve: 1, ship: 1 });
-    const [question] = await w.svc.lookupInputs({ auth: AUTH, taskId });
+    const [question] = await w.svc.answers.lookupInputs({ auth: AUTH, taskId });
     expect(question).toMatchObject({ key: 'approve', position: 1 });
-    expect((await w.svc.lookupSteps({ auth: AUTH, taskId })).map((s) => `${s.position} ${s.name}`)).toEqual(['0 reserve', '2 ship']);
+    expect((await w.svc.worker.lookupSteps({ auth: AUTH, taskId })).map((s) => `${s.position} ${s.name}`)).toEqual(['0 reserve', '2 ship']);
   });
 
   it('an ask where the journal has a step, or a step where an ask was stored, is an order change', async () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard } from '../../src/service/guard.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
@@ -40,24 +40,24 @@ afterEach(async () => {
 describe('steps when the store does not answer', () => {
   it('reads the journal again, finds a write of unknown fate recorded, and runs each step once', async () => {
     const store = new FlakyJournal();
-    const svc = new TaskService({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
+    const svc = openGuard({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
     const runs = { charge: 0, ship: 0 };
     const tool = stepTool('flaky-store', async (_args, ctx) => {
       const charge = await ctx.step.do('charge', () => ++runs.charge);
       const ship = await ctx.step.do('ship', () => ++runs.ship);
       return text(`${charge} ${ship}`);
     });
-    const worker = new Worker(svc, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 5000 });
+    const worker = new Worker(svc.worker, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 5000 });
     worker.start();
     stops.push(() => worker.stop(100));
-    const created = await createTask(svc.guard, {
+    const created = await createTask(svc, {
       auth: AUTH,
       tool: { name: 'flaky-store', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'flaky-store', arguments: {}, task: {} } },
     });
     const taskId = created.record!.taskId;
     const done = await until(async () => {
-      const r = (await svc.lookup({ auth: AUTH, taskId })).record;
+      const r = (await svc.worker.lookup({ auth: AUTH, taskId })).record;
       return r?.status === 'completed' || r?.status === 'failed' ? r : undefined;
     });
     expect(done.status).toBe('completed');

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard } from '../../src/service/guard.js';
 import { RunLogger } from '../../src/worker/run-events.js';
 import { TaskRun } from '../../src/worker/task-run.js';
 import { ALL_CAPS } from '../support/records.js';
@@ -47,7 +47,7 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     // Woken by the worker at its wake time, not by the poll a minute away (which would outlast the test).
     const woke = await w.settled(sleeping);
     expect(woke.status).toBe('completed');
-    const [nap] = await w.svc.lookupSteps({ auth: AUTH, taskId: sleeping });
+    const [nap] = await w.svc.worker.lookupSteps({ auth: AUTH, taskId: sleeping });
     expect(nap!.wakeAt! - nap!.startedAt).toBeGreaterThanOrEqual(3000);
     expect(woke.lastUpdatedAt).toBeGreaterThanOrEqual(nap!.wakeAt!);
     expect(asleep.version).toBeLessThan(woke.version);
@@ -65,7 +65,7 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     );
     const taskId = await w.admit('dozer');
     await sleepingMessage(w, taskId);
-    const out = await w.svc.cancel({ auth: AUTH, taskId });
+    const out = await w.svc.requestor.cancel({ auth: AUTH, taskId });
     expect(out.decision).toBe('CANCEL_TASK');
     // Cancelled by that one write, not when the nap would have ended.
     expect((await w.record(taskId))?.status).toBe('cancelled');
@@ -77,32 +77,32 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
   it('refuses a stale run’s step record (the old fence), records the holder’s, and refuses after the end', async () => {
     const w = await world('stale');
     const taskId = await w.admit('unserved');
-    const [first] = await w.svc.claim({ ...CLAIM, owner: 'old', leaseMs: 30 });
+    const [first] = await w.svc.worker.claim({ ...CLAIM, owner: 'old', leaseMs: 30 });
     await sleep(60);
-    const [second] = await w.svc.claim({ ...CLAIM, owner: 'new', leaseMs: 10_000 });
+    const [second] = await w.svc.worker.claim({ ...CLAIM, owner: 'new', leaseMs: 10_000 });
     expect(second!.version).toBeGreaterThan(first!.version);
     // A run that knows its lease lapsed asks the store before a side effect, and stops.
-    const lapsed = new TaskRun(first!, { owner: 'old', leaseMs: 30, heartbeatMs: 10_000 }, w.svc, quiet);
+    const lapsed = new TaskRun(first!, { owner: 'old', leaseMs: 30, heartbeatMs: 10_000 }, w.svc.worker, quiet);
     let lapsedRan = 0;
     await expect(lapsed.steps.api().do('charge', () => ++lapsedRan)).rejects.toThrow('task lease lost');
     expect(lapsedRan).toBe(0);
     // One that believes it holds the lease (a paused process) runs the step; its record is refused.
-    const old = new TaskRun(first!, { owner: 'old', leaseMs: 30, heartbeatMs: 10_000 }, w.svc, quiet);
+    const old = new TaskRun(first!, { owner: 'old', leaseMs: 30, heartbeatMs: 10_000 }, w.svc.worker, quiet);
     old.leaseUntil = Date.now() + 10_000;
     let oldRan = 0;
     await expect(old.steps.api().do('charge', () => ++oldRan)).rejects.toThrow('task lease lost');
     expect(old.stopped).toBe('lease lost');
     // At least once inside a step: it ran; exactly once recorded: not by this run.
     expect(oldRan).toBe(1);
-    expect(await w.svc.lookupSteps({ auth: AUTH, taskId })).toEqual([]);
-    const holder = new TaskRun(second!, { owner: 'new', leaseMs: 10_000, heartbeatMs: 10_000 }, w.svc, quiet);
+    expect(await w.svc.worker.lookupSteps({ auth: AUTH, taskId })).toEqual([]);
+    const holder = new TaskRun(second!, { owner: 'new', leaseMs: 10_000, heartbeatMs: 10_000 }, w.svc.worker, quiet);
     expect(await holder.steps.api().do('charge', () => 'ch_new')).toBe('ch_new');
     const decisions = (await w.store.auditTrail({ taskId })).filter((e) => e.surface === 'step').map((e) => e.decision);
     expect(decisions).toEqual(['BLOCK_STALE_VERSION', 'APPLY_STEP']);
-    await w.svc.cancel({ auth: AUTH, taskId });
+    await w.svc.requestor.cancel({ auth: AUTH, taskId });
     await expect(holder.steps.api().do('email', () => 1)).rejects.toThrow('task cancelled');
     expect(holder.stopped).toBe('cancelled');
-    expect((await w.svc.lookupSteps({ auth: AUTH, taskId })).map((s) => s.name)).toEqual(['charge']);
+    expect((await w.svc.worker.lookupSteps({ auth: AUTH, taskId })).map((s) => s.name)).toEqual(['charge']);
   });
 
   it('wakes its sleeper when the service clock runs slower than the timers (a slewed wall clock): the look waits until that clock says the task is due', async () => {
@@ -110,7 +110,7 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     const t0 = Date.now();
     // Nine service milliseconds to ten of the timers': a wake timer fires before this clock
     // reaches the wake time, and a claim then finds the task not yet due.
-    const slow = new TaskService({
+    const slow = openGuard({
       store: w.store,
       capabilities: ALL_CAPS,
       limits: { pollInterval: 100 },
@@ -125,7 +125,7 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     );
     const taskId = await w.admit('slow-nap', ELICIT, slow);
     const woke = await w.settled(taskId, 'completed', 5000);
-    const [nap] = await w.svc.lookupSteps({ auth: AUTH, taskId });
+    const [nap] = await w.svc.worker.lookupSteps({ auth: AUTH, taskId });
     // Claimed once its wake time had come by the service's clock, long before the 60 s poll.
     expect(woke.lastUpdatedAt).toBeGreaterThanOrEqual(nap!.wakeAt!);
   });
@@ -133,18 +133,18 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
   it('a task claimed before its wake time suspends again until the same time', async () => {
     const w = await world('early');
     let skew = 0;
-    const early = new TaskService({ store: w.store, capabilities: ALL_CAPS, clock: () => Date.now() + skew });
+    const early = openGuard({ store: w.store, capabilities: ALL_CAPS, clock: () => Date.now() + skew });
     const taskId = await w.admit('napper');
-    const [claimed] = await w.svc.claim({ ...CLAIM, owner: 'first', leaseMs: 10_000 });
-    const first = new TaskRun(claimed!, { owner: 'first', leaseMs: 10_000, heartbeatMs: 10_000 }, w.svc, quiet);
+    const [claimed] = await w.svc.worker.claim({ ...CLAIM, owner: 'first', leaseMs: 10_000 });
+    const first = new TaskRun(claimed!, { owner: 'first', leaseMs: 10_000, heartbeatMs: 10_000 }, w.svc.worker, quiet);
     await expect(first.steps.api().sleep('nap', 5000)).rejects.toThrow('task suspended');
     const wakeAt = first.wakeAt!;
     expect((await w.store.inspectTask({ taskId }))?.dispatch?.availableAt).toBe(wakeAt);
     skew = 10_000;
-    const [again] = await early.claim({ ...CLAIM, owner: 'early', leaseMs: 10_000 });
+    const [again] = await early.worker.claim({ ...CLAIM, owner: 'early', leaseMs: 10_000 });
     skew = 0;
     expect(again?.taskId).toBe(taskId);
-    const second = new TaskRun(again!, { owner: 'early', leaseMs: 10_000, heartbeatMs: 10_000 }, early, quiet);
+    const second = new TaskRun(again!, { owner: 'early', leaseMs: 10_000, heartbeatMs: 10_000 }, early.worker, quiet);
     await expect(second.steps.api().sleep('nap', 1)).rejects.toThrow('task suspended');
     expect(second.wakeAt).toBe(wakeAt);
     const seen = await w.store.inspectTask({ taskId });
@@ -166,6 +166,6 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     const done = await w.settled(taskId);
     expect(done.status).toBe('completed');
     expect(done.statusMessage).toBeNull();
-    expect((await w.svc.lookupSteps({ auth: AUTH, taskId })).map((s) => `${s.name} ${s.status}`)).toEqual(['deadline sleeping', 'zero sleeping']);
+    expect((await w.svc.worker.lookupSteps({ auth: AUTH, taskId })).map((s) => `${s.name} ${s.status}`)).toEqual(['deadline sleeping', 'zero sleeping']);
   });
 });

@@ -45,7 +45,7 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
     expect(done.status).toBe('completed');
     expect(resultText(done)).toBe(`receipt for ch_1 {"id":"ch_1","amount":42} undefined task:${taskId}:step:charge`);
     expect(calls).toEqual({ charge: 1, receipt: 1, runs: 2 });
-    const journal = await w.svc.lookupSteps({ auth: AUTH, taskId });
+    const journal = await w.svc.worker.lookupSteps({ auth: AUTH, taskId });
     expect(journal.map((s) => [s.position, s.name, s.kind, s.status, s.attempts])).toEqual([
       [0, 'charge', 'do', 'completed', 1],
       [1, 'cool-down', 'sleep', 'sleeping', 0],
@@ -83,7 +83,7 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
     expect(worker.executor.active).toBe(0);
     const details = (await w.store.auditTrail({ taskId })).filter((e) => e.surface === 'step').map((e) => e.detail);
     expect(details).toEqual(['call-upstream@0 retrying', 'call-upstream@0 retrying', 'call-upstream@0 completed']);
-    const [row] = await w.svc.lookupSteps({ auth: AUTH, taskId });
+    const [row] = await w.svc.worker.lookupSteps({ auth: AUTH, taskId });
     expect(row).toMatchObject({ status: 'completed', attempts: 3, value: 30 });
     // Each retry's wait gave the lease back and started a new claim: three claims in all.
     const claims = (await w.store.auditTrail({ taskId })).filter((e) => e.detail?.startsWith('claim ') === true);
@@ -106,7 +106,7 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
     });
     expect(waiting.statusMessage).toMatch(/^retrying step "charge" \(attempt 2 of 2\) at \d{4}-.+Z$/);
     expect(waiting).toMatchObject({ status: 'working', leaseOwner: null, attempt: 0 });
-    const [row] = await w.svc.lookupSteps({ auth: AUTH, taskId });
+    const [row] = await w.svc.worker.lookupSteps({ auth: AUTH, taskId });
     expect(row).toMatchObject({ status: 'retrying', attempts: 1, error: { message: 'card declined' } });
     const seen = await w.store.inspectTask({ taskId });
     expect(seen?.dispatch?.availableAt).toBe(row!.wakeAt);
@@ -137,7 +137,7 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
     expect(done.status).toBe('completed');
     expect(resultText(done)).toBe('StepFailedError slow 1: step "slow" timed out after 80 ms');
     expect(calls).toEqual({ slow: 1, runs: 2 });
-    const [row] = await w.svc.lookupSteps({ auth: AUTH, taskId });
+    const [row] = await w.svc.worker.lookupSteps({ auth: AUTH, taskId });
     expect(row).toMatchObject({ status: 'failed', attempts: 1, error: { message: 'step "slow" timed out after 80 ms', name: 'TimeoutError' } });
   });
 
@@ -175,7 +175,7 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
     expect(lines[4]).toBe('null: ok');
     // Not retried: a value that cannot be recorded would not be recordable the next time either.
     expect(calls.big).toBe(1);
-    const journal = await w.svc.lookupSteps({ auth: AUTH, taskId });
+    const journal = await w.svc.worker.lookupSteps({ auth: AUTH, taskId });
     expect(journal.map((s) => `${s.name} ${s.status}`)).toEqual(['big failed', 'date failed', 'fn failed', 'nan failed', 'null completed']);
     expect(journal[4]!.value).toBeNull();
   });

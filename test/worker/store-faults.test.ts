@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isStoreFault } from '../../src/core/errors.js';
 import type { TaskRecord } from '../../src/core/types.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard } from '../../src/service/guard.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import type { ToolContext, ToolResult } from '../../src/tools/tool.js';
 import { Worker } from '../../src/worker/worker.js';
@@ -75,7 +75,7 @@ describe.each([sqliteHarness, postgresHarness])('a store fault during a run on t
       const raw = await harness.open(`faults_${method}`);
       stops.push(() => raw.close());
       const faults = new StoreFaults();
-      const svc = new TaskService({ store: faults.wrap(raw), capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
+      const svc = openGuard({ store: faults.wrap(raw), capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
       let armedBeforeAsk = false;
       const { tool, runs } = journey(faults, handling ?? 'plain', async () => {
         if (when !== 'before ask' || armedBeforeAsk) return;
@@ -84,16 +84,16 @@ describe.each([sqliteHarness, postgresHarness])('a store fault during a run on t
         // A heartbeat fault is met while the handler runs: it waits for them.
         if (method === 'heartbeat') await faults.hit('heartbeat', times);
       });
-      const worker = new Worker(svc, new ToolRegistry([tool]), {
+      const worker = new Worker(svc.worker, new ToolRegistry([tool]), {
         pollMs: 50,
         leaseMs: 3000,
-        hooks: { progress: async (record, progress, total, message) => svc.publishProgress(record, progress, total, message) },
+        hooks: { progress: async (record, progress, total, message) => svc.relay.publishProgress(record, progress, total, message) },
       });
       worker.start();
       stops.push(() => worker.stop(100));
       if (when === 'admission') faults.arm(method, times);
 
-      const admitted = await createTask(svc.guard, {
+      const admitted = await createTask(svc, {
         auth: AUTH,
         tool: { name: 'journey', execution: { taskSupport: 'required' } },
         request: {
@@ -114,7 +114,7 @@ describe.each([sqliteHarness, postgresHarness])('a store fault during a run on t
       const refused: unknown[] = [];
       await until(async () => {
         try {
-          await svc.answer({ auth: AUTH, taskId, responses: { ship: { action: 'accept', content: {} } } });
+          await svc.answers.answer({ auth: AUTH, taskId, responses: { ship: { action: 'accept', content: {} } } });
           return true;
         } catch (error) {
           // The requestor is told to retry, never given a decision.

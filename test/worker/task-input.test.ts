@@ -1,7 +1,8 @@
+import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ExpirySweeper } from '../../src/service/expiry-sweeper.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
@@ -51,19 +52,19 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     return stores;
   }
 
-  function service(store: TaskStore): TaskService {
-    return new TaskService({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
+  function guardOn(store: TaskStore): Guard {
+    return openGuard({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
   }
 
-  function worker(svc: TaskService, tool: TaskTool, id: string): Worker {
-    const w = new Worker(svc, new ToolRegistry([tool]), { id, pollMs: 50, leaseMs: 2000 });
+  function worker(svc: Guard, tool: TaskTool, id: string): Worker {
+    const w = new Worker(svc.worker, new ToolRegistry([tool]), { id, pollMs: 50, leaseMs: 2000 });
     w.start();
     stops.push(() => w.stop(100));
     return w;
   }
 
-  async function admit(svc: TaskService, capabilities: Record<string, unknown> = ELICIT): Promise<string> {
-    const out = await createTask(svc.guard, {
+  async function admit(svc: Guard, capabilities: Record<string, unknown> = ELICIT): Promise<string> {
+    const out = await createTask(svc, {
       auth: AUTH,
       tool: { name: 'approve', execution: { taskSupport: 'required' } },
       request: {
@@ -74,26 +75,26 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     return out.record!.taskId;
   }
 
-  const status = async (svc: TaskService, taskId: string) => (await svc.lookup({ auth: AUTH, taskId })).record?.status;
-  const outstanding = async (svc: TaskService, taskId: string) =>
-    (await svc.lookupInputs({ auth: AUTH, taskId })).filter((q) => q.answeredAt === null).map((q) => q.key);
+  const status = async (svc: Guard, taskId: string) => (await svc.worker.lookup({ auth: AUTH, taskId })).record?.status;
+  const outstanding = async (svc: Guard, taskId: string) =>
+    (await svc.answers.lookupInputs({ auth: AUTH, taskId })).filter((q) => q.answeredAt === null).map((q) => q.key);
 
   it('waits without a worker, resumes from the stored answers, never asks twice, acts once', async () => {
     const [store] = await fresh('resume');
-    const svc = service(store!);
+    const svc = guardOn(store!);
     const { tool, seen } = askingTool();
     const w = worker(svc, tool, 'w1');
     const taskId = await admit(svc);
     await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
     expect(await outstanding(svc, taskId)).toEqual(['approve']);
     await until(() => (w.executor.active === 0 ? true : undefined));
-    expect((await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } })).decision).toBe('APPLY_ANSWER');
+    expect((await svc.answers.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } })).decision).toBe('APPLY_ANSWER');
     await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined));
     expect(await outstanding(svc, taskId)).toEqual(['who', 'why']);
     // A partial answer leaves the task waiting for the rest.
-    await svc.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept', content: { n: 'ada' } } } });
+    await svc.answers.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept', content: { n: 'ada' } } } });
     expect(await status(svc, taskId)).toBe('input_required');
-    await svc.answer({ auth: AUTH, taskId, responses: { why: { action: 'accept', content: { n: 'audit' } } } });
+    await svc.answers.answer({ auth: AUTH, taskId, responses: { why: { action: 'accept', content: { n: 'audit' } } } });
     await until(async () => ((await status(svc, taskId)) === 'completed' ? true : undefined));
     expect(seen).toEqual({ runs: 3, effects: 1 });
     const asks = (await store!.auditTrail({ taskId })).filter((e) => e.decision === 'APPLY_ASK');
@@ -102,40 +103,40 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
 
   it('resumes on another worker after the one that asked is gone, with the answer sent through another handle', async () => {
     const [mine, theirs] = await fresh('takeover', 2);
-    const asker = service(mine!);
-    const other = service(theirs!);
+    const asker = guardOn(mine!);
+    const other = guardOn(theirs!);
     const first = askingTool();
     const w1 = worker(asker, first.tool, 'asker');
     const taskId = await admit(asker);
     await until(async () => ((await status(asker, taskId)) === 'input_required' ? true : undefined));
     await w1.stop(50);
     const second = askingTool();
-    await other.start();
-    stops.push(() => other.stop());
+    await other.relay.start();
+    stops.push(() => other.relay.stop());
     worker(other, second.tool, 'survivor');
-    await other.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
+    await other.answers.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
     await until(async () => ((await outstanding(other, taskId)).length === 2 ? true : undefined));
-    await asker.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'decline' } } });
+    await asker.answers.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'decline' } } });
     await until(async () => ((await status(other, taskId)) === 'completed' ? true : undefined));
     expect(first.seen.effects + second.seen.effects).toBe(1);
   });
 
   it('refuses hostile answers: another tenant, a different second answer, an unknown key, after cancel', async () => {
     const [store] = await fresh('hostile');
-    const svc = service(store!);
+    const svc = guardOn(store!);
     worker(svc, askingTool().tool, 'w1');
     const taskId = await admit(svc);
     await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
-    const bob = await svc.answer({ auth: 'globex/bob', taskId, responses: { approve: { action: 'accept' } } });
+    const bob = await svc.answers.answer({ auth: 'globex/bob', taskId, responses: { approve: { action: 'accept' } } });
     expect(bob).toMatchObject({ decision: 'BLOCK_AUTH', record: null });
     expect(await outstanding(svc, taskId)).toEqual(['approve']);
-    expect((await svc.answer({ auth: AUTH, taskId, responses: { nope: { action: 'accept' } } })).keys).toEqual({ nope: 'IGNORE_UNKNOWN_KEY' });
-    await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'decline' } } });
-    const again = await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
+    expect((await svc.answers.answer({ auth: AUTH, taskId, responses: { nope: { action: 'accept' } } })).keys).toEqual({ nope: 'IGNORE_UNKNOWN_KEY' });
+    await svc.answers.answer({ auth: AUTH, taskId, responses: { approve: { action: 'decline' } } });
+    const again = await svc.answers.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
     expect(again.keys).toEqual({ approve: 'BLOCK_ANSWER_REWRITE' });
     await until(async () => ((await outstanding(svc, taskId)).length === 2 ? true : undefined));
-    expect((await svc.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
-    const late = await svc.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'accept' } } });
+    expect((await svc.requestor.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
+    const late = await svc.answers.answer({ auth: AUTH, taskId, responses: { who: { action: 'accept' }, why: { action: 'accept' } } });
     expect(late.decision).toBe('BLOCK_TERMINAL');
     await new Promise((r) => setTimeout(r, 150));
     expect(await status(svc, taskId)).toBe('cancelled');
@@ -143,7 +144,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
 
   it('a question unanswered past its timeoutMs ends the task failed, naming the key; a later answer is BLOCK_TERMINAL', async () => {
     const [store] = await fresh('deadline');
-    const svc = service(store!);
+    const svc = guardOn(store!);
     const runs = { n: 0 };
     const tool = defineTool({
       name: 'approve',
@@ -157,15 +158,15 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
       },
     }) as unknown as TaskTool;
     worker(svc, tool, 'w1');
-    const sweeper = new ExpirySweeper(svc, () => svc.now(), { intervalMs: 0, inputDeadlineIntervalMs: 40 });
+    const sweeper = new ExpirySweeper(svc, () => svc.context.clock(), { intervalMs: 0, inputDeadlineIntervalMs: 40 });
     sweeper.start();
     stops.push(() => sweeper.stop());
     const taskId = await admit(svc);
     await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
-    const [question] = await svc.lookupInputs({ auth: AUTH, taskId });
+    const [question] = await svc.answers.lookupInputs({ auth: AUTH, taskId });
     expect(question!.deadlineAt! - question!.askedAt).toBe(150);
-    // A waiting result wakes on the failure (published on this service's change feed).
-    const result = await svc.awaitResult({ auth: AUTH, taskId, fallbackPollMs: 60_000 });
+    // A waiting result wakes on the failure (published on this guard's change feed).
+    const result = await awaitTaskResult(svc, { auth: AUTH, taskId, fallbackPollMs: 60_000 });
     expect(result.decision).toBe('RETURN_RESULT');
     expect(result.record).toMatchObject({
       status: 'failed',
@@ -173,7 +174,7 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
     });
     // Ended by the deadline, not before it (how soon after it is the sweeper's interval, not a test's claim).
     expect(result.record!.lastUpdatedAt).toBeGreaterThanOrEqual(question!.deadlineAt!);
-    const late = await svc.answer({ auth: AUTH, taskId, responses: { soon: { action: 'accept' } } });
+    const late = await svc.answers.answer({ auth: AUTH, taskId, responses: { soon: { action: 'accept' } } });
     expect(late).toMatchObject({ decision: 'BLOCK_TERMINAL', record: null });
     expect(runs.n).toBe(1);
     expect((await store!.auditTrail({ taskId })).filter((e) => e.detail === 'input deadline soon')).toHaveLength(1);
@@ -181,18 +182,20 @@ describe.each(ALL_HARNESSES)('durable input on the $name store', (harness) => {
 
   it('ends the task failed when a re-run asks something else, and when the client cannot be asked', async () => {
     const [store] = await fresh('mismatch');
-    const svc = service(store!);
+    const svc = guardOn(store!);
     worker(svc, askingTool({ differentOnRerun: true }).tool, 'w1');
     const taskId = await admit(svc);
     await until(async () => ((await status(svc, taskId)) === 'input_required' ? true : undefined));
-    await svc.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
+    await svc.answers.answer({ auth: AUTH, taskId, responses: { approve: { action: 'accept' } } });
     await until(async () => ((await status(svc, taskId)) === 'failed' ? true : undefined));
-    expect((await svc.lookup({ auth: AUTH, taskId })).record?.result).toMatchObject({ error: { message: expect.stringContaining('asked something else') } });
+    expect((await svc.worker.lookup({ auth: AUTH, taskId })).record?.result).toMatchObject({
+      error: { message: expect.stringContaining('asked something else') },
+    });
     const blind = await admit(svc, {});
     await until(async () => ((await status(svc, blind)) === 'failed' ? true : undefined));
-    expect((await svc.lookup({ auth: AUTH, taskId: blind })).record?.result).toMatchObject({
+    expect((await svc.worker.lookup({ auth: AUTH, taskId: blind })).record?.result).toMatchObject({
       error: { code: -32021, data: { requiredCapabilities: { elicitation: {} } } },
     });
-    expect(await svc.lookupInputs({ auth: AUTH, taskId: blind })).toEqual([]);
+    expect(await svc.answers.lookupInputs({ auth: AUTH, taskId: blind })).toEqual([]);
   });
 });

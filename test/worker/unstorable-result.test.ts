@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard } from '../../src/service/guard.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { Worker } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
@@ -22,16 +22,16 @@ describe.each(ALL_HARNESSES)('a result the $name store cannot keep', (harness) =
   it('ends the task once: failed saying the result cannot be stored where the store refuses it, completed where it keeps it', async () => {
     const store = await harness.open('unstorable_result');
     stops.push(() => store.close());
-    const svc = new TaskService({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
+    const svc = openGuard({ store, capabilities: ALL_CAPS, limits: { pollInterval: 100 } });
     let runs = 0;
     const tool = stepTool('nul_result', async () => {
       runs++;
       return text('before\u0000after');
     });
-    const worker = new Worker(svc, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 3000 });
+    const worker = new Worker(svc.worker, new ToolRegistry([tool]), { pollMs: 50, leaseMs: 3000 });
     worker.start();
     stops.push(() => worker.stop(100));
-    const admitted = await createTask(svc.guard, {
+    const admitted = await createTask(svc, {
       auth: AUTH,
       tool: { name: 'nul_result', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'nul_result', arguments: {}, task: {} } },

@@ -1,8 +1,9 @@
+import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { IDEMPOTENCY_META_KEY } from '../../src/core/create-rules.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
@@ -53,19 +54,19 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
         return claimed;
       },
     });
-    const service = new TaskService({ store: counting, capabilities: ALL_CAPS, limits: { pollInterval: 100, minTtl: 1 } });
-    return { service, claims };
+    const guard = openGuard({ store: counting, capabilities: ALL_CAPS, limits: { pollInterval: 100, minTtl: 1 } });
+    return { guard, claims };
   }
 
-  function start(service: TaskService, t: TaskTool, options: WorkerOptions = {}): Worker {
-    const worker = new Worker(service, new ToolRegistry([t]), { pollMs: 60_000, ...options });
+  function start(guard: Guard, t: TaskTool, options: WorkerOptions = {}): Worker {
+    const worker = new Worker(guard.worker, new ToolRegistry([t]), { pollMs: 60_000, ...options });
     worker.start();
     stops.push(() => worker.stop(100));
     return worker;
   }
 
-  async function admit(service: TaskService): Promise<string> {
-    const out = await createTask(service.guard, {
+  async function admit(guard: Guard): Promise<string> {
+    const out = await createTask(guard, {
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {} } },
@@ -73,34 +74,34 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     return out.record!.taskId;
   }
 
-  const statusOf = async (service: TaskService, taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record?.status;
+  const statusOf = async (guard: Guard, taskId: string) => (await guard.worker.lookup({ auth: AUTH, taskId })).record?.status;
 
   it('claims once per task: a run that ended its task sends the worker to the outbox no more', async () => {
-    const { service, claims } = await counted('per_task');
-    start(service, tool().tool);
+    const { guard, claims } = await counted('per_task');
+    start(guard, tool().tool);
     await until(() => (claims.length > 0 ? true : undefined));
     const tasks = 10;
     for (let i = 0; i < tasks; i++) {
-      const taskId = await admit(service);
-      await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined));
+      const taskId = await admit(guard);
+      await until(async () => ((await statusOf(guard, taskId)) === 'completed' ? true : undefined));
     }
     // A moment for a look that a finished run would cause.
     await new Promise((resolve) => setTimeout(resolve, 100));
     // The look at start, then one per admission, each finding its task; a store that leases an
     // admitted task to a free slot in the admission itself needs none of them.
-    const perAdmission = service.supports.claimsOnAdmit === true ? [] : Array.from({ length: tasks }, () => 1);
+    const perAdmission = guard.context.store.supports.claimsOnAdmit === true ? [] : Array.from({ length: tasks }, () => 1);
     expect(claims).toEqual([0, ...perAdmission]);
   });
 
   it('with every slot busy, an admission is claimed as soon as a slot frees', async () => {
-    const { service, claims } = await counted('busy');
+    const { guard, claims } = await counted('busy');
     const { tool: held, waiting, started } = tool(true);
-    start(service, held, { concurrency: 1 });
+    start(guard, held, { concurrency: 1 });
     // The look at start holds the slot while it is in flight: the first admission comes after it.
     await until(() => (claims.length > 0 ? true : undefined));
-    const first = await admit(service);
+    const first = await admit(guard);
     await until(() => (started.length === 1 ? true : undefined));
-    const second = await admit(service);
+    const second = await admit(guard);
     await new Promise((resolve) => setTimeout(resolve, 100));
     // The slot is busy: the admission is owed a look, not claimed yet.
     expect(started).toEqual([first]);
@@ -108,17 +109,17 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     await until(() => (started.length === 2 ? true : undefined));
     expect(started).toEqual([first, second]);
     waiting[1]!();
-    await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined));
+    await until(async () => ((await statusOf(guard, second)) === 'completed' ? true : undefined));
     // The first found a free slot (leased by its admission where the store can); the second none.
-    expect(claims.filter((n) => n > 0)).toEqual(service.supports.claimsOnAdmit === true ? [1] : [1, 1]);
+    expect(claims.filter((n) => n > 0)).toEqual(guard.context.store.supports.claimsOnAdmit === true ? [1] : [1, 1]);
   });
 
   it('a claim that filled every free slot looks again as soon as a slot frees', async () => {
-    const { service, claims } = await counted('filled');
+    const { guard, claims } = await counted('filled');
     const { tool: held, waiting, started } = tool(true);
     // Admitted before the worker starts: no change event will tell of them later.
-    const ids = [await admit(service), await admit(service), await admit(service)];
-    start(service, held, { concurrency: 2 });
+    const ids = [await admit(guard), await admit(guard), await admit(guard)];
+    start(guard, held, { concurrency: 2 });
     await until(() => (started.length === 2 ? true : undefined));
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(started).toHaveLength(2);
@@ -126,25 +127,25 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     await until(() => (started.length === 3 ? true : undefined));
     expect([...started].sort()).toEqual([...ids].sort());
     for (const release of waiting.slice(1)) release();
-    await until(async () => ((await Promise.all(ids.map((id) => statusOf(service, id)))).every((s) => s === 'completed') ? true : undefined));
+    await until(async () => ((await Promise.all(ids.map((id) => statusOf(guard, id)))).every((s) => s === 'completed') ? true : undefined));
     expect(claims.filter((n) => n > 0)).toEqual([2, 1]);
   });
 
   it.runIf(harness.name === 'postgres')('leases an admission to a free slot in the admission itself: one attempt, one claim line, no claim', async () => {
-    const { service, claims } = await counted('on_admit');
-    start(service, tool().tool);
+    const { guard, claims } = await counted('on_admit');
+    start(guard, tool().tool);
     await until(() => (claims.length > 0 ? true : undefined));
-    const out = await createTask(service.guard, {
+    const out = await createTask(guard, {
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {}, _meta: { [IDEMPOTENCY_META_KEY]: 'k1' } } },
     });
     const taskId = out.record!.taskId;
     expect(out.record).toMatchObject({ version: 1, attempt: 0 });
-    await until(async () => ((await statusOf(service, taskId)) === 'completed' ? true : undefined));
-    const done = (await service.lookup({ auth: AUTH, taskId })).record!;
+    await until(async () => ((await statusOf(guard, taskId)) === 'completed' ? true : undefined));
+    const done = (await guard.worker.lookup({ auth: AUTH, taskId })).record!;
     expect(done).toMatchObject({ attempt: 1, version: 3, leaseOwner: null });
-    const trail = await service.store.auditTrail({ taskId });
+    const trail = await guard.context.store.auditTrail({ taskId });
     expect(trail.map((line) => [line.surface, line.decision, line.version ?? null])).toEqual([
       ['create', 'ACCEPT_TASK', null],
       ['transition', 'APPLY_TRANSITION', 2],
@@ -152,19 +153,19 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     ]);
     expect(trail[1]!.detail).toMatch(/^claim /);
     // A retry of the same call replays the task: nothing is leased again, nothing runs again.
-    const again = await createTask(service.guard, {
+    const again = await createTask(guard, {
       auth: AUTH,
       tool: { name: 'job', execution: { taskSupport: 'required' } },
       request: { method: 'tools/call', params: { name: 'job', arguments: {}, task: {}, _meta: { [IDEMPOTENCY_META_KEY]: 'k1' } } },
     });
     expect(again.decision).toBe('REPLAY_TASK');
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect((await service.lookup({ auth: AUTH, taskId })).record).toMatchObject({ attempt: 1, version: 3 });
+    expect((await guard.worker.lookup({ auth: AUTH, taskId })).record).toMatchObject({ attempt: 1, version: 3 });
     expect(claims).toEqual([0]);
   });
 
   it('a task waiting in the outbox is not passed over by admissions that keep every slot busy', async () => {
-    const { service, claims } = await counted('fair');
+    const { guard, claims } = await counted('fair');
     const slow = defineTool({
       name: 'job',
       description: 'takes a few milliseconds',
@@ -175,7 +176,7 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
         return { content: [{ type: 'text', text: 'done' }] };
       },
     }) as unknown as TaskTool;
-    start(service, slow, { concurrency: 2, pollMs: 3_600_000 });
+    start(guard, slow, { concurrency: 2, pollMs: 3_600_000 });
     await until(() => (claims.length > 0 ? true : undefined));
     // Six requestors in a closed loop on two slots: every slot that frees is wanted at once by an
     // admission and by a task admitted earlier that found none. The worker's poll is an hour away
@@ -185,8 +186,8 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     await Promise.all(
       Array.from({ length: 6 }, async () => {
         for (let i = 0; i < 8; i++) {
-          const taskId = await admit(service);
-          const out = await service.awaitResult({ auth: AUTH, taskId, fallbackPollMs: 60_000 });
+          const taskId = await admit(guard);
+          const out = await awaitTaskResult(guard, { auth: AUTH, taskId, fallbackPollMs: 60_000 });
           expect(out.decision).toBe('RETURN_RESULT');
           answered += 1;
         }
@@ -196,28 +197,28 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
   });
 
   it("frees a run's slot when its handler returns, not when its terminal write is done", async () => {
-    const { service } = await counted('handler_done');
+    const { guard } = await counted('handler_done');
     const { tool: quick, started } = tool();
     let letWrite: () => void = () => undefined;
     const writeHeld = new Promise<void>((resolve) => (letWrite = resolve));
-    start(service, quick, { concurrency: 1, hooks: { beforeTerminalWrite: () => (started.length === 1 ? writeHeld : undefined) } });
-    const first = await admit(service);
+    start(guard, quick, { concurrency: 1, hooks: { beforeTerminalWrite: () => (started.length === 1 ? writeHeld : undefined) } });
+    const first = await admit(guard);
     await until(() => (started.length === 1 ? true : undefined));
     // The first run's terminal write waits: its slot is free all the same.
-    const second = await admit(service);
-    await until(async () => ((await statusOf(service, second)) === 'completed' ? true : undefined));
-    expect(await statusOf(service, first)).toBe('working');
+    const second = await admit(guard);
+    await until(async () => ((await statusOf(guard, second)) === 'completed' ? true : undefined));
+    expect(await statusOf(guard, first)).toBe('working');
     letWrite();
-    await until(async () => ((await statusOf(service, first)) === 'completed' ? true : undefined));
+    await until(async () => ((await statusOf(guard, first)) === 'completed' ? true : undefined));
   });
 
   it('does not hold for an admission the slot a look is owed for, nor one a claim in flight may fill', async () => {
-    const { service, claims } = await counted('owed');
-    const worker = start(service, tool().tool, { concurrency: 1 });
+    const { guard, claims } = await counted('owed');
+    const worker = start(guard, tool().tool, { concurrency: 1 });
     await until(() => (claims.length > 0 ? true : undefined));
     // A change names a task that may have come due before the next admission: the free slot is
     // its look's, then its claim's while that is in flight.
-    service.changes.publish('earlier-task', 1);
+    guard.context.changes.publish('earlier-task', 1);
     expect(worker.reserve('job')).toBeNull();
     await until(() => (claims.length > 1 ? true : undefined));
     // The look found nothing: the slot is free for admissions again.
@@ -225,33 +226,33 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
   });
 
   it("does not look at the outbox for another process's change that ended a task, and does for one that did not", async () => {
-    const { service, claims } = await counted('terminal_news');
-    start(service, tool().tool);
+    const { guard, claims } = await counted('terminal_news');
+    start(guard, tool().tool);
     await until(() => (claims.length > 0 ? true : undefined));
     // Another process completed a task this worker does not run, and the store brought its
     // terminal record: nothing is due because of it. (No admission here: its own change would
     // send the worker to the outbox.)
     const taskId = randomUUID();
     const done = record({ taskId, authKey: AUTH, toolName: 'other', status: 'completed', version: 3, result: { content: [] } });
-    service.changes.publishRemote(taskId, 3, done);
+    guard.context.changes.publishRemote(taskId, 3, done);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(claims).toEqual([0]);
     // A change that says only "look again" (a lease given back, an answer) sends it to the outbox.
-    service.changes.publishRemote(taskId, 4);
+    guard.context.changes.publishRemote(taskId, 4);
     await until(() => (claims.length > 1 ? true : undefined));
     expect(claims).toEqual([0, 0]);
   });
 
   it('waits, without spinning, while every free slot is held for admissions in flight', async () => {
-    const { service, claims } = await counted('reserved');
-    const worker = start(service, tool().tool, { concurrency: 2 });
+    const { guard, claims } = await counted('reserved');
+    const worker = start(guard, tool().tool, { concurrency: 2 });
     await until(() => (claims.length > 0 ? true : undefined));
     const held = [worker.reserve('job'), worker.reserve('job')];
     expect(held.every((r) => r !== null)).toBe(true);
     expect(worker.reserve('job')).toBeNull();
     // A change while every slot is held: a look is owed but no slot is free. A loop that did not
     // count the held slots would spin on it and starve this timer.
-    service.changes.publish('some-task', 2);
+    guard.context.changes.publish('some-task', 2);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(claims).toEqual([0]);
     // A slot given back: the owed look happens.

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
-import { TaskService } from '../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../src/service/guard.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { Worker, type WorkerOptions } from '../../src/worker/worker.js';
 import { ALL_CAPS } from '../support/records.js';
@@ -36,19 +36,19 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-function serviceOn(store: TaskStore, clock?: () => number): TaskService {
-  return new TaskService({ store, capabilities: ALL_CAPS, ...(clock ? { clock } : {}), limits: { pollInterval: 100, minTtl: 1 } });
+function guardOn(store: TaskStore, clock?: () => number): Guard {
+  return openGuard({ store, capabilities: ALL_CAPS, ...(clock ? { clock } : {}), limits: { pollInterval: 100, minTtl: 1 } });
 }
 
-function startWorker(service: TaskService, tools: TaskTool[], options: WorkerOptions = {}): Worker {
-  const worker = new Worker(service, new ToolRegistry(tools), { pollMs: 50, ...options });
+function startWorker(guard: Guard, tools: TaskTool[], options: WorkerOptions = {}): Worker {
+  const worker = new Worker(guard.worker, new ToolRegistry(tools), { pollMs: 50, ...options });
   worker.start();
   stops.push(() => worker.stop(100));
   return worker;
 }
 
-async function admit(service: TaskService, ttl?: number): Promise<string> {
-  const out = await createTask(service.guard, {
+async function admit(guard: Guard, ttl?: number): Promise<string> {
+  const out = await createTask(guard, {
     auth: AUTH,
     tool: { name: 'steered', execution: { taskSupport: 'required' } },
     request: { method: 'tools/call', params: { name: 'steered', arguments: {}, task: ttl === undefined ? {} : { ttl } } },
@@ -56,7 +56,7 @@ async function admit(service: TaskService, ttl?: number): Promise<string> {
   return out.record!.taskId;
 }
 
-const stored = async (service: TaskService, taskId: string) => (await service.lookup({ auth: AUTH, taskId })).record;
+const stored = async (guard: Guard, taskId: string) => (await guard.worker.lookup({ auth: AUTH, taskId })).record;
 
 // Fencing, takeover, cancellation and drain are the store's guarantees as much as the worker's:
 // the same cases run on every store.
@@ -68,17 +68,17 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
   }
 
   it('claims an admitted task at once (woken by the admission, not the poll) and completes it', async () => {
-    const service = serviceOn(await fresh('wake'));
+    const guard = guardOn(await fresh('wake'));
     const { tool, runs } = steeredTool();
-    startWorker(service, [tool], { pollMs: 60_000 });
-    const taskId = await admit(service);
+    startWorker(guard, [tool], { pollMs: 60_000 });
+    const taskId = await admit(guard);
     const run = await until(() => runs[0]);
     expect(run.taskId).toBe(taskId);
     expect(run.attemptKey).toBe(`task:${taskId}`);
     run.release();
-    const done = await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
+    const done = await until(async () => ((await stored(guard, taskId))?.status === 'completed' ? true : undefined));
     expect(done).toBe(true);
-    expect(await service.pendingDispatch()).toBe(0);
+    expect(await guard.context.store.pendingDispatch()).toBe(0);
   });
 
   it.skipIf(harness.name === 'memory')(
@@ -89,23 +89,23 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
         () => mine!.close(),
         () => theirs!.close(),
       );
-      const service = serviceOn(mine!);
-      await service.start();
-      stops.push(() => service.stop());
-      const otherProcess = serviceOn(theirs!);
+      const guard = guardOn(mine!);
+      await guard.relay.start();
+      stops.push(() => guard.relay.stop());
+      const otherProcess = guardOn(theirs!);
       const { tool, runs } = steeredTool();
-      startWorker(service, [tool], { pollMs: 60_000, concurrency: 1 });
+      startWorker(guard, [tool], { pollMs: 60_000, concurrency: 1 });
       const first = await admit(otherProcess);
       await until(() => runs[0]);
       // A second task, held by a worker of the other process, is given back on its drain.
       const second = await admit(otherProcess);
-      const [held] = await otherProcess.claim({ owner: 'theirs', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null });
+      const [held] = await otherProcess.worker.claim({ owner: 'theirs', leaseMs: 60_000, limit: 1, maxAttempts: 5, abandonedResult: null });
       expect(held?.taskId).toBe(second);
       runs[0]!.release();
-      await until(async () => ((await stored(service, first))?.status === 'completed' ? true : undefined));
+      await until(async () => ((await stored(guard, first))?.status === 'completed' ? true : undefined));
       await new Promise((r) => setTimeout(r, 100));
       expect(runs).toHaveLength(1);
-      expect(await otherProcess.release({ fence: { taskId: second, authKey: AUTH, owner: 'theirs', version: held!.version } })).toBe(true);
+      expect(await otherProcess.worker.release({ fence: { taskId: second, authKey: AUTH, owner: 'theirs', version: held!.version } })).toBe(true);
       const rerun = await until(() => runs[1]);
       expect(rerun.taskId).toBe(second);
       rerun.release();
@@ -124,11 +124,11 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
         return claimed;
       },
     });
-    const service = serviceOn(slow);
+    const guard = guardOn(slow);
     const { tool, runs } = steeredTool();
-    startWorker(service, [tool], { pollMs: 60_000 });
+    startWorker(guard, [tool], { pollMs: 60_000 });
     await new Promise((r) => setTimeout(r, 50));
-    const taskId = await admit(service);
+    const taskId = await admit(guard);
     gated = false;
     release();
     const run = await until(() => runs[0]);
@@ -138,7 +138,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
 
   it('stops a handler whose task was cancelled while its claim was in flight (no heartbeat needed)', async () => {
     const store = await fresh('cancelinflight');
-    let service: TaskService | null = null;
+    let guard: Guard | null = null;
     let cancelled = false;
     // The cancellation commits (and its change event fires) after the claim committed and before
     // the worker has the claimed record: no run watches the task yet.
@@ -148,86 +148,86 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
       claim: async (input: Parameters<TaskStore['claim']>[0]) => {
         const claimed = await store.claim(input);
         for (const record of claimed) {
-          const out = await service!.cancel({ auth: AUTH, taskId: record.taskId });
+          const out = await guard!.requestor.cancel({ auth: AUTH, taskId: record.taskId });
           cancelled = out.decision === 'CANCEL_TASK';
         }
         return claimed;
       },
     });
-    service = serviceOn(racing);
+    guard = guardOn(racing);
     const { tool, runs } = steeredTool();
     // Heartbeats (which would also find the cancellation) far beyond the test's wait.
-    startWorker(service, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
-    const taskId = await admit(service);
+    startWorker(guard, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
+    const taskId = await admit(guard);
     const run = await until(() => runs[0]);
     expect(run.taskId).toBe(taskId);
     expect(cancelled).toBe(true);
     await until(() => (run.signal.aborted ? true : undefined));
-    expect((await stored(service, taskId))?.status).toBe('cancelled');
+    expect((await stored(guard, taskId))?.status).toBe('cancelled');
   });
 
   it('stops a handler from the terminal record its change carried, without reading the task again', async () => {
     const store = await fresh('carried');
-    const service = serviceOn(store);
+    const guard = guardOn(store);
     const { tool, runs } = steeredTool();
-    startWorker(service, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
-    const taskId = await admit(service);
+    startWorker(guard, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
+    const taskId = await admit(guard);
     const run = await until(() => runs[0]);
     const lookups: string[] = [];
-    const lookup = service.lookup.bind(service);
-    service.lookup = async (input) => {
+    const lookup = guard.worker.lookup.bind(guard.worker);
+    guard.worker.lookup = async (input) => {
       lookups.push(input.taskId);
       return lookup(input);
     };
     // The cancellation's change carries the cancelled record: the run stops on it alone.
-    expect((await service.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
+    expect((await guard.requestor.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
     await until(() => (run.signal.aborted ? true : undefined));
     expect(lookups).toEqual([]);
-    service.lookup = lookup;
+    guard.worker.lookup = lookup;
     // Its result, offered after the stop, is refused by the stored terminal status.
     await until(
       async () => ((await store.auditTrail({ taskId })).some((e) => e.surface === 'transition' && e.decision.startsWith('BLOCK_')) ? true : undefined),
       2000,
     );
-    expect((await stored(service, taskId))?.status).toBe('cancelled');
+    expect((await stored(guard, taskId))?.status).toBe('cancelled');
   });
 
   it('fences off a worker whose lease was taken over: its handler is stopped and its write refused', async () => {
     const store = await fresh('takeover');
-    const service = serviceOn(store);
+    const guard = guardOn(store);
     const first = steeredTool();
     const second = steeredTool();
     // The first worker never renews (its heartbeat is slower than its lease): like a paused process.
-    startWorker(service, [first.tool], { id: 'slow', leaseMs: 150, heartbeatMs: 10_000, concurrency: 1 });
-    const taskId = await admit(service);
+    startWorker(guard, [first.tool], { id: 'slow', leaseMs: 150, heartbeatMs: 10_000, concurrency: 1 });
+    const taskId = await admit(guard);
     await until(() => first.runs[0]);
-    startWorker(service, [second.tool], { id: 'fast', leaseMs: 5000 });
+    startWorker(guard, [second.tool], { id: 'fast', leaseMs: 5000 });
     const takeover = await until(() => second.runs[0]);
     expect(takeover.taskId).toBe(taskId);
-    const record = await stored(service, taskId);
+    const record = await stored(guard, taskId);
     expect(record).toMatchObject({ leaseOwner: 'fast', attempt: 2 });
     // The slow worker wakes up and finishes: its write carries the old version and is refused.
     first.runs[0]!.release();
     await new Promise((r) => setTimeout(r, 50));
-    expect((await stored(service, taskId))?.status).toBe('working');
+    expect((await stored(guard, taskId))?.status).toBe('working');
     takeover.release();
-    await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
+    await until(async () => ((await stored(guard, taskId))?.status === 'completed' ? true : undefined));
     const trail = await store.auditTrail({ taskId });
     const terminal = trail.filter((e) => e.surface === 'transition' && e.status === 'completed');
     expect(terminal.map((e) => e.decision)).toEqual(['APPLY_TRANSITION']);
     expect(trail.some((e) => e.decision === 'BLOCK_STALE_VERSION')).toBe(true);
-    expect((await stored(service, taskId))?.result).toMatchObject({ content: [{ text: 'done x by run 1' }] });
+    expect((await stored(guard, taskId))?.result).toMatchObject({ content: [{ text: 'done x by run 1' }] });
   });
 
   it('sees a cancellation written by another process within one heartbeat, without change events', async () => {
     const store = await fresh('xcancel');
-    const workerSide = serviceOn(store);
-    const otherProcess = serviceOn(store); // its own change feed: the worker hears nothing from it
+    const workerSide = guardOn(store);
+    const otherProcess = guardOn(store); // its own change feed: the worker hears nothing from it
     const { tool, runs } = steeredTool();
     startWorker(workerSide, [tool], { heartbeatMs: 100 });
     const taskId = await admit(otherProcess);
     const run = await until(() => runs[0]);
-    expect((await otherProcess.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
+    expect((await otherProcess.requestor.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
     // Nothing but a heartbeat can tell the worker: its lease is far from over and it hears no change.
     await until(() => (run.signal.aborted ? true : undefined));
     expect((await stored(otherProcess, taskId))?.status).toBe('cancelled');
@@ -235,55 +235,55 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
 
   it('aborts a task when its ttl passes; the expired task cannot be written', async () => {
     const store = await fresh('ttl');
-    const service = serviceOn(store);
+    const guard = guardOn(store);
     const { tool, runs } = steeredTool();
-    const worker = startWorker(service, [tool]);
-    const taskId = await admit(service, 200);
+    const worker = startWorker(guard, [tool]);
+    const taskId = await admit(guard, 200);
     const run = await until(() => runs[0]);
     await until(() => (run.signal.aborted ? true : undefined));
     run.release();
     // The run has ended, whatever it tried to write.
     await until(() => (worker.executor.active === 0 ? true : undefined));
-    expect((await service.read({ auth: AUTH, method: 'tasks/get', taskId })).decision).toBe('BLOCK_EXPIRED');
+    expect((await guard.requestor.read({ auth: AUTH, method: 'tasks/get', taskId })).decision).toBe('BLOCK_EXPIRED');
     expect((await store.auditTrail({ taskId })).filter((e) => e.surface === 'transition' && e.status === 'completed')).toEqual([]);
   });
 
   it('never starts a cancelled or expired task', async () => {
     const store = await fresh('never');
-    const service = serviceOn(store);
-    const cancelled = await admit(service);
-    await admit(service, 1);
-    await service.cancel({ auth: AUTH, taskId: cancelled });
+    const guard = guardOn(store);
+    const cancelled = await admit(guard);
+    await admit(guard, 1);
+    await guard.requestor.cancel({ auth: AUTH, taskId: cancelled });
     await new Promise((r) => setTimeout(r, 5));
     const { tool, runs } = steeredTool();
-    startWorker(service, [tool]);
+    startWorker(guard, [tool]);
     await new Promise((r) => setTimeout(r, 200));
     expect(runs).toEqual([]);
-    expect(await service.pendingDispatch()).toBe(0);
+    expect(await guard.context.store.pendingDispatch()).toBe(0);
   });
 
   it('drains on stop: gives unfinished leases back so another worker takes them at once', async () => {
     const store = await fresh('drain');
-    const service = serviceOn(store);
+    const guard = guardOn(store);
     const first = steeredTool();
-    const worker = new Worker(service, new ToolRegistry([first.tool]), { pollMs: 50, leaseMs: 60_000 });
+    const worker = new Worker(guard.worker, new ToolRegistry([first.tool]), { pollMs: 50, leaseMs: 60_000 });
     worker.start();
-    const taskId = await admit(service);
+    const taskId = await admit(guard);
     await until(() => first.runs[0]);
     await worker.stop(50);
     expect(first.runs[0]!.signal.aborted).toBe(true);
-    expect(await stored(service, taskId)).toMatchObject({ status: 'working', leaseOwner: null });
+    expect(await stored(guard, taskId)).toMatchObject({ status: 'working', leaseOwner: null });
     const second = steeredTool();
-    startWorker(service, [second.tool]);
+    startWorker(guard, [second.tool]);
     const rerun = await until(() => second.runs[0]);
     rerun.release();
-    await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
-    expect((await stored(service, taskId))?.attempt).toBe(2);
+    await until(async () => ((await stored(guard, taskId))?.status === 'completed' ? true : undefined));
+    expect((await stored(guard, taskId))?.attempt).toBe(2);
   });
 
   it('after a crash between side effect and completion, the next attempt completes the task once', async () => {
     const store = await fresh('crash');
-    const service = serviceOn(store);
+    const guard = guardOn(store);
     let effects = 0;
     const effectful = defineTool({
       name: 'steered',
@@ -299,7 +299,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     // and never looks at the outbox again (a dead process claims nothing; with its handler
     // returned its slot is free, and a poll of its own could take the lapsed lease back from
     // the survivor every time, leaving the task with a run that never writes).
-    const crashed = new Worker(service, new ToolRegistry([effectful]), {
+    const crashed = new Worker(guard.worker, new ToolRegistry([effectful]), {
       id: 'crashes',
       concurrency: 1,
       leaseMs: 150,
@@ -308,19 +308,19 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
       hooks: { beforeTerminalWrite: () => new Promise<void>(() => undefined) },
     });
     crashed.start();
-    const taskId = await admit(service);
+    const taskId = await admit(guard);
     await until(() => (effects === 1 ? true : undefined));
-    startWorker(service, [effectful], { id: 'survivor' });
-    await until(async () => ((await stored(service, taskId))?.status === 'completed' ? true : undefined));
+    startWorker(guard, [effectful], { id: 'survivor' });
+    await until(async () => ((await stored(guard, taskId))?.status === 'completed' ? true : undefined));
     expect(effects).toBe(2);
-    expect((await stored(service, taskId))?.result).toMatchObject({ content: [{ text: `effect under task:${taskId}` }] });
+    expect((await stored(guard, taskId))?.result).toMatchObject({ content: [{ text: `effect under task:${taskId}` }] });
     expect((await store.auditTrail({ taskId })).filter((e) => e.status === 'completed' && e.decision === 'APPLY_TRANSITION')).toHaveLength(1);
   });
 
   it('checkpoint() asks the store at once: a cancellation from another process stops the side effect', async () => {
     const store = await fresh('checkpoint');
-    const workerSide = serviceOn(store);
-    const otherProcess = serviceOn(store);
+    const workerSide = guardOn(store);
+    const otherProcess = guardOn(store);
     let proceed = () => {};
     const gate = new Promise<void>((r) => (proceed = r));
     const outcomes: string[] = [];
@@ -344,7 +344,7 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     startWorker(workerSide, [careful], { heartbeatMs: 60_000 });
     const taskId = await admit(otherProcess);
     await until(async () => ((await stored(otherProcess, taskId))?.leaseOwner !== null ? true : undefined));
-    await otherProcess.cancel({ auth: AUTH, taskId });
+    await otherProcess.requestor.cancel({ auth: AUTH, taskId });
     proceed();
     await until(() => (outcomes.length > 0 ? true : undefined));
     expect(outcomes).toEqual(['stopped']);

@@ -1,3 +1,4 @@
+import { awaitTaskResult } from '../../../src/runtime/requestor-reads.js';
 import { z } from 'zod';
 import type { WireRequest } from '../../../src/core/types.js';
 import { createLogger } from '../../../src/runtime/log.js';
@@ -33,7 +34,7 @@ const stepsTool = defineTool({
 /**
  * The tasklatch side: a PostgresStore (pool of `poolSize`) in a schema of its own, a runtime
  * with its in-process worker (concurrency = tasks at once), tasks admitted with
- * `TaskService.create` and awaited with `awaitResult`, the path of the lifecycle scenario.
+ * `guard.requestor.create` and awaited with `awaitTaskResult`, the path of the lifecycle scenario.
  */
 export async function startTasklatchSide(start: SideStart): Promise<StepsSide> {
   const store = await PostgresStore.open(start.url, { poolSize: start.poolSize });
@@ -53,7 +54,7 @@ export async function startTasklatchSide(start: SideStart): Promise<StepsSide> {
     const request: WireRequest = { method: 'tools/call', params: { name: stepsTool.name, arguments: args, task: { ttl: TTL_MS } } };
     const out = await createTask(runtime.guard, { auth, tool: descriptor, request });
     if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
-    const done = await runtime.service.awaitResult({ auth, taskId: out.record.taskId });
+    const done = await awaitTaskResult(runtime.guard, { auth, taskId: out.record.taskId });
     if (done.decision !== 'RETURN_RESULT' || done.record.status !== 'completed') {
       throw new Error(`expected a completed task, got ${done.decision} ${done.record?.status ?? ''} ${JSON.stringify(done.record?.result ?? null)}`);
     }

@@ -5,12 +5,13 @@ import { JSON_RPC_CODES } from '../../core/json-rpc-codes.js';
 import { isTerminal, type TaskCapabilities, type TaskRecord, type WireRequest } from '../../core/types.js';
 import { wireResult, wireTask } from '../wire.js';
 import { storeUnavailable } from '../../tools/protocol-error.js';
-import { createTask } from '../../runtime/requests/create-task.js';
 import { isPlausibleTaskId } from '../../service/input-bounds.js';
 import type { TaskLimits } from '../../service/limits.js';
-import { TaskService } from '../../service/task-service.js';
+import { openGuard, type Guard } from '../../service/guard.js';
+import { listTasks, readTask } from '../../runtime/requestor-reads.js';
 import type { TaskStore } from '../../store/types.js';
 import { RequestAuth, type ResolvePrincipal } from './request-auth.js';
+import { createTask } from '../../runtime/requests/create-task.js';
 
 export interface SdkTaskStoreOptions {
   /** A tasklatch store (`SqliteStore`, `PostgresStore`, `MemoryStore`); closed by its owner, not here. */
@@ -38,11 +39,12 @@ const CAPABILITIES: TaskCapabilities = { list: {}, cancel: {}, requests: { tools
  * For work that survives a crash, attach tasklatch to the server instead (`attachTasklatch`).
  */
 export class SdkTaskStore implements SdkTaskStoreInterface {
-  readonly service: TaskService;
+  /** The guard in front of the store, by caller (see `Guard`). */
+  readonly guard: Guard;
   readonly auth: RequestAuth;
 
   constructor(options: SdkTaskStoreOptions) {
-    this.service = new TaskService({
+    this.guard = openGuard({
       store: options.store,
       capabilities: CAPABILITIES,
       ...(options.limits === undefined ? {} : { limits: options.limits }),
@@ -67,13 +69,13 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
       params: Object.assign({}, params, { task: Object.assign({}, params.task as object, ttl === undefined ? {} : { ttl }) }),
     };
     const outcome = await this.translate(() =>
-      createTask(this.service.guard, { auth: this.auth.authKey(), tool: { name, execution: { taskSupport: 'optional' } }, request: wire }),
+      createTask(this.guard, { auth: this.auth.authKey(), tool: { name, execution: { taskSupport: 'optional' } }, request: wire }),
     );
     if (outcome.decision === 'ACCEPT_TASK' || outcome.decision === 'REPLAY_TASK') return wireTask(outcome.record);
     if (outcome.decision === 'BLOCK_IDEMPOTENCY_COLLISION')
       throw new McpError(JSON_RPC_CODES.invalidParams, 'Idempotency key is already used by a different request');
     if (outcome.decision === 'BLOCK_TASK_LIMIT')
-      throw new McpError(JSON_RPC_CODES.tooManyTasks, `Too many active tasks: at most ${this.service.limits.maxActiveTasks ?? 0} per caller`);
+      throw new McpError(JSON_RPC_CODES.tooManyTasks, `Too many active tasks: at most ${this.guard.context.limits.maxActiveTasks ?? 0} per caller`);
     throw new McpError(JSON_RPC_CODES.internalError, `task admission answered ${outcome.decision}`);
   }
 
@@ -96,7 +98,7 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
 
   async updateTaskStatus(taskId: string, status: Task['status'], statusMessage?: string): Promise<void> {
     if (status === 'cancelled') {
-      const out = await this.translate(() => this.service.cancel({ auth: this.auth.authKey(), taskId }));
+      const out = await this.translate(() => this.guard.requestor.cancel({ auth: this.auth.authKey(), taskId }));
       if (out.record === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
       if (out.decision === 'ALREADY_TERMINAL') throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is already ${out.record.status}`);
       return;
@@ -106,7 +108,7 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
 
   async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
     if (this.auth.principal() === null) throw new Error('tasks/list needs an authenticated caller: anonymous callers would see each other’s tasks');
-    const out = await this.translate(() => this.service.list({ auth: this.auth.authKey(), cursor }));
+    const out = await this.translate(() => listTasks(this.guard, { auth: this.auth.authKey(), cursor }));
     if (out.decision !== 'LIST_FILTERED') throw new Error('tasks/list is not offered');
     return { tasks: out.records.map(wireTask), ...(out.nextCursor === null ? {} : { nextCursor: out.nextCursor }) };
   }
@@ -114,7 +116,7 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
   /** The caller's record through the guard; null for unknown, foreign and expired ids alike. */
   private async read(taskId: string, method: 'tasks/get' | 'tasks/result'): Promise<TaskRecord | null> {
     if (!isPlausibleTaskId(taskId)) return null;
-    return (await this.service.read({ auth: this.auth.authKey(), method, taskId })).record;
+    return (await readTask(this.guard, { auth: this.auth.authKey(), method, taskId })).record;
   }
 
   /**
@@ -124,9 +126,9 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
   private async write(taskId: string, write: { status: string; result?: unknown; statusMessage?: string }): Promise<void> {
     const auth = this.auth.authKey();
     for (let attempt = 0; attempt <= STALE_RETRIES; attempt++) {
-      const found = isPlausibleTaskId(taskId) ? (await this.service.lookup({ auth, taskId })).record : null;
+      const found = isPlausibleTaskId(taskId) ? (await this.guard.worker.lookup({ auth, taskId })).record : null;
       if (found === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
-      const out = await this.service.transition({ auth, taskId, write: Object.assign({}, write, { expectedVersion: found.version }) });
+      const out = await this.guard.worker.transition({ auth, taskId, write: Object.assign({}, write, { expectedVersion: found.version }) });
       if (out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL') return;
       if (out.decision === 'BLOCK_STALE_VERSION') continue;
       if (out.decision === 'BLOCK_TERMINAL_REWRITE')

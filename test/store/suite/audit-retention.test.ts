@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TaskService } from '../../../src/service/task-service.js';
+import { openGuard, type Guard } from '../../../src/service/guard.js';
 import { READ_AUDIT_WINDOW_MS } from '../../../src/store/read-audit.js';
 import type { TaskStore } from '../../../src/store/types.js';
 import { ALL_CAPS, HOUR, T0, record } from '../../support/records.js';
@@ -11,8 +11,8 @@ const DAY = 24 * HOUR;
 /** Half past an hour: an hour of polling from here spans two windows. */
 const HALF_PAST = Math.floor(T0 / READ_AUDIT_WINDOW_MS) * READ_AUDIT_WINDOW_MS + READ_AUDIT_WINDOW_MS / 2;
 
-function serviceAt(store: TaskStore, clock: { now: number }): TaskService {
-  return new TaskService({ store, capabilities: ALL_CAPS, clock: () => clock.now });
+function guardAt(store: TaskStore, clock: { now: number }): Guard {
+  return openGuard({ store, capabilities: ALL_CAPS, clock: () => clock.now });
 }
 
 defineStoreSuite('audit and retention', ({ fresh }) => {
@@ -21,10 +21,10 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       const store = await fresh('poll-hour');
       await store.seed([record({ taskId: 'p', createdAt: HALF_PAST, lastUpdatedAt: HALF_PAST, expiresAt: HALF_PAST + DAY })]);
       const clock = { now: HALF_PAST };
-      const service = serviceAt(store, clock);
+      const guard = guardAt(store, clock);
       for (let i = 0; i < 3600; i++) {
         clock.now = HALF_PAST + i * 1000;
-        expect((await service.read({ auth: A, method: 'tasks/get', taskId: 'p', correlationId: `poll-${i}` })).decision).toBe('RETURN_STATUS');
+        expect((await guard.requestor.read({ auth: A, method: 'tasks/get', taskId: 'p', correlationId: `poll-${i}` })).decision).toBe('RETURN_STATUS');
       }
       const trail = await store.auditTrail({ taskId: 'p' });
       expect(trail).toEqual([
@@ -52,12 +52,12 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
     it('keeps write decisions one exact line each, and counts reads and refusals per caller beside them', async () => {
       const store = await fresh('exact-writes');
       const clock = { now: T0 };
-      const service = serviceAt(store, clock);
+      const guard = guardAt(store, clock);
       const input = admission({ now: T0 });
       await store.admit(input);
       const id = input.taskId;
-      for (let i = 0; i < 5; i++) await service.read({ auth: A, method: 'tasks/get', taskId: id });
-      for (let i = 0; i < 3; i++) await service.read({ auth: B, method: 'tasks/get', taskId: id });
+      for (let i = 0; i < 5; i++) await guard.requestor.read({ auth: A, method: 'tasks/get', taskId: id });
+      for (let i = 0; i < 3; i++) await guard.requestor.read({ auth: B, method: 'tasks/get', taskId: id });
       clock.now = T0 + 10;
       const done = await store.transition({
         taskId: id,
@@ -68,7 +68,7 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       });
       expect(done.decision).toBe('APPLY_TRANSITION');
       clock.now = T0 + 20;
-      await service.read({ auth: A, method: 'tasks/result', taskId: id });
+      await guard.requestor.read({ auth: A, method: 'tasks/result', taskId: id });
       const trail = await store.auditTrail({ taskId: id });
       expect(trail.map((e) => [e.decision, e.authKey, e.count ?? 'exact'])).toEqual([
         ['ACCEPT_TASK', A, 'exact'],
@@ -82,8 +82,8 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
 
     it('counts misses per caller: a caller spraying ids adds one row, which names the latest id', async () => {
       const store = await fresh('spray');
-      const service = serviceAt(store, { now: T0 });
-      for (let i = 0; i < 300; i++) expect((await service.read({ auth: B, method: 'tasks/get', taskId: `guess-${i}` })).decision).toBe('NOT_FOUND');
+      const guard = guardAt(store, { now: T0 });
+      for (let i = 0; i < 300; i++) expect((await guard.requestor.read({ auth: B, method: 'tasks/get', taskId: `guess-${i}` })).decision).toBe('NOT_FOUND');
       expect(await store.auditTrail({ taskId: 'guess-0' })).toEqual([]);
       expect(await store.auditTrail({ taskId: 'guess-299' })).toEqual([
         expect.objectContaining({ decision: 'NOT_FOUND', authKey: B, taskId: 'guess-299', count: 300 }),
@@ -98,8 +98,8 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       await store.admit(input);
       const id = input.taskId;
       const clock = { now: T0 + 2 * HOUR };
-      const service = serviceAt(store, clock);
-      expect((await service.read({ auth: A, method: 'tasks/get', taskId: id })).decision).toBe('BLOCK_EXPIRED');
+      const guard = guardAt(store, clock);
+      expect((await guard.requestor.read({ auth: A, method: 'tasks/get', taskId: id })).decision).toBe('BLOCK_EXPIRED');
       expect(await store.sweepExpired({ now: clock.now, limit: 10, retentionMs: DAY })).toEqual({ tasks: 0, auditRows: 0, more: false });
       // The key of an expired task is free again while the task is kept.
       expect((await store.admit(admission({ now: clock.now, idempotencyKey: 'k' }))).decision).toBe('ACCEPT_TASK');
@@ -108,7 +108,7 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
       expect(await store.sweepExpired({ now: T0 + HOUR + DAY, limit: 10, retentionMs: DAY })).toEqual({ tasks: 1, auditRows: 2, more: false });
       expect(await store.auditTrail({ taskId: id })).toEqual([]);
       expect(await store.inspectTask({ taskId: id })).toBeNull();
-      expect((await service.read({ auth: A, method: 'tasks/get', taskId: id })).decision).toBe('NOT_FOUND');
+      expect((await guard.requestor.read({ auth: A, method: 'tasks/get', taskId: id })).decision).toBe('NOT_FOUND');
     });
 
     it('removes a finished task without a ttl after its last update, never a running one, and audit rows whose task is gone', async () => {
@@ -117,10 +117,10 @@ defineStoreSuite('audit and retention', ({ fresh }) => {
         record({ taskId: 'done', status: 'failed', version: 2, ttl: null, expiresAt: null, lastUpdatedAt: T0 }),
         record({ taskId: 'running', ttl: null, expiresAt: null, lastUpdatedAt: T0 - DAY }),
       ]);
-      const service = serviceAt(store, { now: T0 });
-      await service.read({ auth: A, method: 'tasks/get', taskId: 'running' });
-      await service.read({ auth: A, method: 'tasks/get', taskId: 'gone-long-ago' });
-      await service.list({ auth: A });
+      const guard = guardAt(store, { now: T0 });
+      await guard.requestor.read({ auth: A, method: 'tasks/get', taskId: 'running' });
+      await guard.requestor.read({ auth: A, method: 'tasks/get', taskId: 'gone-long-ago' });
+      await guard.requestor.list({ auth: A });
       const later = T0 + 3 * DAY;
       // Counted first, and counting removes nothing.
       expect(await store.retentionDue({ now: later, retentionMs: 2 * DAY })).toEqual({ tasks: 1, auditRows: 2 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { isTerminal, TASK_STATUSES, type TaskStatus } from '../../../src/core/types.js';
-import { TaskService } from '../../../src/service/task-service.js';
+import { openGuard } from '../../../src/service/guard.js';
 import { ALL_CAPS, T0 } from '../../support/records.js';
 import { defineStoreSuite } from './store-suite.js';
 import { createTask } from '../../../src/runtime/requests/create-task.js';
@@ -33,8 +33,8 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
       fc.asyncProperty(fc.array(writeArb, { minLength: 1, maxLength: 30 }), async (writes) => {
         const auth = `r${++run}/x`;
         let now = T0;
-        const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => now });
-        const created = await createTask(service.guard, {
+        const guard = openGuard({ store, capabilities: ALL_CAPS, clock: () => now });
+        const created = await createTask(guard, {
           auth,
           tool,
           request: { method: 'tools/call', params: { name: 'export_ledger', arguments: {}, task: {} } },
@@ -46,8 +46,8 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
         for (const w of writes) {
           now += 1;
           const outcome = w.cancel
-            ? await service.cancel({ auth, taskId })
-            : await service.transition({
+            ? await guard.requestor.cancel({ auth, taskId })
+            : await guard.worker.transition({
                 auth,
                 taskId,
                 write: { status: w.status, expectedVersion: version + w.versionDelta, ...(w.result ? { result: w.result } : {}) },
@@ -93,17 +93,17 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
           const ns = `r${++run}`;
           const creates = plainCreates.map((c) => ({ ...c, owner: `${ns}${c.owner}` }));
           const caller = `${ns}${plainCaller}`;
-          const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => T0, limits: { pageSize: 3 } });
+          const guard = openGuard({ store, capabilities: ALL_CAPS, clock: () => T0, limits: { pageSize: 3 } });
           const owners = new Map<string, string>();
           for (const c of creates) {
             const params = { name: 'export_ledger', arguments: {}, task: {}, ...(c.key ? { _meta: { 'io.tasklatch/idempotency-key': c.key } } : {}) };
-            const out = await createTask(service.guard, { auth: c.owner, tool, request: { method: 'tools/call', params } });
+            const out = await createTask(guard, { auth: c.owner, tool, request: { method: 'tools/call', params } });
             if (out.record) owners.set(out.record.taskId, c.owner);
           }
           const listed: string[] = [];
           let cursor: string | undefined;
           do {
-            const page = await service.list({ auth: caller, cursor });
+            const page = await guard.requestor.list({ auth: caller, cursor });
             listed.push(...page.records!.map((r) => r.taskId));
             cursor = page.nextCursor ?? undefined;
           } while (cursor !== undefined);
@@ -111,9 +111,9 @@ defineStoreSuite('invariants over arbitrary write sequences', ({ harness, fresh 
           expect(new Set(listed)).toEqual(new Set(own));
           for (const [taskId, owner] of owners) {
             if (owner === caller) continue;
-            expect((await service.read({ auth: caller, method: 'tasks/get', taskId })).decision).toBe('BLOCK_AUTH');
-            expect((await service.cancel({ auth: caller, taskId })).decision).toBe('BLOCK_AUTH');
-            const t = await service.transition({ auth: caller, taskId, write: { status: 'completed', expectedVersion: 1 } });
+            expect((await guard.requestor.read({ auth: caller, method: 'tasks/get', taskId })).decision).toBe('BLOCK_AUTH');
+            expect((await guard.requestor.cancel({ auth: caller, taskId })).decision).toBe('BLOCK_AUTH');
+            const t = await guard.worker.transition({ auth: caller, taskId, write: { status: 'completed', expectedVersion: 1 } });
             expect(t).toEqual({ decision: 'BLOCK_AUTH', record: null });
           }
         },

@@ -2,7 +2,7 @@ import { expect, it, describe } from 'vitest';
 import { requestDigest, resultDigest } from '../../../src/core/digest.js';
 import { isTasklatchError } from '../../../src/core/errors.js';
 import type { TaskStatus } from '../../../src/core/types.js';
-import { TaskService } from '../../../src/service/task-service.js';
+import { openGuard } from '../../../src/service/guard.js';
 import { ALL_CAPS, HOUR, T0, record } from '../../support/records.js';
 import { A, B, admission, defineStoreSuite, ok, request } from './store-suite.js';
 
@@ -252,15 +252,15 @@ defineStoreSuite('records', ({ fresh }) => {
     it('signs cursors for one auth key: a foreign or edited cursor is refused', async () => {
       const store = await fresh('cursor');
       await store.seed(['a', 'b', 'c'].map((id) => record({ taskId: id })).concat(['x', 'y'].map((id) => record({ taskId: id, authKey: B }))));
-      const service = new TaskService({ store, capabilities: ALL_CAPS, clock: () => T0, limits: { pageSize: 1 } });
-      const page = await service.list({ auth: A });
+      const guard = openGuard({ store, capabilities: ALL_CAPS, clock: () => T0, limits: { pageSize: 1 } });
+      const page = await guard.requestor.list({ auth: A });
       expect(page.nextCursor).toEqual(expect.any(String));
-      const next = await service.list({ auth: A, cursor: page.nextCursor! });
+      const next = await guard.requestor.list({ auth: A, cursor: page.nextCursor! });
       expect(next.records?.map((r) => r.taskId)).toEqual(['b']);
       for (const bad of [page.nextCursor!.slice(0, -2) + 'AA', 'garbage', '', `${Buffer.from('[0,"a"]').toString('base64url')}.x`]) {
-        await expect(service.list({ auth: A, cursor: bad })).rejects.toSatisfy((e) => isTasklatchError(e, 'INVALID_CURSOR'));
+        await expect(guard.requestor.list({ auth: A, cursor: bad })).rejects.toSatisfy((e) => isTasklatchError(e, 'INVALID_CURSOR'));
       }
-      await expect(service.list({ auth: B, cursor: page.nextCursor! })).rejects.toSatisfy((e) => isTasklatchError(e, 'INVALID_CURSOR'));
+      await expect(guard.requestor.list({ auth: B, cursor: page.nextCursor! })).rejects.toSatisfy((e) => isTasklatchError(e, 'INVALID_CURSOR'));
     });
   });
 

@@ -28,7 +28,7 @@ async function admit(runtime: TaskRuntime, name: string, args: Record<string, un
 
 const settled = (runtime: TaskRuntime, taskId: string, status: string) =>
   until(async () => {
-    const r = (await runtime.service.lookup({ auth: AUTH, taskId })).record;
+    const r = (await runtime.guard.worker.lookup({ auth: AUTH, taskId })).record;
     return r?.status === status ? r : undefined;
   });
 
@@ -73,12 +73,12 @@ describe('durable steps in SDK tools', () => {
     closing.push(() => worker.close());
     const taskId = await admit(worker.runtime, 'approve_and_pay', {});
     await settled(worker.runtime, taskId, 'input_required');
-    await worker.runtime.service.answer({ auth: AUTH, taskId, responses: { ok: { action: 'accept', content: { ok: true } } } });
+    await worker.runtime.guard.answers.answer({ auth: AUTH, taskId, responses: { ok: { action: 'accept', content: { ok: true } } } });
     const done = await settled(worker.runtime, taskId, 'completed');
     expect(resultText(done)).toBe('1 1 true');
     // Run 1: one call (asks); run 2: the call that asks again (answered) and the one that pays.
     expect(counts).toEqual({ hold: 1, pay: 1, calls: 3 });
-    const journal = await worker.runtime.service.lookupSteps({ auth: AUTH, taskId });
+    const journal = await worker.runtime.guard.worker.lookupSteps({ auth: AUTH, taskId });
     expect(journal.map((s) => `${s.position} ${s.name}`)).toEqual(['0 hold', '2 pay']);
   });
 });
