@@ -100,7 +100,7 @@ async function main(): Promise<void> {
     op = (w, n) => callAsTask(clients[w] as Client, n);
   } else if (variant === 'service') {
     op = (w, n) =>
-      server.service.create({
+      server.runtime.service.create({
         auth: rotatingAuthKey(w),
         tool: descriptor,
         request: { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(n), task: { ttl: TTL_MS } } },

@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     const ids: string[] = [];
     for (let i = 0; i < 64; i++) {
       const request = { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(i), task: { ttl: TTL_MS } } };
-      const created = await server.service.create({ auth, tool: server.tools.descriptor(noopTool), request });
+      const created = await server.runtime.service.create({ auth, tool: server.tools.descriptor(noopTool), request });
       if (created.record === null) throw new Error(`seeding answered ${created.decision}`);
       ids.push(created.record.taskId);
     }

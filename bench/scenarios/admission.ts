@@ -79,14 +79,14 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
   const descriptor = server.tools.descriptor(noopTool);
   // The same service without the active-task limit: no count of the caller's active tasks (and
   // on PostgreSQL no advisory lock) in the admission transaction.
-  const unlimited = new TaskService({ store: server.service.store, capabilities: server.capabilities, limits: { maxActiveTasks: null } });
+  const unlimited = new TaskService({ store: server.runtime.service.store, capabilities: server.capabilities, limits: { maxActiveTasks: null } });
   const variants: Variant[] = [
     { name: V.mcpMemory, op: (w) => expectTask(callAsTask(memory[w] as Client, next())) },
     { name: V.mcpHttp, op: (w) => httpTask(() => callAsTask(viaHttp[w] as Client, next())) },
     {
       name: V.service,
       op: async (w) => {
-        const out = await server.service.create({ auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
+        const out = await server.runtime.service.create({ auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -188,9 +188,9 @@ export async function admission(results: Results, config: BenchConfig, pg: Bench
         op: async (w) => {
           const auth = lifeKey(w);
           // Completed at once, so the caller never nears its active-task limit.
-          const created = await server.service.create({ auth, tool: descriptor, request: taskCall(next()) });
+          const created = await server.runtime.service.create({ auth, tool: descriptor, request: taskCall(next()) });
           if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
-          const done = await server.service.transition({
+          const done = await server.runtime.service.transition({
             auth,
             taskId: created.record.taskId,
             write: { status: 'completed', expectedVersion: created.record.version, result: { content: [{ type: 'text', text: 'ok' }] } },

@@ -105,7 +105,11 @@ export async function endToEnd(results: Results, config: BenchConfig, pg: BenchP
     const wake = async () => {
       const created = await callAsTask(waiter, 0);
       return wakeSample(waiter, created.task.taskId, async () => {
-        const out = await parked.service.transition({ auth, taskId: created.task.taskId, write: { status: 'completed', expectedVersion: 1, result: RESULT } });
+        const out = await parked.runtime.service.transition({
+          auth,
+          taskId: created.task.taskId,
+          write: { status: 'completed', expectedVersion: 1, result: RESULT },
+        });
         if (out.decision !== 'APPLY_TRANSITION') throw new Error(`expected APPLY_TRANSITION, got ${out.decision}`);
       });
     };

@@ -13,6 +13,7 @@ import { Worker, type WorkerOptions } from '../worker/worker.js';
 import { callTool, type CallOutcome, type ToolCall } from './call-tool.js';
 import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
+import { openRequests, type RequestHost, type Requests } from './requests/requests.js';
 import { taskTools } from './task-tools.js';
 
 /** Progress a task reports while it runs, for whichever wire session asked for it. */
@@ -68,10 +69,12 @@ export interface RuntimeOptions {
  * worker`, the library and every wire adapter use it; a wire holds sessions and maps decisions
  * to messages, and never builds any of these itself.
  */
-export class TaskRuntime {
+export class TaskRuntime implements RequestHost {
   readonly service: TaskService;
   /** The guard in front of the store, by caller (see `Guard`). */
   readonly guard: Guard;
+  /** The requests of both wires, each decided once (see `Requests`); `tools/call` is `callTool`. */
+  readonly requests: Requests;
   readonly tools: ToolRegistry;
   /** The in-process worker, or null when other processes run the tasks. */
   readonly worker: Worker | null;
@@ -111,6 +114,7 @@ export class TaskRuntime {
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
     this.guard = this.service.guard;
+    this.requests = openRequests(this);
     this.service.events.add(decisionLog(this.logger));
     // Progress of tasks other processes run, for the sessions here that asked for it.
     this.stopRemoteProgress = this.service.changes.subscribeProgress((event) => {
@@ -168,9 +172,14 @@ export class TaskRuntime {
    * or its next heartbeat.
    */
   async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<CancelTaskOutcome> {
-    const out = await this.service.cancel(input);
-    if (out.decision === 'CANCEL_TASK') this.worker?.executor.abort(out.record.taskId, 'cancelled');
+    const out = await this.guard.requestor.cancel(input);
+    if (out.decision === 'CANCEL_TASK') this.stopRun(out.record.taskId);
     return out;
+  }
+
+  /** Stops the handler of `taskId` if this process's worker runs it (a cancelled task's). */
+  stopRun(taskId: string): void {
+    this.worker?.executor.abort(taskId, 'cancelled');
   }
 
   /**

@@ -87,10 +87,10 @@ describe('2025-11-25 sessions over HTTP', () => {
     const sessionId = transport.sessionId!;
     // A task that runs until it is cancelled holds tasks/result open as long as the test needs.
     const created = await callAsTask(client, 'export_ledger', { month: '2026-06', rows: 10, delayMs: 600_000 });
-    const watching = server.service.changes.watchers;
+    const watching = server.runtime.guard.context.changes.watchers;
     const held = post('token-alice', sessionId, { jsonrpc: '2.0', id: 77, method: 'tasks/result', params: { taskId: created.task.taskId } });
     // The held request waits for the task's end.
-    await until(() => (server.service.changes.watchers > watching ? true : undefined));
+    await until(() => (server.runtime.guard.context.changes.watchers > watching ? true : undefined));
     const twin = await post('token-alice', sessionId, { jsonrpc: '2.0', id: 77, method: 'tools/list', params: {} });
     expect(twin.status).toBe(409);
     expect(await twin.json()).toMatchObject({ id: 77, error: { code: -32600 } });
