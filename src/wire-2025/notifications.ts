@@ -19,7 +19,6 @@ export function watchStatus(session: SessionContext, taskId: string, auth: strin
     taskIds: [taskId],
     // The requestor has the task as created; only later versions are news.
     seen: createdVersion,
-    readNow: false,
     signal: ended.signal,
     onRecord: (record) => session.sdk.notification({ method: 'notifications/tasks/status', params: wireTask(record) }),
     onDone: stop,

@@ -1,26 +1,20 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import { META_KEYS, TASKS_EXTENSION } from '../core/meta-keys.js';
-import { answerProblem } from '../service/answer-check.js';
-import { isPlausibleTaskId } from '../service/input-bounds.js';
+import { META_KEYS } from '../core/meta-keys.js';
 import { isStoreFault, isTasklatchError } from '../core/errors.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
-import { outstanding } from '../core/input-rules.js';
-import { isAnswerTo } from '../tools/asking.js';
-import { authKeyOf, type Principal } from '../tools/principal.js';
-import { ProtocolError } from '../tools/protocol-error.js';
+import type { Principal } from '../tools/principal.js';
+import { ProtocolError, storeUnavailable } from '../tools/protocol-error.js';
 import { checkRoutingHeaders } from './headers.js';
-import { describeIssue, Envelope, ListenParams, RequestMeta, TaskIdParams, UpdateTaskParams } from './messages.js';
-import { declaresTasks, invalidParams, methodNotFound, missingTasksExtension, SUPPORTED_VERSIONS } from './protocol.js';
-import { storeUnavailable } from '../tools/protocol-error.js';
-import { acceptedTaskIds, openTaskSubscription, SubscriptionSlots, type EventSink } from './subscriptions.js';
-import { errorReply, readableId, type StatelessReply } from './replies.js';
+import { describeIssue, Envelope, RequestMeta } from './messages.js';
+import { methodTable, type Handler } from './methods.js';
+import { SubscriptionSlots } from './notifications.js';
+import type { Call } from './plain-context.js';
+import { plainEnvelope, plainMeta, type PlainMeta } from './plain-request.js';
+import { invalidParams, methodNotFound, SUPPORTED_VERSIONS } from './protocol.js';
+import { errorReply, readableId, StreamReply, type StatelessReply } from './replies.js';
 
 export type { StatelessReply } from './replies.js';
-import { plainEnvelope, plainMeta, plainTaskId, type PlainMeta } from './plain-request.js';
-import { detailedTask } from '../tools/task-views.js';
-import { withoutExecution, type Call } from './plain-context.js';
-import { callTool } from './tool-call.js';
 
 /** One POSTed message, with what the HTTP layer knows about it. */
 export interface StatelessRequest {
@@ -38,18 +32,6 @@ export interface StatelessOptions {
   /** How long clients may cache `server/discover` and the list results (ms). */
   listTtlMs?: number;
 }
-
-/** A reply that is not a JSON result: the SSE stream of a subscription. */
-class StreamReply {
-  readonly kind = 'stream';
-  constructor(
-    readonly open: (sink: EventSink, closed: AbortSignal) => Promise<void>,
-    /** Gives back what the stream holds when it is never opened. */
-    readonly drop: () => void,
-  ) {}
-}
-
-type Handler = (call: Call) => Promise<Record<string, unknown> | StreamReply>;
 
 /**
  * A call of one POSTed request. Its signal is read from the request when a handler needs it (the
@@ -76,8 +58,6 @@ class RequestCall implements Call {
   }
 }
 
-const TASK_NOT_FOUND = 'Task not found';
-
 /**
  * tasklatch on the MCP 2026-07-28 wire with the tasks extension: every request stands alone,
  * carrying its protocol version and client capabilities in `_meta`; there are no sessions.
@@ -87,33 +67,14 @@ const TASK_NOT_FOUND = 'Task not found';
 export class StatelessServer {
   /** A Map: a client's method name is never looked up on a plain object. */
   private readonly methods: ReadonlyMap<string, Handler>;
-  private readonly listTtlMs: number;
   private readonly subscriptions: SubscriptionSlots;
 
   constructor(
     private readonly runtime: TaskRuntime,
-    private readonly options: StatelessOptions = {},
+    options: StatelessOptions = {},
   ) {
-    this.listTtlMs = options.listTtlMs ?? 60_000;
-    this.subscriptions = new SubscriptionSlots(runtime.service.limits);
-    const cache = () => ({ ttlMs: this.listTtlMs, cacheScope: 'public' });
-    this.methods = new Map(
-      Object.entries({
-        'server/discover': async () => this.discover(),
-        'tools/list': async () => ({ resultType: 'complete', tools: this.runtime.tools.list().map(withoutExecution), ...cache() }),
-        // A tools-only server: the lists exist, empty, so that clients and caches need no special case.
-        'prompts/list': async () => ({ resultType: 'complete', prompts: [], ...cache() }),
-        'resources/list': async () => ({ resultType: 'complete', resources: [], ...cache() }),
-        'resources/templates/list': async () => ({ resultType: 'complete', resourceTemplates: [], ...cache() }),
-        'resources/read': async () => Promise.reject(invalidParams('Resource not found')),
-        'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
-        'tools/call': (call) => callTool(this.runtime, call),
-        'tasks/get': (call) => this.getTask(call),
-        'tasks/update': (call) => this.updateTask(call),
-        'tasks/cancel': (call) => this.cancelTask(call),
-        'subscriptions/listen': (call) => this.listen(call),
-      } satisfies Record<string, Handler>),
-    );
+    this.subscriptions = new SubscriptionSlots(runtime.requests.limits);
+    this.methods = methodTable(runtime, Object.assign({}, options, { listTtlMs: options.listTtlMs ?? 60_000, subscriptions: this.subscriptions }));
   }
 
   /** Answers one POSTed message. Never throws: every failure is a JSON-RPC error reply. */
@@ -189,113 +150,6 @@ export class StatelessServer {
     }
     this.runtime.logger.error({ err: error, method }, 'request failed');
     return new ProtocolError(JSON_RPC_CODES.internalError, 'Internal error');
-  }
-
-  private discover(): Record<string, unknown> {
-    return {
-      resultType: 'complete',
-      supportedVersions: [...SUPPORTED_VERSIONS],
-      capabilities: { tools: {}, prompts: {}, resources: {}, extensions: { [TASKS_EXTENSION]: {} } },
-      ttlMs: this.listTtlMs,
-      cacheScope: 'public',
-      _meta: { [META_KEYS.serverInfo]: { name: this.options.name ?? 'tasklatch', version: this.options.version ?? '0.1.0' } },
-    };
-  }
-
-  private async getTask(call: Call): Promise<Record<string, unknown>> {
-    const taskId = this.taskIdOf(call, 'tasks/get');
-    const auth = authKeyOf(call.principal);
-    // Bounded: a record seeded input_required without questions stays so, and is shown so.
-    for (let attempt = 1; ; attempt += 1) {
-      const out = await this.runtime.service.read({ auth, method: 'tasks/get', taskId });
-      if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
-      const view = detailedTask(out.record);
-      if (out.record.status !== 'input_required') return view;
-      // Every outstanding question, as the extension asks: a partial answer leaves the rest.
-      const asked = outstanding(await this.runtime.service.outlast(() => this.runtime.service.lookupInputs({ auth, taskId }), call.signal));
-      // None left: the last answer landed between the two reads and the task moved on (the
-      // answer and the status change are one write); the record read again says to what.
-      if (asked.length === 0 && attempt < 3) continue;
-      view.inputRequests = Object.fromEntries(asked.map((q) => [q.key, q.request]));
-      return view;
-    }
-  }
-
-  /**
-   * Answers to a task's questions. Keys that are not outstanding (unknown, answered, of a task
-   * that moved on) are ignored, as the extension asks; an answer of the wrong shape for an
-   * outstanding question is refused. The answers are stored before the ack, so the next
-   * tasks/get already shows what is left.
-   */
-  private async updateTask(call: Call): Promise<Record<string, unknown>> {
-    if (!declaresTasks(call.capabilities)) throw missingTasksExtension('tasks/update');
-    const parsed = UpdateTaskParams.safeParse(call.params);
-    if (!parsed.success) throw invalidParams(`Invalid params for tasks/update: ${describeIssue(parsed.error)}`);
-    const { taskId, inputResponses } = parsed.data;
-    if (!isPlausibleTaskId(taskId)) throw invalidParams(TASK_NOT_FOUND);
-    const auth = authKeyOf(call.principal);
-    const found = await this.runtime.service.inputs({ auth, taskId });
-    if (found.inputs === null) {
-      // A miss, audited as a read's is: unknown, another caller's or expired, told apart here only.
-      await this.runtime.service.recordDecision({ surface: 'input', decision: found.decision, auth, taskId, detail: 'tasks/update', read: true });
-      throw invalidParams(TASK_NOT_FOUND);
-    }
-    const pending = new Map(outstanding(found.inputs).map((q) => [q.key, q]));
-    const responses: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-    for (const [key, response] of Object.entries(inputResponses)) {
-      const question = pending.get(key);
-      if (question === undefined) continue;
-      if (!isAnswerTo(question.request, response)) throw invalidParams(`inputResponses.${key} is not an answer to ${question.request.method}`);
-      // Every answer is checked before any is stored: one refused answer stores none.
-      const problem = answerProblem(key, question.request, response, this.runtime.service.limits.maxAnswerBytes);
-      if (problem !== null) throw invalidParams(`Invalid inputResponses: ${problem}`);
-      responses[key] = response;
-    }
-    if (Object.keys(responses).length > 0) await this.runtime.service.answer({ auth, taskId, responses });
-    return { resultType: 'complete' };
-  }
-
-  /** Cooperative: the cancellation is latched (or the task was already terminal); the ack is empty either way. */
-  private async cancelTask(call: Call): Promise<Record<string, unknown>> {
-    const taskId = this.taskIdOf(call, 'tasks/cancel');
-    const out = await this.runtime.cancel({ auth: authKeyOf(call.principal), taskId });
-    if (out.record === null) throw invalidParams(TASK_NOT_FOUND);
-    return { resultType: 'complete' };
-  }
-
-  private async listen(call: Call): Promise<StreamReply> {
-    const parsed = ListenParams.safeParse(call.params);
-    if (!parsed.success) throw invalidParams(`Invalid params for subscriptions/listen: ${describeIssue(parsed.error)}`);
-    const taskIds = parsed.data.notifications.taskIds ?? [];
-    if (taskIds.length > 0 && !declaresTasks(call.capabilities)) throw missingTasksExtension('Task subscriptions');
-    const most = this.runtime.service.limits.maxListenTaskIds;
-    if (taskIds.length > most) throw invalidParams(`Invalid params for subscriptions/listen: ${taskIds.length} task ids; at most ${most} per listen`);
-    const auth = authKeyOf(call.principal);
-    const release = this.subscriptions.take(auth);
-    // Read before the stream opens: a store that stays away is a 503 to retry, not an empty ack.
-    const accepted = await acceptedTaskIds(this.runtime.service, auth, taskIds, call.signal).catch((error: unknown) => {
-      release();
-      throw error;
-    });
-    const open = async (sink: EventSink, closed: AbortSignal) => {
-      try {
-        await openTaskSubscription({ service: this.runtime.service, auth, accepted, subscriptionId: call.id, sink, closed });
-      } finally {
-        release();
-      }
-    };
-    return new StreamReply(open, release);
-  }
-
-  /** The extension check comes before the id is looked at: a non-declaring request learns nothing. */
-  private taskIdOf(call: Call, method: string): string {
-    if (!declaresTasks(call.capabilities)) throw missingTasksExtension(method);
-    const taskId = plainTaskId(call.params) ?? TaskIdParams.safeParse(call.params);
-    if (typeof taskId !== 'string' && !taskId.success) throw invalidParams(`Invalid params for ${method}: ${describeIssue(taskId.error)}`);
-    const id = typeof taskId === 'string' ? taskId : taskId.data.taskId;
-    // An id no store could hold is no one's task: answered as unknown, without a lookup.
-    if (!isPlausibleTaskId(id)) throw invalidParams(TASK_NOT_FOUND);
-    return id;
   }
 }
 

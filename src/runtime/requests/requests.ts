@@ -1,5 +1,5 @@
 import type { Millis } from '../../core/types.js';
-import { acceptWatch, watchTasks, type WatchTasksRequest } from './watch-tasks.js';
+import { acceptWatch, watchTasks, type TaskWatch, type WatchTasksRequest } from './watch-tasks.js';
 import { answerTask, type AnswerTaskOutcome, type AnswerTaskRequest } from './answer-task.js';
 import { awaitResult, peekResult, type AwaitResultOutcome, type AwaitResultRequest, type PeekResultOutcome } from './await-result.js';
 import { cancelTask, type CancelTaskRequest, type CancelTaskResult } from './cancel-task.js';
@@ -17,7 +17,7 @@ export type { RequestHost, TaskLimits } from './host.js';
 export type { ListTasksOutcome, ListTasksRequest } from './list-tasks.js';
 export type { ListedTool, ListToolsOutcome, ListToolsRequest } from './list-tools.js';
 export { withoutExecution } from './list-tools.js';
-export type { WatchTasksRequest } from './watch-tasks.js';
+export type { TaskWatch, WatchTasksRequest } from './watch-tasks.js';
 export { openGuard, type Guard, type GuardOptions } from './host.js';
 export { admitOwnTask, writeOwnTask, type AdmitOwnTaskOutcome, type OwnTaskWrite, type WriteOwnTaskOutcome } from './own-task.js';
 export { cancelTask, getTask, listTasks, peekResult };
@@ -45,7 +45,7 @@ export interface Requests {
   listTasks(request: ListTasksRequest): Promise<ListTasksOutcome>;
   listTools(request: ListToolsRequest): ListToolsOutcome;
   acceptWatch(request: { auth: string; taskIds: readonly string[]; via: string; signal?: AbortSignal }): Promise<{ accepted: string[] }>;
-  watchTasks(request: WatchTasksRequest): { opened: Promise<void>; stop(): void };
+  watchTasks(request: WatchTasksRequest): TaskWatch;
 }
 
 /** The requests bound to `host` (see `Requests`). */

@@ -40,14 +40,18 @@ export async function acceptWatch(
   return { accepted };
 }
 
+/** A watch of the caller's tasks (see `watchTasks`). */
+export interface TaskWatch {
+  readNow(): Promise<void>;
+  stop(): void;
+}
+
 export interface WatchTasksRequest {
   auth: string;
   /** The caller's tasks to follow (a subscription's accepted ids, or the one task a session created). */
   taskIds: readonly string[];
   /** The version the watcher already has of each task (default: none): only later ones are news. */
   seen?: number;
-  /** Reads each task's state at once (a subscription); otherwise the first news is the task's next change. */
-  readNow: boolean;
   /** Ends the watch: nothing more is read. */
   signal: AbortSignal;
   /** A newer version of a watched task: what `tasks/get` would read now. Never twice for one version, never an older one. */
@@ -66,10 +70,11 @@ export interface WatchTasksRequest {
  * read at a time per task, in order, through a short store outage. A change this process wrote
  * carries its record, which is used as it is when it is the caller's and unexpired. A task that
  * ended (terminal is final) or went out of reach is followed no further. Watching starts before
- * any first read, so a change between the two is not lost. `opened` resolves after the first
- * reads (`readNow`); `stop()` ends it, as the signal does.
+ * any first read, so a change between the two is not lost. `readNow()` reads each task's state
+ * at once (a subscription's first notifications; without it the first news is the next change);
+ * `stop()` ends the watch, as the signal does.
  */
-export function watchTasks(host: Pick<RequestHost, 'guard'>, request: WatchTasksRequest): { opened: Promise<void>; stop(): void } {
+export function watchTasks(host: Pick<RequestHost, 'guard'>, request: WatchTasksRequest): TaskWatch {
   const { context } = host.guard;
   const { auth, signal } = request;
   const sent = new Map<string, number>();
@@ -118,12 +123,11 @@ export function watchTasks(host: Pick<RequestHost, 'guard'>, request: WatchTasks
   };
   if (signal.aborted) stop();
   else signal.addEventListener('abort', stop, { once: true });
-  const opened = (async () => {
-    if (!request.readNow) return;
+  const readNow = async () => {
     for (const taskId of [...open.keys()]) {
       if (signal.aborted) break;
       await look(taskId);
     }
-  })();
-  return { opened, stop };
+  };
+  return { readNow, stop };
 }
