@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import pg from 'pg';
-import type { TaskServer } from '../src/wire-2025/task-server.js';
+import type { TaskServer } from '../src/wire-2025/server.js';
 import { PostgresStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import { pgCeiling, sqliteCeiling } from './lib/ceilings.js';

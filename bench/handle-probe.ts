@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StatelessServer } from '../src/wire-2026/stateless-server.js';
+import { StatelessServer } from '../src/wire-2026/server.js';
 import { PostgresStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { TaskStore } from '../src/store/types.js';

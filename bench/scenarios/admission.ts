@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import PgBoss from 'pg-boss';
-import type { TaskServer } from '../../src/wire-2025/task-server.js';
+import type { TaskServer } from '../../src/wire-2025/server.js';
 import { TaskService } from '../../src/service/task-service.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
 import { TasklatchError } from '../../core/errors.js';
-import { checkedHandler, createTaskServer, methodOf, type TaskServer } from '../task-server.js';
+import { checkedHandler, createTaskServer, methodOf, type TaskServer } from '../server.js';
 import type { Logger } from '../../runtime/log.js';
 import { createRuntime, type RuntimeOptions, type TaskRuntime } from '../../runtime/task-runtime.js';
 import { TASK_TOOL_NAMES } from '../../runtime/task-tools.js';
