@@ -13,7 +13,7 @@ import { Worker, type WorkerOptions } from '../worker/worker.js';
 import { callTool, type CallOutcome, type ToolCall } from './call-tool.js';
 import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
-import { openRequests, type RequestHost, type Requests } from './requests/requests.js';
+import type { RequestHost } from './requests/host.js';
 import { taskTools } from './task-tools.js';
 
 /** Progress a task reports while it runs, for whichever wire session asked for it. */
@@ -73,8 +73,6 @@ export class TaskRuntime implements RequestHost {
   readonly service: TaskService;
   /** The guard in front of the store, by caller (see `Guard`). */
   readonly guard: Guard;
-  /** The requests of both wires, each decided once (see `Requests`); `tools/call` is `callTool`. */
-  readonly requests: Requests;
   readonly tools: ToolRegistry;
   /** The in-process worker, or null when other processes run the tasks. */
   readonly worker: Worker | null;
@@ -114,7 +112,6 @@ export class TaskRuntime implements RequestHost {
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });
     this.guard = this.service.guard;
-    this.requests = openRequests(this);
     this.service.events.add(decisionLog(this.logger));
     // Progress of tasks other processes run, for the sessions here that asked for it.
     this.stopRemoteProgress = this.service.changes.subscribeProgress((event) => {
@@ -175,6 +172,21 @@ export class TaskRuntime implements RequestHost {
     const out = await this.guard.requestor.cancel(input);
     if (out.decision === 'CANCEL_TASK') this.stopRun(out.record.taskId);
     return out;
+  }
+
+  /** The limits every request is held to (the guard's); a wire's own framing reads a few of them. */
+  get limits(): TaskLimits {
+    return this.guard.context.limits;
+  }
+
+  /** The guard's clock. */
+  now(): Millis {
+    return this.guard.context.clock();
+  }
+
+  /** The secret every process on the store shares (a 2026-07-28 call's signed round state). */
+  sharedSecret(): Promise<Uint8Array> {
+    return this.guard.context.store.sharedSecret();
   }
 
   /** Stops the handler of `taskId` if this process's worker runs it (a cancelled task's). */

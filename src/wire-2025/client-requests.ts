@@ -8,7 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { InputRequest } from '../core/input-rules.js';
 import { META_KEYS } from '../core/meta-keys.js';
-import type { AskRequestor } from '../runtime/requests/requests.js';
+import type { AskRequestor } from '../runtime/requests/await-result.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 

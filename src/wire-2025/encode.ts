@@ -1,7 +1,10 @@
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { META_KEYS } from '../core/meta-keys.js';
 import type { TaskRecord } from '../core/types.js';
-import type { AwaitResultOutcome, CancelTaskResult, GetTaskOutcome, ListTasksOutcome } from '../runtime/requests/requests.js';
+import type { AwaitResultOutcome } from '../runtime/requests/await-result.js';
+import type { CancelTaskResult } from '../runtime/requests/cancel-task.js';
+import type { GetTaskOutcome } from '../runtime/requests/get-task.js';
+import type { ListTasksOutcome } from '../runtime/requests/list-tasks.js';
 import { isStoredError, ProtocolError } from '../tools/protocol-error.js';
 import { wireTask } from '../tools/task-views.js';
 import type { ToolResult } from '../tools/tool.js';

@@ -1,10 +1,11 @@
+import { watchTasks } from '../runtime/requests/watch-tasks.js';
 import { wireTask } from './encode.js';
 import type { SessionContext } from './session.js';
 
 /**
  * `notifications/tasks/status` to this session on every later version of a task it created
  * (the spec's MAY: requestors keep polling). What changed and when is the request layer's
- * status watch (`runtime.requests.watchTasks`); this encodes each record as the full Task.
+ * status watch (`watchTasks`); this encodes each record as the full Task.
  * The watch stops at a terminal status, when the task goes out of reach, or with the session.
  */
 export function watchStatus(session: SessionContext, taskId: string, auth: string, createdVersion: number): void {
@@ -14,7 +15,7 @@ export function watchStatus(session: SessionContext, taskId: string, auth: strin
     session.watches.delete(taskId);
     session.progressTokens.delete(taskId);
   };
-  session.server.runtime.requests.watchTasks({
+  watchTasks(session.server.runtime, {
     auth,
     taskIds: [taskId],
     // The requestor has the task as created; only later versions are news.

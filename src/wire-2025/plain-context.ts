@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import { checkAnswer } from '../runtime/requests/requests.js';
+import { checkAnswer } from '../runtime/requests/answer-task.js';
 import { askingContext, type Ask } from '../tools/asking.js';
 import { plainStep } from '../tools/plain-step.js';
 import type { Principal } from '../tools/principal.js';
@@ -34,7 +34,7 @@ export function plainContext(session: SessionContext, principal: Principal, extr
   const capabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? null;
   const idempotencyKey = `call:${randomUUID()}`;
   // Object.assign onto the asking part, not a spread followed by properties (V8's slow path on Node 20).
-  return Object.assign(askingContext(sessionAsk(extra, session.server.runtime.requests.limits.maxAnswerBytes), capabilities), {
+  return Object.assign(askingContext(sessionAsk(extra, session.server.runtime.limits.maxAnswerBytes), capabilities), {
     taskId: null,
     principal,
     signal: extra.signal,

@@ -1,5 +1,7 @@
-import type { AnswerTaskOutcome, CancelTaskResult, GetTaskOutcome, ListToolsOutcome } from '../runtime/requests/requests.js';
-import { withoutExecution } from '../runtime/requests/requests.js';
+import type { AnswerTaskOutcome } from '../runtime/requests/answer-task.js';
+import type { CancelTaskResult } from '../runtime/requests/cancel-task.js';
+import type { GetTaskOutcome } from '../runtime/requests/get-task.js';
+import { withoutExecution, type ListToolsOutcome } from '../runtime/requests/list-tools.js';
 import { detailedTask } from '../tools/task-views.js';
 import type { ProtocolError } from '../tools/protocol-error.js';
 import { invalidParams, methodNotFound } from './protocol.js';

@@ -1,5 +1,10 @@
 import { META_KEYS, TASKS_EXTENSION } from '../core/meta-keys.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
+import { answerTask } from '../runtime/requests/answer-task.js';
+import { cancelTask } from '../runtime/requests/cancel-task.js';
+import { getTask } from '../runtime/requests/get-task.js';
+import { listTools } from '../runtime/requests/list-tools.js';
+import { acceptWatch } from '../runtime/requests/watch-tasks.js';
 import { authKeyOf } from '../tools/principal.js';
 import { encodeCancel, encodeTask, encodeTools, encodeUpdate } from './encode.js';
 import { describeIssue, ListenParams, TaskIdParams, UpdateTaskParams } from './messages.js';
@@ -25,13 +30,12 @@ export interface MethodsOptions {
 
 /**
  * The 2026-07-28 methods: each decodes its params (a zod schema, or the hand-written check of the
- * hot path), asks the runtime's request layer (`runtime.requests`, `runtime.callTool`) and
+ * hot path), asks the request layer (`src/runtime/requests/`, with the runtime as host; `runtime.callTool`) and
  * encodes the outcome (`encode.ts`). The tasks extension is checked before a task id is looked
  * at: a request that does not declare it learns nothing. A Map: a client's method name is never
  * looked up on a plain object.
  */
 export function methodTable(runtime: TaskRuntime, options: MethodsOptions): ReadonlyMap<string, Handler> {
-  const { requests } = runtime;
   const cache = { ttlMs: options.listTtlMs, cacheScope: 'public' };
   return new Map(
     Object.entries({
@@ -44,7 +48,7 @@ export function methodTable(runtime: TaskRuntime, options: MethodsOptions): Read
         _meta: { [META_KEYS.serverInfo]: { name: options.name ?? 'tasklatch', version: options.version ?? '0.1.0' } },
       }),
       // One listing for every client (it is cached publicly): whether a call becomes a task is the server's.
-      'tools/list': async () => encodeTools(requests.listTools({ clientTakesTasks: false }), cache),
+      'tools/list': async () => encodeTools(listTools(runtime, { clientTakesTasks: false }), cache),
       // A tools-only server: the lists exist, empty, so that clients and caches need no special case.
       'prompts/list': async () => Object.assign({ resultType: 'complete', prompts: [] }, cache),
       'resources/list': async () => Object.assign({ resultType: 'complete', resources: [] }, cache),
@@ -53,15 +57,15 @@ export function methodTable(runtime: TaskRuntime, options: MethodsOptions): Read
       'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
       'tools/call': (call) => callTool(runtime, call),
       'tasks/get': async (call) =>
-        encodeTask(await requests.getTask({ auth: authKeyOf(call.principal), taskId: taskIdOf(call, 'tasks/get'), withQuestions: true, signal: call.signal })),
+        encodeTask(await getTask(runtime, { auth: authKeyOf(call.principal), taskId: taskIdOf(call, 'tasks/get'), withQuestions: true, signal: call.signal })),
       'tasks/update': async (call) => {
         if (!declaresTasks(call.capabilities)) throw missingTasksExtension('tasks/update');
         const parsed = UpdateTaskParams.safeParse(call.params);
         if (!parsed.success) throw invalidParams(`Invalid params for tasks/update: ${describeIssue(parsed.error)}`);
         const { taskId, inputResponses } = parsed.data;
-        return encodeUpdate(await requests.answerTask({ auth: authKeyOf(call.principal), taskId, responses: inputResponses, via: 'tasks/update' }));
+        return encodeUpdate(await answerTask(runtime, { auth: authKeyOf(call.principal), taskId, responses: inputResponses, via: 'tasks/update' }));
       },
-      'tasks/cancel': async (call) => encodeCancel(await requests.cancelTask({ auth: authKeyOf(call.principal), taskId: taskIdOf(call, 'tasks/cancel') })),
+      'tasks/cancel': async (call) => encodeCancel(await cancelTask(runtime, { auth: authKeyOf(call.principal), taskId: taskIdOf(call, 'tasks/cancel') })),
       'subscriptions/listen': (call) => listen(runtime, options.subscriptions, call),
     } satisfies Record<string, Handler>),
   );
@@ -73,22 +77,21 @@ export function methodTable(runtime: TaskRuntime, options: MethodsOptions): Read
  * ack), and the stream is opened by the HTTP layer.
  */
 async function listen(runtime: TaskRuntime, subscriptions: SubscriptionSlots, call: Call): Promise<StreamReply> {
-  const { requests } = runtime;
   const parsed = ListenParams.safeParse(call.params);
   if (!parsed.success) throw invalidParams(`Invalid params for subscriptions/listen: ${describeIssue(parsed.error)}`);
   const taskIds = parsed.data.notifications.taskIds ?? [];
   if (taskIds.length > 0 && !declaresTasks(call.capabilities)) throw missingTasksExtension('Task subscriptions');
-  const most = requests.limits.maxListenTaskIds;
+  const most = runtime.limits.maxListenTaskIds;
   if (taskIds.length > most) throw invalidParams(`Invalid params for subscriptions/listen: ${taskIds.length} task ids; at most ${most} per listen`);
   const auth = authKeyOf(call.principal);
   const release = subscriptions.take(auth);
-  const { accepted } = await requests.acceptWatch({ auth, taskIds, via: 'subscriptions/listen', signal: call.signal }).catch((error: unknown) => {
+  const { accepted } = await acceptWatch(runtime, { auth, taskIds, via: 'subscriptions/listen', signal: call.signal }).catch((error: unknown) => {
     release();
     throw error;
   });
   const open = async (sink: EventSink, closed: AbortSignal) => {
     try {
-      await openTaskSubscription({ requests, auth, accepted, subscriptionId: call.id, sink, closed });
+      await openTaskSubscription({ host: runtime, auth, accepted, subscriptionId: call.id, sink, closed });
     } finally {
       release();
     }

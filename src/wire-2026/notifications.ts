@@ -1,6 +1,7 @@
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { META_KEYS } from '../core/meta-keys.js';
-import type { Requests, TaskLimits } from '../runtime/requests/requests.js';
+import type { RequestHost, TaskLimits } from '../runtime/requests/host.js';
+import { watchTasks } from '../runtime/requests/watch-tasks.js';
 import { ProtocolError, storeUnavailable } from '../tools/protocol-error.js';
 import { detailedTask } from '../tools/task-views.js';
 
@@ -71,7 +72,7 @@ export class SubscriptionSlots {
  * silence the client would take for "nothing changed". Resolves when the stream ends.
  */
 export async function openTaskSubscription(input: {
-  requests: Requests;
+  host: Pick<RequestHost, 'guard'>;
   auth: string;
   accepted: readonly string[];
   subscriptionId: string | number;
@@ -87,7 +88,7 @@ export async function openTaskSubscription(input: {
   const keepAlive = setInterval(() => sink.comment(), KEEP_ALIVE_MS);
   keepAlive.unref();
   // Watching starts before the acknowledgement and the first reads: a change between them is not lost.
-  const watch = input.requests.watchTasks({
+  const watch = watchTasks(input.host, {
     auth: input.auth,
     taskIds: accepted,
     signal: closed,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { InputRequest } from '../core/input-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import { checkAnswer } from '../runtime/requests/requests.js';
+import { checkAnswer } from '../runtime/requests/answer-task.js';
 import { askingContext, InputNeeded, type Ask } from '../tools/asking.js';
 import type { Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';

@@ -73,7 +73,7 @@ export class StatelessServer {
     private readonly runtime: TaskRuntime,
     options: StatelessOptions = {},
   ) {
-    this.subscriptions = new SubscriptionSlots(runtime.requests.limits);
+    this.subscriptions = new SubscriptionSlots(runtime.limits);
     this.methods = methodTable(runtime, Object.assign({}, options, { listTtlMs: options.listTtlMs ?? 60_000, subscriptions: this.subscriptions }));
   }
 

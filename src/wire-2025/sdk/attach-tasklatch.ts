@@ -5,7 +5,7 @@ import { checkedHandler, createTaskServer, methodOf, type TaskServer } from '../
 import type { Logger } from '../../runtime/log.js';
 import { createRuntime, type RuntimeOptions, type TaskRuntime } from '../../runtime/task-runtime.js';
 import { TASK_TOOL_NAMES } from '../../runtime/task-tools.js';
-import type { TaskLimits } from '../../runtime/requests/requests.js';
+import type { TaskLimits } from '../../runtime/requests/host.js';
 import type { TaskStore } from '../../store/types.js';
 import { ToolRegistry } from '../../tools/tool-registry.js';
 import { principalFromAuthInfo, type ResolvePrincipal } from './request-auth.js';

@@ -3,18 +3,12 @@ import { McpError, type Request, type RequestId, type Result, type Task } from '
 import { isStoreFault, isTasklatchError } from '../../core/errors.js';
 import { JSON_RPC_CODES } from '../../core/json-rpc-codes.js';
 import type { TaskCapabilities, WireRequest } from '../../core/types.js';
-import {
-  admitOwnTask,
-  cancelTask,
-  getTask,
-  listTasks,
-  openGuard,
-  peekResult,
-  writeOwnTask,
-  type Guard,
-  type OwnTaskWrite,
-  type TaskLimits,
-} from '../../runtime/requests/requests.js';
+import { peekResult } from '../../runtime/requests/await-result.js';
+import { cancelTask } from '../../runtime/requests/cancel-task.js';
+import { getTask } from '../../runtime/requests/get-task.js';
+import { openGuard, type Guard, type TaskLimits } from '../../runtime/requests/host.js';
+import { listTasks } from '../../runtime/requests/list-tasks.js';
+import { admitOwnTask, writeOwnTask, type OwnTaskWrite } from '../../runtime/requests/own-task.js';
 import { wireResult, wireTask } from '../encode.js';
 import { storeUnavailable } from '../../tools/protocol-error.js';
 import type { TaskStore } from '../../store/types.js';

@@ -5,7 +5,7 @@ import { TASKS_EXTENSION } from '../../core/meta-keys.js';
 import type { Logger } from '../../runtime/log.js';
 import { createRuntime, type RuntimeOptions, type TaskRuntime } from '../../runtime/task-runtime.js';
 import { principalFromAuthInfo } from '../../tools/auth-info.js';
-import type { TaskLimits } from '../../runtime/requests/requests.js';
+import type { TaskLimits } from '../../runtime/requests/host.js';
 import { methodNotFound } from '../protocol.js';
 import { StatelessServer } from '../server.js';
 import type { TaskStore } from '../../store/types.js';
