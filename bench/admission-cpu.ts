@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import pg from 'pg';
-import type { TaskServer } from '../src/wire-2025/task-server.js';
+import type { TaskServer } from '../src/wire-2025/server.js';
 import { PostgresStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import { pgCeiling, sqliteCeiling } from './lib/ceilings.js';
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     op = (w, n) => callAsTask(clients[w] as Client, n);
   } else if (variant === 'service') {
     op = (w, n) =>
-      createTask(server.guard, {
+      createTask(server.runtime.guard, {
         auth: rotatingAuthKey(w),
         tool: descriptor,
         request: { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(n), task: { ttl: TTL_MS } } },

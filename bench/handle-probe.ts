@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StatelessServer } from '../src/wire-2026/stateless-server.js';
+import { StatelessServer } from '../src/wire-2026/server.js';
 import { PostgresStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import type { TaskStore } from '../src/store/types.js';
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
     const ids: string[] = [];
     for (let i = 0; i < 64; i++) {
       const request = { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(i), task: { ttl: TTL_MS } } };
-      const created = await createTask(server.guard, { auth, tool: server.tools.descriptor(noopTool), request });
+      const created = await createTask(server.runtime.guard, { auth, tool: server.tools.descriptor(noopTool), request });
       if (created.record === null) throw new Error(`seeding answered ${created.decision}`);
       ids.push(created.record.taskId);
     }

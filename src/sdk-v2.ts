@@ -6,5 +6,5 @@
  * served on the 1.x SDK (`tasklatch/sdk`). A subpath of its own: it works on the caller's
  * `McpServer` and reads the installed `@modelcontextprotocol/server` version (an optional peer).
  */
-export { attachTasklatchV2, tasklatchWorkerV2, SdkV2Tasklatch, type AttachV2Options, type ResolveV2Principal } from './wire-2026/sdk/attach-tasklatch-v2.js';
-export { SUPPORTED_SDK_V2_RANGE } from './wire-2026/sdk/sdk-v2-internals.js';
+export { attachTasklatchV2, tasklatchWorkerV2, SdkV2Tasklatch, type AttachV2Options, type ResolveV2Principal } from './wire-2026/sdk/attach-tasklatch.js';
+export { SUPPORTED_SDK_V2_RANGE } from './wire-2026/sdk/sdk-internals.js';

@@ -110,6 +110,77 @@ describe('the import graph of src/', () => {
     }
   });
 
+  it("keeps the wires on the request layer: no wire file imports service/, nor reads the runtime's service or guard", () => {
+    const wireFiles = (era: string) => sourceFiles(join(SRC, era));
+    for (const era of ['wire-2025', 'wire-2026']) {
+      const intoService = edges.filter(({ from, to }) => layer(from) === era && layer(to) === 'service').map(({ from }) => relative(SRC, from));
+      expect(intoService, `${era} files importing service/`).toEqual([]);
+      for (const file of wireFiles(era)) {
+        const text = readFileSync(file, 'utf8');
+        expect(text, relative(SRC, file)).not.toMatch(/runtime\??\.(service|guard)\b/);
+      }
+    }
+  });
+
+  it('checks a task id for plausibility in one place of the request layer', () => {
+    const users = sourceFiles(SRC)
+      .filter((file) => readFileSync(file, 'utf8').includes('isPlausibleTaskId'))
+      .map((file) => relative(SRC, file).split(sep).join('/'));
+    expect(users.sort()).toEqual(['runtime/requests/task-id.ts', 'service/input-bounds.ts']);
+  });
+
+  /**
+   * The files one wire era has and the other has not, each with why it has no counterpart. Every
+   * other file of an era folder is a shared role under the same name in both: `server.ts` (the
+   * endpoint), `methods.ts` (decode → request → encode, per method), `encode.ts` (outcomes as the
+   * era's messages), `tool-call.ts`, `plain-context.ts` (a plain call's context), `notifications.ts`
+   * (task notifications off the request layer's watch), and the SDK adapter in `sdk/`.
+   */
+  const ERA_EXTRAS: Record<string, Record<string, string>> = {
+    'wire-2025': {
+      'client-requests.ts':
+        'questions go to the client as server→client requests; a 2026-07-28 server never sends a request (MRTR rounds, inputRequests in tasks/get)',
+      'envelope-check.ts': 'refuses a body the SDK 1.x transport would answer wrongly; 2026-07-28 parses its own envelope in server.ts with messages.ts',
+      'session.ts': 'per-session state (progress tokens, status watches): 2025-11-25 has sessions, 2026-07-28 is stateless',
+      'session-limits.ts': 'bounds on open sessions: 2026-07-28 has no sessions to bound',
+      'session-transports.ts': 'the SDK transports of the sessions over HTTP: 2026-07-28 answers each POST by itself',
+      'sdk/request-auth.ts': "binds a transport's requests to their caller for the SDK 1.x task store; SDK 2.x has no task store to bind",
+      'sdk/sdk-task-store.ts': 'the SDK 1.x experimental TaskStore on a tasklatch store; SDK 2.x has no such interface',
+    },
+    'wire-2026': {
+      'headers.ts': 'the Mcp-Method / Mcp-Name routing headers checked against the body: a 2026-07-28 rule only',
+      'messages.ts': "the params of each method as zod schemas; 2025-11-25 params are checked with the SDK's own request schemas",
+      'plain-request.ts': 'hand-written checks of the hot path (a tasks/get poll) matching messages.ts, so a poll pays no schema library',
+      'protocol.ts': "the versions served, each error's HTTP status and the extension check; 2025-11-25 negotiates in the SDK Server's initialize",
+      'replies.ts': 'the HTTP replies of a stateless POST (JSON, SSE stream, 202); 2025-11-25 replies go through the SDK transport',
+      'request-state.ts': 'the signed requestState of multi-round (MRTR) calls; a 2025-11-25 call asks its client within the call',
+    },
+  };
+
+  it('gives the two wire eras the same file for each shared role, and lists what one era has alone with why', () => {
+    const names = (era: string) =>
+      sourceFiles(join(SRC, era))
+        .map((file) => relative(join(SRC, era), file).split(sep).join('/'))
+        .sort();
+    const [old, modern] = [names('wire-2025'), names('wire-2026')];
+    const other = (era: string) => (era === 'wire-2025' ? modern : old);
+    for (const era of ['wire-2025', 'wire-2026']) {
+      const own = era === 'wire-2025' ? old : modern;
+      const extras = ERA_EXTRAS[era]!;
+      expect(
+        own.filter((name) => !other(era).includes(name) && !(name in extras)),
+        `only in ${era}, not listed`,
+      ).toEqual([]);
+      for (const [extra, why] of Object.entries(extras)) {
+        expect(own, `${era} extra`).toContain(extra);
+        expect(other(era), `${era}/${extra} is in both eras`).not.toContain(extra);
+        expect(why.length, `why ${era} has ${extra}`).toBeGreaterThan(20);
+      }
+    }
+    for (const role of ['server.ts', 'methods.ts', 'encode.ts', 'tool-call.ts', 'plain-context.ts', 'notifications.ts', 'sdk/attach-tasklatch.ts'])
+      for (const era of [old, modern]) expect(era).toContain(role);
+  });
+
   it('has no import cycle between files', () => {
     const next = new Map<string, string[]>();
     for (const { from, to } of edges) (next.get(from) ?? next.set(from, []).get(from)!).push(to);

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { WireRequest } from '../../src/core/types.js';
 import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js';
 import { createLogger } from '../../src/runtime/log.js';
-import { createTaskServer, type TaskServer } from '../../src/wire-2025/task-server.js';
+import { createTaskServer, type TaskServer } from '../../src/wire-2025/server.js';
 import { authKeyOf, type Principal } from '../../src/tools/principal.js';
 import { defineTool } from '../../src/tools/tool.js';
 import type { TaskLimits } from '../../src/service/limits.js';

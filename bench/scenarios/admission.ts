@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import PgBoss from 'pg-boss';
-import type { TaskServer } from '../../src/wire-2025/task-server.js';
+import type { TaskServer } from '../../src/wire-2025/server.js';
 import { openGuard } from '../../src/service/guard.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
@@ -80,14 +80,14 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
   const descriptor = server.tools.descriptor(noopTool);
   // The same service without the active-task limit: no count of the caller's active tasks (and
   // on PostgreSQL no advisory lock) in the admission transaction.
-  const unlimited = openGuard({ store: server.guard.context.store, capabilities: server.capabilities, limits: { maxActiveTasks: null } });
+  const unlimited = openGuard({ store: server.runtime.guard.context.store, capabilities: server.capabilities, limits: { maxActiveTasks: null } });
   const variants: Variant[] = [
     { name: V.mcpMemory, op: (w) => expectTask(callAsTask(memory[w] as Client, next())) },
     { name: V.mcpHttp, op: (w) => httpTask(() => callAsTask(viaHttp[w] as Client, next())) },
     {
       name: V.service,
       op: async (w) => {
-        const out = await createTask(server.guard, { auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
+        const out = await createTask(server.runtime.guard, { auth: rotatingAuthKey(w), tool: descriptor, request: taskCall(next()) });
         if (out.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${out.decision}`);
       },
     },
@@ -189,9 +189,9 @@ export async function admission(results: Results, config: BenchConfig, pg: Bench
         op: async (w) => {
           const auth = lifeKey(w);
           // Completed at once, so the caller never nears its active-task limit.
-          const created = await createTask(server.guard, { auth, tool: descriptor, request: taskCall(next()) });
+          const created = await createTask(server.runtime.guard, { auth, tool: descriptor, request: taskCall(next()) });
           if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
-          const done = await server.guard.worker.transition({
+          const done = await server.runtime.guard.worker.transition({
             auth,
             taskId: created.record.taskId,
             write: { status: 'completed', expectedVersion: created.record.version, result: { content: [{ type: 'text', text: 'ok' }] } },

@@ -105,7 +105,7 @@ export async function endToEnd(results: Results, config: BenchConfig, pg: BenchP
     const wake = async () => {
       const created = await callAsTask(waiter, 0);
       return wakeSample(waiter, created.task.taskId, async () => {
-        const out = await parked.guard.worker.transition({
+        const out = await parked.runtime.guard.worker.transition({
           auth,
           taskId: created.task.taskId,
           write: { status: 'completed', expectedVersion: 1, result: RESULT },

@@ -6,7 +6,7 @@ import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../http/connec
 import { startHttpServer } from '../http/http-server.js';
 import { createOAuthResource, type OAuthResourceOptions } from '../http/oauth/oauth-resource.js';
 import { watchTokenFile } from '../http/token-file.js';
-import { createTaskServer, type Authenticate } from '../wire-2025/task-server.js';
+import { createTaskServer, type Authenticate } from '../wire-2025/server.js';
 import { createLogger, type Logger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';

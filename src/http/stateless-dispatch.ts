@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import type { StatelessReply, StatelessRequest, StatelessServer } from '../wire-2026/stateless-server.js';
+import type { StatelessReply, StatelessRequest, StatelessServer } from '../wire-2026/server.js';
 import type { Principal } from '../tools/principal.js';
 import type { RefusalLoggingResponse } from './refusal-log.js';
 

@@ -13,6 +13,7 @@ import { Worker, type WorkerOptions } from '../worker/worker.js';
 import { callTool, type CallOutcome, type ToolCall } from './requests/call-tool.js';
 import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
+import type { RequestHost } from './requests/host.js';
 import { taskTools } from './task-tools.js';
 
 /** Progress a task reports while it runs, for whichever wire session asked for it. */
@@ -71,7 +72,7 @@ export interface RuntimeOptions {
  * worker`, the library and every wire adapter use it; a wire holds sessions and maps decisions
  * to messages, and never builds any of these itself.
  */
-export class TaskRuntime {
+export class TaskRuntime implements RequestHost {
   /** The guard in front of the store, by caller (see `Guard`). */
   readonly guard: Guard;
   readonly tools: ToolRegistry;
@@ -173,8 +174,28 @@ export class TaskRuntime {
    */
   async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<CancelTaskOutcome> {
     const out = await this.guard.requestor.cancel(input);
-    if (out.decision === 'CANCEL_TASK') this.worker?.executor.abort(out.record.taskId, 'cancelled');
+    if (out.decision === 'CANCEL_TASK') this.stopRun(out.record.taskId);
     return out;
+  }
+
+  /** The limits every request is held to (the guard's); a wire's own framing reads a few of them. */
+  get limits(): TaskLimits {
+    return this.guard.context.limits;
+  }
+
+  /** The guard's clock. */
+  now(): Millis {
+    return this.guard.context.clock();
+  }
+
+  /** The secret every process on the store shares (a 2026-07-28 call's signed round state). */
+  sharedSecret(): Promise<Uint8Array> {
+    return this.guard.context.store.sharedSecret();
+  }
+
+  /** Stops the handler of `taskId` if this process's worker runs it (a cancelled task's). */
+  stopRun(taskId: string): void {
+    this.worker?.executor.abort(taskId, 'cancelled');
   }
 
   /**

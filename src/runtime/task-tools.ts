@@ -1,22 +1,20 @@
 import { z } from 'zod';
 import { authKeyOf } from '../core/principal.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
-import type { Guard } from '../service/guard.js';
-import type { ReadOutcome } from '../service/outcomes.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import { isStoredError } from '../tools/protocol-error.js';
 import { wireTask } from '../tools/task-views.js';
 import { defineTool, type TaskTool, type ToolResult } from '../tools/tool.js';
-import { readTask } from './requestor-reads.js';
+import { peekResult } from './requests/await-result.js';
+import { cancelTask } from './requests/cancel-task.js';
+import { getTask } from './requests/get-task.js';
+import type { RequestHost } from './requests/host.js';
 
 /** The names of the task tools, in the order `tools/list` shows them. */
 export const TASK_TOOL_NAMES = ['task_status', 'task_result', 'task_cancel'] as const;
 
-/** What the task tools need of the runtime: the guard, and the cancel that also stops a local handler. */
-export interface TaskToolsHost {
-  readonly guard: Pick<Guard, 'context' | 'requestor'>;
-  cancel(input: { auth: string; taskId: string }): Promise<ReadOutcome>;
-}
+/** What the task tools need of the runtime: the guard, and how a cancelled task's local handler is stopped. */
+export type TaskToolsHost = Pick<RequestHost, 'guard' | 'stopRun'>;
 
 const byId = z.object({ taskId: z.string().min(1).max(256).describe('The task id a task-required tool answered with') });
 
@@ -54,8 +52,8 @@ export function taskTools(host: TaskToolsHost): TaskTool[] {
     description: 'The status of a task started by a task-required tool: working, input_required, completed, failed or cancelled',
     inputSchema: byId,
     async handler({ taskId }, ctx) {
-      const out = await readTask(host.guard, { auth: authKeyOf(ctx.principal), method: 'tasks/get', taskId });
-      if (out.record === null) return notFound(taskId);
+      const out = await getTask(host, { auth: authKeyOf(ctx.principal), taskId });
+      if (out.kind === 'not-found') return notFound(taskId);
       return { content: [{ type: 'text', text: statusText(out.record) }], structuredContent: wireTask(out.record) };
     },
   });
@@ -64,11 +62,10 @@ export function taskTools(host: TaskToolsHost): TaskTool[] {
     description: 'The result of a finished task; for an unfinished one, its status (call again later)',
     inputSchema: byId,
     async handler({ taskId }, ctx) {
-      const out = await readTask(host.guard, { auth: authKeyOf(ctx.principal), method: 'tasks/result', taskId });
-      if (out.record === null) return notFound(taskId);
+      const out = await peekResult(host, { auth: authKeyOf(ctx.principal), taskId });
+      if (out.kind === 'not-found') return notFound(taskId);
       const { record } = out;
-      if (out.decision !== 'RETURN_RESULT')
-        return { content: [{ type: 'text', text: `${statusText(record)} No result yet.` }], structuredContent: wireTask(record) };
+      if (out.kind === 'running') return { content: [{ type: 'text', text: `${statusText(record)} No result yet.` }], structuredContent: wireTask(record) };
       if (record.status === 'cancelled') return errorResult(`Task ${taskId} was cancelled`);
       if (isStoredError(record.result)) return errorResult(`Task ${taskId} failed: ${record.result.error.message}`);
       if (record.result === null || typeof record.result !== 'object') return errorResult(`Task ${taskId} ${record.status} without a result`);
@@ -80,9 +77,9 @@ export function taskTools(host: TaskToolsHost): TaskTool[] {
     description: 'Cancels an unfinished task',
     inputSchema: byId,
     async handler({ taskId }, ctx) {
-      const out = await host.cancel({ auth: authKeyOf(ctx.principal), taskId });
-      if (out.record === null) return notFound(taskId);
-      if (out.decision === 'ALREADY_TERMINAL') return errorResult(`Task ${taskId} is already ${out.record.status} and cannot be cancelled`);
+      const out = await cancelTask(host, { auth: authKeyOf(ctx.principal), taskId });
+      if (out.kind === 'not-found' || out.kind === 'not-supported') return notFound(taskId);
+      if (out.kind === 'terminal') return errorResult(`Task ${taskId} is already ${out.record.status} and cannot be cancelled`);
       return { content: [{ type: 'text', text: `Task ${taskId} is cancelled.` }], structuredContent: wireTask(out.record) };
     },
   });

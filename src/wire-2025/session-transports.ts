@@ -5,7 +5,7 @@ import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { checkEnvelope } from './envelope-check.js';
 import { DEFAULT_SESSION_LIMITS, mediaTypeProblem, type SessionLimits } from './session-limits.js';
-import type { TaskServer } from './task-server.js';
+import type { TaskServer } from './server.js';
 
 /** One session: its transport, the caller it belongs to, and its requests in flight. */
 interface Session {

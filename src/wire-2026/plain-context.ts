@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { InputRequest } from '../core/input-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import { answerProblem } from '../service/answer-check.js';
-import { askingContext, InputNeeded, isAnswerTo, type Ask } from '../tools/asking.js';
+import { checkAnswer } from '../runtime/requests/answer-task.js';
+import { askingContext, InputNeeded, type Ask } from '../tools/asking.js';
 import type { Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
 import { plainStep } from '../tools/plain-step.js';
@@ -31,12 +31,13 @@ export function plainContext(call: Call, answers: Record<string, unknown>, maxAn
     const got: Record<string, unknown> = {};
     for (const [key, request] of Object.entries(requests)) {
       const answer = Object.hasOwn(answers, key) ? answers[key] : undefined;
-      if (!isAnswerTo(request, answer)) {
+      const refused = await checkAnswer(key, request, answer, maxAnswerBytes);
+      // No answer of the kind asked (none at all, or another kind): asked again in the next round.
+      if (refused?.kind === 'not-an-answer') {
         missing[key] = request;
         continue;
       }
-      const problem = answerProblem(key, request, answer, maxAnswerBytes);
-      if (problem !== null) throw new ProtocolError(JSON_RPC_CODES.invalidParams, `Invalid inputResponses: ${problem}`);
+      if (refused?.kind === 'refused') throw new ProtocolError(JSON_RPC_CODES.invalidParams, `Invalid inputResponses: ${refused.problem}`);
       got[key] = answer;
     }
     if (Object.keys(missing).length > 0) throw new InputNeeded(missing, { ...used, ...got });
@@ -56,10 +57,4 @@ export function plainContext(call: Call, answers: Record<string, unknown>, maxAn
     reportProgress: async () => undefined,
     checkpoint: async () => call.signal.throwIfAborted(),
   } satisfies Partial<ToolContext>);
-}
-
-/** 2026-07-28 tools carry no `execution.taskSupport`: whether a call becomes a task is the server's. */
-export function withoutExecution(tool: Record<string, unknown>): Record<string, unknown> {
-  const { execution: _execution, ...rest } = tool;
-  return rest;
 }

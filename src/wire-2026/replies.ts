@@ -1,6 +1,6 @@
 import type { ProtocolError } from '../tools/protocol-error.js';
 import { httpStatusOf } from './protocol.js';
-import { SubscriptionsFull, type EventSink } from './subscriptions.js';
+import { SubscriptionsFull, type EventSink } from './notifications.js';
 
 /** What the HTTP layer sends back. */
 export type StatelessReply =
@@ -27,4 +27,14 @@ export function errorReply(id: string | number | undefined, error: ProtocolError
 export function readableId(body: unknown): string | number | undefined {
   const id = typeof body === 'object' && body !== null ? (body as { id?: unknown }).id : undefined;
   return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : undefined;
+}
+
+/** A reply that is not a JSON result: the SSE stream of a subscription. */
+export class StreamReply {
+  readonly kind = 'stream';
+  constructor(
+    readonly open: (sink: EventSink, closed: AbortSignal) => Promise<void>,
+    /** Gives back what the stream holds when it is never opened. */
+    readonly drop: () => void,
+  ) {}
 }

@@ -24,20 +24,19 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
   const { name } = parsed.data;
   const args = parsed.data.arguments ?? {};
   const declared = declaresTasks(call.capabilities);
-  const guardContext = runtime.guard.context;
   // Multi-round trips: the answers so far come back signed in requestState, the new ones in
   // inputResponses; the call runs again from the start with all of them.
   const bound = { auth: authKeyOf(call.principal), tool: name, args };
   let secret: Uint8Array | undefined;
   const context = async () => {
-    secret = await guardContext.timed('sharedSecret', guardContext.started(), guardContext.store.sharedSecret());
+    secret = await runtime.sharedSecret();
     const earlier =
       call.params.requestState === undefined
         ? {}
-        : verifyRoundState(secret, bound, call.params.requestState, { now: guardContext.clock(), maxAgeMs: guardContext.limits.requestStateMaxAgeMs }).answers;
+        : verifyRoundState(secret, bound, call.params.requestState, { now: runtime.now(), maxAgeMs: runtime.limits.requestStateMaxAgeMs }).answers;
     const given = call.params.inputResponses;
     const answers = { ...earlier, ...(typeof given === 'object' && given !== null && !Array.isArray(given) ? (given as Record<string, unknown>) : {}) };
-    return plainContext(call, answers, guardContext.limits.maxAnswerBytes);
+    return plainContext(call, answers, runtime.limits.maxAnswerBytes);
   };
   // The rounds' own members are not part of the task's request (nor of its digest).
   const { task: _legacy, inputResponses: _responses, requestState: _state, ...stored } = call.params;
@@ -60,7 +59,7 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
       return {
         resultType: 'input_required',
         inputRequests: outcome.needed.requests,
-        requestState: signRoundState(secret!, bound, { answers: outcome.needed.answered }, guardContext.clock()),
+        requestState: signRoundState(secret!, bound, { answers: outcome.needed.answered }, runtime.now()),
       };
     case 'task':
       // Only now, after the record and its outbox entry committed: a tasks/get resolves.

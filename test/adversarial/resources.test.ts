@@ -36,7 +36,7 @@ describe('resources come back (SQLite)', () => {
   it('20 held tasks/result whose clients go away: watchers given back, no store read or audit line after the close', async () => {
     wire = await startWireServer(await sqliteHarness.open('resources-waiters'), { execute: false });
     const { url } = wire.http;
-    const baseline = wire.server.guard.context.changes.watchers;
+    const baseline = wire.server.runtime.guard.context.changes.watchers;
     const waits = [];
     const taskIds: string[] = [];
     for (let i = 0; i < 20; i++) {
@@ -48,7 +48,7 @@ describe('resources come back (SQLite)', () => {
       waits.push({ abort, held });
     }
     // Every waiter has decided once (from the store or from this process's cached record) and waits.
-    await until(() => (wire!.server.guard.context.changes.watchers >= baseline + 40 ? true : undefined));
+    await until(() => (wire!.server.runtime.guard.context.changes.watchers >= baseline + 40 ? true : undefined));
     await until(async () => {
       for (const taskId of taskIds) {
         const trail = await wire!.store.auditTrail({ taskId });
@@ -59,11 +59,11 @@ describe('resources come back (SQLite)', () => {
     for (const w of waits) w.abort.abort();
     await Promise.allSettled(waits.map((w) => w.held));
     // The status watches of the creating sessions stay (they are the session's, freed with it); the waits are gone.
-    await until(() => (wire!.server.guard.context.changes.watchers === baseline + 20 ? true : undefined));
+    await until(() => (wire!.server.runtime.guard.context.changes.watchers === baseline + 20 ? true : undefined));
     await quiet();
     const reads = wire.calls.get ?? 0;
     const audits = wire.calls.recordDecision ?? 0;
-    for (let round = 0; round < 5; round++) for (const taskId of taskIds) wire.server.guard.context.changes.publish(taskId, 1000 + round);
+    for (let round = 0; round < 5; round++) for (const taskId of taskIds) wire.server.runtime.guard.context.changes.publish(taskId, 1000 + round);
     await quiet();
     // The status watches look once per publish; no tasks/result reads or audit lines.
     expect(wire.calls.recordDecision ?? 0).toBe(audits);
@@ -77,19 +77,19 @@ describe('resources come back (SQLite)', () => {
     const { url } = wire.http;
     const { headers } = await openSession(url, 'token-alice');
     const taskId = await holdTask(url, headers, 1);
-    const baseline = wire.server.guard.context.changes.watchers;
+    const baseline = wire.server.runtime.guard.context.changes.watchers;
     const streams = [];
     for (let i = 0; i < 20; i++) {
       const { res, abort } = await listen(url, 'token-alice', [taskId], `sub-${i}`);
       streams.push({ res, abort });
     }
-    await until(() => (wire!.server.guard.context.changes.watchers === baseline + 20 ? true : undefined));
+    await until(() => (wire!.server.runtime.guard.context.changes.watchers === baseline + 20 ? true : undefined));
     for (const s of streams) await readEvents(s.res, new AbortController(), (m) => m.length >= 2);
     for (const s of streams) s.abort.abort();
-    await until(() => (wire!.server.guard.context.changes.watchers === baseline ? true : undefined));
+    await until(() => (wire!.server.runtime.guard.context.changes.watchers === baseline ? true : undefined));
     await quiet();
     const reads = wire.calls.get ?? 0;
-    for (let round = 0; round < 5; round++) wire.server.guard.context.changes.publish(taskId, 1000 + round);
+    for (let round = 0; round < 5; round++) wire.server.runtime.guard.context.changes.publish(taskId, 1000 + round);
     await quiet();
     // Only the creating session's status watch looks (once per publish).
     expect((wire.calls.get ?? 0) - reads).toBeLessThanOrEqual(5);

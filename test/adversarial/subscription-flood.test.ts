@@ -117,7 +117,7 @@ describe('subscriptions/listen under a flood (2026-07-28)', () => {
     await Promise.allSettled(streams.map((s) => s.response));
     // A request sent after the clients went away is answered after the server has heard them go.
     await rpc(url, 'tools/list', {}, { token: 'token-bob' });
-    const baseline = wire.server.guard.context.changes.watchers;
+    const baseline = wire.server.runtime.guard.context.changes.watchers;
     held.release();
     // The slots came back: ten more listens are taken, each only once a gone one is done.
     for (let i = 0; i < 10; i++) {
@@ -133,6 +133,6 @@ describe('subscriptions/listen under a flood (2026-07-28)', () => {
     // One read per listen said which ids are hers; the per-task reads never started.
     expect(wire.calls.visibleTaskIds).toBe(10);
     expect((wire.calls.get ?? 0) - readsBefore).toBe(0);
-    expect(wire.server.guard.context.changes.watchers).toBeLessThanOrEqual(baseline);
+    expect(wire.server.runtime.guard.context.changes.watchers).toBeLessThanOrEqual(baseline);
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoTools } from '../../src/demo/demo-tools.js';
 import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js';
-import { createTaskServer, type TaskServer } from '../../src/wire-2025/task-server.js';
+import { createTaskServer, type TaskServer } from '../../src/wire-2025/server.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { pathSegmentOf } from '../../src/tools/path-segment.js';

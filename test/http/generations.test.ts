@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterEach, describe, expect, it } from 'vitest';
 import { demoTools } from '../../src/demo/demo-tools.js';
 import { startHttpServer, type HttpOptions, type RunningHttp } from '../../src/http/http-server.js';
-import { createTaskServer } from '../../src/wire-2025/task-server.js';
+import { createTaskServer } from '../../src/wire-2025/server.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';

@@ -76,10 +76,10 @@ describe('2025-11-25 session limits', () => {
     );
     const taskId = (created?.result?.task as { taskId: string }).taskId;
     const abort = new AbortController();
-    const watching = wire.server.guard.context.changes.watchers;
+    const watching = wire.server.runtime.guard.context.changes.watchers;
     const held = postRaw(wire.http.url, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tasks/result', params: { taskId } }), headers, abort.signal);
     // Once the response is held open, several idle periods pass: the session stays.
-    await until(() => (wire!.server.guard.context.changes.watchers > watching ? true : undefined));
+    await until(() => (wire!.server.runtime.guard.context.changes.watchers > watching ? true : undefined));
     await new Promise((r) => setTimeout(r, 400));
     expect(wire.http.openSessions()).toBe(1);
     abort.abort();

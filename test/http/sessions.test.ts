@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoTools } from '../../src/demo/demo-tools.js';
 import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js';
-import { createTaskServer, type TaskServer } from '../../src/wire-2025/task-server.js';
+import { createTaskServer, type TaskServer } from '../../src/wire-2025/server.js';
 import { createLogger } from '../../src/runtime/log.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { Principal } from '../../src/tools/principal.js';
@@ -87,10 +87,10 @@ describe('2025-11-25 sessions over HTTP', () => {
     const sessionId = transport.sessionId!;
     // A task that runs until it is cancelled holds tasks/result open as long as the test needs.
     const created = await callAsTask(client, 'export_ledger', { month: '2026-06', rows: 10, delayMs: 600_000 });
-    const watching = server.guard.context.changes.watchers;
+    const watching = server.runtime.guard.context.changes.watchers;
     const held = post('token-alice', sessionId, { jsonrpc: '2.0', id: 77, method: 'tasks/result', params: { taskId: created.task.taskId } });
     // The held request waits for the task's end.
-    await until(() => (server.guard.context.changes.watchers > watching ? true : undefined));
+    await until(() => (server.runtime.guard.context.changes.watchers > watching ? true : undefined));
     const twin = await post('token-alice', sessionId, { jsonrpc: '2.0', id: 77, method: 'tools/list', params: {} });
     expect(twin.status).toBe(409);
     expect(await twin.json()).toMatchObject({ id: 77, error: { code: -32600 } });

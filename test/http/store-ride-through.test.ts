@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startHttpServer, type RunningHttp } from '../../src/http/http-server.js';
-import { createTaskServer, type TaskServer } from '../../src/wire-2025/task-server.js';
+import { createTaskServer, type TaskServer } from '../../src/wire-2025/server.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { Principal } from '../../src/tools/principal.js';
 import { defineTool } from '../../src/tools/tool.js';

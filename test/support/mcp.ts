@@ -6,7 +6,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { demoTools } from '../../src/demo/demo-tools.js';
 import { createLogger } from '../../src/runtime/log.js';
-import { createTaskServer, type TaskServer, type WireOptions } from '../../src/wire-2025/task-server.js';
+import { createTaskServer, type TaskServer, type WireOptions } from '../../src/wire-2025/server.js';
 import type { RuntimeOptions } from '../../src/runtime/task-runtime.js';
 import type { Principal } from '../../src/tools/principal.js';
 import type { TaskTool } from '../../src/tools/tool.js';

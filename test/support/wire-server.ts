@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import { demoTools } from '../../src/demo/demo-tools.js';
 import { startHttpServer, type HttpOptions, type RunningHttp } from '../../src/http/http-server.js';
-import { createTaskServer, type TaskServer } from '../../src/wire-2025/task-server.js';
+import { createTaskServer, type TaskServer } from '../../src/wire-2025/server.js';
 import type { TaskLimits } from '../../src/service/limits.js';
 import type { TaskStore } from '../../src/store/types.js';
 import type { Principal } from '../../src/tools/principal.js';

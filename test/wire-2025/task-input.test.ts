@@ -69,7 +69,7 @@ describe('durable input on 2025-11-25', () => {
     expect(result.structuredContent).toMatchObject({ rows: 30 });
     expect(asked).toEqual(["Export 30 rows of acme's ledger for 2026-06?"]);
     expect((await exportFiles(exportsDir)).filter((f) => f.includes(created.task.taskId))).toHaveLength(1);
-    const trail = await server.guard.context.store.auditTrail({ taskId: created.task.taskId });
+    const trail = await server.runtime.guard.context.store.auditTrail({ taskId: created.task.taskId });
     expect(trail.filter((e) => e.surface === 'input').map((e) => e.decision)).toEqual(['APPLY_ASK', 'APPLY_ANSWER']);
   });
 
@@ -142,10 +142,10 @@ describe('durable input on 2025-11-25', () => {
     expect(asked.length).toBeGreaterThanOrEqual(1);
     await new Promise((r) => setTimeout(r, 200));
     expect(new Set(asked)).toEqual(new Set([asked[0]]));
-    const found = await server.guard.context.store.inputs({ authKey: 'acme/alice', taskId: created.task.taskId, now: Date.now() });
+    const found = await server.runtime.guard.context.store.inputs({ authKey: 'acme/alice', taskId: created.task.taskId, now: Date.now() });
     expect(found.inputs?.map((q) => q.response)).toEqual([null]);
     expect((await client.experimental.tasks.getTask(created.task.taskId)).status).toBe('input_required');
-    const trail = await server.guard.context.store.auditTrail({ taskId: created.task.taskId });
+    const trail = await server.runtime.guard.context.store.auditTrail({ taskId: created.task.taskId });
     expect(trail.filter((e) => e.surface === 'input').map((e) => e.decision)).toEqual(['APPLY_ASK']);
     expect(await exportFiles(exportsDir)).toEqual([]);
   });

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { demoTools } from '../../src/demo/demo-tools.js';
 import { createLogger } from '../../src/runtime/log.js';
-import { createTaskServer } from '../../src/wire-2025/task-server.js';
+import { createTaskServer } from '../../src/wire-2025/server.js';
 import { ProtocolError } from '../../src/tools/protocol-error.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startHttpServer } from '../../src/http/http-server.js';
-import { createTaskServer } from '../../src/wire-2025/task-server.js';
+import { createTaskServer } from '../../src/wire-2025/server.js';
 import { createLogger } from '../../src/runtime/log.js';
 import type { TaskLimits } from '../../src/service/limits.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';

@@ -53,7 +53,7 @@ async function startTasklatch(start: ServerStart): Promise<string> {
     for (let k = 0; k < n; k++) {
       const owner = seeded++ % start.tokens;
       const request = { method: 'tools/call', params: { name: TOOL, arguments: toolArgs(seeded), task: { ttl: TTL_MS } } };
-      const created = await createTask(server.guard, { auth: authKeyOf(principal(owner)), tool: descriptor, request });
+      const created = await createTask(server.runtime.guard, { auth: authKeyOf(principal(owner)), tool: descriptor, request });
       if (created.record === null) throw new Error(`seeding answered ${created.decision}`);
       out.push({ taskId: created.record.taskId, token: token(owner) });
     }

@@ -1,11 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
 import { TasklatchError } from '../../core/errors.js';
-import { checkedHandler, createTaskServer, methodOf, type TaskServer } from '../task-server.js';
+import { checkedHandler, createTaskServer, methodOf, type TaskServer } from '../server.js';
 import type { Logger } from '../../runtime/log.js';
 import { createRuntime, type RuntimeOptions, type TaskRuntime } from '../../runtime/task-runtime.js';
 import { TASK_TOOL_NAMES } from '../../runtime/task-tools.js';
-import type { TaskLimits } from '../../service/limits.js';
+import type { TaskLimits } from '../../runtime/requests/host.js';
 import type { TaskStore } from '../../store/types.js';
 import { ToolRegistry } from '../../tools/tool-registry.js';
 import { principalFromAuthInfo, type ResolvePrincipal } from './request-auth.js';

@@ -2,16 +2,17 @@ import type { CreateTaskOptions, TaskStore as SdkTaskStoreInterface } from '@mod
 import { McpError, type Request, type RequestId, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { isStoreFault, isTasklatchError } from '../../core/errors.js';
 import { JSON_RPC_CODES } from '../../core/json-rpc-codes.js';
-import { isTerminal, type TaskCapabilities, type TaskRecord, type WireRequest } from '../../core/types.js';
-import { wireResult, wireTask } from '../wire.js';
+import type { TaskCapabilities, WireRequest } from '../../core/types.js';
+import { peekResult } from '../../runtime/requests/await-result.js';
+import { cancelTask } from '../../runtime/requests/cancel-task.js';
+import { getTask } from '../../runtime/requests/get-task.js';
+import { openGuard, type Guard, type TaskLimits } from '../../runtime/requests/host.js';
+import { listTasks } from '../../runtime/requests/list-tasks.js';
+import { admitOwnTask, writeOwnTask, type OwnTaskWrite } from '../../runtime/requests/own-task.js';
+import { wireResult, wireTask } from '../encode.js';
 import { storeUnavailable } from '../../tools/protocol-error.js';
-import { isPlausibleTaskId } from '../../service/input-bounds.js';
-import type { TaskLimits } from '../../service/limits.js';
-import { openGuard, type Guard } from '../../service/guard.js';
-import { listTasks, readTask } from '../../runtime/requestor-reads.js';
 import type { TaskStore } from '../../store/types.js';
 import { RequestAuth, type ResolvePrincipal } from './request-auth.js';
-import { createTask } from '../../runtime/requests/create-task.js';
 
 export interface SdkTaskStoreOptions {
   /** A tasklatch store (`SqliteStore`, `PostgresStore`, `MemoryStore`); closed by its owner, not here. */
@@ -21,9 +22,6 @@ export interface SdkTaskStoreOptions {
   limits?: Partial<TaskLimits>;
   clock?: () => number;
 }
-
-/** How many times a status write is tried again after another write moved the version in between. */
-const STALE_RETRIES = 5;
 
 const CAPABILITIES: TaskCapabilities = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 
@@ -39,9 +37,11 @@ const CAPABILITIES: TaskCapabilities = { list: {}, cancel: {}, requests: { tools
  * For work that survives a crash, attach tasklatch to the server instead (`attachTasklatch`).
  */
 export class SdkTaskStore implements SdkTaskStoreInterface {
-  /** The guard in front of the store, by caller (see `Guard`). */
+  /** The guard in front of the store; the requests below go through it (`runtime/requests`). */
   readonly guard: Guard;
   readonly auth: RequestAuth;
+  /** What the requests need of a host: the guard alone (the handlers run in the SDK server, not here). */
+  private readonly host: { guard: Guard; stopRun(taskId: string): void };
 
   constructor(options: SdkTaskStoreOptions) {
     this.guard = openGuard({
@@ -51,6 +51,7 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
     });
     this.auth = new RequestAuth(options.principal);
+    this.host = { guard: this.guard, stopRun: () => undefined };
   }
 
   /** Wraps a transport before `server.connect(transport)`, so that its requests carry their caller. */
@@ -68,10 +69,8 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
       method: request.method,
       params: Object.assign({}, params, { task: Object.assign({}, params.task as object, ttl === undefined ? {} : { ttl }) }),
     };
-    const outcome = await this.translate(() =>
-      createTask(this.guard, { auth: this.auth.authKey(), tool: { name, execution: { taskSupport: 'optional' } }, request: wire }),
-    );
-    if (outcome.decision === 'ACCEPT_TASK' || outcome.decision === 'REPLAY_TASK') return wireTask(outcome.record);
+    const outcome = await this.translate(() => admitOwnTask(this.host, { auth: this.auth.authKey(), name, request: wire }));
+    if (outcome.kind === 'task') return wireTask(outcome.record);
     if (outcome.decision === 'BLOCK_IDEMPOTENCY_COLLISION')
       throw new McpError(JSON_RPC_CODES.invalidParams, 'Idempotency key is already used by a different request');
     if (outcome.decision === 'BLOCK_TASK_LIMIT')
@@ -80,8 +79,8 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
   }
 
   async getTask(taskId: string): Promise<Task | null> {
-    const record = await this.translate(() => this.read(taskId, 'tasks/get'));
-    return record === null ? null : wireTask(record);
+    const out = await this.translate(() => getTask(this.host, { auth: this.auth.authKey(), taskId }));
+    return out.kind === 'not-found' ? null : wireTask(out.record);
   }
 
   async storeTaskResult(taskId: string, status: 'completed' | 'failed', result: Result): Promise<void> {
@@ -89,18 +88,18 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
   }
 
   async getTaskResult(taskId: string): Promise<Result> {
-    const record = await this.translate(() => this.read(taskId, 'tasks/result'));
-    if (record === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
-    if (!isTerminal(record.status)) throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is ${record.status} and has no result yet`);
-    const { _meta: _related, ...result } = wireResult(record);
+    const out = await this.translate(() => peekResult(this.host, { auth: this.auth.authKey(), taskId }));
+    if (out.kind === 'not-found') throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
+    if (out.kind === 'running') throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is ${out.record.status} and has no result yet`);
+    const { _meta: _related, ...result } = wireResult(out.record);
     return result;
   }
 
   async updateTaskStatus(taskId: string, status: Task['status'], statusMessage?: string): Promise<void> {
     if (status === 'cancelled') {
-      const out = await this.translate(() => this.guard.requestor.cancel({ auth: this.auth.authKey(), taskId }));
-      if (out.record === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
-      if (out.decision === 'ALREADY_TERMINAL') throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is already ${out.record.status}`);
+      const out = await this.translate(() => cancelTask(this.host, { auth: this.auth.authKey(), taskId }));
+      if (out.kind === 'not-found' || out.kind === 'not-supported') throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
+      if (out.kind === 'terminal') throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is already ${out.record.status}`);
       return;
     }
     await this.translate(() => this.write(taskId, { status, ...(statusMessage === undefined ? {} : { statusMessage }) }));
@@ -108,34 +107,28 @@ export class SdkTaskStore implements SdkTaskStoreInterface {
 
   async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
     if (this.auth.principal() === null) throw new Error('tasks/list needs an authenticated caller: anonymous callers would see each other’s tasks');
-    const out = await this.translate(() => listTasks(this.guard, { auth: this.auth.authKey(), cursor }));
-    if (out.decision !== 'LIST_FILTERED') throw new Error('tasks/list is not offered');
+    const out = await this.translate(() => listTasks(this.host, { auth: this.auth.authKey(), cursor }));
+    // An McpError, as `translate` made of the cursor error before: the SDK keeps its message.
+    if (out.kind === 'invalid-cursor') throw new McpError(JSON_RPC_CODES.invalidParams, 'invalid cursor');
+    if (out.kind !== 'page') throw new Error('tasks/list is not offered');
     return { tasks: out.records.map(wireTask), ...(out.nextCursor === null ? {} : { nextCursor: out.nextCursor }) };
   }
 
-  /** The caller's record through the guard; null for unknown, foreign and expired ids alike. */
-  private async read(taskId: string, method: 'tasks/get' | 'tasks/result'): Promise<TaskRecord | null> {
-    if (!isPlausibleTaskId(taskId)) return null;
-    return (await readTask(this.guard, { auth: this.auth.authKey(), method, taskId })).record;
-  }
-
-  /**
-   * A status write naming the version it read. Another write in between (a status message) is
-   * read and the write tried again; a terminal task refuses every write, as does an expired one.
-   */
-  private async write(taskId: string, write: { status: string; result?: unknown; statusMessage?: string }): Promise<void> {
-    const auth = this.auth.authKey();
-    for (let attempt = 0; attempt <= STALE_RETRIES; attempt++) {
-      const found = isPlausibleTaskId(taskId) ? (await this.guard.worker.lookup({ auth, taskId })).record : null;
-      if (found === null) throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
-      const out = await this.guard.worker.transition({ auth, taskId, write: Object.assign({}, write, { expectedVersion: found.version }) });
-      if (out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL') return;
-      if (out.decision === 'BLOCK_STALE_VERSION') continue;
-      if (out.decision === 'BLOCK_TERMINAL_REWRITE')
-        throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is already ${out.record?.status ?? 'terminal'}; a terminal status is final`);
-      throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId}: write refused (${out.decision})`);
+  /** A status write of the SDK handler, as the guard answers it (see `writeOwnTask`). */
+  private async write(taskId: string, write: OwnTaskWrite): Promise<void> {
+    const out = await writeOwnTask(this.host, { auth: this.auth.authKey(), taskId, write });
+    switch (out.kind) {
+      case 'written':
+        return;
+      case 'not-found':
+        throw new McpError(JSON_RPC_CODES.invalidParams, `Task not found: ${taskId}`);
+      case 'terminal':
+        throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId} is already ${out.status ?? 'terminal'}; a terminal status is final`);
+      case 'refused':
+        throw new McpError(JSON_RPC_CODES.invalidParams, `Task ${taskId}: write refused (${out.decision})`);
+      case 'version-moving':
+        throw new McpError(JSON_RPC_CODES.internalError, `Task ${taskId}: the version kept moving; write not applied`);
     }
-    throw new McpError(JSON_RPC_CODES.internalError, `Task ${taskId}: the version kept moving; write not applied`);
   }
 
   /**

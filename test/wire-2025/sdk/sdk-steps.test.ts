@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { createLogger } from '../../../src/runtime/log.js';
 import type { TaskRuntime } from '../../../src/runtime/task-runtime.js';
 import { tasklatchWorker } from '../../../src/wire-2025/sdk/attach-tasklatch.js';
-import { tasklatchWorkerV2 } from '../../../src/wire-2026/sdk/attach-tasklatch-v2.js';
+import { tasklatchWorkerV2 } from '../../../src/wire-2026/sdk/attach-tasklatch.js';
 import { MemoryStore } from '../../../src/store/memory/memory-store.js';
 import { stepOf } from '../../../src/tools/step.js';
 import { AUTH, ELICIT, resultText } from '../../support/steps.js';

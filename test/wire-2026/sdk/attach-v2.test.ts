@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { createLogger } from '../../../src/runtime/log.js';
 import { MemoryStore } from '../../../src/store/memory/memory-store.js';
 import { attachTasklatchV2, SdkV2Tasklatch, SUPPORTED_SDK_V2_RANGE, tasklatchWorkerV2 } from '../../../src/sdk-v2.js';
-import { checkSdkV2, sdkV2Version } from '../../../src/wire-2026/sdk/sdk-v2-internals.js';
+import { checkSdkV2, sdkV2Version } from '../../../src/wire-2026/sdk/sdk-internals.js';
 import { WITH_TASKS } from '../../support/stateless.js';
 
 const ELICIT = { ...WITH_TASKS, elicitation: {} };

@@ -9,9 +9,9 @@ import type { Logger } from '../runtime/log.js';
 import { createRuntime, TaskRuntime, type RuntimeOptions } from '../runtime/task-runtime.js';
 import { acceptedPrincipal, ANONYMOUS, type Principal } from '../tools/principal.js';
 import { ProtocolError } from '../tools/protocol-error.js';
-import { registerTaskHandlers } from './handlers.js';
+import { registerTaskHandlers } from './methods.js';
 import type { Register, SessionContext, SessionHost } from './session.js';
-import { invalidParams } from './wire.js';
+import { invalidParams } from './encode.js';
 import { storeUnavailable } from '../tools/protocol-error.js';
 
 export { ANONYMOUS };
@@ -56,10 +56,6 @@ export class TaskServer implements SessionHost {
     this.ownsRuntime = !('runtime' in options);
     this.runtime = 'runtime' in options ? options.runtime : createRuntime({ callersIdentified: options.authenticate !== undefined, ...options });
     this.stopProgress = this.runtime.onProgress((taskId, progress, total, message) => this.sendProgress(taskId, progress, total, message));
-  }
-
-  get guard() {
-    return this.runtime.guard;
   }
 
   get tools() {

@@ -1,7 +1,12 @@
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { META_KEYS } from '../core/meta-keys.js';
 import type { TaskRecord } from '../core/types.js';
+import type { AwaitResultOutcome } from '../runtime/requests/await-result.js';
+import type { CancelTaskResult } from '../runtime/requests/cancel-task.js';
+import type { GetTaskOutcome } from '../runtime/requests/get-task.js';
+import type { ListTasksOutcome } from '../runtime/requests/list-tasks.js';
 import { isStoredError, ProtocolError } from '../tools/protocol-error.js';
+import { wireTask } from '../tools/task-views.js';
 import type { ToolResult } from '../tools/tool.js';
 
 /**
@@ -34,6 +39,45 @@ export function invalidParams(message: string): WireError {
 }
 
 export { wireTask } from '../tools/task-views.js';
+
+/** `tasks/get`: the Task, or invalid params for an id that is not the caller's (unknown, foreign, expired alike). */
+export function encodeTask(outcome: GetTaskOutcome): ReturnType<typeof wireTask> {
+  if (outcome.kind === 'not-found') throw taskNotFound();
+  return wireTask(outcome.record);
+}
+
+/** `tasks/result`: what the call would have answered; invalid params for a miss or a wait the requestor gave up first. */
+export function encodeResult(outcome: AwaitResultOutcome): ToolResult {
+  if (outcome.kind === 'not-found') throw taskNotFound();
+  if (outcome.kind === 'abandoned') throw invalidParams('the request was abandoned before the task finished');
+  return wireResult(outcome.record);
+}
+
+/** `tasks/cancel`: the Task, now cancelled; a terminal task is invalid params, as the 2025-11-25 spec says. */
+export function encodeCancel(outcome: CancelTaskResult): ReturnType<typeof wireTask> {
+  switch (outcome.kind) {
+    case 'cancelled':
+      return wireTask(outcome.record);
+    case 'terminal':
+      throw invalidParams(`Task ${outcome.record.taskId} is already ${outcome.record.status} and cannot be cancelled`);
+    case 'not-supported':
+      throw methodNotFound('tasks/cancel is not supported');
+    case 'not-found':
+      throw taskNotFound();
+  }
+}
+
+/** `tasks/list`: one page, `nextCursor` only when more exist; a bad cursor is invalid params. */
+export function encodePage(outcome: ListTasksOutcome): { tasks: Array<ReturnType<typeof wireTask>>; nextCursor?: string } {
+  switch (outcome.kind) {
+    case 'page':
+      return Object.assign({ tasks: outcome.records.map(wireTask) }, outcome.nextCursor === null ? {} : { nextCursor: outcome.nextCursor });
+    case 'invalid-cursor':
+      throw invalidParams('Invalid cursor');
+    case 'not-supported':
+      throw methodNotFound('tasks/list is not supported');
+  }
+}
 
 /**
  * What `tasks/result` returns for a terminal record: the stored `CallToolResult` with the

@@ -5,9 +5,9 @@ import { TASKS_EXTENSION } from '../../core/meta-keys.js';
 import type { Logger } from '../../runtime/log.js';
 import { createRuntime, type RuntimeOptions, type TaskRuntime } from '../../runtime/task-runtime.js';
 import { principalFromAuthInfo } from '../../tools/auth-info.js';
-import type { TaskLimits } from '../../service/limits.js';
+import type { TaskLimits } from '../../runtime/requests/host.js';
 import { methodNotFound } from '../protocol.js';
-import { StatelessServer } from '../stateless-server.js';
+import { StatelessServer } from '../server.js';
 import type { TaskStore } from '../../store/types.js';
 import { acceptedPrincipal, ANONYMOUS, type Principal } from '../../tools/principal.js';
 import { ProtocolError } from '../../tools/protocol-error.js';
@@ -23,8 +23,8 @@ import {
   takeRequestHandler,
   type V2Context,
   type V2Handler,
-} from './sdk-v2-internals.js';
-import { taskToolFromV2 } from './sdk-v2-tool.js';
+} from './sdk-internals.js';
+import { taskToolFromV2 } from './sdk-tool.js';
 
 /** The caller of a request from its auth context (`ctx.http.authInfo`); null: anonymous. */
 export type ResolveV2Principal = (authInfo: { clientId?: string; extra?: Record<string, unknown> } | undefined) => Principal | null;

@@ -7,7 +7,7 @@ import { authKeyOf } from '../../tools/principal.js';
 import { ProtocolError } from '../../tools/protocol-error.js';
 import { roundSteps, type Step } from '../../tools/step.js';
 import type { TaskTool, ToolContext, ToolResult } from '../../tools/tool.js';
-import type { RegisteredV2Tool } from './sdk-v2-internals.js';
+import type { RegisteredV2Tool } from './sdk-internals.js';
 
 /** A handler that keeps asking is stopped here: each round is one more run of the callback. */
 const MAX_ROUNDS = 32;
