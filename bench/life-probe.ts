@@ -1,4 +1,4 @@
-import { awaitTaskResult } from '../src/runtime/requestor-reads.js';
+import { awaitTaskResult } from '../src/service/result-wait.js';
 import pg from 'pg';
 import type { WireRequest } from '../src/core/types.js';
 import { createLogger } from '../src/runtime/log.js';

@@ -16,6 +16,7 @@ export type { TaskLimits } from './service/limits.js';
 export { openStore } from './store/open-store.js';
 export { MemoryStore } from './store/memory/memory-store.js';
 export { openGuard, type Guard, type GuardOptions } from './service/guard.js';
+export { awaitTaskResult, type AwaitResultInput } from './service/result-wait.js';
 export { createTask, type CreateInput, type CreateOutcome } from './runtime/requests/create-task.js';
 export type { TaskStore } from './store/types.js';
 export { Worker, type WorkerOptions } from './worker/worker.js';

@@ -91,6 +91,7 @@ describe('the root entry', () => {
         'StepFailedError',
         'TasklatchError',
         'Worker',
+        'awaitTaskResult',
         'createRuntime',
         'createTask',
         'defineTool',
@@ -216,6 +217,7 @@ describe('the root entry', () => {
         .sort();
     expect(typeOnly(files[0]!)).toEqual([
       'AskRequest',
+      'AwaitResultInput',
       'ClaimRequest',
       'CreateInput',
       'CreateOutcome',

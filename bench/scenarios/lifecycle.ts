@@ -1,4 +1,4 @@
-import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
+import { awaitTaskResult } from '../../src/service/result-wait.js';
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import { Logger, run as runGraphile } from 'graphile-worker';

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type pg from 'pg';
-import { listTasks, readTask } from '../../src/runtime/requestor-reads.js';
+import { getTask } from '../../src/runtime/requests/get-task.js';
+import { listTasks } from '../../src/runtime/requests/list-tasks.js';
 import { openGuard } from '../../src/service/guard.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
@@ -138,9 +139,9 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
       [quiet, getOff],
     ] as const) {
       const t0 = performance.now();
-      const found = await readTask(guard, { auth: target.auth, method: 'tasks/get', taskId: target.taskId });
+      const found = await getTask({ guard }, { auth: target.auth, taskId: target.taskId });
       const dt = performance.now() - t0;
-      if (found.decision !== 'RETURN_STATUS') throw new Error(`tasks/get of ${target.taskId}: ${found.decision}`);
+      if (found.kind !== 'task') throw new Error(`tasks/get of ${target.taskId}: ${found.kind}`);
       if (k >= 100) out.push(dt);
     }
   }
@@ -172,9 +173,9 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
       [quiet, firstOff],
     ] as const) {
       const t0 = performance.now();
-      const page = await listTasks(guard, { auth });
+      const page = await listTasks({ guard }, { auth });
       const dt = performance.now() - t0;
-      if (page.records === null || page.records.length === 0) throw new Error(`tasks/list of ${auth}: empty`);
+      if (page.kind !== 'page' || page.records.length === 0) throw new Error(`tasks/list of ${auth}: empty`);
       if (k >= 50) out.push(dt);
     }
   }
@@ -187,7 +188,10 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   for (let k = 0; k < Math.min(100, tenants); k++) {
     const auth = authKey(Math.floor((k * tenants) / Math.min(100, tenants)));
     let cursor: string | undefined;
-    for (let p = 0; p < depth; p++) cursor = (await listTasks(quiet, { auth, ...(cursor === undefined ? {} : { cursor }) })).nextCursor ?? undefined;
+    for (let p = 0; p < depth; p++) {
+      const page = await listTasks({ guard: quiet }, { auth, cursor });
+      cursor = page.kind === 'page' ? (page.nextCursor ?? undefined) : undefined;
+    }
     if (cursor !== undefined) cursors.push({ auth, cursor });
   }
   const deepOn: number[] = [];
@@ -199,9 +203,9 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
       [quiet, deepOff],
     ] as const) {
       const t0 = performance.now();
-      const page = await listTasks(guard, at);
+      const page = await listTasks({ guard }, at);
       const dt = performance.now() - t0;
-      if (page.records === null || page.records.length === 0) throw new Error(`deep tasks/list of ${at.auth}: empty`);
+      if (page.kind !== 'page' || page.records.length === 0) throw new Error(`deep tasks/list of ${at.auth}: empty`);
       if (k >= 50) out.push(dt);
     }
   }

@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { parseTimestamp } from '../core/time.js';
 import type { TaskCapabilities } from '../core/types.js';
 import { createTask } from '../runtime/requests/create-task.js';
-import { listTasks, readTask } from '../runtime/requestor-reads.js';
 import { openGuard } from '../service/guard.js';
 import type { TaskStore } from '../store/types.js';
 import type { ReplayCase, ReplayFixture } from './fixture.js';
@@ -104,7 +103,8 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
       const p = replayCase.packet;
       if (p.task !== null) await store.seed([toRecord(p.task, ns)]);
       const taskId = ns + p.params.taskId;
-      const outcome = p.method === 'tasks/cancel' ? await guard.requestor.cancel({ auth, taskId }) : await readTask(guard, { auth, method: p.method, taskId });
+      const outcome =
+        p.method === 'tasks/cancel' ? await guard.requestor.cancel({ auth, taskId }) : await guard.requestor.read({ auth, method: p.method, taskId });
       return { actual: outcome.decision };
     }
     case 'list': {
@@ -114,7 +114,7 @@ async function perform(replayCase: ReplayCase, store: TaskStore, ns: string): Pr
       let cursor: string | undefined;
       // Follow every page: the expectation is the whole filtered listing.
       for (;;) {
-        const outcome = await listTasks(guard, { auth, cursor });
+        const outcome = await guard.requestor.list({ auth, cursor });
         if (outcome.decision !== 'LIST_FILTERED') return { actual: outcome.decision };
         taskIds.push(...outcome.records.map((r) => r.taskId.slice(ns.length)));
         if (outcome.nextCursor === null) return { actual: outcome.decision, taskIds };

@@ -66,7 +66,7 @@ export interface RuntimeOptions {
 /**
  * The one composition of tasklatch: the guard in front of the store (with its change feed), the
  * expiry sweeper and, unless turned off, a worker. The guard's parts go to their callers: the
- * requestor's to the requests (`callTool`, `requestor-reads.ts`, the wires), the worker's to
+ * requestor's and the answers' to the request layer (`requests/`, which the wires call), the worker's to
  * the `Worker` as its `WorkerPort`, the answers' and the store to the sweeper, the relay to
  * `start`/`close` and the worker's progress. `tasklatch serve`, `tasklatch
  * worker`, the library and every wire adapter use it; a wire holds sessions and maps decisions

@@ -2,8 +2,10 @@ import { decideVisibleRead } from '../core/read-rules.js';
 import { visibleTo } from '../core/visibility.js';
 import { isTerminal, type Millis, type TaskRecord } from '../core/types.js';
 import type { ChangeFeed } from './change-feed.js';
+import type { Guard } from './guard.js';
 import type { ReadOutcome } from './outcomes.js';
 import type { RequestorSurface } from './requestor-surface.js';
+import { rideThrough } from './ride-through.js';
 import type { TaskEvents } from './task-events.js';
 
 /** What a held `tasks/result` needs of the service: its feed, events and clock, its reads, and how long to sleep unwoken. */
@@ -14,7 +16,7 @@ export interface ResultWaitParts {
   reads: Pick<RequestorSurface, 'read' | 'decideOn'>;
   /** How long a waiter sleeps without an event (see `NotificationRelay.fallbackPollMs`). */
   fallbackPollMs: () => number;
-  /** Runs one read through a short store outage (`outlast` in `runtime/requestor-reads.ts`). */
+  /** Runs one read through a short store outage (`rideThrough` with `limits.storeOutageMs`). */
   outlast: <T>(read: () => Promise<T>) => Promise<T>;
 }
 
@@ -102,4 +104,22 @@ function stillWorking(carried: TaskRecord | null, seen: number, said: ReadOutcom
 /** Read through a call, so that a check after an await is not narrowed away by one before it. */
 function isAborted(signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true;
+}
+
+/**
+ * `tasks/result` held on the guard's parts: its change feed, events and clock, the requestor's
+ * reads, the relay's fallback poll, and each look run through a store outage shorter than
+ * `limits.storeOutageMs` until `input.signal` aborts (past it the store's error is thrown).
+ */
+export function awaitTaskResult(guard: Pick<Guard, 'context' | 'requestor' | 'relay'>, input: AwaitResultInput): Promise<ReadOutcome> {
+  const { context, requestor, relay } = guard;
+  const parts: ResultWaitParts = {
+    changes: context.changes,
+    events: context.events,
+    clock: context.clock,
+    reads: requestor,
+    fallbackPollMs: () => relay.fallbackPollMs(),
+    outlast: <T>(read: () => Promise<T>) => rideThrough(read, context.limits.storeOutageMs, input.signal),
+  };
+  return awaitResult(parts, input);
 }

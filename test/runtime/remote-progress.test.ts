@@ -1,4 +1,4 @@
-import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
+import { awaitTaskResult } from '../../src/service/result-wait.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLogger } from '../../src/runtime/log.js';

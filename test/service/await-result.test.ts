@@ -1,4 +1,4 @@
-import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
+import { awaitTaskResult } from '../../src/service/result-wait.js';
 import { describe, expect, it } from 'vitest';
 import { openGuard } from '../../src/service/guard.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';

@@ -1,4 +1,4 @@
-import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
+import { awaitTaskResult } from '../../src/service/result-wait.js';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isTerminal, type TaskRecord } from '../../src/core/types.js';

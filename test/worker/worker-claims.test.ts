@@ -1,4 +1,4 @@
-import { awaitTaskResult } from '../../src/runtime/requestor-reads.js';
+import { awaitTaskResult } from '../../src/service/result-wait.js';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';

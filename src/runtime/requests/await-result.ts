@@ -1,6 +1,6 @@
 import { outstanding, type InputRequest } from '../../core/input-rules.js';
 import type { TaskRecord } from '../../core/types.js';
-import { awaitResult as holdUntilTerminal } from '../../service/result-wait.js';
+import { awaitTaskResult } from '../../service/result-wait.js';
 import { rideThrough } from '../../service/ride-through.js';
 import { answerTask } from './answer-task.js';
 import type { RequestHost } from './host.js';
@@ -36,17 +36,8 @@ export type AwaitResultOutcome = { kind: 'result'; record: TaskRecord } | { kind
 export async function awaitResult(host: Pick<RequestHost, 'guard' | 'logger'>, request: AwaitResultRequest): Promise<AwaitResultOutcome> {
   const { auth, taskId, signal } = request;
   if (!couldBeTask(taskId)) return { kind: 'not-found' };
-  const { context, requestor, relay } = host.guard;
-  const parts = {
-    changes: context.changes,
-    events: context.events,
-    clock: context.clock,
-    reads: requestor,
-    fallbackPollMs: () => relay.fallbackPollMs(),
-    outlast: <T>(read: () => Promise<T>) => rideThrough(read, context.limits.storeOutageMs, signal),
-  };
   const onWaitInput = request.ask === undefined ? undefined : questionsFor(host, auth, request.ask);
-  const out = await holdUntilTerminal(parts, Object.assign({ auth, taskId }, signal === undefined ? {} : { signal }, optional(request, onWaitInput)));
+  const out = await awaitTaskResult(host.guard, Object.assign({ auth, taskId }, signal === undefined ? {} : { signal }, optional(request, onWaitInput)));
   if (out.record === null) return { kind: 'not-found' };
   if (out.decision !== 'RETURN_RESULT') return { kind: 'abandoned' };
   return { kind: 'result', record: out.record };
