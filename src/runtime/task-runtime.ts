@@ -4,7 +4,6 @@ import type { Millis, TaskCapabilities } from '../core/types.js';
 import { ExpirySweeper } from '../service/expiry-sweeper.js';
 import { openGuard, type Guard } from '../service/guard.js';
 import type { TaskLimits } from '../service/limits.js';
-import type { CancelTaskOutcome } from '../service/outcomes.js';
 import type { TaskStore } from '../store/types.js';
 import { ToolRegistry } from '../tools/tool-registry.js';
 import type { TaskTool } from '../tools/tool.js';
@@ -165,17 +164,6 @@ export class TaskRuntime implements RequestHost {
     await this.guard.relay.start((error) => this.logger.warn({ reason: error.message }, 'change notifications interrupted; reconnecting'));
     this.sweeper?.start();
     this.worker?.start();
-  }
-
-  /**
-   * `tasks/cancel` through the guard. The cancellation is stored before this resolves; a handler
-   * running in this process is stopped at once, one running elsewhere through the change feed
-   * or its next heartbeat.
-   */
-  async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<CancelTaskOutcome> {
-    const out = await this.guard.requestor.cancel(input);
-    if (out.decision === 'CANCEL_TASK') this.stopRun(out.record.taskId);
-    return out;
   }
 
   /** The limits every request is held to (the guard's); a wire's own framing reads a few of them. */

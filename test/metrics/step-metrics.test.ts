@@ -6,6 +6,7 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { stepTool, text } from '../support/steps.js';
 import { until } from '../support/until.js';
 import { createTask } from '../../src/runtime/requests/create-task.js';
+import { cancelTask } from '../../src/runtime/requests/cancel-task.js';
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -64,7 +65,7 @@ describe('step metrics', () => {
     expect(body).toMatch(/^tasklatch_step_retries_total\{tool="flaky"\} 2$/m);
     expect(body).toMatch(/^tasklatch_decisions_total\{surface="step",decision="APPLY_STEP"\} 5$/m);
     expect(body).toMatch(/^tasklatch_tasks_sleeping 1$/m);
-    expect((await runtime.cancel({ auth: AUTH, taskId: second })).decision).toBe('CANCEL_TASK');
+    expect((await cancelTask(runtime, { auth: AUTH, taskId: second })).kind).toBe('cancelled');
     expect((await metrics.render()).body).toMatch(/^tasklatch_tasks_sleeping 0$/m);
   });
 });

@@ -9,6 +9,7 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
 import { createTask } from '../../src/runtime/requests/create-task.js';
+import { cancelTask } from '../../src/runtime/requests/cancel-task.js';
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -79,7 +80,7 @@ describe('TaskMetrics', () => {
     await until(() => (runtime.worker?.executor.active === 1 ? true : undefined));
     // Another principal asks for alice's task: a refusal.
     expect((await runtime.guard.requestor.read({ auth: 'beta/bob', method: 'tasks/get', taskId: held })).decision).toBe('BLOCK_AUTH');
-    expect((await runtime.cancel({ auth: 'acme/alice', taskId: held })).decision).toBe('CANCEL_TASK');
+    expect((await cancelTask(runtime, { auth: 'acme/alice', taskId: held })).kind).toBe('cancelled');
     await until(() => (runtime.worker?.executor.active === 0 ? true : undefined));
 
     const m = await scrape();

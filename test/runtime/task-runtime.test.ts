@@ -6,6 +6,7 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { until } from '../support/until.js';
 import { createTask } from '../../src/runtime/requests/create-task.js';
+import { cancelTask } from '../../src/runtime/requests/cancel-task.js';
 
 const AUTH = 'acme/alice';
 const runtimes: TaskRuntime[] = [];
@@ -65,8 +66,8 @@ describe('TaskRuntime', () => {
     expect(progress).toEqual([{ taskId, value: 1, total: 2, message: 'half' }]);
     expect(r.worker?.executor.active).toBe(1);
     const abort = vi.spyOn(r.worker!.executor, 'abort');
-    const out = await r.cancel({ auth: AUTH, taskId });
-    expect(out.decision).toBe('CANCEL_TASK');
+    const out = await cancelTask(r, { auth: AUTH, taskId });
+    expect(out.kind).toBe('cancelled');
     // The handler is told before the reply goes out, not only through the change feed.
     expect(abort).toHaveBeenCalledWith(taskId, 'cancelled');
     await until(() => (r.worker?.executor.active !== 0 ? undefined : true));
