@@ -9,7 +9,6 @@ import { ToolRegistry } from '../tools/tool-registry.js';
 import type { TaskTool } from '../tools/tool.js';
 import type { ExecutionHooks } from '../worker/task-executor.js';
 import { Worker, type WorkerOptions } from '../worker/worker.js';
-import { callTool, type CallOutcome, type ToolCall } from './requests/call-tool.js';
 import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
 import type { RequestHost } from './requests/host.js';
@@ -184,15 +183,6 @@ export class TaskRuntime implements RequestHost {
   /** Stops the handler of `taskId` if this process's worker runs it (a cancelled task's). */
   stopRun(taskId: string): void {
     this.worker?.executor.abort(taskId, 'cancelled');
-  }
-
-  /**
-   * One `tools/call`, whichever wire it came on: bounds, tool, task or not (`decideCallMode`),
-   * admission or plain run, every decision audited (see `callTool`). The wire maps the outcome
-   * to its messages.
-   */
-  async callTool(call: ToolCall): Promise<CallOutcome> {
-    return callTool(this, call);
   }
 
   /**

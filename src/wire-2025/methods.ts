@@ -21,7 +21,7 @@ export type { Register, SessionContext, SessionHost } from './session.js';
 
 /**
  * The 2025-11-25 methods of one session: each decodes its params (already checked against the
- * SDK's schema), asks the request layer (`src/runtime/requests/`, with the runtime as host; `runtime.callTool`) and
+ * SDK's schema), asks the request layer (`src/runtime/requests/`, with the runtime as host) and
  * encodes the outcome (`encode.ts`). `tasks/cancel` and `tasks/list` are installed only where the
  * runtime declares them: an undeclared one is method not found, as the spec says.
  */

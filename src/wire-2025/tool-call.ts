@@ -1,7 +1,7 @@
 import { isAugmented } from '../core/create-rules.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { META_KEYS } from '../core/meta-keys.js';
-import type { CallOutcome } from '../runtime/requests/call-tool.js';
+import { callTool as callToolRequest, type CallOutcome } from '../runtime/requests/call-tool.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
 import { authKeyOf, type Principal } from '../tools/principal.js';
 import { invalidParams, methodNotFound, wireTask, WireError } from './encode.js';
@@ -10,7 +10,7 @@ import { plainContext } from './plain-context.js';
 import type { Extra, SessionContext } from './session.js';
 
 /**
- * `tools/call` on this session: the runtime's one call path (`TaskRuntime.callTool`), told
+ * `tools/call` on this session: the request layer's one call path (`callTool`, `src/runtime/requests/call-tool.ts`), told
  * whether the call asks for a task (`params.task`) and whether the session's client takes
  * tasks at all; the outcome mapped to this generation's messages.
  */
@@ -19,7 +19,7 @@ export async function callTool(session: SessionContext, params: Record<string, u
   const principal = await session.server.principalFor(session, extra.authInfo);
   const clientCapabilities = (session.sdk.getClientCapabilities() as Record<string, unknown> | undefined) ?? {};
   const meta = (params._meta as Record<string, unknown> | undefined) ?? {};
-  const outcome = await runtime.callTool({
+  const outcome = await callToolRequest(runtime, {
     principal,
     params,
     // The session's client capabilities go into the stored request, as a 2026-07-28 request

@@ -30,7 +30,7 @@ export interface MethodsOptions {
 
 /**
  * The 2026-07-28 methods: each decodes its params (a zod schema, or the hand-written check of the
- * hot path), asks the request layer (`src/runtime/requests/`, with the runtime as host; `runtime.callTool`) and
+ * hot path), asks the request layer (`src/runtime/requests/`, with the runtime as host) and
  * encodes the outcome (`encode.ts`). The tasks extension is checked before a task id is looked
  * at: a request that does not declare it learns nothing. A Map: a client's method name is never
  * looked up on a plain object.

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
-import type { CallOutcome } from '../runtime/requests/call-tool.js';
+import { callTool as callToolRequest, type CallOutcome } from '../runtime/requests/call-tool.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { taskFollowUp } from '../runtime/task-tools.js';
 import { authKeyOf } from '../tools/principal.js';
@@ -12,7 +12,7 @@ import { declaresTasks, invalidParams, missingTasksExtension } from './protocol.
 import { signRoundState, verifyRoundState } from './request-state.js';
 
 /**
- * `tools/call`: the runtime's one call path (`TaskRuntime.callTool`). The server decides
+ * `tools/call`: the request layer's one call path (`callTool`, `src/runtime/requests/call-tool.ts`). The server decides
  * whether a call becomes a task (`decideCallMode`): never without the extension in this
  * request (a `required` tool then answers missing capability), never for a `forbidden` tool, always for a
  * `required` one, and for an `optional` one unless the tool prefers a plain answer for these
@@ -40,7 +40,7 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
   };
   // The rounds' own members are not part of the task's request (nor of its digest).
   const { task: _legacy, inputResponses: _responses, requestState: _state, ...stored } = call.params;
-  const outcome = await runtime.callTool({
+  const outcome = await callToolRequest(runtime, {
     principal: call.principal,
     params: call.params,
     stored,

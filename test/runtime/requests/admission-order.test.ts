@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { TasklatchError } from '../../../src/core/errors.js';
 import { META_KEYS } from '../../../src/core/meta-keys.js';
 import type { WireRequest } from '../../../src/core/types.js';
-import type { ToolCall } from '../../../src/runtime/requests/call-tool.js';
+import { callTool, type ToolCall } from '../../../src/runtime/requests/call-tool.js';
 import { createTask } from '../../../src/runtime/requests/create-task.js';
 import { createLogger } from '../../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../../src/runtime/task-runtime.js';
@@ -72,7 +72,7 @@ const call = (params: Record<string, unknown>, over: Partial<ToolCall> = {}): To
 describe('the admission of a tools/call, step by step', () => {
   it('admits the prepared request under the agreed key: what prepare returned in _meta, the header key when _meta has none', async () => {
     const { runtime, admit } = start();
-    const out = await runtime.callTool(call({ name: 'prepared', arguments: { how: 'small' } }, { headerKey: 'k-1' }));
+    const out = await callTool(runtime, call({ name: 'prepared', arguments: { how: 'small' } }, { headerKey: 'k-1' }));
     expect(out).toMatchObject({ kind: 'task', decision: 'ACCEPT_TASK' });
     expect(admit).toHaveBeenCalledTimes(1);
     const [input] = admit.mock.calls[0]!;
@@ -82,7 +82,7 @@ describe('the admission of a tools/call, step by step', () => {
 
   it('a prepare that throws leaves nothing stored and no audit line, and its error goes on', async () => {
     const { runtime, storeAdmit, audited, recordCall } = start();
-    await expect(runtime.callTool(call({ name: 'prepared', arguments: { how: 'throws' } }))).rejects.toThrow('prepare failed');
+    await expect(callTool(runtime, call({ name: 'prepared', arguments: { how: 'throws' } }))).rejects.toThrow('prepare failed');
     expect(storeAdmit).not.toHaveBeenCalled();
     expect(audited).not.toHaveBeenCalled();
     expect(recordCall).not.toHaveBeenCalled();
@@ -91,7 +91,7 @@ describe('the admission of a tools/call, step by step', () => {
 
   it('a prepare that refuses the input answers invalid, with nothing stored', async () => {
     const { runtime, storeAdmit, audited } = start();
-    const out = await runtime.callTool(call({ name: 'prepared', arguments: { how: 'invalid' } }));
+    const out = await callTool(runtime, call({ name: 'prepared', arguments: { how: 'invalid' } }));
     expect(out).toEqual({ kind: 'invalid', message: 'prepare refused the input' });
     expect(storeAdmit).not.toHaveBeenCalled();
     expect(audited).not.toHaveBeenCalled();
@@ -99,19 +99,20 @@ describe('the admission of a tools/call, step by step', () => {
 
   it('refuses a prepared request over maxRequestBytes before the store, after prepare ran', async () => {
     const { runtime, storeAdmit, audited, admit } = start({ maxRequestBytes: 1000 });
-    const out = await runtime.callTool(call({ name: 'prepared', arguments: { how: 'large' } }));
+    const out = await callTool(runtime, call({ name: 'prepared', arguments: { how: 'large' } }));
     expect(out).toEqual({ kind: 'invalid', message: expect.stringMatching(/^the request is \d+ bytes as stored; at most 1000 bytes are kept$/) as unknown });
     expect(admit).not.toHaveBeenCalled();
     expect(storeAdmit).not.toHaveBeenCalled();
     expect(audited).not.toHaveBeenCalled();
     // The same arguments with a small answer of prepare fit.
-    expect(await runtime.callTool(call({ name: 'prepared', arguments: { how: 'small' } }))).toMatchObject({ kind: 'task' });
+    expect(await callTool(runtime, call({ name: 'prepared', arguments: { how: 'small' } }))).toMatchObject({ kind: 'task' });
   });
 
   it('checks that the two keys agree before prepare and before any context is made', async () => {
     const { runtime, storeAdmit, audited } = start();
     let contexts = 0;
-    const out = await runtime.callTool(
+    const out = await callTool(
+      runtime,
       call({ name: 'prepared', arguments: { how: 'throws' }, _meta: { [KEY]: 'a' } }, { headerKey: 'b', context: () => (contexts++, context()) }),
     );
     // A prepare that throws was never reached: the keys ended the call first.
@@ -123,7 +124,7 @@ describe('the admission of a tools/call, step by step', () => {
 
   it('records a refused call with recordCall and its decision, and admits nothing', async () => {
     const { runtime, recordCall, admit, storeAdmit } = start();
-    const out = await runtime.callTool(call({ name: 'prepared', arguments: { how: 'small' } }, { asks: 'none', clientTakesTasks: false }));
+    const out = await callTool(runtime, call({ name: 'prepared', arguments: { how: 'small' } }, { asks: 'none', clientTakesTasks: false }));
     expect(out).toMatchObject({ kind: 'refused', decision: 'BLOCK_TASK_REQUIRED' });
     expect(recordCall.mock.calls).toEqual([[{ auth: 'acme/alice', tool: 'prepared', decision: 'BLOCK_TASK_REQUIRED' }]]);
     expect(admit).not.toHaveBeenCalled();
@@ -132,11 +133,11 @@ describe('the admission of a tools/call, step by step', () => {
 
   it('records a plain call with recordCall once its context is made, and not when making it fails', async () => {
     const { runtime, recordCall, admit } = start();
-    const out = await runtime.callTool(call({ name: 'plain', arguments: {} }, { asks: 'none' }));
+    const out = await callTool(runtime, call({ name: 'plain', arguments: {} }, { asks: 'none' }));
     expect(out).toMatchObject({ kind: 'result', decision: 'ACCEPT_NORMAL' });
     expect(recordCall.mock.calls).toEqual([[{ auth: 'acme/alice', tool: 'plain', decision: 'ACCEPT_NORMAL' }]]);
     const failing = () => Promise.reject(new Error('no context'));
-    await expect(runtime.callTool(call({ name: 'plain', arguments: {} }, { asks: 'none', context: failing }))).rejects.toThrow('no context');
+    await expect(callTool(runtime, call({ name: 'plain', arguments: {} }, { asks: 'none', context: failing }))).rejects.toThrow('no context');
     expect(recordCall).toHaveBeenCalledTimes(1);
     expect(admit).not.toHaveBeenCalled();
   });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { WireRequest } from '../../../src/core/types.js';
 import type { DecisionEvent } from '../../../src/service/task-events.js';
-import type { ToolCall } from '../../../src/runtime/requests/call-tool.js';
+import { callTool, type ToolCall } from '../../../src/runtime/requests/call-tool.js';
 import { createLogger } from '../../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../../src/runtime/task-runtime.js';
 import { MemoryStore } from '../../../src/store/memory/memory-store.js';
@@ -88,12 +88,12 @@ const call = (params: Record<string, unknown>, over: Partial<ToolCall> = {}): To
 describe('TaskRuntime.callTool', () => {
   it('parses the arguments once for a plain call and once for a task call, prepare included', async () => {
     const { runtime, decisions } = start();
-    const plain = await runtime.callTool(call({ name: 'sized', arguments: { n: 1 } }));
+    const plain = await callTool(runtime, call({ name: 'sized', arguments: { n: 1 } }));
     expect(plain).toMatchObject({ kind: 'result', decision: 'ACCEPT_NORMAL', result: { content: [{ text: '1' }] } });
     expect(parses).toBe(1);
     expect(prepared).toBe(0);
 
-    const task = await runtime.callTool(call({ name: 'sized', arguments: { n: 10 } }));
+    const task = await callTool(runtime, call({ name: 'sized', arguments: { n: 10 } }));
     expect(task).toMatchObject({ kind: 'task', decision: 'ACCEPT_TASK', followUp: false });
     expect(parses).toBe(2);
     expect(prepared).toBe(1);
@@ -102,7 +102,7 @@ describe('TaskRuntime.callTool', () => {
 
   it('stores a task the server chose without a params.task, with what prepare returned', async () => {
     const { runtime } = start();
-    const out = await runtime.callTool(call({ name: 'sized', arguments: { n: 11 }, requestState: 'x' }, { stored: { name: 'sized', arguments: { n: 11 } } }));
+    const out = await callTool(runtime, call({ name: 'sized', arguments: { n: 11 }, requestState: 'x' }, { stored: { name: 'sized', arguments: { n: 11 } } }));
     if (out.kind !== 'task') throw new Error(`expected a task, got ${out.kind}`);
     const { params } = out.record.request as WireRequest;
     expect(params).not.toHaveProperty('task');
@@ -115,8 +115,8 @@ describe('TaskRuntime.callTool', () => {
   it('keeps a 2025-11-25 params.task and its ttl, and replays by key across both ways of asking', async () => {
     const { runtime } = start();
     const meta = { 'io.tasklatch/idempotency-key': 'k' };
-    const first = await runtime.callTool(call({ name: 'required', arguments: {}, task: { ttl: 5000 }, _meta: meta }, { asks: 'requested' }));
-    const again = await runtime.callTool(call({ name: 'required', arguments: {}, _meta: meta }));
+    const first = await callTool(runtime, call({ name: 'required', arguments: {}, task: { ttl: 5000 }, _meta: meta }, { asks: 'requested' }));
+    const again = await callTool(runtime, call({ name: 'required', arguments: {}, _meta: meta }));
     if (first.kind !== 'task' || again.kind !== 'task') throw new Error('expected tasks');
     expect((first.record.request as WireRequest).params.task).toEqual({ ttl: 5000 });
     expect(first.record.ttl).toBe(5000);
@@ -125,7 +125,7 @@ describe('TaskRuntime.callTool', () => {
 
   it('answers a question of prepare as input, storing nothing and auditing nothing', async () => {
     const { runtime, decisions } = start();
-    const out = await runtime.callTool(call({ name: 'sized', arguments: { n: 13 } }));
+    const out = await callTool(runtime, call({ name: 'sized', arguments: { n: 13 } }));
     expect(out.kind).toBe('input');
     expect(decisions).toEqual([]);
     expect(await runtime.guard.context.store.pendingDispatch()).toBe(0);
@@ -134,7 +134,8 @@ describe('TaskRuntime.callTool', () => {
   it('refuses a required tool without tasks, audited, and makes no context for it', async () => {
     const { runtime, decisions } = start();
     let contexts = 0;
-    const out = await runtime.callTool(
+    const out = await callTool(
+      runtime,
       call({ name: 'required', arguments: {} }, { asks: 'none', clientTakesTasks: false, context: () => (contexts++, quietContext()) }),
     );
     expect(out).toEqual({ kind: 'refused', decision: 'BLOCK_TASK_REQUIRED', tool: 'required', message: 'Tool required must be called as a task' });
@@ -144,16 +145,16 @@ describe('TaskRuntime.callTool', () => {
 
   it('refuses input past the bounds, an unknown tool and bad task arguments before any decision', async () => {
     const { runtime, decisions } = start();
-    expect(await runtime.callTool(call({ name: 'nope' }))).toEqual({ kind: 'invalid', message: 'Unknown tool: nope' });
-    expect(await runtime.callTool(call({ name: 'sized', arguments: { n: 'x' } }))).toMatchObject({
+    expect(await callTool(runtime, call({ name: 'nope' }))).toEqual({ kind: 'invalid', message: 'Unknown tool: nope' });
+    expect(await callTool(runtime, call({ name: 'sized', arguments: { n: 'x' } }))).toMatchObject({
       kind: 'invalid',
       message: expect.stringContaining('Invalid arguments for tool sized') as unknown,
     });
-    expect(await runtime.callTool(call({ name: 'sized', arguments: { n: 1 } }, { headerKey: '' }))).toEqual({
+    expect(await callTool(runtime, call({ name: 'sized', arguments: { n: 1 } }, { headerKey: '' }))).toEqual({
       kind: 'invalid',
       message: 'the Idempotency-Key header must have 1 to 256 characters',
     });
-    expect(await runtime.callTool(call({ name: 'sized', arguments: { n: 12 }, _meta: { 'io.tasklatch/idempotency-key': 'a' } }, { headerKey: 'b' }))).toEqual({
+    expect(await callTool(runtime, call({ name: 'sized', arguments: { n: 12 }, _meta: { 'io.tasklatch/idempotency-key': 'a' } }, { headerKey: 'b' }))).toEqual({
       kind: 'invalid',
       message: 'the Idempotency-Key header and _meta idempotency key differ',
     });
