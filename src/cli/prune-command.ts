@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { TasklatchError } from '../core/errors.js';
+import { coerceError, TasklatchError } from '../core/errors.js';
 import { DEFAULT_RETENTION_MS, sweepStore } from '../service/expiry-sweeper.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
@@ -50,7 +50,7 @@ export async function pruneCommand(argv: string[], io: CliIo): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof TasklatchError) throw error;
-    throw new TasklatchError('STORE_UNAVAILABLE', `the store failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new TasklatchError('STORE_UNAVAILABLE', `the store failed: ${coerceError(error).message}`, { cause: error });
   } finally {
     await store.close();
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { TasklatchError } from '../core/errors.js';
+import { coerceError, TasklatchError } from '../core/errors.js';
 import { authKeyOf } from '../core/principal.js';
 import { openGuard } from '../service/guard.js';
 import type { TaskStore } from '../store/types.js';
@@ -76,7 +76,7 @@ export async function tasksCommand(argv: string[], io: CliIo): Promise<number> {
   } catch (error) {
     // A store that stops answering mid-command is said in one line, like one that never did.
     if (error instanceof TasklatchError) throw error;
-    throw new TasklatchError('STORE_UNAVAILABLE', `the store failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new TasklatchError('STORE_UNAVAILABLE', `the store failed: ${coerceError(error).message}`, { cause: error });
   } finally {
     await store.close();
   }

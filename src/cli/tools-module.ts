@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { TasklatchError } from '../core/errors.js';
+import { coerceError, TasklatchError } from '../core/errors.js';
 import { inputJsonSchema, zodMajorOf } from '../tools/input-schema.js';
 import type { TaskTool } from '../tools/tool.js';
 
@@ -28,7 +28,7 @@ export async function loadToolsModule(file: string): Promise<TaskTool[]> {
   try {
     loaded = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (error) {
-    throw problem(`the module does not load: ${error instanceof Error ? error.message : String(error)}`);
+    throw problem(`the module does not load: ${coerceError(error).message}`);
   }
   const exported = loaded.default !== undefined ? loaded.default : loaded.tools;
   if (exported === undefined) throw problem('exports no tools (expected a default export or a named export "tools")');
@@ -37,7 +37,7 @@ export async function loadToolsModule(file: string): Promise<TaskTool[]> {
     try {
       value = await (exported as () => unknown)();
     } catch (error) {
-      throw problem(`its tools function threw: ${error instanceof Error ? error.message : String(error)}`);
+      throw problem(`its tools function threw: ${coerceError(error).message}`);
     }
   }
   if (!Array.isArray(value)) throw problem(`exports ${describe(value)}, not an array of tool definitions (or a function returning one)`);
@@ -77,7 +77,7 @@ function toolProblem(tool: unknown): string | null {
 }
 
 function oneLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+  return coerceError(error).message.split('\n')[0] ?? '';
 }
 
 function nameOf(tool: unknown): string {

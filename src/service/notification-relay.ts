@@ -1,3 +1,4 @@
+import { coerceError } from '../core/errors.js';
 import type { TaskRecord } from '../core/types.js';
 import type { GuardContext } from './guard-context.js';
 
@@ -117,7 +118,7 @@ export class NotificationRelay {
     try {
       store.publishProgress(event);
     } catch (error) {
-      store.onProblem?.('progress not published', { taskId, error: String(error) });
+      store.onProblem?.('progress not published', { taskId, reason: coerceError(error).message });
     }
   }
 

@@ -1,3 +1,4 @@
+import { coerceError } from '../core/errors.js';
 import { isStorableText } from '../core/text.js';
 import { boundedAuditLine } from './audit-line.js';
 import { addReadDecision, mergeReadAuditInto, readAuditKey, readAuditKeyOf, readAuditRow, type ReadAuditRow } from './read-audit.js';
@@ -171,7 +172,8 @@ export class AuditWriter {
   /** Keeps the lines and tries again shortly (the batch's slot held meanwhile); the queue is only emptied by a stored batch. */
   private async retryLater(error: unknown): Promise<void> {
     this.failures++;
-    if (this.failures === 1 || this.failures % 20 === 0) this.report('audit lines not stored; retrying', { error: String(error), failures: this.failures });
+    if (this.failures === 1 || this.failures % 20 === 0)
+      this.report('audit lines not stored; retrying', { reason: coerceError(error).message, failures: this.failures });
     await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** this.failures, 2000)));
   }
 

@@ -1,3 +1,4 @@
+import { coerceError } from '../../core/errors.js';
 import { outstanding, type InputRequest } from '../../core/input-rules.js';
 import type { TaskRecord } from '../../core/types.js';
 import { awaitTaskResult } from '../../service/result-wait.js';
@@ -87,7 +88,7 @@ function questionsFor(host: Pick<RequestHost, 'guard' | 'logger'>, auth: string,
         })
         .catch((error: unknown) => {
           asked.delete(question.key);
-          host.logger.info({ taskId, key: question.key, err: String(error) }, 'input request not answered on this stream');
+          host.logger.info({ taskId, key: question.key, err: coerceError(error) }, 'input request not answered on this stream');
         });
     }
   };

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { resultDigest } from '../../core/digest.js';
 import { decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js';
-import { TasklatchError } from '../../core/errors.js';
+import { coerceError, TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { ClaimInput } from '../types.js';
 import { inShortTransaction, type ShortTransaction, type Statement } from './transactions.js';
@@ -82,7 +82,7 @@ export async function claimIn(
     } catch (error) {
       // The first walk's claims are committed: returned, they run now instead of after their leases.
       if (claimed.length === 0) throw error;
-      onProblem('second claim walk failed', { claimed: claimed.length, error: String(error) });
+      onProblem('second claim walk failed', { claimed: claimed.length, reason: coerceError(error).message });
     }
   }
   return claimed;

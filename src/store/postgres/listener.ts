@@ -1,3 +1,4 @@
+import { coerceError } from '../../core/errors.js';
 import pg from 'pg';
 import type { TaskRecord } from '../../core/types.js';
 import { openTerminalRecord } from '../change-record.js';
@@ -198,7 +199,7 @@ export class ChangeNotifier {
         flush: (batch) => this.flush(batch),
         fail: (batch, error) => {
           const progress = batch.reduce((n, member) => (typeof member === 'string' ? n + 1 : n), 0);
-          this.onProblem('change notifications not sent', { count: batch.length - progress, progress, error: String(error) });
+          this.onProblem('change notifications not sent', { count: batch.length - progress, progress, reason: coerceError(error).message });
         },
       },
       new MemberQueue<Change | string>(),
@@ -247,7 +248,7 @@ export class ChangeNotifier {
       // One notification the server refused (a payload too long) is not sent; the others
       // are, each on its own and in order. An outage loses them all, as it would lose one.
       if (sent.length > 1 && isStatementError(error)) await this.sendOneByOne(channels, sent);
-      else this.onProblem('change notifications not sent', { count: payloads.length, progress: progressCount, error: String(error) });
+      else this.onProblem('change notifications not sent', { count: payloads.length, progress: progressCount, reason: coerceError(error).message });
     }
   }
 
@@ -265,7 +266,7 @@ export class ChangeNotifier {
       try {
         await this.send([channels[i] as string], [payload]);
       } catch (error) {
-        this.onProblem('change notification not sent', { channel: channels[i], error: String(error) });
+        this.onProblem('change notification not sent', { channel: channels[i], reason: coerceError(error).message });
       }
     }
   }

@@ -1,3 +1,4 @@
+import { coerceError } from '../../core/errors.js';
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import { encodeProgress } from '../progress-event.js';
 import type { ProgressEvent } from '../types.js';
@@ -40,7 +41,7 @@ export class ProgressWriter {
         })
         .immediate();
     } catch (error) {
-      this.onProblem('progress not published', { count: payloads.length, error: String(error) });
+      this.onProblem('progress not published', { count: payloads.length, reason: coerceError(error).message });
     } finally {
       this.db.pragma(`busy_timeout = ${busyMs}`);
     }
