@@ -62,6 +62,8 @@ export interface ReadBatcherOptions {
    * about a microsecond: a lone read waits some 4 µs more.
    */
   gatherTurns?: number;
+  /** Most time a statement waits for those turns (ms, default 1: `GATHER_MS`). */
+  gatherMs?: number;
   /** Most rows kept to be answered again when unchanged (default 10,000; 0 keeps none). */
   keepRows?: number;
   /** Most bytes of JSON those rows came as (default 32 MiB). */
@@ -154,7 +156,7 @@ export class ReadBatcher {
         // to join (the requests whose bytes the server is still reading), but no more than
         // `GATHER_MS`: fewer, larger statements (see `gatherTurns`). A statement out already
         // (`inFlight`): the reads wait for it to end, then gather as many turns again.
-        schedule: { at: 'turns', turns: Math.max(0, options.gatherTurns ?? 4), maxMs: GATHER_MS },
+        schedule: { at: 'turns', turns: Math.max(0, options.gatherTurns ?? 4), maxMs: options.gatherMs ?? GATHER_MS },
         inFlight: options.inFlight ?? 1,
         maxBatch: options.maxBatch ?? 500,
         flush: (batch) => this.run(batch),
