@@ -14,6 +14,7 @@ import {
   type Step,
   type StepConfig,
   type StepFunction,
+  valueSteps,
 } from './step.js';
 
 /**
@@ -55,5 +56,6 @@ export function plainStep(signal: AbortSignal, callKey: string, random: () => nu
     sleep: async (name, ms) => sleepFor(name, checkSleepMs(name, ms)),
     sleepUntil: async (name, when) => sleepFor(name, Math.max(0, wakeTimeOf(name, when) - Date.now())),
     idempotencyKey: (name) => `${callKey}:step:${name}`,
+    ...valueSteps(run),
   };
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { encodeStepValue, MAX_STEP_NAME_CHARS } from '../core/step-value.js';
@@ -36,7 +37,8 @@ export type StepFunction<T> = (ctx: StepContext) => Promise<T> | T;
  * Durable steps and timers (`ctx.step`). In a task, `do` records its function's JSON value in
  * the task's journal with one fenced write, and every later run of the handler (after a
  * takeover, a drain, an answer, a sleep) gets the recorded value without calling the function
- * again: a step runs at least once and is recorded exactly once. `sleep` suspends the task
+ * again: a step runs at least once and is recorded exactly once (`now`, `random` and `uuid` are
+ * such steps, for a value a later run must see again). `sleep` suspends the task
  * without holding a worker until its time comes. Names are unique within a task; steps, sleeps
  * and asks must come in the same order on every run. In a plain call a step just runs its
  * function and a sleep waits in process.
@@ -54,6 +56,28 @@ export interface Step {
    * request id) so that an attempt repeated after a crash is idempotent too.
    */
   idempotencyKey(name: string): string;
+  /**
+   * The time (epoch milliseconds) the task first reached this step, recorded like a `do` step's
+   * value: every later run gets the same number. Branch on this, never on `Date.now()`.
+   */
+  now(name: string): Promise<number>;
+  /** A number in [0, 1) drawn once and recorded: every later run gets the same one. */
+  random(name: string): Promise<number>;
+  /** A random UUID (v4) drawn once and recorded: every later run gets the same one. */
+  uuid(name: string): Promise<string>;
+}
+
+/**
+ * `now`, `random` and `uuid` as steps of `run` (a `do`): each is a named step at its position
+ * in the journal (kind `do`), so a task records its value once and replays it, and a plain call
+ * just computes it. `clock` is the run's clock.
+ */
+export function valueSteps(run: <T>(name: string, fn: StepFunction<T>) => Promise<T>, clock: () => number = Date.now): Pick<Step, 'now' | 'random' | 'uuid'> {
+  return {
+    now: (name) => run(name, () => clock()),
+    random: (name) => run(name, () => Math.random()),
+    uuid: (name) => run(name, () => randomUUID()),
+  };
 }
 
 /**
@@ -230,6 +254,9 @@ export function roundSteps(step: Step): () => Step {
       sleep: (name, ms) => once(name, () => step.sleep(name, ms)),
       sleepUntil: (name, when) => once(name, () => step.sleepUntil(name, when)),
       idempotencyKey: (name) => step.idempotencyKey(name),
+      now: (name) => once(name, () => step.now(name)),
+      random: (name) => once(name, () => step.random(name)),
+      uuid: (name) => once(name, () => step.uuid(name)),
     };
   };
 }

@@ -50,7 +50,8 @@ export interface ToolContext {
   /**
    * Durable steps and timers: `step.do(name, [config], fn)` records fn's JSON value in the task's
    * journal once, and every later run of the handler gets it back without calling fn;
-   * `step.sleep` / `step.sleepUntil` suspend the task without holding a worker. Steps, sleeps
+   * `step.sleep` / `step.sleepUntil` suspend the task without holding a worker;
+   * `step.now` / `step.random` / `step.uuid` record a time, a number or a UUID once. Steps, sleeps
    * and asks must come in the same order on every run. In a plain call steps run inline.
    */
   step: Step;

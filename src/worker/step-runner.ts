@@ -37,6 +37,7 @@ import {
   type Step,
   type StepConfig,
   type StepFunction,
+  valueSteps,
 } from '../tools/step.js';
 
 /** How a write that suspends the task says until when, and why (its status message). */
@@ -119,6 +120,7 @@ export class StepRunner {
         checkStepName(name);
         return `task:${taskId}:step:${name}`;
       },
+      ...valueSteps(this.do.bind(this), () => this.port.now()),
     };
   }
 

@@ -107,3 +107,24 @@ describe('roundSteps (a callback run again within one call)', () => {
     expect(() => stepOf({ signal: null })).toThrow('this call was not run by tasklatch');
   });
 });
+
+describe('now, random and uuid in a plain call', () => {
+  it('compute their value (nothing is recorded), keep the step rules, and a later round of one call gets the same values', async () => {
+    const step = plainStep(new AbortController().signal, 'call:x');
+    const before = Date.now();
+    const at = await step.now('at');
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(Date.now());
+    const r = await step.random('r');
+    expect(r >= 0 && r < 1).toBe(true);
+    expect(await step.uuid('id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    await expect(step.random('at')).rejects.toThrow('step name "at" used twice');
+    await expect(step.uuid('')).rejects.toThrow(/a step name is text of 1 to 200 characters/);
+
+    const rounds = roundSteps(plainStep(new AbortController().signal, 'call:y'));
+    const first = rounds();
+    const values = [await first.now('t'), await first.random('r'), await first.uuid('u')];
+    const second = rounds();
+    expect([await second.now('t'), await second.random('r'), await second.uuid('u')]).toEqual(values);
+  });
+});
