@@ -56,12 +56,12 @@ export interface WorkerPort {
   heartbeat(input: { fence: Fence; leaseMs: number }): Promise<boolean>;
   /** Gives a held lease back, so that the task is due again at once. */
   release(input: { fence: Fence }): Promise<boolean>;
-  /** Sets the status message of a working task. */
-  setStatus(input: { fence: Fence; message: string }): Promise<TransitionOutcome>;
-  /** The terminal write of a run whose handler returned a result: the task ends `completed`. */
-  complete(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome>;
+  /** Sets the status message of a working task (null: clears it). */
+  setStatus(input: { fence: Fence; message: string | null }): Promise<TransitionOutcome>;
+  /** The terminal write of a run whose handler returned a result: the task ends `completed` (`statusMessage` null: its message cleared). */
+  complete(input: { fence: Fence; result: unknown; statusMessage?: null }): Promise<TransitionOutcome>;
   /** The terminal write of a run whose handler failed (an `isError` result or a JSON-RPC error): the task ends `failed`. */
-  fail(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome>;
+  fail(input: { fence: Fence; result: unknown; statusMessage?: null }): Promise<TransitionOutcome>;
   /** Stores a run's questions; the task goes `input_required`. */
   ask(input: AskRequest): Promise<AskOutcome>;
   /** Records one step of the run's journal (see `TaskStore.recordStep`), bounded by `limits.maxStepBytes` and the journal's bounds. */

@@ -96,19 +96,19 @@ export class WorkerSurface implements WorkerPort {
     return outcome;
   }
 
-  /** The status message of a working task, written at the run's fence. */
-  setStatus(input: { fence: Fence; message: string }): Promise<TransitionOutcome> {
+  /** The status message of a working task, written at the run's fence (null: cleared). */
+  setStatus(input: { fence: Fence; message: string | null }): Promise<TransitionOutcome> {
     return this.fenced(input.fence, { status: 'working', expectedVersion: input.fence.version, statusMessage: input.message });
   }
 
   /** A run's terminal write of a result: the task ends `completed`. */
-  complete(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome> {
-    return this.fenced(input.fence, { status: 'completed', expectedVersion: input.fence.version, result: input.result });
+  complete(input: { fence: Fence; result: unknown; statusMessage?: null }): Promise<TransitionOutcome> {
+    return this.fenced(input.fence, ended('completed', input));
   }
 
   /** A run's terminal write of a failure: the task ends `failed` with `result` as its outcome. */
-  fail(input: { fence: Fence; result: unknown }): Promise<TransitionOutcome> {
-    return this.fenced(input.fence, { status: 'failed', expectedVersion: input.fence.version, result: input.result });
+  fail(input: { fence: Fence; result: unknown; statusMessage?: null }): Promise<TransitionOutcome> {
+    return this.fenced(input.fence, ended('failed', input));
   }
 
   /**
@@ -175,4 +175,11 @@ export class WorkerSurface implements WorkerPort {
   private fenced(fence: Fence, write: StatusWrite): Promise<TransitionOutcome> {
     return this.transition({ auth: fence.authKey, taskId: fence.taskId, write });
   }
+}
+
+/** A run's terminal write: its result, and its status message cleared when the run says so. */
+function ended(status: 'completed' | 'failed', input: { fence: Fence; result: unknown; statusMessage?: null }): StatusWrite {
+  const write: StatusWrite = { status, expectedVersion: input.fence.version, result: input.result };
+  if (input.statusMessage === null) write.statusMessage = null;
+  return write;
 }

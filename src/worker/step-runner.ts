@@ -66,6 +66,8 @@ export interface StepRun {
   serial<T>(work: () => Promise<T>): Promise<T>;
   checkpoint(): Promise<void>;
   storedInputs(): Promise<StoredInput[]>;
+  /** The handler passed a wait (a woken sleep, a retried step's last attempt): the wait's status message goes. */
+  passedWait(): Promise<void>;
   /** Stops the handler while the task waits (until `wakeAt`, when given); never returns. */
   suspend(wakeAt?: number): never;
 }
@@ -171,7 +173,7 @@ export class StepRunner {
   private async sleepTo(name: string, wakeAtFrom: (now: Millis) => Millis): Promise<void> {
     const position = this.take(name);
     const { replay, row } = await this.replay(position, name, 'sleep');
-    if (replay.kind === 'DONE') return;
+    if (replay.kind === 'DONE') return this.run.passedWait();
     if (replay.kind === 'WAIT') return this.waitAgain(row!, replay.wakeAt, {});
     if (replay.kind !== 'RUN')
       throw this.fatal(stepOrderMessage(position, row === undefined ? 'nothing' : describeStep(row.kind, row.name), describeStep('sleep', name)));
@@ -230,12 +232,14 @@ export class StepRunner {
     }
     this.ran(name, 'completed', attempt, began);
     await this.write(Object.assign({}, base, { status: 'completed' as const, value: recorded.value }), null, recorded.bytes);
+    if (attempt > 1) await this.run.passedWait();
     return recorded.value as T;
   }
 
   /** Records a final failure and throws it into the handler. */
   private async failStep(base: Omit<StepWrite, 'status'>, error: StepError): Promise<never> {
     await this.write(Object.assign({}, base, { status: 'failed' as const, error }));
+    if (base.attempts > 1) await this.run.passedWait();
     throw new StepFailedError(base.name, base.attempts, error);
   }
 

@@ -60,6 +60,8 @@ export class TaskRun {
   /** How many times the handler has asked in this run: the key to its earlier questions. */
   private asks = 0;
   private asked: Promise<StoredInput[]> | null = null;
+  /** Whether the handler set its own status message in this run (the terminal write keeps it), and whether the claim's message was cleared. */
+  private message: { own: boolean; cleared: boolean } = { own: false, cleared: false };
 
   constructor(
     readonly record: TaskRecord,
@@ -150,6 +152,22 @@ export class TaskRun {
    * when the write's fate is unknown the stored fact is read, and our own write adopted.
    */
   reportStatus(message: string): Promise<void> {
+    this.message.own = true;
+    return this.writeStatus(message);
+  }
+
+  /**
+   * The handler passed a wait (a woken sleep, a retried step's last attempt): the message the
+   * claim found (`sleeping until …`, `retrying step …`) is cleared, once, unless the handler has
+   * set its own in this run.
+   */
+  passedWait(): Promise<void> {
+    if (this.message.own || this.message.cleared || this.record.statusMessage === null) return Promise.resolve();
+    this.message.cleared = true;
+    return this.writeStatus(null);
+  }
+
+  private writeStatus(message: string | null): Promise<void> {
     const { authKey } = this.record;
     return this.serial(async () => {
       if (this.signal.aborted) return;
@@ -350,7 +368,8 @@ export class TaskRun {
   /** One terminal write: `completed`, or `failed` for an error; a throw leaves its fate unknown. */
   private async terminalAttempt(result: ToolResult | StoredError): Promise<true> {
     const status = 'error' in result || result.isError === true ? 'failed' : 'completed';
-    const write = { fence: this.fence(), result };
+    // A message the handler did not set in this run (a wait's, an earlier run's) does not outlive the task.
+    const write = Object.assign({ fence: this.fence(), result }, this.message.own ? {} : { statusMessage: null });
     const out = status === 'completed' ? await this.port.complete(write) : await this.port.fail(write);
     const applied = out.decision === 'APPLY_TRANSITION' || out.decision === 'IDEMPOTENT_TERMINAL';
     this.ended = applied ? status : 'refused';
