@@ -1,3 +1,4 @@
+import { isTakeover } from '../core/dispatch-rules.js';
 import type { StoredInput } from '../core/input-rules.js';
 import { principalOf } from '../core/principal.js';
 import type { StepRecord } from '../core/step-rules.js';
@@ -38,12 +39,21 @@ export function taskSummary(record: TaskRecord, now: Millis) {
   };
 }
 
-/** Everything `tasks show --json` prints of one task (`steps`: its journal, in position order). */
-export function taskDetail(seen: TaskInspection, now: Millis, steps: readonly StepRecord[] = []) {
+/** How many claims in a task's audit trail took it over from another owner's lapsed lease. */
+export function countTakeovers(trail: readonly AuditEntry[]): number {
+  return trail.filter((line) => line.decision === 'APPLY_TRANSITION' && isTakeover(line.detail)).length;
+}
+
+/**
+ * Everything `tasks show --json` prints of one task (`steps`: its journal, in position order;
+ * `takeovers`: the claims of its audit trail that took it over, `countTakeovers`).
+ */
+export function taskDetail(seen: TaskInspection, now: Millis, steps: readonly StepRecord[] = [], takeovers = 0) {
   const { record, dispatch, inputs } = seen;
   return {
     task: {
       ...taskSummary(record, now),
+      takeovers,
       ttl: record.ttl,
       pollInterval: record.pollInterval,
       idempotencyKey: record.idempotencyKey,
@@ -144,8 +154,8 @@ export function taskTable(records: readonly TaskRecord[], now: Millis): string {
   return renderTable(['TASK', 'PRINCIPAL', 'APP', 'TOOL', 'STATUS', 'ATTEMPT', 'CREATED (UTC)', 'UPDATED (UTC)'], rows);
 }
 
-export function detailText(seen: TaskInspection, now: Millis, steps: readonly StepRecord[] = []): string {
-  const d = taskDetail(seen, now, steps);
+export function detailText(seen: TaskInspection, now: Millis, steps: readonly StepRecord[] = [], takeovers = 0): string {
+  const d = taskDetail(seen, now, steps, takeovers);
   const t = d.task;
   const lines = [
     `task        ${t.taskId}`,
@@ -153,7 +163,7 @@ export function detailText(seen: TaskInspection, now: Millis, steps: readonly St
     `app         ${t.app}`,
     `tool        ${t.tool ?? '-'}${t.toolDigest === null ? '' : `   definition ${t.toolDigest.slice(0, 12)}`}`,
     `status      ${t.status}${t.expired ? ' (expired, awaiting the sweep)' : ''}${t.statusMessage === null ? '' : ` — ${t.statusMessage}`}`,
-    `version     ${t.version}   attempt ${t.attempt}${t.cancelRequested ? '   cancellation requested' : ''}`,
+    `version     ${t.version}   attempt ${t.attempt}, ${takeovers} takeover${takeovers === 1 ? '' : 's'}${t.cancelRequested ? '   cancellation requested' : ''}`,
     `created     ${shortTime(seen.record.createdAt)}   updated ${shortTime(seen.record.lastUpdatedAt)}   expires ${shortTime(seen.record.expiresAt)}`,
     `lease       ${d.lease.owner === null ? 'none' : `${d.lease.owner} until ${shortTime(seen.record.leaseExpiresAt)}${d.lease.held ? '' : ' (lapsed)'}`}`,
     `outbox      ${seen.dispatch === null ? 'no entry' : seen.dispatch.doneAt === null ? `open, due ${shortTime(seen.dispatch.availableAt)}` : `closed ${shortTime(seen.dispatch.doneAt)}`}`,

@@ -8,7 +8,7 @@ import type { CliIo } from './io.js';
 import { openOperatorStore } from './operator-store.js';
 import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
 import { encodePage, parsePrincipalArg, parseTaskQuery } from './task-query-args.js';
-import { auditTable, auditView, detailText, statsText, statsView, taskDetail, taskSummary, taskTable } from './task-views.js';
+import { auditTable, auditView, countTakeovers, detailText, statsText, statsView, taskDetail, taskSummary, taskTable } from './task-views.js';
 
 export const TASKS_USAGE = `Usage: tasklatch tasks <subcommand> [--store URL] [--json]
 
@@ -17,7 +17,7 @@ Looks at the tasks of every tenant in a store, and repairs them through the guar
     --tenant T --subject S --status S --app NAME --tool NAME
     --since TIME --before TIME   created at/after, before (ISO date-time, or 15m, 2h, 7d ago)
     --limit N (default 50, at most 500)   --page TOKEN (printed after a page that has more)
-  show ID                the record, lease, attempts, outbox entry, questions and steps of one task
+  show ID                the record, lease, attempts and takeovers, outbox entry, questions and steps of one task
   audit ID               every decision about a task: time, auth key, correlation id, detail; reads
                          and refusals counted per caller and hour (how often, first and last)
   cancel ID --as T/S     cancel as the task's principal (tenant/subject), like its client would:
@@ -118,7 +118,9 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       const seen = await store.inspectTask({ taskId: id });
       if (seen === null) throw new TasklatchError('INVALID_INPUT', `no task ${JSON.stringify(id)} in this store (unknown, or swept after it expired)`);
       const steps = await store.taskSteps({ taskId: id });
-      io.out(values.json ? JSON.stringify(taskDetail(seen, now, steps)) : detailText(seen, now, steps));
+      // Takeovers are counted from the claims the audit trail marks (a lapsed lease of another owner).
+      const takeovers = countTakeovers(await store.auditTrail({ taskId: id }));
+      io.out(values.json ? JSON.stringify(taskDetail(seen, now, steps, takeovers)) : detailText(seen, now, steps, takeovers));
       return 0;
     },
   },

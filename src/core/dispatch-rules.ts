@@ -35,6 +35,24 @@ export function decideDispatch(task: DispatchedRecord | null, now: Millis, maxAt
   return task.attempt >= maxAttempts ? { kind: 'abandon' } : { kind: 'claim' };
 }
 
+const TAKEOVER = 'takeover';
+
+/**
+ * The audit detail of a claim by `owner` of `task` as its claim walk read it: a takeover when
+ * another owner's lease was on it and ran out (the claim rule passes only a lease not held), a
+ * plain claim otherwise (a fresh task, one released, suspended or woken, the claimer's own lapsed
+ * lease).
+ */
+export function claimDetail(task: Pick<TaskRecord, 'leaseOwner'>, owner: string): string {
+  const previous = task.leaseOwner;
+  return previous !== null && previous !== owner ? `${TAKEOVER} ${owner} (lease of ${previous} expired)` : `claim ${owner}`;
+}
+
+/** Whether an audit line's detail is a claim that took a task over (`claimDetail`). */
+export function isTakeover(detail: string | null | undefined): boolean {
+  return detail?.startsWith(`${TAKEOVER} `) === true;
+}
+
 /** The part of a record the fence is checked against. */
 export type FencedRecord = Pick<TaskRecord, 'taskId' | 'authKey' | 'version' | 'leaseOwner' | 'status' | 'expiresAt'>;
 

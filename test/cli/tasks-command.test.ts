@@ -13,6 +13,7 @@ import { runCli, runMain as inProcess } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { until } from '../support/until.js';
 import { createTask } from '../../src/runtime/requests/create-task.js';
+import { admission } from '../store/suite/store-suite.js';
 
 // `tasklatch tasks` run as a user would (a few runs through the built binary, the rest through its
 // entry point in this process), against a store that a runtime in this process fills
@@ -147,6 +148,8 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     expect(shown.task.toolDigest).toBe(filledStore.runtime.tools.digest('hold'));
     const shownText = await inProcess(['tasks', 'show', ids.a2, '--store', url]);
     expect(shownText.stdout).toMatch(/^app\s+ledger-app$/m);
+    expect(shownText.stdout).toMatch(/^version\s+\d+\s+attempt 1, 0 takeovers/m);
+    expect(shown.task).toMatchObject({ takeovers: 0 });
     expect(shown.lease).toMatchObject({ held: true });
     expect(shown.dispatch).toMatchObject({ open: true, attempt: 1 });
 
@@ -170,6 +173,30 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
       { tool: 'quick', status: 'completed', count: 2 },
     ]);
     expect([ids.a2, ids.c1]).toContain(stats.oldestWorking.taskId);
+  });
+
+  it('counts the takeovers of a task whose lease lapsed, from the claims its audit trail marks', async () => {
+    const url = await makeUrl();
+    const store = await openStore(url);
+    stops.push(() => store.close());
+    const now = Date.now();
+    const { taskId } = (await store.admit(admission({ now }))).record!;
+    const claimBy = (owner: string, at: number) =>
+      store.claim({ owner, now: at, leaseMs: 50, limit: 1, maxAttempts: 5, abandonedResult: { content: [] }, correlationId: `claim-${owner}` });
+    // Worker A claims and never heartbeats; its 50 ms lease lapses and worker B takes the task over.
+    expect(await claimBy('worker-a', now + 1)).toMatchObject([{ taskId, leaseOwner: 'worker-a', attempt: 1 }]);
+    expect(await claimBy('worker-b', now + 20)).toEqual([]);
+    expect(await claimBy('worker-b', now + 60)).toMatchObject([{ taskId, leaseOwner: 'worker-b', attempt: 2 }]);
+
+    const audit = (await json(['tasks', 'audit', taskId, '--store', url, '--json'])) as { audit: Array<{ detail: string | null }> };
+    expect(audit.audit.map((l) => l.detail).filter((d) => d !== null && /^(claim|takeover) /.test(d))).toEqual([
+      'claim worker-a',
+      'takeover worker-b (lease of worker-a expired)',
+    ]);
+    const shown = (await json(['tasks', 'show', taskId, '--store', url, '--json'])) as { task: Record<string, unknown> };
+    expect(shown.task).toMatchObject({ taskId, attempt: 2, takeovers: 1, leaseOwner: 'worker-b' });
+    const text = await inProcess(['tasks', 'show', taskId, '--store', url]);
+    expect(text.stdout).toMatch(/^version\s+3\s+attempt 2, 1 takeover$/m);
   });
 
   it('refuses bad input in one line with exit 2, before touching the store', async () => {

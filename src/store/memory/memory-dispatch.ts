@@ -1,5 +1,5 @@
 import { resultDigest } from '../../core/digest.js';
-import { decideDispatch, holdsFence, isForClaimer } from '../../core/dispatch-rules.js';
+import { claimDetail, decideDispatch, holdsFence, isForClaimer } from '../../core/dispatch-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { AuditEntry, ClaimInput } from '../types.js';
@@ -52,11 +52,12 @@ export function claimIn(state: MemoryDispatchState, input: ClaimInput): TaskReco
       audit(state, input.now, task, input.correlationId, 'APPLY_TRANSITION', 'abandoned');
       continue;
     }
+    const detail = claimDetail(task, input.owner);
     task.attempt += 1;
     task.leaseOwner = input.owner;
     task.leaseExpiresAt = input.now + input.leaseMs;
     entry.availableAt = task.leaseExpiresAt;
-    audit(state, input.now, task, input.correlationId, 'APPLY_TRANSITION', `claim ${input.owner}`);
+    audit(state, input.now, task, input.correlationId, 'APPLY_TRANSITION', detail);
     claimed.push(structuredClone(task));
   }
   return claimed;

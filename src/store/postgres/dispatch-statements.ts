@@ -89,12 +89,12 @@ export const dispatchSql = {
   /**
    * Several claims as one statement, each the same conditional write as `claimTask` on the version
    * its walk read: $1 task ids, $2 versions, $3 outbox ids (in walk order), $4 now, $5 correlation
-   * id, $6 audit detail, $7 lease owner, $8 lease expiry. It returns the records it claimed, each
+   * id, $6 the audit details (in walk order), $7 lease owner, $8 lease expiry. It returns the records it claimed, each
    * with its `outbox_id`; a task whose guard failed is missing and is judged again on its own.
    */
   claimTasks: `
   WITH wanted AS (
-    SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]) WITH ORDINALITY AS w (task_id, version, outbox_id, walk)
+    SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $6::text[]) WITH ORDINALITY AS w (task_id, version, outbox_id, detail, walk)
   ), applied AS (
     UPDATE tasks t SET version = t.version + 1, last_updated_at_ms = $4, attempt = t.attempt + 1, lease_owner = $7, lease_expires_at_ms = $8
       FROM wanted w
@@ -102,13 +102,13 @@ export const dispatchSql = {
      WHERE t.task_id = w.task_id AND t.version = w.version AND t.status = 'working'
        AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $4)
        AND (t.lease_owner IS NULL OR t.lease_expires_at_ms IS NULL OR t.lease_expires_at_ms <= $4)
-    RETURNING t.*, w.outbox_id, w.walk
+    RETURNING t.*, w.outbox_id, w.walk, w.detail AS claim_detail
   ), moved AS (
     UPDATE task_outbox o SET available_at_ms = a.lease_expires_at_ms, claimed_by = a.lease_owner, attempt = a.attempt, lease_expires_at_ms = a.lease_expires_at_ms
       FROM applied a WHERE o.id = a.outbox_id
   ), audited AS (
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
-    SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied ORDER BY walk
+    SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, claim_detail FROM applied ORDER BY walk
   )
   SELECT applied.* FROM applied`,
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { resultDigest } from '../../core/digest.js';
-import { decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js';
+import { claimDetail, decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js';
 import { coerceError, TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import type { ClaimInput } from '../types.js';
@@ -154,7 +154,7 @@ async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Cha
 
 /**
  * $1–$8 of `claimTasks` for the claims of one page: each the same conditional write on the
- * version its walk read. The tasks are locked by this transaction, so the guard holds for each.
+ * version its walk read, with its audit detail (a takeover when the walk read another's lapsed lease). The tasks are locked by this transaction, so the guard holds for each.
  */
 function claimParams(input: ClaimInput, claims: readonly Claim[]): unknown[] {
   return [
@@ -163,7 +163,7 @@ function claimParams(input: ClaimInput, claims: readonly Claim[]): unknown[] {
     claims.map((c) => c.outboxId),
     input.now,
     input.correlationId,
-    `claim ${input.owner}`,
+    claims.map((c) => claimDetail(c.record, input.owner)),
     input.owner,
     input.now + input.leaseMs,
   ];
@@ -226,7 +226,7 @@ async function writeDispatch(
   const written =
     kind === 'abandon'
       ? await client.query<TaskRow>(sql.abandonTask, [...common, 'abandoned', toJson(input.abandonedResult), resultDigest(input.abandonedResult)])
-      : await client.query<TaskRow>(sql.claimTask, [...common, `claim ${input.owner}`, input.owner, input.now + input.leaseMs]);
+      : await client.query<TaskRow>(sql.claimTask, [...common, claimDetail(task, input.owner), input.owner, input.now + input.leaseMs]);
   return written.rows[0] === undefined ? null : rowToRecord(written.rows[0]);
 }
 

@@ -1,5 +1,5 @@
 import { resultDigest } from '../../core/digest.js';
-import { decideDispatch, isForClaimer } from '../../core/dispatch-rules.js';
+import { claimDetail, decideDispatch, isForClaimer } from '../../core/dispatch-rules.js';
 import { TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
@@ -79,7 +79,7 @@ function visitEntry(sql: Statements, input: ClaimInput, entry: DueRow): TaskReco
   const lease = { owner: input.owner, lease_expires_at_ms: now + input.leaseMs };
   const record = applied(sql.applyClaim.get({ ...target, ...lease }) as TaskRow | undefined, task.taskId);
   sql.markOutboxClaimed.run({ id: entry.id, ...lease, attempt: record.attempt });
-  audit(sql, input, record, `claim ${input.owner}`);
+  audit(sql, input, record, claimDetail(task, input.owner));
   return record;
 }
 

@@ -77,6 +77,32 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
     expect(won.record).toMatchObject({ leaseOwner: null, leaseExpiresAt: null });
     expect(await store.pendingDispatch()).toBe(0);
     expect(await claimIn(store, 'w3', T0 + 99_999)).toEqual([]);
+    const claims = (await store.auditTrail({ taskId: first!.taskId })).map((e) => e.detail).filter((d) => /^(claim|takeover) /.test(d ?? ''));
+    expect(claims).toEqual(['claim w1', 'takeover w2 (lease of w1 expired)']);
+  });
+
+  it('marks a takeover in the claim audit line of each task a walk claims, and only a takeover', async () => {
+    const store = await fresh('takeover-lines');
+    // t1 leased to w1 until T0 + 1000 and lapsed; t2 leased to w2 and lapsed; t3 fresh, admitted after.
+    const one = (await store.admit(admission({ taskId: 't-take-1' }))).record!;
+    await claimIn(store, 'w1', T0, { limit: 1 });
+    const two = (await store.admit(admission({ taskId: 't-take-2', now: T0 + 1 }))).record!;
+    await claimIn(store, 'w2', T0 + 1, { limit: 1 });
+    const three = (await store.admit(admission({ taskId: 't-take-3', now: T0 + 2 }))).record!;
+    const taken = await claimIn(store, 'w2', T0 + 5000);
+    expect(taken.map((r) => r.taskId).sort()).toEqual([one.taskId, two.taskId, three.taskId].sort());
+    const claimLine = async (taskId: string) =>
+      (await store.auditTrail({ taskId })).filter((e) => e.decision === 'APPLY_TRANSITION').map((e) => [e.detail, e.correlationId, e.version]);
+    expect(await claimLine(one.taskId)).toEqual([
+      ['claim w1', 'claim-w1', 2],
+      ['takeover w2 (lease of w1 expired)', 'claim-w2', 3],
+    ]);
+    // Its own lapsed lease, claimed again by the same owner, is no takeover.
+    expect(await claimLine(two.taskId)).toEqual([
+      ['claim w2', 'claim-w2', 2],
+      ['claim w2', 'claim-w2', 3],
+    ]);
+    expect(await claimLine(three.taskId)).toEqual([['claim w2', 'claim-w2', 2]]);
   });
 
   it('releases a lease for an immediate claim by another worker', async () => {
@@ -86,6 +112,8 @@ defineStoreSuite('dispatch', ({ harness, fresh, freshMany }) => {
     expect(await store.release({ fence: { ...fenceOf(held!), owner: 'someone-else' }, now: T0 + 1, correlationId: 'release' })).toBe(false);
     expect(await store.release({ fence: fenceOf(held!), now: T0 + 1, correlationId: 'release' })).toBe(true);
     expect(await claimIn(store, 'w2', T0 + 2)).toMatchObject([{ leaseOwner: 'w2', attempt: 2 }]);
+    // A claim after a clean release is no takeover.
+    expect((await store.auditTrail({ taskId: held!.taskId })).map((e) => e.detail)).toContain('claim w2');
   });
 
   it('never claims a cancelled, finished or expired task and closes its entry', async () => {
