@@ -12,7 +12,10 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { createTaskServer } from '../../src/wire-2025/server.js';
+import { startHttpServer } from '../../src/http/http-server.js';
+import type { Principal } from '../../src/tools/principal.js';
 import { ALICE } from '../support/mcp.js';
+import { readEvents, rpc, startListen } from '../support/stateless.js';
 import { postgresHarness, sqliteHarness } from '../support/stores.js';
 import { until } from '../support/until.js';
 
@@ -98,6 +101,40 @@ describe('2025-11-25: a client with a progressToken', () => {
     // The handler did go back; the client never saw it, and each value kept its total and message.
     expect(reported).toEqual([1, 2, 1, 2, 3]);
     expect(seen).toEqual([1, 2, 3].map((p) => ({ progress: p, total: 3, message: `at ${p}` })));
+  });
+});
+
+describe('2026-07-28: a subscription to the task', () => {
+  it('carries the task’s changes and no progress that could go back (this generation carries no task progress)', async () => {
+    const reported: number[] = [];
+    let open = (): void => undefined;
+    const ready = new Promise<void>((resolve) => (open = resolve));
+    const server = createTaskServer({
+      store: new MemoryStore(),
+      tools: [replayingTool(reported, ready)],
+      authenticate: ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null,
+      logger: createLogger('silent'),
+    });
+    opened.push(server);
+    await server.start();
+    const http = await startHttpServer({
+      runtime: server.runtime,
+      taskServer: server,
+      host: '127.0.0.1',
+      port: 0,
+      tokens: new Map([['token-alice', ALICE]]),
+    });
+    opened.push(http);
+    const created = await rpc(http.url, 'tools/call', { name: 'replaying', arguments: {} }, { token: 'token-alice' });
+    const taskId = created.result!.taskId as string;
+    const { response, abort } = startListen(http.url, 'token-alice', [taskId], 'listen-progress');
+    const res = await response;
+    open();
+    const messages = await readEvents(res, abort, (got) => got.some((m) => m.params.status === 'completed'));
+    expect(reported).toEqual([1, 2, 1, 2, 3]);
+    expect(messages[0]?.method).toBe('notifications/subscriptions/acknowledged');
+    expect(messages.slice(1).every((m) => m.method === 'notifications/tasks' && m.params.taskId === taskId)).toBe(true);
+    expect(messages.at(-1)?.params).toMatchObject({ status: 'completed' });
   });
 });
 
