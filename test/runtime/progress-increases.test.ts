@@ -101,6 +101,8 @@ describe('2025-11-25: a client with a progressToken', () => {
     // The handler did go back; the client never saw it, and each value kept its total and message.
     expect(reported).toEqual([1, 2, 1, 2, 3]);
     expect(seen).toEqual([1, 2, 3].map((p) => ({ progress: p, total: 3, message: `at ${p}` })));
+    // The task ended: the runtime remembers nothing of it.
+    expect((server.runtime as unknown as { progressGate: ProgressGate }).progressGate.size).toBe(0);
   });
 });
 
