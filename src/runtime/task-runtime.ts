@@ -1,6 +1,6 @@
 import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { isStoreFault } from '../core/errors.js';
-import type { Millis, TaskCapabilities } from '../core/types.js';
+import { isTerminal, type Millis, type TaskCapabilities } from '../core/types.js';
 import { ExpirySweeper } from '../service/expiry-sweeper.js';
 import { openGuard, type Guard } from '../service/guard.js';
 import type { TaskLimits } from '../service/limits.js';
@@ -11,6 +11,7 @@ import type { ExecutionHooks } from '../worker/task-executor.js';
 import { Worker, type WorkerOptions } from '../worker/worker.js';
 import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
+import { ProgressGate } from './progress-gate.js';
 import type { RequestHost } from './requests/host.js';
 import { taskTools } from './task-tools.js';
 
@@ -86,6 +87,9 @@ export class TaskRuntime implements RequestHost {
   private readonly sweeper: ExpirySweeper | null;
   private readonly progressListeners = new Set<ProgressListener>();
   private readonly stopRemoteProgress: () => void;
+  /** What each task's listeners were given last: progress that does not increase is held back. */
+  private readonly progressGate = new ProgressGate();
+  private readonly stopForgettingProgress: () => void;
   private readonly drainMs: number;
 
   constructor(options: RuntimeOptions) {
@@ -116,6 +120,11 @@ export class TaskRuntime implements RequestHost {
     // Progress of tasks other processes run, for the sessions here that asked for it.
     this.stopRemoteProgress = context.changes.subscribeProgress((event) => {
       void this.emitProgress(event.taskId, event.progress, event.total, event.message);
+    });
+    // A task that ended reports nothing more: its highest progress is forgotten (a change that
+    // carries no record leaves it to the gate's bound).
+    this.stopForgettingProgress = context.changes.subscribeAll((taskId, _version, record) => {
+      if (taskId !== undefined && record !== undefined && isTerminal(record.status)) this.progressGate.forget(taskId);
     });
     const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
     const inputDeadlineIntervalMs = options.inputDeadlineIntervalMs ?? 1000;
@@ -188,11 +197,16 @@ export class TaskRuntime implements RequestHost {
   /**
    * Hears the progress of every task this process runs and, where the store carries progress
    * between processes (`TaskUpkeep.publishProgress`), of the tasks other processes run (best
-   * effort); returns the function that stops it.
+   * effort); returns the function that stops it. Progress only increases: a report of a task
+   * that is not above the highest one its listeners were given (a run that replays code outside
+   * its steps reports again what it reported before) is not passed on.
    */
   onProgress(listener: ProgressListener): () => void {
     this.progressListeners.add(listener);
-    return () => this.progressListeners.delete(listener);
+    return () => {
+      this.progressListeners.delete(listener);
+      if (this.progressListeners.size === 0) this.progressGate.clear();
+    };
   }
 
   /** Stops: no new claims, running tasks drain (then their leases go back), notifications stop. */
@@ -201,9 +215,12 @@ export class TaskRuntime implements RequestHost {
     await this.worker?.stop(drainMs);
     await this.guard.relay.stop();
     this.stopRemoteProgress();
+    this.stopForgettingProgress();
   }
 
   private async emitProgress(taskId: string, progress: number, total?: number, message?: string): Promise<void> {
+    // Nobody listens, nothing is remembered; the check is synchronous, so reports pass it in the order they came.
+    if (this.progressListeners.size === 0 || !this.progressGate.admit(taskId, progress)) return;
     for (const listener of this.progressListeners) {
       try {
         await listener(taskId, progress, total, message);
