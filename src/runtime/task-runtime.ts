@@ -186,7 +186,8 @@ export class TaskRuntime implements RequestHost {
 
   /** The secret every process on the store shares (a 2026-07-28 call's signed round state). */
   sharedSecret(): Promise<Uint8Array> {
-    return this.guard.context.store.sharedSecret();
+    const { context } = this.guard;
+    return context.timed('sharedSecret', context.started(), context.store.sharedSecret());
   }
 
   /** Stops the handler of `taskId` if this process's worker runs it (a cancelled task's). */

@@ -1,3 +1,4 @@
+import { acceptWatch } from '../../src/runtime/requests/watch-tasks.js';
 import { createTask } from '../../src/runtime/requests/create-task.js';
 import { describe, expect, it } from 'vitest';
 import { StoreSnapshot } from '../../src/metrics/store-snapshot.js';
@@ -14,8 +15,8 @@ const TOOL = { name: 'export_ledger', execution: { taskSupport: 'required' as co
 const CALL = { method: 'tools/call', params: { name: 'export_ledger', arguments: {}, task: {} } };
 
 /**
- * Every store round trip the guard, the sweeper, the readiness check and the metrics' store read
- * make, as the metrics hear them (`storeCall`): the operations the store-call histogram had when
+ * Every store round trip the guard, the request layer's watch, the sweeper, the readiness check and
+ * the metrics' store read make, as the metrics hear them (`storeCall`): the operations the store-call histogram had when
  * a Proxy timed every store method, each now timed where it is called.
  */
 const TIMED: StoreOperation[] = [
@@ -41,6 +42,7 @@ const TIMED: StoreOperation[] = [
   'sweepExpired',
   'taskStats',
   'transition',
+  'visibleTaskIds',
 ];
 
 describe('store round trips', () => {
@@ -56,6 +58,7 @@ describe('store round trips', () => {
     const taskId = created.record!.taskId;
     await requestor.read({ auth: AUTH, method: 'tasks/get', taskId });
     await requestor.list({ auth: AUTH });
+    await acceptWatch({ guard }, { auth: AUTH, taskIds: [taskId], via: 'subscriptions/listen' });
     await requestor.recordDecision({ surface: 'read', decision: 'NOT_FOUND', auth: AUTH, taskId: 'unknown', read: true });
     const [claimed] = await worker.claim({ owner: 'w', leaseMs: 60_000, limit: 1, maxAttempts: 3, abandonedResult: null });
     let fence = { taskId, authKey: AUTH, owner: 'w', version: claimed!.version };

@@ -20,7 +20,7 @@ export async function acceptWatch(
   if (named.length === 0) return { accepted: [] };
   const { context, requestor } = host.guard;
   const found = await rideThrough(
-    () => context.store.visibleTaskIds({ authKey: request.auth, taskIds: named, now: context.clock() }),
+    () => context.timed('visibleTaskIds', context.started(), context.store.visibleTaskIds({ authKey: request.auth, taskIds: named, now: context.clock() })),
     context.limits.storeOutageMs,
     request.signal,
   );
