@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskRecord } from '../../src/core/types.js';
-import { latestPerTask } from '../../src/store/postgres/listener.js';
+import { CHANGES_CHANNEL, RECORDS_CHANNEL, latestPerTask } from '../../src/store/postgres/listener.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { PG_NOW, T0, pgAdmission, record } from '../support/records.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -98,13 +98,17 @@ describe('PostgreSQL change notifications', () => {
     const snoop = new pg.Client(writer.pool.options);
     await snoop.connect();
     const overheard: string[] = [];
+    const overheardChanges: string[] = [];
     // The channel is the database's: test files running beside this one notify on it too, each
     // under its own schema's prefix; only this schema's records are this test's.
     const mySchema = `${new URL(url).searchParams.get('schema')}:`;
     snoop.on('notification', (m) => {
-      if (m.payload?.startsWith(mySchema) === true) overheard.push(m.payload);
+      if (m.payload?.startsWith(mySchema) !== true) return;
+      (m.channel === RECORDS_CHANNEL ? overheard : overheardChanges).push(m.payload);
     });
-    await snoop.query('LISTEN tasklatch_records');
+    // The changes too: each session is delivered its notifications on its own, so what the reader
+    // heard says nothing of what the snoop has heard; the snoop hearing 'after' does.
+    await snoop.query(`LISTEN ${RECORDS_CHANNEL}; LISTEN ${CHANGES_CHANNEL}`);
     stops.push(() => snoop.end());
     await writer.seed([record({ taskId: 'r1' }), record({ taskId: 'r2' })]);
     const write = (taskId: string, status: 'working' | 'completed', expectedVersion: number, result?: unknown) =>
@@ -120,6 +124,7 @@ describe('PostgreSQL change notifications', () => {
       ['r1', 3, ended.record],
       ['r2', 2, undefined],
     ]);
+    await until(() => (overheardChanges.some((p) => p.startsWith(`${mySchema}after:`)) ? true : undefined));
     expect(overheard).toHaveLength(1);
     const payload = overheard[0] as string;
     const sealed = Buffer.from(payload.slice(payload.indexOf(':') + 1), 'base64').toString('utf8');
