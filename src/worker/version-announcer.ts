@@ -49,10 +49,20 @@ export class VersionAnnouncer {
     this.grants = new Map([...own].map(([tool, version]) => [tool, { own: version, newest: false, live: [version] }]));
   }
 
-  /** Announces at once and then every `renewMs`. */
-  start(): void {
+  /**
+   * Announces at once and then every `renewMs`; resolves once the first announcement and read are
+   * done or failed, so that the worker's first claim goes with the grants they give (and a change
+   * of grants is news only after that).
+   */
+  start(): Promise<void> {
     this.stopped = false;
-    this.schedule(0);
+    if (this.own.size === 0) return Promise.resolve();
+    const first = this.renew().finally(() => {
+      this.renewal = null;
+      this.schedule(this.renewMs);
+    });
+    this.renewal = first;
+    return first;
   }
 
   /** Stops renewing and withdraws the announcement (best effort: otherwise it lapses after `silenceMs`). */

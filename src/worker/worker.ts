@@ -128,8 +128,7 @@ export class Worker {
     this.withdraw = this.port.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
     this.logger.emit('worker:started', { app: this.app, tools: this.toolNames });
-    this.announcer.start();
-    this.loop = this.run();
+    this.loop = this.run(this.announcer.start());
   }
 
   /**
@@ -152,7 +151,9 @@ export class Worker {
     await Promise.allSettled([...this.runs]);
   }
 
-  private async run(): Promise<void> {
+  private async run(announced: Promise<void>): Promise<void> {
+    // The first claim goes with the grants of the first announcement (it never fails: a failed one keeps the worker to its own version).
+    await announced;
     let failures = 0;
     // The first look is owed: tasks may be due already.
     this.owed.every();
