@@ -32,6 +32,8 @@ export class VersionAnnouncer {
   private renewal: Promise<void> | null = null;
   private failures = 0;
   private stopped = false;
+  /** Whether it announced since it was made or last stopped: a worker never started withdraws nothing. */
+  private started = false;
 
   constructor(
     private readonly port: WorkerPort,
@@ -57,6 +59,7 @@ export class VersionAnnouncer {
   start(): Promise<void> {
     this.stopped = false;
     if (this.own.size === 0) return Promise.resolve();
+    this.started = true;
     const first = this.renew().finally(() => {
       this.renewal = null;
       this.schedule(this.renewMs);
@@ -71,7 +74,8 @@ export class VersionAnnouncer {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     await this.renewal;
-    if (this.own.size === 0) return;
+    if (!this.started) return;
+    this.started = false;
     try {
       await this.port.withdrawVersions({ app: this.app, workerId: this.workerId });
     } catch (error) {
