@@ -15,6 +15,8 @@ export class ToolRegistry {
   constructor(tools: readonly TaskTool[]) {
     for (const tool of tools) {
       if (this.byName.has(tool.name)) throw new TasklatchError('INVALID_INPUT', `tool ${tool.name} is defined twice`);
+      // Checked here too, before anything starts: a tool need not come through defineTool.
+      if (tool.version !== undefined) checkToolVersion(tool.version, `version of tool ${tool.name}`);
       this.byName.set(tool.name, tool);
     }
   }
@@ -56,7 +58,6 @@ export class ToolRegistry {
     if (tool === undefined) return null;
     let version = this.versions.get(name);
     if (version === undefined) {
-      // Checked here too: a tool need not come through defineTool.
       version =
         tool.version === undefined
           ? defaultToolVersion(tool.handler.toString(), this.digest(name)!)
