@@ -21,7 +21,7 @@ export interface RunScope {
 /** The own fields of each event of a worker and its runs; `err` is always an `Error` (see `coerceError`). */
 export interface RunEventMap {
   /** The worker started claiming, only for its app and tools. */
-  'worker:started': { app: string; tools: readonly string[] };
+  'worker:started': { app: string; tools: readonly string[]; versions: Readonly<Record<string, string>> };
   /** A claim failed; the worker tries again after a pause that grows with `failures`. */
   'worker:claimFailed': { err: Error; failures: number };
   /** Announcing or reading the live tool versions failed; the worker keeps the grants it had and tries at its next renewal. */

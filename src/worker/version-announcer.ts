@@ -83,6 +83,11 @@ export class VersionAnnouncer {
     }
   }
 
+  /** Tool → the version this worker runs, as a plain object (for its start line). */
+  versions(): Record<string, string> {
+    return Object.fromEntries(this.own);
+  }
+
   private schedule(ms: number): void {
     if (this.stopped || this.own.size === 0) return;
     this.timer = setTimeout(() => {

@@ -127,7 +127,7 @@ export class Worker {
     this.unsubscribe = this.port.changes.subscribeAll((taskId, version, record) => this.changed(taskId, version, record));
     this.withdraw = this.port.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
-    this.logger.emit('worker:started', { app: this.app, tools: this.toolNames });
+    this.logger.emit('worker:started', { app: this.app, tools: this.toolNames, versions: this.announcer.versions() });
     this.loop = this.run(this.announcer.start());
   }
 
