@@ -79,7 +79,7 @@ export function holdsFence(task: FencedRecord | null, fence: Fence, now: Millis)
 export interface Claimer {
   app?: string | undefined;
   tools?: readonly string[] | undefined;
-  /** The tool versions it may take (`decideVersionGrants`); absent: any version. */
+  /** The tool versions it may take (`decideVersionGrants`; a tool without a grant: only its unversioned tasks); absent: any version. */
   versions?: VersionGrants | undefined;
 }
 

@@ -124,12 +124,15 @@ export function decideVersionGrants(
 }
 
 /**
- * Whether a task of version `taskVersion` may be claimed under `grant` (the rule above); no
- * grant (a claimer that states no versions) takes any version.
+ * Whether a task of version `taskVersion` may be claimed under `grant` (the rule above). A
+ * claimer that states grants but none for the task's tool takes only its tasks without a
+ * version: it announced no version of that tool, so it is no heir of any (the SQL stores'
+ * restatement, `versionGrantLists`, says the same).
  */
 export function mayClaimVersion(taskVersion: string | null, grant: ToolVersionGrant | undefined): boolean {
-  if (grant === undefined || taskVersion === null || taskVersion === grant.own) return true;
-  return grant.newest && !grant.live.includes(taskVersion);
+  if (taskVersion === null) return true;
+  if (grant === undefined) return false;
+  return taskVersion === grant.own || (grant.newest && !grant.live.includes(taskVersion));
 }
 
 /** A (tool, version) pair as one text, as the SQL stores compare it: a version never holds a newline. */

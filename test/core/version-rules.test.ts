@@ -111,12 +111,16 @@ describe('live versions and the claim rule', () => {
     expect(listed).toBe(may);
   });
 
-  it('takes any version without grants, and no grant for a tool means any version of it', () => {
-    expect(mayClaimVersion('v1', undefined)).toBe(true);
+  it('takes any version without grants; under grants, a tool without one only its unversioned tasks', () => {
     expect(isForClaimer(record({ toolName: 'build', toolVersion: 'v1' }), { tools: ['build'] })).toBe(true);
     const grants = decideVersionGrants(new Map([['other', 'v1']]), [], NOW, SILENCE);
-    expect(isForClaimer(record({ toolName: 'build', toolVersion: 'v5' }), { versions: grants })).toBe(true);
+    expect(mayClaimVersion('v1', undefined)).toBe(false);
+    expect(isForClaimer(record({ toolName: 'build', toolVersion: 'v5' }), { versions: grants })).toBe(false);
+    expect(isForClaimer(record({ toolName: 'build', toolVersion: null }), { versions: grants })).toBe(true);
     // A tool named like an object's own key finds no grant of its own by accident.
-    expect(isForClaimer(record({ toolName: 'constructor', toolVersion: 'v5' }), { versions: grants })).toBe(true);
+    expect(isForClaimer(record({ toolName: 'constructor', toolVersion: 'v5' }), { versions: grants })).toBe(false);
+    // The SQL lists say the same: nothing of `build` in them.
+    const lists = versionGrantLists(grants);
+    expect([lists.own, lists.newest, lists.live]).toEqual([['other\nv1'], ['other'], ['other\nv1']]);
   });
 });

@@ -15,8 +15,8 @@ import { unexpired } from './predicates.js';
  * grants as `versionGrantLists` gives them: its own (tool, version) keys (null: any version),
  * the tools it is the newest live version of, and the live keys of those tools. The filters are
  * part of the locking read (they restate isForClaimer and mayClaimVersion): an entry of another
- * tool, app or version is never locked, so a worker it is for is not made to skip it. The app is compared on the entry, so the walk reads only the claimer's
- * app's entries, through task_outbox_app_dispatch (app, available_at_ms, id); without an app
+ * tool, app or version is never locked, so a worker it is for is not made to skip it. The app is
+ * compared on the entry, so the walk reads only the claimer's app's entries, through task_outbox_app_dispatch (app, available_at_ms, id); without an app
  * (a claim for any app) the open entries of every app are read and sorted.
  *
  * Locking the task as well as the entry is what keeps a claim out of deadlocks: a terminal
