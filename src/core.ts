@@ -98,3 +98,14 @@ export {
   type FencedRecord,
   type Claimer,
 } from './core/dispatch-rules.js';
+export {
+  checkToolVersion,
+  decideVersionGrants,
+  defaultToolVersion,
+  mayClaimVersion,
+  DEFAULT_VERSION_SILENCE_MS,
+  TOOL_VERSION_MAX,
+  type ToolVersionGrant,
+  type VersionAnnouncement,
+  type VersionGrants,
+} from './core/version-rules.js';

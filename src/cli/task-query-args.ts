@@ -1,4 +1,5 @@
 import { checkAppName } from '../core/app-name.js';
+import { checkToolVersion } from '../core/version-rules.js';
 import { TasklatchError } from '../core/errors.js';
 import { parsePrincipal, principalOf, principalProblem, type Principal } from '../core/principal.js';
 import { isTaskStatus, TASK_STATUSES, type Millis } from '../core/types.js';
@@ -17,6 +18,7 @@ export interface TaskQueryArgs {
   status?: string | undefined;
   app?: string | undefined;
   tool?: string | undefined;
+  version?: string | undefined;
   since?: string | undefined;
   before?: string | undefined;
   limit?: string | undefined;
@@ -53,6 +55,7 @@ export function parseTaskQuery(args: TaskQueryArgs, now: Millis): TaskQuery {
   }
   if (args.app !== undefined) filter.app = checkAppName(args.app, '--app');
   if (args.tool !== undefined) filter.tool = nonEmpty('--tool', args.tool);
+  if (args.version !== undefined) filter.toolVersion = checkToolVersion(args.version, '--version');
   if (args.since !== undefined) filter.createdSince = parseTime('--since', args.since, now);
   if (args.before !== undefined) filter.createdBefore = parseTime('--before', args.before, now);
   const limit = args.limit === undefined ? 50 : Number(args.limit);

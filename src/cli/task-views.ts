@@ -25,6 +25,7 @@ export function taskSummary(record: TaskRecord, now: Millis) {
     subject,
     app: record.app,
     tool: record.toolName,
+    toolVersion: record.toolVersion,
     status: record.status,
     statusMessage: record.statusMessage,
     version: record.version,
@@ -146,12 +147,13 @@ export function taskTable(records: readonly TaskRecord[], now: Millis): string {
     r.authKey,
     r.app,
     r.toolName ?? '-',
+    r.toolVersion ?? '-',
     isExpired(r, now) ? `${r.status} (expired)` : r.status,
     String(r.attempt),
     shortTime(r.createdAt),
     shortTime(r.lastUpdatedAt),
   ]);
-  return renderTable(['TASK', 'PRINCIPAL', 'APP', 'TOOL', 'STATUS', 'ATTEMPT', 'CREATED (UTC)', 'UPDATED (UTC)'], rows);
+  return renderTable(['TASK', 'PRINCIPAL', 'APP', 'TOOL', 'TOOL VERSION', 'STATUS', 'ATTEMPT', 'CREATED (UTC)', 'UPDATED (UTC)'], rows);
 }
 
 export function detailText(seen: TaskInspection, now: Millis, steps: readonly StepRecord[] = [], takeovers = 0): string {
@@ -161,7 +163,7 @@ export function detailText(seen: TaskInspection, now: Millis, steps: readonly St
     `task        ${t.taskId}`,
     `principal   ${t.tenant}/${t.subject}`,
     `app         ${t.app}`,
-    `tool        ${t.tool ?? '-'}${t.toolDigest === null ? '' : `   definition ${t.toolDigest.slice(0, 12)}`}`,
+    `tool        ${t.tool ?? '-'}${t.toolVersion === null ? '' : `   version ${t.toolVersion}`}${t.toolDigest === null ? '' : `   definition ${t.toolDigest.slice(0, 12)}`}`,
     `status      ${t.status}${t.expired ? ' (expired, awaiting the sweep)' : ''}${t.statusMessage === null ? '' : ` — ${t.statusMessage}`}`,
     `version     ${t.version}   attempt ${t.attempt}, ${takeovers} takeover${takeovers === 1 ? '' : 's'}${t.cancelRequested ? '   cancellation requested' : ''}`,
     `created     ${shortTime(seen.record.createdAt)}   updated ${shortTime(seen.record.lastUpdatedAt)}   expires ${shortTime(seen.record.expiresAt)}`,

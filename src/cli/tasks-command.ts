@@ -14,7 +14,7 @@ export const TASKS_USAGE = `Usage: tasklatch tasks <subcommand> [--store URL] [-
 
 Looks at the tasks of every tenant in a store, and repairs them through the guard.
   ls                     tasks, newest first, a page at a time
-    --tenant T --subject S --status S --app NAME --tool NAME
+    --tenant T --subject S --status S --app NAME --tool NAME --version V (the tool version it was admitted with)
     --since TIME --before TIME   created at/after, before (ISO date-time, or 15m, 2h, 7d ago)
     --limit N (default 50, at most 500)   --page TOKEN (printed after a page that has more)
   show ID                the record, lease, attempts and takeovers, outbox entry, questions and steps of one task
@@ -35,6 +35,7 @@ const OPTIONS = {
   status: { type: 'string' },
   app: { type: 'string' },
   tool: { type: 'string' },
+  version: { type: 'string' },
   since: { type: 'string' },
   before: { type: 'string' },
   limit: { type: 'string' },
@@ -46,7 +47,7 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositi
 
 /** Flags that only some subcommands take: given to another, they are a mistake, said so. */
 const ONLY: Record<string, readonly (keyof Values)[]> = {
-  ls: ['tenant', 'subject', 'status', 'app', 'tool', 'since', 'before', 'limit', 'page'],
+  ls: ['tenant', 'subject', 'status', 'app', 'tool', 'version', 'since', 'before', 'limit', 'page'],
   cancel: ['as'],
 };
 

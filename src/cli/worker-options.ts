@@ -21,6 +21,7 @@ export const WORKER_ARG_OPTIONS = {
   app: { type: 'string' },
   concurrency: { type: 'string' },
   'lease-ms': { type: 'string' },
+  'version-silence-ms': { type: 'string' },
   'poll-interval': { type: 'string' },
   'wait-for-store': { type: 'string' },
   retention: { type: 'string' },
@@ -41,6 +42,8 @@ export const WORKER_USAGE_LINES = `${STORE_USAGE_LINE}, or memory
                          for the conformance tools); give serve and its workers the same
   --concurrency N        tasks one worker runs at once (default 4)
   --lease-ms MS          lease per claimed task (default 30000); a dead worker's tasks wait this long
+  --version-silence-ms MS  a worker silent this long no longer counts for its tools' version (default 30000):
+                         the newest version's workers then take that version's tasks; give every worker the same
   --poll-interval MS     pollInterval suggested to clients, and the heartbeat bound (default 1000)
   --wait-for-store MS    keep retrying an unreachable store this long at start (default 30000)
   --retention DURATION   keep finished and expired tasks and their audit trails this long, then remove
@@ -56,6 +59,7 @@ export interface WorkerArgs {
   app?: string | undefined;
   concurrency?: string | undefined;
   'lease-ms'?: string | undefined;
+  'version-silence-ms'?: string | undefined;
 }
 
 /** The named tool sets of `--tools`. */
@@ -107,6 +111,7 @@ export function workerOptionsFrom(values: WorkerArgs): WorkerSettings {
   return {
     ...(values.concurrency === undefined ? {} : { concurrency: positiveInt('--concurrency', values.concurrency) }),
     ...(values['lease-ms'] === undefined ? {} : { leaseMs: positiveInt('--lease-ms', values['lease-ms']) }),
+    ...(values['version-silence-ms'] === undefined ? {} : { versions: { silenceMs: positiveInt('--version-silence-ms', values['version-silence-ms']) } }),
     ...(crash > 0
       ? {
           beforeTerminalWrite: () => {

@@ -1,4 +1,5 @@
 import { isExpired } from './time.js';
+import { mayClaimVersion, type VersionGrants } from './version-rules.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js';
 import { visibleTo } from './visibility.js';
 
@@ -78,15 +79,20 @@ export function holdsFence(task: FencedRecord | null, fence: Fence, now: Millis)
 export interface Claimer {
   app?: string | undefined;
   tools?: readonly string[] | undefined;
+  /** The tool versions it may take (`decideVersionGrants`; a tool without a grant: only its unversioned tasks); absent: any version. */
+  versions?: VersionGrants | undefined;
 }
 
 /**
- * Whether a task is the claimer's to dispatch at all: of its app and of a tool it runs. Any
+ * Whether a task is the claimer's to dispatch at all: of its app, of a tool it runs, of a
+ * version it may take (`mayClaimVersion`). Any
  * other task is skipped before `decideDispatch` looks at it, and stays untouched and due for a
  * worker it is for (tool names are unique within an app only: another app's `build_report` is
  * another tool).
  */
-export function isForClaimer(task: Pick<TaskRecord, 'app' | 'toolName'>, claimer: Claimer): boolean {
+export function isForClaimer(task: Pick<TaskRecord, 'app' | 'toolName' | 'toolVersion'>, claimer: Claimer): boolean {
   if (claimer.app !== undefined && task.app !== claimer.app) return false;
-  return claimer.tools === undefined || claimer.tools.includes(task.toolName ?? '');
+  if (claimer.tools !== undefined && !claimer.tools.includes(task.toolName ?? '')) return false;
+  // Of a version another live worker runs, or one the claimer is not the newest heir of: left for them.
+  return claimer.versions === undefined || mayClaimVersion(task.toolVersion, claimer.versions.get(task.toolName ?? ''));
 }

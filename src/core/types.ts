@@ -49,6 +49,12 @@ export interface TaskRecord {
    * tasks stored before apps were): a worker whose definition differs says so before running it.
    */
   toolDigest: string | null;
+  /**
+   * The version of its tool when the task was admitted (`ToolRegistry.version`; null: not
+   * recorded, as for tasks stored before versions were). Workers of that version run it while
+   * one lives; see `src/core/version-rules.ts`. A claim never changes it.
+   */
+  toolVersion: string | null;
   status: TaskStatus;
   statusMessage: string | null;
   version: number;

@@ -1,3 +1,4 @@
+import { DEFAULT_VERSION_SILENCE_MS } from '../core/version-rules.js';
 import type { GuardContext } from '../service/guard-context.js';
 import type { TaskStats } from '../store/task-operations.js';
 
@@ -7,6 +8,8 @@ export interface Snapshot {
   /** Tasks asleep in a durable sleep or a retry's wait (`sleepingTasks`). */
   sleeping: number;
   abandoned: number;
+  /** Live workers per app, tool and version (`liveVersions`), as `app\ntool\nversion` → count. */
+  workerVersions: Map<string, { app: string; tool: string; version: string; workers: number }>;
   at: number;
 }
 
@@ -26,6 +29,8 @@ export class StoreSnapshot {
     private readonly context: Pick<GuardContext, 'store' | 'clock' | 'timed' | 'started'>,
     private readonly intervalMs: number,
     private readonly timeoutMs: number,
+    /** How long a silent worker's announcement counts (`DEFAULT_VERSION_SILENCE_MS` unless the workers use another). */
+    private readonly versionSilenceMs = DEFAULT_VERSION_SILENCE_MS,
   ) {}
 
   async read(): Promise<Snapshot | null> {
@@ -51,9 +56,17 @@ export class StoreSnapshot {
       const stats = await context.timed('taskStats', context.started(), store.taskStats({ now }));
       const sleeping = await context.timed('sleepingTasks', context.started(), store.sleepingTasks({ now }));
       const tally = await context.timed('auditTally', context.started(), store.auditTally({ after: this.position }));
+      const announced = await context.timed('liveVersions', context.started(), store.liveVersions({ now, silenceMs: this.versionSilenceMs }));
       if (this.position !== null) this.abandoned += tally.abandoned;
       this.position = tally.position;
-      this.last = { stats, sleeping, abandoned: this.abandoned, at: Date.now() };
+      const workerVersions: Snapshot['workerVersions'] = new Map();
+      for (const { app, tool, version } of announced) {
+        const key = `${app}\n${tool}\n${version}`;
+        const seen = workerVersions.get(key);
+        if (seen === undefined) workerVersions.set(key, { app, tool, version, workers: 1 });
+        else seen.workers++;
+      }
+      this.last = { stats, sleeping, abandoned: this.abandoned, workerVersions, at: Date.now() };
     } catch {
       // The last read stands; the store's own errors are counted by tasklatch_store_errors_total.
     }

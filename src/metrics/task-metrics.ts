@@ -11,6 +11,8 @@ export interface TaskMetricsOptions {
   storeReadTimeoutMs?: number;
   /** Also the process metrics (CPU, memory, event loop lag) under `tasklatch_process_…` (default true). */
   processMetrics?: boolean;
+  /** How long a silent worker counts as live in `tasklatch_worker_versions` (ms, default 30000: the workers' default). */
+  versionSilenceMs?: number;
 }
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
@@ -70,7 +72,7 @@ export class TaskMetrics {
     const results = gauge('tasklatch_results_waiting', 'tasks/result requests held open until their task ends');
     const subscriptions = gauge('tasklatch_subscriptions_open', 'task subscriptions (2026-07-28 streams) open');
 
-    const snapshot = new StoreSnapshot(context, options.storeReadIntervalMs ?? 10_000, options.storeReadTimeoutMs ?? 2_000);
+    const snapshot = new StoreSnapshot(context, options.storeReadIntervalMs ?? 10_000, options.storeReadTimeoutMs ?? 2_000, options.versionSilenceMs);
     const fromStore = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: NonNullable<StoreSnapshot['last']>) => void) =>
       new Gauge({
         name,
@@ -90,6 +92,16 @@ export class TaskMetrics {
       'tasks asleep in a durable sleep or a retry’s wait, holding no worker (read from the store, every tenant)',
       [],
       (g, s) => g.set(s.sleeping),
+    );
+    // One series per live (app, tool, version): as many as the fleet runs, gone with its last worker.
+    fromStore(
+      'tasklatch_worker_versions',
+      'live workers by app, tool and the tool version they run (announced in the store, any process)',
+      ['app', 'tool', 'version'],
+      (g, s) => {
+        g.reset();
+        for (const v of s.workerVersions.values()) g.set({ app: v.app, tool: v.tool, version: v.version }, v.workers);
+      },
     );
     fromStore('tasklatch_tasks_expired_unswept', 'records past their ttl not yet deleted by the sweeper', [], (g, s) => g.set(s.stats.expiredAwaitingSweep));
     fromStore('tasklatch_outbox_open', 'outbox entries not yet closed (tasks waiting for or held by a worker)', [], (g, s) => g.set(s.stats.pendingDispatch));

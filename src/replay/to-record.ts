@@ -19,6 +19,7 @@ export function toRecord(packet: StoredRecordPacket, ns = ''): TaskRecord {
     app: DEFAULT_APP,
     toolName,
     toolDigest: null,
+    toolVersion: null,
     status: packet.status,
     statusMessage: packet.statusMessage ?? null,
     version: packet.version,

@@ -112,6 +112,7 @@ export class TaskRuntime implements RequestHost {
       capabilities: this.capabilities,
       app: this.app,
       toolDigest: (name) => this.tools.digest(name),
+      toolVersion: (name) => this.tools.version(name),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     });

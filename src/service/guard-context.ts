@@ -28,6 +28,8 @@ export interface GuardOptions {
   app?: string;
   /** The digest of a tool's definition (`toolDigest`), stored with each task of it; absent: none recorded. */
   toolDigest?: (toolName: string) => string | null;
+  /** The version of a tool's code (`ToolRegistry.version`), stored with each task of it; absent: none recorded. */
+  toolVersion?: (toolName: string) => string | null;
 }
 
 /**
@@ -47,6 +49,7 @@ export class GuardContext {
   readonly newTaskId: () => string;
   readonly app: string;
   readonly toolDigest: (toolName: string) => string | null;
+  readonly toolVersion: (toolName: string) => string | null;
   /** Wakes waiters when a task changes; fed by the surfaces' writes and the store's notifications. */
   readonly changes = new ChangeFeed();
   /** Workers of this process that take an admitted task at once (see `AdmissionClaimers`). */
@@ -67,6 +70,7 @@ export class GuardContext {
     this.auditReads = options.auditReads ?? true;
     this.app = checkAppName(options.app ?? DEFAULT_APP);
     this.toolDigest = options.toolDigest ?? (() => null);
+    this.toolVersion = options.toolVersion ?? (() => null);
   }
 
   /**

@@ -115,6 +115,7 @@ export class RequestorSurface {
       app: ctx.app,
       toolName: tool,
       toolDigest: ctx.toolDigest(tool),
+      toolVersion: ctx.toolVersion(tool),
       request: input.request,
       requestDigest: requestDigest(input.request),
       idempotencyKey: input.idempotencyKey,

@@ -1,6 +1,7 @@
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import type { StepRecord, StepWrite } from '../core/step-rules.js';
 import type { Millis, TaskRecord } from '../core/types.js';
+import type { VersionAnnouncement } from '../core/version-rules.js';
 import type { AskOutcome, ClaimInput, Fence, LookupOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
 import type { AdmissionClaimers } from './admission-claims.js';
 import type { ChangeFeed } from './change-feed.js';
@@ -72,4 +73,18 @@ export interface WorkerPort {
   lookupInputs(input: { auth: string; taskId: string }): Promise<StoredInput[]>;
   /** The journal of a task for its own auth key, in position order; none when it is out of reach. */
   lookupSteps(input: { auth: string; taskId: string }): Promise<StepRecord[]>;
+  /** Writes or renews the worker's announcement of its tools' versions (`WorkerVersions.announceVersions`) at the service's now. */
+  announceVersions(input: VersionAnnounceRequest): Promise<void>;
+  /** Removes the worker's announcements: it stops. */
+  withdrawVersions(input: { app: string; workerId: string }): Promise<void>;
+  /** The app's announcements renewed within `silenceMs`, and the now they were judged at. */
+  liveVersions(input: { app: string; silenceMs: number }): Promise<{ now: Millis; announcements: VersionAnnouncement[] }>;
+}
+
+/** A worker's announcement as it asks for it: the service adds the time; rows silent for `forgetAfterMs` are removed with it. */
+export interface VersionAnnounceRequest {
+  app: string;
+  workerId: string;
+  versions: ReadonlyArray<{ tool: string; version: string }>;
+  forgetAfterMs: number;
 }

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { StoredInput } from '../core/input-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
 import type { Millis, StatusWrite, TaskRecord } from '../core/types.js';
+import type { VersionAnnouncement } from '../core/version-rules.js';
 import type { AskOutcome, Fence, LookupOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
 import type { AdmissionClaimers } from './admission-claims.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { GuardContext } from './guard-context.js';
 import type { TaskLimits } from './limits.js';
 import type { TaskEvents } from './task-events.js';
-import type { AskRequest, ClaimRequest, RecordStepRequest, WorkerPort } from './worker-port.js';
+import type { AskRequest, ClaimRequest, RecordStepRequest, VersionAnnounceRequest, WorkerPort } from './worker-port.js';
 
 /**
  * The writes of whoever runs tasks: claims, leases, status writes under a fence, questions, and
@@ -169,6 +170,26 @@ export class WorkerSurface implements WorkerPort {
   async lookupInputs(input: { auth: string; taskId: string }): Promise<StoredInput[]> {
     const { ctx } = this;
     return (await ctx.timed('inputs', ctx.started(), ctx.store.inputs({ authKey: input.auth, taskId: input.taskId, now: ctx.clock() }))).inputs ?? [];
+  }
+
+  /** Writes or renews a worker's version announcement; a fact of the fleet, not of a task: nothing published, no audit line. */
+  async announceVersions(input: VersionAnnounceRequest): Promise<void> {
+    const { ctx } = this;
+    const now = ctx.clock();
+    const announce = { app: input.app, workerId: input.workerId, versions: input.versions, now, forgetBefore: now - input.forgetAfterMs };
+    await ctx.timed('announceVersions', ctx.started(), ctx.store.announceVersions(announce));
+  }
+
+  async withdrawVersions(input: { app: string; workerId: string }): Promise<void> {
+    const { ctx } = this;
+    await ctx.timed('withdrawVersions', ctx.started(), ctx.store.withdrawVersions(input));
+  }
+
+  async liveVersions(input: { app: string; silenceMs: number }): Promise<{ now: Millis; announcements: VersionAnnouncement[] }> {
+    const { ctx } = this;
+    const now = ctx.clock();
+    const announcements = await ctx.timed('liveVersions', ctx.started(), ctx.store.liveVersions({ app: input.app, now, silenceMs: input.silenceMs }));
+    return { now, announcements };
   }
 
   /** A write under `fence`: its auth key and task, at the version it holds. */

@@ -10,6 +10,7 @@ export function admissionRecord(input: AdmitInput): TaskRecord {
     app: input.app ?? DEFAULT_APP,
     toolName: input.toolName,
     toolDigest: input.toolDigest ?? null,
+    toolVersion: input.toolVersion ?? null,
     status: 'working',
     statusMessage: null,
     version: 1,

@@ -52,7 +52,17 @@ export function openTerminalRecord(payload: string, key: Buffer): TaskRecord | n
   return decodeTerminalRecord(text);
 }
 
-const NULLABLE_TEXT = ['toolName', 'toolDigest', 'statusMessage', 'requestDigest', 'idempotencyKey', 'resultDigest', 'correlationId', 'leaseOwner'] as const;
+const NULLABLE_TEXT = [
+  'toolName',
+  'toolDigest',
+  'toolVersion',
+  'statusMessage',
+  'requestDigest',
+  'idempotencyKey',
+  'resultDigest',
+  'correlationId',
+  'leaseOwner',
+] as const;
 const NULLABLE_NUMBER = ['ttl', 'expiresAt', 'pollInterval', 'leaseExpiresAt'] as const;
 
 /**
@@ -68,6 +78,8 @@ export function decodeTerminalRecord(text: string): TaskRecord | null {
   }
   if (typeof value !== 'object' || value === null) return null;
   const r = value as Record<string, unknown>;
+  // Sent by a process older than tool versions: its record names none.
+  if (r.toolVersion === undefined) r.toolVersion = null;
   if (typeof r.taskId !== 'string' || typeof r.authKey !== 'string' || typeof r.app !== 'string') return null;
   if (typeof r.status !== 'string' || !isTaskStatus(r.status) || !isTerminal(r.status)) return null;
   if (!Number.isSafeInteger(r.version) || !Number.isSafeInteger(r.attempt)) return null;

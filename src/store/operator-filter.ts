@@ -21,6 +21,7 @@ export function filterConditions(filter: TaskFilter, dialect: FilterDialect, par
   if (filter.status !== undefined) where.push(`status = ${param(filter.status)}`);
   if (filter.app !== undefined) where.push(`app = ${param(filter.app)}`);
   if (filter.tool !== undefined) where.push(`tool_name = ${param(filter.tool)}`);
+  if (filter.toolVersion !== undefined) where.push(`tool_version = ${param(filter.toolVersion)}`);
   if (filter.createdSince !== undefined) where.push(`created_at_ms >= ${param(filter.createdSince)}`);
   if (filter.createdBefore !== undefined) where.push(`created_at_ms < ${param(filter.createdBefore)}`);
   return where;

@@ -26,4 +26,5 @@ export const TASK_COLUMNS = [
   'lease_expires_at_ms',
   'app',
   'tool_digest',
+  'tool_version',
 ] as const;

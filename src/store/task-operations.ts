@@ -17,6 +17,8 @@ export interface TaskFilter {
   /** The application that admitted the task. */
   app?: string;
   tool?: string;
+  /** The version of its tool the task was admitted with (`TaskRecord.toolVersion`). */
+  toolVersion?: string;
   /** Created at or after. */
   createdSince?: Millis;
   /** Created before. */

@@ -3,10 +3,13 @@ import type { AnswerDecision, AskDecision } from '../core/decisions.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
 import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
+import type { VersionGrants } from '../core/version-rules.js';
 import type { TaskOperations } from './task-operations.js';
 import type { TaskSteps } from './task-steps.js';
+import type { WorkerVersions } from './worker-versions.js';
 
 export type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
+export type { AnnounceVersionsInput, VersionAnnouncement, WorkerVersions } from './worker-versions.js';
 
 /** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
 export type { Fence } from '../core/types.js';
@@ -40,6 +43,8 @@ export interface AdmitInput {
   toolName: string;
   /** `toolDigest` of the tool's definition at admission (absent: not recorded). */
   toolDigest?: string | null;
+  /** The tool's version at admission (`ToolRegistry.version`; absent: not recorded, any worker of the tool may run it). */
+  toolVersion?: string | null;
   request: WireRequest;
   requestDigest: string;
   idempotencyKey: string | null;
@@ -130,6 +135,12 @@ export interface ClaimInput {
    * only, and another app's worker would run the wrong handler on it.
    */
   app?: string;
+  /**
+   * The tool versions the claimer may take (`decideVersionGrants`: its own, and those no live
+   * worker runs when it is the newest; a task without a version always); absent, any version.
+   * Like `tools`, an entry of another version is not claimed, not locked and not touched.
+   */
+  versions?: VersionGrants;
 }
 
 /**
@@ -367,7 +378,7 @@ export interface TaskUpkeep {
  * reads the stored fact and classifies it with the same rules. Every operation that touches
  * tasks carries the auth key in its query, never as a filter applied afterwards.
  */
-export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSteps, TaskUpkeep, TaskOperations {
+export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSteps, TaskUpkeep, TaskOperations, WorkerVersions {
   readonly kind: string;
   /** The database driver it runs on, where there is a choice (SQLite: `better-sqlite3` or `node:sqlite`). */
   readonly driver?: string;

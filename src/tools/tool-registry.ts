@@ -2,6 +2,7 @@ import type { ToolDescriptor } from '../core/types.js';
 import { taskSupportOf } from '../core/create-rules.js';
 import { toolDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
+import { checkToolVersion, defaultToolVersion } from '../core/version-rules.js';
 import { inputJsonSchema } from './input-schema.js';
 import type { TaskTool } from './tool.js';
 
@@ -9,10 +10,13 @@ import type { TaskTool } from './tool.js';
 export class ToolRegistry {
   private readonly byName = new Map<string, TaskTool>();
   private readonly digests = new Map<string, string>();
+  private readonly versions = new Map<string, string>();
 
   constructor(tools: readonly TaskTool[]) {
     for (const tool of tools) {
       if (this.byName.has(tool.name)) throw new TasklatchError('INVALID_INPUT', `tool ${tool.name} is defined twice`);
+      // Checked here too, before anything starts: a tool need not come through defineTool.
+      if (tool.version !== undefined) checkToolVersion(tool.version, `version of tool ${tool.name}`);
       this.byName.set(tool.name, tool);
     }
   }
@@ -41,6 +45,26 @@ export class ToolRegistry {
       this.digests.set(name, digest);
     }
     return digest;
+  }
+
+  /**
+   * The version of a tool's code (`TaskTool.version`, else `defaultToolVersion` of its handler's
+   * source text and its definition digest), computed once; null for a tool not in the registry.
+   * Admission stores it with the task (`TaskRecord.toolVersion`), and a worker announces it and
+   * claims by it (`src/core/version-rules.ts`).
+   */
+  version(name: string): string | null {
+    const tool = this.byName.get(name);
+    if (tool === undefined) return null;
+    let version = this.versions.get(name);
+    if (version === undefined) {
+      version =
+        tool.version === undefined
+          ? defaultToolVersion(tool.handler.toString(), this.digest(name)!)
+          : checkToolVersion(tool.version, `version of tool ${name}`);
+      this.versions.set(name, version);
+    }
+    return version;
   }
 
   /** True when at least one tool can run as a task. */

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { checkToolVersion } from '../core/version-rules.js';
 import type { TaskSupport } from '../core/types.js';
 import type { InputRequest } from '../core/input-rules.js';
 import type { AskOptions, ElicitResult, OneAskOptions } from './asking.js';
@@ -89,6 +90,16 @@ export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
    */
   definition?: { inputSchema: unknown; outputSchema?: unknown };
   /**
+   * The version of this tool's code, stored with each task it admits: a worker runs a task of its
+   * own version while a worker of the task's version lives, and the newest version's workers take
+   * the rest (see README, "Versions and deploys"). Absent: a digest of the handler's source text
+   * and the definition digest, the same in every process with the same code. Name it when the
+   * handler's behaviour changes in code it calls (which the digest does not see), or to keep one
+   * version across edits that change nothing a task's journal depends on. 1 to 100 printable
+   * characters.
+   */
+  version?: string;
+  /**
    * For an `optional` tool on a wire where the server decides (2026-07-28): whether these
    * arguments are worth a task. Absent: always a task when the client can take one.
    */
@@ -105,5 +116,6 @@ export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
 
 /** Declares a tool with its argument type inferred from the schema. */
 export function defineTool<Schema extends z.ZodObject>(tool: TaskTool<Schema>): TaskTool<Schema> {
+  if (tool.version !== undefined) checkToolVersion(tool.version, `version of tool ${tool.name}`);
   return tool;
 }

@@ -21,9 +21,11 @@ export interface RunScope {
 /** The own fields of each event of a worker and its runs; `err` is always an `Error` (see `coerceError`). */
 export interface RunEventMap {
   /** The worker started claiming, only for its app and tools. */
-  'worker:started': { app: string; tools: readonly string[] };
+  'worker:started': { app: string; tools: readonly string[]; versions: Readonly<Record<string, string>> };
   /** A claim failed; the worker tries again after a pause that grows with `failures`. */
   'worker:claimFailed': { err: Error; failures: number };
+  /** Announcing or reading the live tool versions failed; the worker keeps the grants it had and tries at its next renewal. */
+  'worker:versionsFailed': { err: Error; failures: number };
   /** A task was admitted with another definition of its tool than this worker's; it runs with this one. */
   'run:otherDefinition': { app: string; tool: string; admittedDigest: string; workerDigest: string };
   /** A run threw out of the executor (a fault of tasklatch's own): the task is left to its lease. */
@@ -69,6 +71,7 @@ export const RUN_EVENTS: { readonly [N in RunEventName]: { level: RunLevel; mess
     message: 'worker runs only the tasks of its app and tools; tasks of other apps and tools are left for workers that know them',
   },
   'worker:claimFailed': { level: 'warn', message: 'claim failed; retrying' },
+  'worker:versionsFailed': { level: 'warn', message: 'tool versions not announced or read; retrying at the next renewal' },
   'run:otherDefinition': { level: 'warn', message: "task admitted with another definition of its tool; running it with this worker's definition" },
   'run:error': { level: 'error', message: 'task run failed' },
   'run:handlerThrew': { level: 'warn', message: 'tool handler threw' },

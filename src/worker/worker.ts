@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { checkAppName } from '../core/app-name.js';
+import { taskSupportOf } from '../core/create-rules.js';
 import { coerceError } from '../core/errors.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
 import type { ClaimReservation } from '../service/admission-claims.js';
@@ -9,6 +10,7 @@ import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import { ClaimWindow, OwedLook } from './claim-window.js';
+import { VersionAnnouncer, type VersionAnnounceOptions } from './version-announcer.js';
 import { RunLogger } from './run-events.js';
 import { TaskExecutor, type ExecutionHooks } from './task-executor.js';
 
@@ -30,6 +32,8 @@ export interface WorkerOptions {
    * the one its admissions record). Tool names are unique within an app only.
    */
   app?: string;
+  /** How the worker announces its tools' versions and when a silent worker counts as gone (see `VersionAnnouncer`). */
+  versions?: VersionAnnounceOptions;
   hooks?: ExecutionHooks;
 }
 
@@ -76,6 +80,8 @@ export class Worker {
   /** The app whose tasks it claims; the claim leaves every other app's tasks in place. */
   readonly app: string;
   private readonly tools: ToolRegistry;
+  /** Announces the versions of its tools and keeps what its claims may take by version. */
+  private readonly announcer: VersionAnnouncer;
   /** Looks owed at the wake time of a task this worker suspended (other processes find it at their poll). */
   private readonly wakeTimers = new Set<NodeJS.Timeout>();
 
@@ -99,6 +105,19 @@ export class Worker {
     this.toolNames = tools.names();
     this.tools = tools;
     this.app = options.app === undefined ? port.app : checkAppName(options.app, 'worker app');
+    // Only tools that may run as tasks have tasks to claim by version.
+    const own = new Map(this.toolNames.filter((name) => taskSupportOf(tools.get(name)!) !== 'forbidden').map((name) => [name, tools.version(name)!]));
+    // Grants that changed may make tasks claimable that were not: every task is looked at again.
+    this.announcer = new VersionAnnouncer(port, this.app, this.id, own, this.logger, () => this.nudge(), options.versions);
+  }
+
+  /**
+   * The version of `tool` this worker runs (`ToolRegistry.version`): what it announces, what its
+   * claims are granted by, and what a task of another version differs from; null for a tool it
+   * does not run.
+   */
+  version(tool: string): string | null {
+    return this.tools.version(tool);
   }
 
   /** Starts claiming. */
@@ -108,8 +127,8 @@ export class Worker {
     this.unsubscribe = this.port.changes.subscribeAll((taskId, version, record) => this.changed(taskId, version, record));
     this.withdraw = this.port.admissionClaims.offer(this);
     // Said once: a task of any other tool is never claimed here and waits for a worker that knows it.
-    this.logger.emit('worker:started', { app: this.app, tools: this.toolNames });
-    this.loop = this.run();
+    this.logger.emit('worker:started', { app: this.app, tools: this.toolNames, versions: this.announcer.versions() });
+    this.loop = this.run(this.announcer.start());
   }
 
   /**
@@ -123,6 +142,8 @@ export class Worker {
     this.nudge();
     await this.loop;
     this.loop = null;
+    // No more claims from here: the worker's versions are gone for the others at once.
+    await this.announcer.stop();
     this.unsubscribe?.();
     for (const timer of this.wakeTimers) clearTimeout(timer);
     this.wakeTimers.clear();
@@ -130,7 +151,9 @@ export class Worker {
     await Promise.allSettled([...this.runs]);
   }
 
-  private async run(): Promise<void> {
+  private async run(announced: Promise<void>): Promise<void> {
+    // The first claim goes with the grants of the first announcement (it never fails: a failed one keeps the worker to its own version).
+    await announced;
     let failures = 0;
     // The first look is owed: tasks may be due already.
     this.owed.every();
@@ -157,6 +180,7 @@ export class Worker {
             abandonedResult: errorResult(`task abandoned after ${this.maxAttempts} attempts`),
             tools: this.toolNames,
             app: this.app,
+            versions: this.announcer.grants,
           });
           failures = 0;
           for (const record of claimed) this.launch(record);

@@ -136,8 +136,20 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     expect(seen).toEqual(all.tasks.map((t) => t.taskId));
 
     const table = await runCli(['tasks', 'ls', '--store', url]);
-    expect(table.stdout.split('\n')[0]).toMatch(/^TASK\s+PRINCIPAL\s+APP\s+TOOL\s+STATUS\s+ATTEMPT/);
-    expect(table.stdout).toMatch(/beta\/bob\s+ledger-app\s+quick/);
+    expect(table.stdout.split('\n')[0]).toMatch(/^TASK\s+PRINCIPAL\s+APP\s+TOOL\s+TOOL VERSION\s+STATUS\s+ATTEMPT/);
+    const quickVersion = filledStore.runtime.tools.version('quick')!;
+    expect(table.stdout).toMatch(new RegExp(`beta/bob\\s+ledger-app\\s+quick\\s+${quickVersion}\\s+completed`));
+
+    // By the version of its tool each task was admitted with.
+    const holdVersion = filledStore.runtime.tools.version('hold')!;
+    const ofVersion = (await json(['tasks', 'ls', '--store', url, '--json', '--version', holdVersion])) as {
+      tasks: Array<{ taskId: string; toolVersion: string }>;
+    };
+    expect(ofVersion.tasks.map((t) => t.taskId).sort()).toEqual([ids.a2, ids.c1].sort());
+    expect(ofVersion.tasks.map((t) => t.toolVersion)).toEqual([holdVersion, holdVersion]);
+    expect(((await json(['tasks', 'ls', '--store', url, '--json', '--version', 'v-none'])) as { tasks: unknown[] }).tasks).toEqual([]);
+    const badVersion = await inProcess(['tasks', 'ls', '--store', url, '--version', '']);
+    expect([badVersion.code, badVersion.stderr]).toEqual([2, expect.stringMatching(/--version must not be empty/)]);
 
     const shown = (await json(['tasks', 'show', ids.a2, '--store', url, '--json'])) as {
       task: Record<string, unknown>;
@@ -146,8 +158,10 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     };
     expect(shown.task).toMatchObject({ taskId: ids.a2, tenant: 'acme', subject: 'alice', app: 'ledger-app', tool: 'hold', status: 'working', attempt: 1 });
     expect(shown.task.toolDigest).toBe(filledStore.runtime.tools.digest('hold'));
+    expect(shown.task.toolVersion).toBe(holdVersion);
     const shownText = await inProcess(['tasks', 'show', ids.a2, '--store', url]);
     expect(shownText.stdout).toMatch(/^app\s+ledger-app$/m);
+    expect(shownText.stdout).toMatch(new RegExp(`^tool\\s+hold   version ${holdVersion}   definition `, 'm'));
     expect(shownText.stdout).toMatch(/^version\s+\d+\s+attempt 1, 0 takeovers/m);
     expect(shown.task).toMatchObject({ takeovers: 0 });
     expect(shown.lease).toMatchObject({ held: true });

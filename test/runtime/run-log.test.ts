@@ -56,7 +56,13 @@ describe("a worker's run events in the runtime's log", () => {
     const { runtime, lines } = logged();
     await runtime.start();
     const workerId = runtime.worker!.id;
-    expect(lines.find((l) => l.event === 'worker:started')).toMatchObject({ level: 30, workerId, app: 'default', tools: ['thrower'] });
+    expect(lines.find((l) => l.event === 'worker:started')).toMatchObject({
+      level: 30,
+      workerId,
+      app: 'default',
+      tools: ['thrower'],
+      versions: { thrower: expect.stringMatching(/^[0-9a-f]{16}$/) },
+    });
 
     const ids = { string: await run(runtime, 'string'), object: await run(runtime, 'object'), error: await run(runtime, 'error') };
     const threw = await until(() => {

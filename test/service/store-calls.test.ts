@@ -32,6 +32,7 @@ const TIMED: StoreOperation[] = [
   'inputs',
   'inspectTask',
   'list',
+  'liveVersions',
   'recordDecision',
   'recordStep',
   'release',

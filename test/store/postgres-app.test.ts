@@ -81,6 +81,7 @@ describe('PostgreSQL apps on one schema', () => {
       '008_task_steps.sql',
       '009_read_audit_window.sql',
       '010_outbox_open_by_task.sql',
+      '011_tool_versions.sql',
     ]);
     const before = await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: NOW + 1 });
     expect(before.record).toMatchObject({ app: 'default', toolDigest: null, version: 1 });
@@ -107,7 +108,7 @@ describe('PostgreSQL apps on one schema', () => {
     for (let i = 0; i < 3; i++) small.push((await store.admit(admission({ toolName: 'build_report', app: 'small' }))).record!);
     await store.pool.query('ANALYZE tasks; ANALYZE task_outbox');
 
-    const params = [NOW + 10, Number.MIN_SAFE_INTEGER, '0', 10, ['build_report'], 'small'];
+    const params = [NOW + 10, Number.MIN_SAFE_INTEGER, '0', 10, ['build_report'], 'small', null, [], []];
     const client = await store.pool.connect();
     try {
       await client.query('BEGIN');

@@ -47,8 +47,13 @@ describe('PostgreSQL plans kept from an empty schema', () => {
     const store = await PostgresStore.open(await freshPostgresUrl('plan_claims'), { poolSize: 2 });
     open.push(store);
     for (const [text, types, args] of [
-      [sql.dueOutboxOfApp, 'bigint, bigint, bigint, int, text[], text', `1, 0, 0, 8, NULL, 'default'`],
-      [sql.dueOutbox, 'bigint, bigint, bigint, int, text[]', `1, 0, 0, 8, NULL`],
+      [sql.dueOutboxOfApp, 'bigint, bigint, bigint, int, text[], text, text[], text[], text[]', `1, 0, 0, 8, NULL, 'default', NULL, '{}', '{}'`],
+      [sql.dueOutbox, 'bigint, bigint, bigint, int, text[], text[], text[], text[]', `1, 0, 0, 8, NULL, NULL, '{}', '{}'`],
+      [
+        sql.dueOutboxOfApp,
+        'bigint, bigint, bigint, int, text[], text, text[], text[], text[]',
+        `1, 0, 0, 8, '{t}', 'default', '{"t\nv2"}', '{t}', '{"t\nv1","t\nv2"}'`,
+      ],
     ] as const) {
       const plan = await genericPlan(store, text, types, args, CLAIM_SETTINGS);
       expect(plan).toContain('Index Scan using tasks_pkey');

@@ -33,7 +33,9 @@ tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, st
   created_at_ms bigint NO, last_updated_at_ms bigint NO, ttl_ms bigint YES, expires_at_ms bigint YES,
   poll_interval_ms integer YES, request_digest text YES, idempotency_key text YES, request jsonb YES,
   cancel_requested boolean NO, result jsonb YES, result_digest text YES, correlation_id text YES, attempt integer NO,
-  lease_owner text YES, lease_expires_at_ms bigint YES, app text NO, tool_digest text YES`;
+  lease_owner text YES, lease_expires_at_ms bigint YES, app text NO, tool_digest text YES, tool_version text YES
+worker_versions: app text NO, tool_name text NO, version text NO, worker_id text NO, first_seen_ms bigint NO,
+  last_seen_ms bigint NO`;
 
 const EXPECTED_INDEXES = [
   'task_audit USING btree (task_id, id)',
@@ -57,6 +59,7 @@ const EXPECTED_INDEXES = [
   'tasks USING btree (auth_key, idempotency_key)',
   'tasks USING btree (expires_at_ms) WHERE (expires_at_ms IS NOT NULL)',
   'tasks USING btree (task_id)',
+  'worker_versions USING btree (app, tool_name, version, worker_id)',
 ];
 
 describe('PostgresStore schema and migrations', () => {
@@ -118,6 +121,7 @@ describe('PostgresStore schema and migrations', () => {
       '008_task_steps.sql',
       '009_read_audit_window.sql',
       '010_outbox_open_by_task.sql',
+      '011_tool_versions.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -173,6 +177,7 @@ describe('PostgresStore schema and migrations', () => {
         '008_task_steps.sql',
         '009_read_audit_window.sql',
         '010_outbox_open_by_task.sql',
+        '011_tool_versions.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);

@@ -50,6 +50,7 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['lease_expires_at_ms', 'INTEGER', 0, 0],
     ['app', 'TEXT', 1, 0],
     ['tool_digest', 'TEXT', 0, 0],
+    ['tool_version', 'TEXT', 0, 0],
   ],
   task_outbox: [
     ['id', 'INTEGER', 0, 1],
@@ -120,6 +121,14 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['wake_at_ms', 'INTEGER', 0, 0],
     ['started_at_ms', 'INTEGER', 1, 0],
     ['updated_at_ms', 'INTEGER', 1, 0],
+  ],
+  worker_versions: [
+    ['app', 'TEXT', 1, 1],
+    ['tool_name', 'TEXT', 1, 2],
+    ['version', 'TEXT', 1, 3],
+    ['worker_id', 'TEXT', 1, 4],
+    ['first_seen_ms', 'INTEGER', 1, 0],
+    ['last_seen_ms', 'INTEGER', 1, 0],
   ],
   tasklatch_meta: [
     ['key', 'TEXT', 0, 1],
@@ -221,6 +230,7 @@ describe('SQLite migrations', () => {
       '009_read_audit_window.sql',
       '010_held_tasks_index.sql',
       '011_read_audit_by_arrival.sql',
+      '012_tool_versions.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
@@ -301,6 +311,7 @@ describe('SQLite migrations', () => {
         '009_read_audit_window.sql',
         '010_held_tasks_index.sql',
         '011_read_audit_by_arrival.sql',
+        '012_tool_versions.sql',
       ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
       const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };
@@ -331,7 +342,7 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open(path);
     try {
-      expect(store.migrationsApplied).toEqual(['011_read_audit_by_arrival.sql']);
+      expect(store.migrationsApplied).toEqual(['011_read_audit_by_arrival.sql', '012_tool_versions.sql']);
       const rows = () => store.db.prepare('SELECT task_key, count, first_at_ms, last_at_ms FROM task_read_audit ORDER BY rowid').all();
       expect(rows()).toEqual([
         { task_key: 'z-task', count: 3, first_at_ms: 10, last_at_ms: 30 },

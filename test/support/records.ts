@@ -12,6 +12,7 @@ export function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
     app: 'default',
     toolName: 'export_ledger',
     toolDigest: null,
+    toolVersion: null,
     status: 'working',
     statusMessage: null,
     version: 1,

@@ -60,6 +60,15 @@ class FakePort implements WorkerPort {
     });
   }
 
+  /** No other worker: every announcement is the only live one. */
+  async announceVersions(): Promise<void> {}
+
+  async withdrawVersions(): Promise<void> {}
+
+  async liveVersions(): Promise<{ now: number; announcements: [] }> {
+    return { now: this.now(), announcements: [] };
+  }
+
   async heartbeat(input: { fence: Fence; leaseMs: number }): Promise<boolean> {
     this.heartbeats.push(input.fence);
     return this.holds;

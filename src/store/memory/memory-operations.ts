@@ -31,6 +31,7 @@ export function matchesFilter(record: TaskRecord, filter: TaskFilter): boolean {
     (filter.status === undefined || record.status === filter.status) &&
     (filter.app === undefined || record.app === filter.app) &&
     (filter.tool === undefined || record.toolName === filter.tool) &&
+    (filter.toolVersion === undefined || record.toolVersion === filter.toolVersion) &&
     (filter.createdSince === undefined || record.createdAt >= filter.createdSince) &&
     (filter.createdBefore === undefined || record.createdAt < filter.createdBefore)
   );

@@ -12,6 +12,7 @@ import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
+import { MemoryVersions } from './memory-versions.js';
 import { claimIn, closeEntry, heartbeatIn, pendingIn, releaseIn, type MemoryDispatchState, type OutboxEntry } from './memory-dispatch.js';
 import { journalOf, recordStepIn, seedSteps, sleepingIn, stepsOf, type MemoryStepState } from './memory-steps.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
@@ -193,6 +194,12 @@ export class MemoryStore implements TaskStore {
   async pendingDispatch(): Promise<number> {
     return pendingIn(this.dispatchState);
   }
+
+  // The worker versions role (WorkerVersions): memory-versions.ts.
+  private readonly versions = new MemoryVersions();
+  readonly announceVersions = this.versions.announceVersions.bind(this.versions);
+  readonly withdrawVersions = this.versions.withdrawVersions.bind(this.versions);
+  readonly liveVersions = this.versions.liveVersions.bind(this.versions);
 
   // The input role (TaskInputs): memory-inputs.ts.
 

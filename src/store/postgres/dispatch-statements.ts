@@ -11,10 +11,12 @@ import { unexpired } from './predicates.js';
 /**
  * One page of the claim walk: open entries due at $1, after the keyset position ($2, $3), at
  * most $4, each with its task, in dispatch order; $5 (null: any) the tools the claimer runs;
- * with `ofApp`, $6 the claimer's app. Both filters are part of the locking read (they restate
- * isForClaimer): an entry of another tool or app is never locked, so a worker it is for is not
- * made to skip it. The app is compared on the entry, so the walk reads only the claimer's
- * app's entries, through task_outbox_app_dispatch (app, available_at_ms, id); without an app
+ * with `ofApp`, $6 the claimer's app; then (from $6, or $7 with `ofApp`) the claimer's version
+ * grants as `versionGrantLists` gives them: its own (tool, version) keys (null: any version),
+ * the tools it is the newest live version of, and the live keys of those tools. The filters are
+ * part of the locking read (they restate isForClaimer and mayClaimVersion): an entry of another
+ * tool, app or version is never locked, so a worker it is for is not made to skip it. The app is
+ * compared on the entry, so the walk reads only the claimer's app's entries, through task_outbox_app_dispatch (app, available_at_ms, id); without an app
  * (a claim for any app) the open entries of every app are read and sorted.
  *
  * Locking the task as well as the entry is what keeps a claim out of deadlocks: a terminal
@@ -23,12 +25,16 @@ import { unexpired } from './predicates.js';
  * written is skipped like one another claimer holds, and the writer's notification wakes the workers.
  */
 function dueOutbox(ofApp: boolean): string {
+  const [own, newest, live] = ofApp ? ['$7', '$8', '$9'] : ['$6', '$7', '$8'];
+  const key = `t.tool_name || chr(10) || t.tool_version`;
   return `
   SELECT o.id AS outbox_id, o.available_at_ms AS outbox_available_at_ms, t.*
     FROM task_outbox o JOIN tasks t ON t.task_id = o.task_id
    WHERE o.done_at_ms IS NULL AND o.available_at_ms <= $1
      AND (o.available_at_ms, o.id) > ($2::bigint, $3::bigint)
      AND ($5::text[] IS NULL OR t.tool_name = ANY($5::text[]))${ofApp ? '\n     AND o.app = $6::text AND t.app = $6::text' : ''}
+     AND (t.tool_version IS NULL OR ${own}::text[] IS NULL OR ${key} = ANY(${own}::text[])
+          OR (t.tool_name = ANY(${newest}::text[]) AND NOT ${key} = ANY(${live}::text[])))
    ORDER BY o.available_at_ms, o.id
    LIMIT $4
      FOR UPDATE OF o, t SKIP LOCKED`;

@@ -3,6 +3,7 @@ import { resultDigest } from '../../core/digest.js';
 import { claimDetail, decideDispatch, type DispatchStep } from '../../core/dispatch-rules.js';
 import { coerceError, TasklatchError } from '../../core/errors.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
+import { versionGrantLists } from '../../core/version-rules.js';
 import type { ClaimInput } from '../types.js';
 import { inShortTransaction, type ShortTransaction, type Statement } from './transactions.js';
 import type { Change } from './listener.js';
@@ -103,12 +104,18 @@ async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Cha
   // An entry claimed with leaseMs 0 stays due at `now` and could reappear after the keyset; a
   // walk decides on each entry once, so it is skipped.
   const visited = new Set<string>();
+  // The version grants as the walk's statement takes them (null: any version).
+  const lists = input.versions === undefined ? null : versionGrantLists(input.versions);
+  const grants = lists === null ? [null, [], []] : [lists.own, lists.newest, lists.live];
   while (claimed.length < input.limit) {
     // A page no larger than what is still wanted: every row read is locked until commit, and a
     // row locked here is one other claimers skip.
     const wanted = input.limit - claimed.length;
     const filter = [input.now, after.availableAt, after.id, wanted, input.tools ?? null];
-    const page = input.app === undefined ? await tx.query<DueRow>(sql.dueOutbox, filter) : await tx.query<DueRow>(sql.dueOutboxOfApp, [...filter, input.app]);
+    const page =
+      input.app === undefined
+        ? await tx.query<DueRow>(sql.dueOutbox, [...filter, ...grants])
+        : await tx.query<DueRow>(sql.dueOutboxOfApp, [...filter, input.app, ...grants]);
     const close: string[] = [];
     const defer: { id: string; until: Millis }[] = [];
     const claims: Claim[] = [];

@@ -32,6 +32,8 @@ export interface TaskRow {
   lease_expires_at_ms: string | number | null;
   app: string;
   tool_digest: string | null;
+  /** Absent from rows read before migration 011 was applied (a store is migrated when it opens). */
+  tool_version?: string | null;
 }
 
 /** A `task_inputs` row as pg returns it. */
@@ -94,6 +96,7 @@ export function rowToRecord(row: TaskRow): TaskRecord {
     app: row.app,
     toolName: row.tool_name,
     toolDigest: row.tool_digest,
+    toolVersion: row.tool_version ?? null,
     // The CHECK constraint admits only the five statuses.
     status: row.status as TaskStatus,
     statusMessage: row.status_message,
@@ -142,6 +145,7 @@ export function recordToRow(r: TaskRecord): unknown[] {
     r.leaseExpiresAt,
     r.app,
     r.toolDigest,
+    r.toolVersion,
   ];
 }
 

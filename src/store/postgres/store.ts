@@ -9,6 +9,7 @@ import { ProgressBuffer } from '../progress-buffer.js';
 import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
   AdmitInput,
+  AnnounceVersionsInput,
   AdmitOutcome,
   AnswerInput,
   AnswerOutcome,
@@ -37,6 +38,7 @@ import type {
 import { auditTrailIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
+import { announceVersionsIn, liveVersionsIn, withdrawVersionsIn } from './versions.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
 import { migratePostgres } from './migrate.js';
@@ -220,6 +222,11 @@ export class PostgresStore implements TaskStore {
   async pendingDispatch(): Promise<number> {
     return pendingIn(this.pool);
   }
+
+  // The worker versions role (WorkerVersions): versions.ts.
+  readonly announceVersions = (input: AnnounceVersionsInput) => announceVersionsIn(this.pool, input);
+  readonly withdrawVersions = (input: { app: string; workerId: string }) => withdrawVersionsIn(this.pool, input);
+  readonly liveVersions = (input: { app?: string; now: Millis; silenceMs: number }) => liveVersionsIn(this.pool, input);
 
   // The input role (TaskInputs): inputs.ts.
 

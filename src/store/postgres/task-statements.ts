@@ -32,6 +32,7 @@ const TASK_COLUMN_TYPES = [
   'bigint',
   'text',
   'text',
+  'text',
 ] as const;
 const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
 
@@ -85,8 +86,8 @@ export function appliedTransition(sets: readonly string[], terminal: boolean): s
 /**
  * Admission as one statement: the task row (unless its key is taken, or the caller is at a
  * bound), its outbox entry (with the task's app, which the claim filters by) and the ACCEPT_TASK
- * audit line. Parameters: the task's columns ($1–$23, `TASK_COLUMNS` order), the limit ($24,
- * null for none), now ($25), the stored bound ($26, null for none). Under a bound the caller has
+ * audit line. Parameters: the task's columns ($1–$24, `TASK_COLUMNS` order), the limit ($25,
+ * null for none), now ($26), the stored bound ($27, null for none). Under a bound the caller has
  * taken the auth key's advisory lock in an earlier statement, so this statement's snapshot
  * already sees every admission that committed before it. The count guards restate
  * decideLimitedAdmission's bounds; the key's live holder is classified in TS.
@@ -94,8 +95,8 @@ export function appliedTransition(sets: readonly string[], terminal: boolean): s
  * `claimed`: the admission leased to its claimer in the same statement (`AdmitInput.claim`).
  * The columns are then those of the task as the claim leaves it (version 2, attempt 1, the
  * lease), the outbox entry is written as the claim leaves it (due at the lease's end, the
- * claimer's), and the claim's APPLY_TRANSITION line follows the ACCEPT_TASK line ($27 its
- * correlation id, $28 its detail). The committed state is the one an insert and then the claim's
+ * claimer's), and the claim's APPLY_TRANSITION line follows the ACCEPT_TASK line ($28 its
+ * correlation id, $29 its detail). The committed state is the one an insert and then the claim's
  * UPDATE leave in one transaction, without the row version, index entries and outbox update the
  * UPDATE cost.
  */

@@ -27,6 +27,7 @@ export interface TaskRow {
   lease_expires_at_ms: number | null;
   app: string;
   tool_digest: string | null;
+  tool_version: string | null;
 }
 
 /** A `task_audit` row. */
@@ -73,6 +74,7 @@ export function rowToRecord(row: TaskRow): TaskRecord {
     app: row.app,
     toolName: row.tool_name,
     toolDigest: row.tool_digest,
+    toolVersion: row.tool_version,
     status: row.status,
     statusMessage: row.status_message,
     version: row.version,
@@ -121,6 +123,7 @@ export function recordToRow(record: TaskRecord): TaskRow {
     lease_expires_at_ms: record.leaseExpiresAt,
     app: record.app,
     tool_digest: record.toolDigest,
+    tool_version: record.toolVersion,
   };
 }
 

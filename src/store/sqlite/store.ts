@@ -8,6 +8,7 @@ import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaSt
 import type {
   AdmitInput,
   AdmitOutcome,
+  AnnounceVersionsInput,
   AnswerInput,
   AnswerOutcome,
   AskInput,
@@ -30,6 +31,7 @@ import type {
   RecordStepInput,
   RecordStepOutcome,
   StepsOutcome,
+  VersionAnnouncement,
 } from '../types.js';
 import { auditTrailIn, prepareAuditStatements, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { openDatabase, sqliteDriver } from './connection.js';
@@ -48,6 +50,7 @@ import { prepareStatements, type Statements } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
 import { inTransaction } from './transactions.js';
 import { WriteBatcher } from './write-batcher.js';
+import { announceVersionsIn, liveVersionsIn, prepareVersionStatements, withdrawVersionsIn, type VersionStatements } from './versions.js';
 import { refuseUnstorable, unstorableRefusal } from '../storable.js';
 
 /** Options of {@link SqliteStore.open}. */
@@ -77,6 +80,7 @@ export class SqliteStore implements TaskStore {
   private readonly admissions: WriteBatcher;
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
   private readonly stepSql: StepStatements;
+  private readonly versionSql: VersionStatements;
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
   private readonly auditWriter: AuditWriter;
@@ -100,6 +104,7 @@ export class SqliteStore implements TaskStore {
     );
     this.audit = prepareAuditStatements(db);
     this.stepSql = prepareStepStatements(db);
+    this.versionSql = prepareVersionStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
     // not take the file's write lock for its audit line, and a burst of polls commits once.
     this.auditWriter = new AuditWriter(
@@ -185,6 +190,20 @@ export class SqliteStore implements TaskStore {
 
   async pendingDispatch(): Promise<number> {
     return pendingIn(this.sql);
+  }
+
+  // The worker versions role (WorkerVersions): versions.ts. No row of `tasks` changes, so the rows `get` keeps stay current.
+
+  async announceVersions(input: AnnounceVersionsInput): Promise<void> {
+    this.write(() => this.rows.outsideTasks(() => announceVersionsIn(this.versionSql, input)));
+  }
+
+  async withdrawVersions(input: { app: string; workerId: string }): Promise<void> {
+    this.write(() => this.rows.outsideTasks(() => withdrawVersionsIn(this.versionSql, input)));
+  }
+
+  async liveVersions(input: { app?: string; now: Millis; silenceMs: number }): Promise<VersionAnnouncement[]> {
+    return liveVersionsIn(this.versionSql, input);
   }
 
   // The input role (TaskInputs): inputs.ts.

@@ -1,7 +1,9 @@
 import { getParseErrorMessage, normalizeObjectSchema, safeParse, type AnySchema } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
 import { schemaFromCheck, type SchemaCheck } from '../../tools/input-schema.js';
+import { jcsSha256 } from '../../core/digest.js';
 import { TasklatchError } from '../../core/errors.js';
+import { defaultToolVersion } from '../../core/version-rules.js';
 import type { TaskSupport } from '../../core/types.js';
 import { authKeyOf } from '../../tools/principal.js';
 import type { TaskTool, ToolContext, ToolResult } from '../../tools/tool.js';
@@ -30,13 +32,16 @@ export function taskToolFrom(name: string, tool: RegisteredSdkTool, taskSupport:
   };
   const inputSchema = schemaFromCheck(check);
   const handler = tool.handler as unknown as (...args: unknown[]) => Promise<ToolResult>;
+  const definition = sdkDefinition(tool);
   return {
     name,
     ...(tool.title === undefined ? {} : { title: tool.title }),
     description: tool.description ?? '',
     inputSchema,
-    definition: sdkDefinition(tool),
+    definition,
     execution: { taskSupport },
+    // The registered callback's text, not the adapter's below (the same for every tool): an edit of it is a new version.
+    version: defaultToolVersion(handler.toString(), jcsSha256({ name, definition, taskSupport })),
     handler: async (args, ctx) => (schema === undefined ? handler(sdkExtra(ctx)) : handler(args, sdkExtra(ctx))),
   };
 }

@@ -14,8 +14,8 @@ defineStoreSuite('operations', ({ fresh }) => {
     const plan = [
       { authKey: A, toolName: 'export_ledger' },
       { authKey: B, toolName: 'export_ledger' },
-      { authKey: C, toolName: 'sleep' },
-      { authKey: A, toolName: 'sleep' },
+      { authKey: C, toolName: 'sleep', toolVersion: 'v1' },
+      { authKey: A, toolName: 'sleep', toolVersion: 'v2' },
       { authKey: B, toolName: 'sleep', ttl: 1000 },
       { authKey: A, toolName: 'export_ledger' },
     ];
@@ -44,6 +44,8 @@ defineStoreSuite('operations', ({ fresh }) => {
     expect(await ids({ subject: 'bob' })).toEqual(['op-4', 'op-1']);
     expect(await ids({ status: 'completed' })).toEqual(['op-1']);
     expect(await ids({ tool: 'sleep' })).toEqual(['op-4', 'op-3', 'op-2']);
+    expect(await ids({ toolVersion: 'v2' })).toEqual(['op-3']);
+    expect(await ids({ tool: 'sleep', toolVersion: 'v1' })).toEqual(['op-2']);
     expect(await ids({ createdSince: T0 + 2000, createdBefore: T0 + 4000 })).toEqual(['op-3', 'op-2']);
     expect(await ids({ tenant: 'tenant', subject: 'a/alice' })).toEqual([]);
     expect(await ids({ tenant: 'nobody' })).toEqual([]);

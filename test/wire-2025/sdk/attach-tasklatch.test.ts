@@ -213,6 +213,16 @@ describe('attach-time errors', () => {
     const strings = new SdkTasklatch(reportServer(z.string()), { store, tasks: { build_report: 'required' }, execute: false, logger: createLogger('silent') });
     expect(strings.runtime.app).toBe('default');
     expect(strings.runtime.tools.digest('build_report')).not.toBe(tasklatch.runtime.tools.digest('build_report'));
+    // The version follows the registered callback's text: the same code, the same version; another callback, another.
+    const sameCode = new SdkTasklatch(reportServer(z.number()), { store, tasks: { build_report: 'required' }, execute: false, logger: createLogger('silent') });
+    expect(sameCode.runtime.tools.version('build_report')).toBe(tasklatch.runtime.tools.version('build_report'));
+    const edited = new McpServer({ name: 'reports', version: '1.0.0' });
+    edited.registerTool('build_report', { description: 'a report', inputSchema: { month: z.string() }, outputSchema: { total: z.number() } }, async () => ({
+      content: [],
+      structuredContent: { total: 2 },
+    }));
+    const editedCode = new SdkTasklatch(edited, { store, tasks: { build_report: 'required' }, execute: false, logger: createLogger('silent') });
+    expect(editedCode.runtime.tools.version('build_report')).not.toBe(tasklatch.runtime.tools.version('build_report'));
     expect(() => new SdkTasklatch(reportServer(z.string()), { store, app: ' reports', tasks: { build_report: 'required' } })).toThrow(
       /must not start or end with a space/,
     );
