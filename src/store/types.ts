@@ -6,7 +6,7 @@ import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../cor
 import type { TaskOperations } from './task-operations.js';
 import type { TaskSteps } from './task-steps.js';
 
-export type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
+export type { ParkInput, ParkOutcome, RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
 
 /** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
 export type { Fence } from '../core/types.js';

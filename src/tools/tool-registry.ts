@@ -2,6 +2,7 @@ import type { ToolDescriptor } from '../core/types.js';
 import { taskSupportOf } from '../core/create-rules.js';
 import { toolDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
+import { JOURNAL_MISMATCH_ACTIONS } from '../core/park-rules.js';
 import { inputJsonSchema } from './input-schema.js';
 import type { TaskTool } from './tool.js';
 
@@ -13,6 +14,11 @@ export class ToolRegistry {
   constructor(tools: readonly TaskTool[]) {
     for (const tool of tools) {
       if (this.byName.has(tool.name)) throw new TasklatchError('INVALID_INPUT', `tool ${tool.name} is defined twice`);
+      // A misspelt option would otherwise park (the default) where its author asked to fail.
+      const mismatch: unknown = tool.onJournalMismatch;
+      if (mismatch !== undefined && !(JOURNAL_MISMATCH_ACTIONS as readonly unknown[]).includes(mismatch)) {
+        throw new TasklatchError('INVALID_INPUT', `tool ${tool.name}: onJournalMismatch is 'park' or 'fail'`);
+      }
       this.byName.set(tool.name, tool);
     }
   }

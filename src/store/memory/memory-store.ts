@@ -13,6 +13,7 @@ import { auditLine } from '../audit-line.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
 import { claimIn, closeEntry, heartbeatIn, pendingIn, releaseIn, type MemoryDispatchState, type OutboxEntry } from './memory-dispatch.js';
+import { parkedIn, parkIn, unparkAfter, type MemoryParkState } from './memory-park.js';
 import { journalOf, recordStepIn, seedSteps, sleepingIn, stepsOf, type MemoryStepState } from './memory-steps.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
@@ -42,6 +43,7 @@ import type {
   RecordStepOutcome,
   StepsOutcome,
 } from '../types.js';
+import type { ParkedCount, ParkInput, ParkOutcome } from '../task-steps.js';
 
 /**
  * A store in process memory. Every method runs to completion without awaiting, so each one is
@@ -79,7 +81,15 @@ export class MemoryStore implements TaskStore {
     },
     audit: (line) => this.audit.append(line),
   };
-  private readonly operations: MemoryOperationsState = { tasks: this.tasks, outbox: this.outbox, questions: this.questions, audit: this.audit };
+  /** Parked tasks' marks (memory-park.ts): gone with the next applied step or ask and with any terminal write (`track`). */
+  private readonly parkState: MemoryParkState = { tasks: this.tasks, marks: new Map(), outbox: this.outbox, audit: this.audit };
+  private readonly operations: MemoryOperationsState = {
+    tasks: this.tasks,
+    outbox: this.outbox,
+    questions: this.questions,
+    audit: this.audit,
+    parks: this.parkState,
+  };
   /** taskId → its journal in position order: the task_steps table of the SQL stores. */
   private readonly stepState: MemoryStepState = { tasks: this.tasks, journal: new Map<string, StepRecord[]>(), outbox: this.outbox, audit: this.audit };
 
@@ -158,6 +168,7 @@ export class MemoryStore implements TaskStore {
     stored.status = 'cancelled';
     this.track(stored);
     stored.cancelRequested = true;
+    stored.statusMessage = null; // a wait's or a park's message does not outlive the task
     stored.version += 1;
     stored.lastUpdatedAt = now;
     stored.leaseOwner = null;
@@ -197,7 +208,7 @@ export class MemoryStore implements TaskStore {
   // The input role (TaskInputs): memory-inputs.ts.
 
   async ask(input: AskInput): Promise<AskOutcome> {
-    return askIn(this.inputState, input);
+    return unparkAfter(this.parkState, input.fence.taskId, askIn(this.inputState, input));
   }
 
   async answer(input: AnswerInput): Promise<AnswerOutcome> {
@@ -211,7 +222,11 @@ export class MemoryStore implements TaskStore {
   // The step role (TaskSteps): memory-steps.ts.
 
   async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
-    return recordStepIn(this.stepState, input);
+    return unparkAfter(this.parkState, input.fence.taskId, recordStepIn(this.stepState, input));
+  }
+
+  async park(input: ParkInput): Promise<ParkOutcome> {
+    return parkIn(this.parkState, input);
   }
 
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
@@ -318,6 +333,10 @@ export class MemoryStore implements TaskStore {
     return sleepingIn(this.stepState, now);
   }
 
+  async parkedTasks({ now }: { now: Millis }): Promise<ParkedCount[]> {
+    return parkedIn(this.parkState, now);
+  }
+
   /** Nothing to migrate: the memory store has no schema. */
   async schemaState(): Promise<SchemaState> {
     return { pending: [], mismatch: null };
@@ -358,6 +377,7 @@ export class MemoryStore implements TaskStore {
       ids.delete(record.taskId);
       if (ids.size === 0) this.active.delete(record.authKey);
     }
+    if (!present || isTerminal(record.status)) this.parkState.marks.delete(record.taskId);
   }
 
   private log(

@@ -34,6 +34,7 @@ import type {
   RecordStepOutcome,
   StepsOutcome,
 } from '../types.js';
+import type { ParkedCount, ParkInput, ParkOutcome } from '../task-steps.js';
 import { auditTrailIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
@@ -44,6 +45,7 @@ import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } 
 import { encodedProgress } from './progress.js';
 import { ReadBatcher } from './read-batcher.js';
 import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
+import { parkedIn, parkIn } from './park.js';
 import { journalIn, recordStepIn, seedStepsIn, sleepingIn, stepsIn } from './steps.js';
 import { sql } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
@@ -256,6 +258,17 @@ export class PostgresStore implements TaskStore {
 
   async sleepingTasks({ now }: { now: Millis }): Promise<number> {
     return sleepingIn(this.pool, now);
+  }
+
+  async park(input: ParkInput): Promise<ParkOutcome> {
+    refuseUnstorable('park', input);
+    const out = await parkIn(this.pool, input);
+    if (out.parked !== null && out.record !== null) this.notified([out.record]);
+    return out;
+  }
+
+  async parkedTasks({ now }: { now: Millis }): Promise<ParkedCount[]> {
+    return parkedIn(this.pool, now);
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
