@@ -1,11 +1,14 @@
 import type { GuardContext } from '../service/guard-context.js';
 import type { TaskStats } from '../store/task-operations.js';
+import type { ParkedCount } from '../store/task-steps.js';
 
 /** One read of the store for the gauges: its counts, the abandoned tasks seen since start, when. */
 export interface Snapshot {
   stats: TaskStats;
   /** Tasks asleep in a durable sleep or a retry's wait (`sleepingTasks`). */
   sleeping: number;
+  /** Tasks parked by a journal mismatch, by app and tool (`parkedTasks`). */
+  parked: ParkedCount[];
   abandoned: number;
   at: number;
 }
@@ -50,10 +53,11 @@ export class StoreSnapshot {
       const now = context.clock();
       const stats = await context.timed('taskStats', context.started(), store.taskStats({ now }));
       const sleeping = await context.timed('sleepingTasks', context.started(), store.sleepingTasks({ now }));
+      const parked = await context.timed('parkedTasks', context.started(), store.parkedTasks({ now }));
       const tally = await context.timed('auditTally', context.started(), store.auditTally({ after: this.position }));
       if (this.position !== null) this.abandoned += tally.abandoned;
       this.position = tally.position;
-      this.last = { stats, sleeping, abandoned: this.abandoned, at: Date.now() };
+      this.last = { stats, sleeping, parked, abandoned: this.abandoned, at: Date.now() };
     } catch {
       // The last read stands; the store's own errors are counted by tasklatch_store_errors_total.
     }
