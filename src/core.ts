@@ -34,6 +34,7 @@ export {
   ASK_DECISIONS,
   ANSWER_DECISIONS,
   STEP_DECISIONS,
+  PARK_DECISIONS,
   SURFACES,
   type CreateDecision,
   type TransitionDecision,
@@ -41,6 +42,7 @@ export {
   type ListDecision,
   type LimitDecision,
   type ReleaseDecision,
+  type ParkDecision,
   type MissDecision,
   type AskDecision,
   type AnswerDecision,
@@ -87,6 +89,7 @@ export {
   type JournalSize,
   type StepReplay,
 } from './core/step-rules.js';
+export { decidePark, parkDelay, parkWrite, parkedMessage, JOURNAL_MISMATCH_ACTIONS, type JournalMismatchAction, type ParkMark } from './core/park-rules.js';
 export {
   decideDispatch,
   holdsFence,

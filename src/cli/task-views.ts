@@ -65,6 +65,8 @@ export function taskDetail(seen: TaskInspection, now: Millis, steps: readonly St
       result: record.result,
       resultDigest: record.resultDigest,
     },
+    // Since when and how many times in a row the task parked (its handler disagrees with its journal), or null.
+    parked: seen.parked === null ? null : { since: iso(seen.parked.parkedAt), parks: seen.parked.parks },
     lease: { owner: record.leaseOwner, expiresAt: iso(record.leaseExpiresAt), held: record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > now },
     dispatch:
       dispatch === null
@@ -164,11 +166,15 @@ export function detailText(seen: TaskInspection, now: Millis, steps: readonly St
     `principal   ${t.tenant}/${t.subject}`,
     `app         ${t.app}`,
     `tool        ${t.tool ?? '-'}${t.toolVersion === null ? '' : `   version ${t.toolVersion}`}${t.toolDigest === null ? '' : `   definition ${t.toolDigest.slice(0, 12)}`}`,
-    `status      ${t.status}${t.expired ? ' (expired, awaiting the sweep)' : ''}${t.statusMessage === null ? '' : ` — ${t.statusMessage}`}`,
+    // An expired task's message (a wait's, a park's) says what it was doing, not what it does: left out here, kept in --json.
+    `status      ${t.status}${t.expired ? ' (expired, awaiting the sweep)' : ''}${t.statusMessage === null || t.expired ? '' : ` — ${t.statusMessage}`}`,
     `version     ${t.version}   attempt ${t.attempt}, ${takeovers} takeover${takeovers === 1 ? '' : 's'}${t.cancelRequested ? '   cancellation requested' : ''}`,
     `created     ${shortTime(seen.record.createdAt)}   updated ${shortTime(seen.record.lastUpdatedAt)}   expires ${shortTime(seen.record.expiresAt)}`,
     `lease       ${d.lease.owner === null ? 'none' : `${d.lease.owner} until ${shortTime(seen.record.leaseExpiresAt)}${d.lease.held ? '' : ' (lapsed)'}`}`,
     `outbox      ${seen.dispatch === null ? 'no entry' : seen.dispatch.doneAt === null ? `open, due ${shortTime(seen.dispatch.availableAt)}` : `closed ${shortTime(seen.dispatch.doneAt)}`}`,
+    ...(seen.parked === null
+      ? []
+      : [`parked      since ${shortTime(seen.parked.parkedAt)}, ${seen.parked.parks} time${seen.parked.parks === 1 ? '' : 's'} in a row`]),
     `idempotency ${t.idempotencyKey ?? '-'}`,
     `correlation ${t.correlationId ?? '-'}`,
   ];

@@ -16,8 +16,9 @@ Looks at the tasks of every tenant in a store, and repairs them through the guar
   ls                     tasks, newest first, a page at a time
     --tenant T --subject S --status S --app NAME --tool NAME --version V (the tool version it was admitted with)
     --since TIME --before TIME   created at/after, before (ISO date-time, or 15m, 2h, 7d ago)
+    --parked             only tasks parked because their handler disagrees with their journal
     --limit N (default 50, at most 500)   --page TOKEN (printed after a page that has more)
-  show ID                the record, lease, attempts and takeovers, outbox entry, questions and steps of one task
+  show ID                the record, lease, attempts and takeovers, parking, outbox entry, questions and steps of one task
   audit ID               every decision about a task: time, auth key, correlation id, detail; reads
                          and refusals counted per caller and hour (how often, first and last)
   cancel ID --as T/S     cancel as the task's principal (tenant/subject), like its client would:
@@ -40,6 +41,7 @@ const OPTIONS = {
   before: { type: 'string' },
   limit: { type: 'string' },
   page: { type: 'string' },
+  parked: { type: 'boolean' },
   as: { type: 'string' },
 } as const;
 
@@ -47,7 +49,7 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositi
 
 /** Flags that only some subcommands take: given to another, they are a mistake, said so. */
 const ONLY: Record<string, readonly (keyof Values)[]> = {
-  ls: ['tenant', 'subject', 'status', 'app', 'tool', 'version', 'since', 'before', 'limit', 'page'],
+  ls: ['tenant', 'subject', 'status', 'app', 'tool', 'version', 'since', 'before', 'limit', 'page', 'parked'],
   cancel: ['as'],
 };
 

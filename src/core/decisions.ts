@@ -106,7 +106,12 @@ export const STEP_DECISIONS = [
 ] as const;
 export type StepDecision = (typeof STEP_DECISIONS)[number];
 
-export type Decision = CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision | ReleaseDecision | InputDecision | StepDecision;
+/** The step surface's park (`src/core/park-rules.ts`): a run whose handler disagrees with its journal leaves its task working. */
+export const PARK_DECISIONS = ['NOT_FOUND', 'BLOCK_AUTH', 'BLOCK_EXPIRED', 'BLOCK_TERMINAL_REWRITE', 'BLOCK_STALE_VERSION', 'APPLY_PARK'] as const;
+export type ParkDecision = (typeof PARK_DECISIONS)[number];
+
+export type Decision =
+  CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision | ReleaseDecision | InputDecision | StepDecision | ParkDecision;
 
 /** The three ways a record can be invisible to a caller; on the wire they look the same. */
 export type MissDecision = 'NOT_FOUND' | 'BLOCK_AUTH' | 'BLOCK_EXPIRED';

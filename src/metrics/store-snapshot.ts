@@ -1,12 +1,15 @@
 import { DEFAULT_VERSION_SILENCE_MS } from '../core/version-rules.js';
 import type { GuardContext } from '../service/guard-context.js';
 import type { TaskStats } from '../store/task-operations.js';
+import type { ParkedCount } from '../store/task-steps.js';
 
 /** One read of the store for the gauges: its counts, the abandoned tasks seen since start, when. */
 export interface Snapshot {
   stats: TaskStats;
   /** Tasks asleep in a durable sleep or a retry's wait (`sleepingTasks`). */
   sleeping: number;
+  /** Tasks parked by a journal mismatch, by app and tool (`parkedTasks`). */
+  parked: ParkedCount[];
   abandoned: number;
   /** Live workers per app, tool and version (`liveVersions`), as `app\ntool\nversion` → count. */
   workerVersions: Map<string, { app: string; tool: string; version: string; workers: number }>;
@@ -55,6 +58,7 @@ export class StoreSnapshot {
       const now = context.clock();
       const stats = await context.timed('taskStats', context.started(), store.taskStats({ now }));
       const sleeping = await context.timed('sleepingTasks', context.started(), store.sleepingTasks({ now }));
+      const parked = await context.timed('parkedTasks', context.started(), store.parkedTasks({ now }));
       const tally = await context.timed('auditTally', context.started(), store.auditTally({ after: this.position }));
       const announced = await context.timed('liveVersions', context.started(), store.liveVersions({ now, silenceMs: this.versionSilenceMs }));
       if (this.position !== null) this.abandoned += tally.abandoned;
@@ -66,7 +70,7 @@ export class StoreSnapshot {
         if (seen === undefined) workerVersions.set(key, { app, tool, version, workers: 1 });
         else seen.workers++;
       }
-      this.last = { stats, sleeping, abandoned: this.abandoned, workerVersions, at: Date.now() };
+      this.last = { stats, sleeping, parked, abandoned: this.abandoned, workerVersions, at: Date.now() };
     } catch {
       // The last read stands; the store's own errors are counted by tasklatch_store_errors_total.
     }

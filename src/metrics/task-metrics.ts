@@ -103,6 +103,16 @@ export class TaskMetrics {
         for (const v of s.workerVersions.values()) g.set({ app: v.app, tool: v.tool, version: v.version }, v.workers);
       },
     );
+    fromStore(
+      'tasklatch_tasks_parked',
+      'tasks parked because their handler disagrees with their journal (a deploy changed it), working and retried with backoff, by app and tool (read from the store, every tenant)',
+      ['app', 'tool'],
+      (g, s) => {
+        // A pair with no parked task left goes from the output rather than staying at its last count.
+        g.reset();
+        for (const row of s.parked) g.set({ app: row.app, tool: row.tool ?? '' }, row.count);
+      },
+    );
     fromStore('tasklatch_tasks_expired_unswept', 'records past their ttl not yet deleted by the sweeper', [], (g, s) => g.set(s.stats.expiredAwaitingSweep));
     fromStore('tasklatch_outbox_open', 'outbox entries not yet closed (tasks waiting for or held by a worker)', [], (g, s) => g.set(s.stats.pendingDispatch));
     fromStore('tasklatch_oldest_working_task_age_seconds', 'age of the oldest unexpired working task (0: none)', [], (g, s) =>

@@ -5,6 +5,7 @@ import {
   CREATE_DECISIONS,
   LIMIT_DECISION,
   LIST_DECISIONS,
+  PARK_DECISIONS,
   READ_DECISIONS,
   STEP_DECISIONS,
   STORED_LIMIT_DECISION,
@@ -230,6 +231,23 @@ const stepCase = z
     }
   });
 
+/**
+ * A park on the step surface: the task's holder found its handler disagreeing with the journal
+ * and parks the task instead of failing it (`packet.park`, the fence, in place of a `record`).
+ */
+const parkCase = z.object({
+  ...common,
+  surface: z.literal('step'),
+  packet: z.object({
+    now: timestamp,
+    auth: z.string(),
+    task: storedRecord.nullable(),
+    steps: z.array(storedStep),
+    park: z.object({ expectedVersion: z.number().int(), owner: z.string() }),
+  }),
+  expect: z.enum(PARK_DECISIONS),
+});
+
 const SURFACE_SCHEMAS = { create: createCase, transition: transitionCase, read: readCase, list: listCase, input: inputCase, step: stepCase } as const;
 
 export type StoredRecordPacket = z.infer<typeof storedRecord>;
@@ -239,7 +257,8 @@ export type ReadCase = z.infer<typeof readCase>;
 export type ListCase = z.infer<typeof listCase>;
 export type InputCase = z.infer<typeof inputCase>;
 export type StoredInputPacket = z.infer<typeof storedInput>;
-export type StepCase = z.infer<typeof stepCase>;
+export type StepCase = z.infer<typeof stepCase> | ParkCase;
+export type ParkCase = z.infer<typeof parkCase>;
 export type StoredStepPacket = z.infer<typeof storedStep>;
 export type ReplayCase = CreateCase | TransitionCase | ReadCase | ListCase | InputCase | StepCase;
 
@@ -291,7 +310,9 @@ function parseCase(item: unknown, index: number): ReplayCase {
       `${label}: field "surface": expected one of ${Object.keys(SURFACE_SCHEMAS).join(', ')}, got ${JSON.stringify(surface) ?? 'nothing'}`,
     );
   }
-  const result = SURFACE_SCHEMAS[surface as keyof typeof SURFACE_SCHEMAS].safeParse(item);
+  // A step packet with `park` in place of `record` is a park (`parkCase`).
+  const parks = surface === 'step' && typeof obj.packet === 'object' && obj.packet !== null && 'park' in obj.packet;
+  const result = (parks ? parkCase : SURFACE_SCHEMAS[surface as keyof typeof SURFACE_SCHEMAS]).safeParse(item);
   if (!result.success) {
     const issue = result.error.issues[0];
     const path = issue?.path.map(String).join('.') || '(case)';

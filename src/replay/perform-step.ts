@@ -26,6 +26,11 @@ export async function performStep(replayCase: StepCase, store: TaskStore, ns: st
   const taskId = ns + (p.task?.taskId ?? 'absent');
   const steps = p.steps.map((s) => toStep(s, taskId, now));
   if (p.task !== null) await store.seed([toRecord(p.task, ns)], [], steps);
+  if ('park' in p) {
+    // A park: the holder's handler disagrees with the journal; the reason is the message's, not the decision's.
+    const fence = { taskId, authKey: ns + p.auth, version: p.park.expectedVersion, owner: p.park.owner };
+    return (await store.park({ fence, reason: PARK_REASON, now, correlationId: `${ns}park` })).decision;
+  }
   const { record } = p;
   const fence = { taskId, authKey: ns + p.auth, version: record.expectedVersion, owner: record.owner };
   const waits = record.status === 'sleeping' || record.status === 'retrying';
@@ -45,6 +50,8 @@ export async function performStep(replayCase: StepCase, store: TaskStore, ns: st
   const outcome = await store.recordStep({ fence, step, maxStepBytes: REPLAY_MAX_STEP_BYTES, ...p.limits, now, correlationId: `${ns}step` });
   return outcome.decision;
 }
+
+const PARK_REASON = 'step order changed (replay)';
 
 const REPLAY_ERROR: StepError = { message: 'the step failed (replay)', name: 'Error' };
 

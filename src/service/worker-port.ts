@@ -2,7 +2,7 @@ import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import type { StepRecord, StepWrite } from '../core/step-rules.js';
 import type { Millis, TaskRecord } from '../core/types.js';
 import type { VersionAnnouncement } from '../core/version-rules.js';
-import type { AskOutcome, ClaimInput, Fence, LookupOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
+import type { AskOutcome, ClaimInput, Fence, LookupOutcome, ParkOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
 import type { AdmissionClaimers } from './admission-claims.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { TaskLimits } from './limits.js';
@@ -67,6 +67,11 @@ export interface WorkerPort {
   ask(input: AskRequest): Promise<AskOutcome>;
   /** Records one step of the run's journal (see `TaskStore.recordStep`), bounded by `limits.maxStepBytes` and the journal's bounds. */
   recordStep(input: RecordStepRequest): Promise<RecordStepOutcome>;
+  /**
+   * Parks the run's task (see `TaskStore.park`): its handler disagrees with the journal; the task
+   * stays working, without a lease, due again after the backoff, its status message saying `reason`.
+   */
+  park(input: { fence: Fence; reason: string }): Promise<ParkOutcome>;
   /** The stored fact of a task for its own auth key: no decision, no audit line. */
   lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome>;
   /** The stored questions of a task for its own auth key; none when it is out of reach. */

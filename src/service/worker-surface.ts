@@ -3,7 +3,7 @@ import type { StoredInput } from '../core/input-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
 import type { Millis, StatusWrite, TaskRecord } from '../core/types.js';
 import type { VersionAnnouncement } from '../core/version-rules.js';
-import type { AskOutcome, Fence, LookupOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
+import type { AskOutcome, Fence, LookupOutcome, ParkOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
 import type { AdmissionClaimers } from './admission-claims.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { GuardContext } from './guard-context.js';
@@ -147,6 +147,21 @@ export class WorkerSurface implements WorkerPort {
     const { authKey, taskId } = input.fence;
     if (out.decision === 'APPLY_STEP' && input.suspend) ctx.changes.publish(taskId, out.record?.version, out.record ?? undefined);
     const detail = `${input.step.name}@${input.step.position} ${input.step.status}`;
+    ctx.decided({ surface: 'step', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null, detail });
+    return out;
+  }
+
+  /**
+   * A run parks its task (see `TaskStore.park`): its handler disagrees with the journal, and the
+   * task waits, working and without a lease, for code that agrees. An applied park is published.
+   */
+  async park(input: { fence: Fence; reason: string }): Promise<ParkOutcome> {
+    const { ctx } = this;
+    const correlationId = randomUUID();
+    const out = await ctx.timed('park', ctx.started(), ctx.store.park({ fence: input.fence, reason: input.reason, now: ctx.clock(), correlationId }));
+    const { authKey, taskId } = input.fence;
+    if (out.decision === 'APPLY_PARK') ctx.changes.publish(taskId, out.record?.version, out.record ?? undefined);
+    const detail = out.parked === null ? undefined : `parked ${out.parked.parks}`;
     ctx.decided({ surface: 'step', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null, detail });
     return out;
   }

@@ -1,5 +1,7 @@
 import type { StoredInput } from '../core/input-rules.js';
+import type { ParkMark } from '../core/park-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
+import type { ParkedCount } from './task-steps.js';
 import type { Millis, TaskRecord, TaskStatus } from '../core/types.js';
 
 /**
@@ -23,6 +25,8 @@ export interface TaskFilter {
   createdSince?: Millis;
   /** Created before. */
   createdBefore?: Millis;
+  /** Only parked tasks (`working` with a park mark: a journal mismatch waits for code that agrees), expired ones included as for every filter. */
+  parked?: boolean;
 }
 
 /** Keyset position in the operator's order: newest first, (createdAt, taskId) descending. */
@@ -55,6 +59,8 @@ export interface TaskInspection {
   dispatch: DispatchEntry | null;
   /** Its questions in ask order, answered and outstanding. */
   inputs: StoredInput[];
+  /** Since when and how many times in a row the task has parked (park-rules.ts); null when it is not parked. */
+  parked: ParkMark | null;
 }
 
 /** Counts of the stored tasks at `now`. */
@@ -117,6 +123,8 @@ export interface TaskOperations {
    * journal whose wake time is still to come (the sleeping-tasks gauge).
    */
   sleepingTasks(input: { now: Millis }): Promise<number>;
+  /** Tasks parked at `now`, by app and tool (`working`, unexpired, a park mark set: the parked-tasks gauge). */
+  parkedTasks(input: { now: Millis }): Promise<ParkedCount[]>;
   /**
    * Asks the database (one round trip) where the schema stands; throws `STORE_UNAVAILABLE` when
    * it cannot be reached.

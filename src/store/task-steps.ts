@@ -1,4 +1,4 @@
-import type { MissDecision, StepDecision } from '../core/decisions.js';
+import type { MissDecision, ParkDecision, StepDecision } from '../core/decisions.js';
 import type { StepRecord, StepWrite } from '../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../core/types.js';
 
@@ -32,6 +32,38 @@ export interface RecordStepOutcome {
   record: TaskRecord | null;
 }
 
+/**
+ * A run parks its task (`TaskSteps.park`): its handler disagrees with the journal, and the task
+ * is to wait for code that agrees (park-rules.ts).
+ */
+export interface ParkInput {
+  /** The parking run's fence: refused unless the run still holds the task. */
+  fence: Fence;
+  /** Why, as the status message says it (`parkReason`: the order error and the version that met it). */
+  reason: string;
+  now: Millis;
+  correlationId: string;
+}
+
+/**
+ * `record` is the task after the decision, for the run's own auth key; applied (`APPLY_PARK`),
+ * it is at version + 1, `working`, without a lease, with the parked status message, and its
+ * outbox entry is due at `wakeAt` (`parkWrite`: after the `parks`-th park in a row).
+ */
+export interface ParkOutcome {
+  decision: ParkDecision;
+  record: TaskRecord | null;
+  /** Applied only: the mark the write left and when the task is due again. */
+  parked: { parkedAt: Millis; parks: number; wakeAt: Millis } | null;
+}
+
+/** Parked tasks (working, unexpired, a park mark set) of one app and tool: the parked-tasks gauge. */
+export interface ParkedCount {
+  app: string;
+  tool: string | null;
+  count: number;
+}
+
 export type StepsOutcome = { decision: 'FOUND'; steps: StepRecord[] } | { decision: MissDecision; steps: null };
 
 /**
@@ -42,6 +74,14 @@ export type StepsOutcome = { decision: 'FOUND'; steps: StepRecord[] } | { decisi
  */
 export interface TaskSteps {
   recordStep(input: RecordStepInput): Promise<RecordStepOutcome>;
+  /**
+   * Parks the run's task in one fenced write (`decidePark`, then `parkWrite` over the mark it
+   * finds): version + 1, status message, lease cleared, attempt count back to 0, the park mark
+   * (since when, how many in a row), the open outbox entry due at the wake time, one audit line
+   * on surface `step`. Nothing terminal: the task stays `working`. The mark goes with the next
+   * applied step (the run got past the point) and with any terminal write.
+   */
+  park(input: ParkInput): Promise<ParkOutcome>;
   /** The caller's task's journal, in position order (`input` is a `TaskRef` with the time). */
   steps(input: { authKey: string; taskId: string; now: Millis }): Promise<StepsOutcome>;
 }

@@ -8,8 +8,8 @@ import type { TaskOperations } from './task-operations.js';
 import type { TaskSteps } from './task-steps.js';
 import type { WorkerVersions } from './worker-versions.js';
 
-export type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
 export type { AnnounceVersionsInput, VersionAnnouncement, WorkerVersions } from './worker-versions.js';
+export type { ParkInput, ParkOutcome, RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
 
 /** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
 export type { Fence } from '../core/types.js';

@@ -3,6 +3,7 @@ import { taskSupportOf } from '../core/create-rules.js';
 import { toolDigest } from '../core/digest.js';
 import { TasklatchError } from '../core/errors.js';
 import { checkToolVersion, defaultToolVersion } from '../core/version-rules.js';
+import { JOURNAL_MISMATCH_ACTIONS } from '../core/park-rules.js';
 import { inputJsonSchema } from './input-schema.js';
 import type { TaskTool } from './tool.js';
 
@@ -17,6 +18,11 @@ export class ToolRegistry {
       if (this.byName.has(tool.name)) throw new TasklatchError('INVALID_INPUT', `tool ${tool.name} is defined twice`);
       // Checked here too, before anything starts: a tool need not come through defineTool.
       if (tool.version !== undefined) checkToolVersion(tool.version, `version of tool ${tool.name}`);
+      // A misspelt option would otherwise park (the default) where its author asked to fail.
+      const mismatch: unknown = tool.onJournalMismatch;
+      if (mismatch !== undefined && !(JOURNAL_MISMATCH_ACTIONS as readonly unknown[]).includes(mismatch)) {
+        throw new TasklatchError('INVALID_INPUT', `tool ${tool.name}: onJournalMismatch is 'park' or 'fail'`);
+      }
       this.byName.set(tool.name, tool);
     }
   }

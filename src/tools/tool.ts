@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { checkToolVersion } from '../core/version-rules.js';
 import type { TaskSupport } from '../core/types.js';
+import type { JournalMismatchAction } from '../core/park-rules.js';
 import type { InputRequest } from '../core/input-rules.js';
 import type { AskOptions, ElicitResult, OneAskOptions } from './asking.js';
 import type { Principal } from './principal.js';
@@ -112,6 +113,16 @@ export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
    */
   prepare?(args: z.infer<Schema>, ctx: ToolContext): Promise<unknown>;
   handler(args: z.infer<Schema>, ctx: ToolContext): Promise<ToolResult>;
+  /**
+   * What a run does when this handler disagrees with its task's journal: it reaches steps,
+   * sleeps or asks in another order, kind or name than an earlier run recorded (a deploy changed
+   * the handler under a task in flight). `'park'` (the default): the task stays `working`, its
+   * status message says where and what differs, and it is tried again with backoff (1 s, 2 s, 4 s,
+   * … at most a minute apart) by any worker, so a fixed or rolled back deploy finishes it; its ttl
+   * still applies and it can be cancelled. `'fail'`: the task ends `failed` with the order error.
+   * A step name used twice in one run fails either way (a fault of the handler, whatever the journal holds).
+   */
+  onJournalMismatch?: JournalMismatchAction;
 }
 
 /** Declares a tool with its argument type inferred from the schema. */

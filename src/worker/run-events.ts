@@ -58,8 +58,12 @@ export interface RunEventMap {
   'run:stopped': { reason: string };
   /** The journal could not be read; it is read again while the lease holds. */
   'step:journalRetry': { err: Error; retry: number };
-  /** The handler broke its journal (steps out of order, a name used twice): the task ends failed. */
+  /** The handler broke its journal (steps out of order, a name used twice): the task parks or ends failed (`parks`). */
   'step:journalBroken': { reason: string };
+  /** The run parked its task (a journal mismatch): why, the park count in a row, and when it is due again. */
+  'run:parked': { reason: string; parks: number; until: string };
+  /** The park write was refused (the fence no longer holds): the run ends with nothing written. */
+  'run:parkRefused': { decision: string };
 }
 
 export type RunEventName = keyof RunEventMap;
@@ -88,7 +92,12 @@ export const RUN_EVENTS: { readonly [N in RunEventName]: { level: RunLevel; mess
   'run:storeUnavailable': { level: 'warn', message: 'task stopped by a store fault; it runs again' },
   'run:stopped': { level: 'info', message: 'task stopped without a terminal write' },
   'step:journalRetry': { level: 'warn', message: 'journal not read; retrying' },
-  'step:journalBroken': { level: 'error', message: 'the run broke its journal; the task ends failed' },
+  'step:journalBroken': {
+    level: 'error',
+    message: "the run broke its journal; the task parks (a mismatch) or ends failed (by its tool's onJournalMismatch, or a name used twice)",
+  },
+  'run:parked': { level: 'warn', message: 'the handler disagrees with the journal; the task is parked and tried again later' },
+  'run:parkRefused': { level: 'info', message: 'park refused' },
 };
 
 /**

@@ -7,6 +7,7 @@ import { errorResult, invokeTool } from '../tools/invoke-tool.js';
 import { ProtocolError, type StoredError } from '../tools/protocol-error.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import type { ToolResult } from '../tools/tool.js';
+import { parkRun, parks, runVersion } from './park-run.js';
 import { RunLogger, type RunLogSink } from './run-events.js';
 import { TaskRun, type Lease, type StopReason } from './task-run.js';
 import { taskToolContext, type ProgressSink } from './tool-context.js';
@@ -20,8 +21,8 @@ export interface ExecutionHooks {
   beforeTerminalWrite?: (record: TaskRecord) => void | Promise<void>;
 }
 
-/** How a run ended: the status its terminal write stored, `refused`, or why it stopped without one. */
-export type RunOutcome = StopReason | 'completed' | 'failed' | 'refused' | 'unfinished';
+/** How a run ended: the status its terminal write stored, `refused`, `parked` (a journal mismatch), or why it stopped without one. */
+export type RunOutcome = StopReason | 'completed' | 'failed' | 'refused' | 'parked' | 'unfinished';
 
 /**
  * Runs claimed tasks: one tool handler per task with an AbortSignal that fires on cancellation
@@ -167,7 +168,15 @@ export class TaskExecutor {
       logger.emit('run:stopped', { reason: run.stopped });
       return;
     }
-    // A run that broke its journal ends its task failed, whatever the handler made of the error.
+    // A run whose handler disagrees with its journal parks its task (no terminal write: a deploy
+    // that agrees finishes it); one that broke it otherwise, or whose tool asked to fail, ends it
+    // failed, whatever the handler made of the error.
+    if (parks(run, this.tools)) {
+      const wakeAt = await parkRun(run, this.port, runVersion(run, this.tools));
+      run.ended = wakeAt === null ? 'refused' : 'parked';
+      if (wakeAt !== null) this.onSleep?.(record.taskId, wakeAt);
+      return;
+    }
     if (run.fatal !== null) result = { error: run.fatal.toJSON() };
     await this.hooks.beforeTerminalWrite?.(record);
     await run.writeTerminal(result);

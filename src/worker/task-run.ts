@@ -13,6 +13,7 @@ import type { StoredError } from '../tools/protocol-error.js';
 import type { AskOptions } from '../tools/asking.js';
 import type { ToolResult } from '../tools/tool.js';
 import type { RunLogger } from './run-events.js';
+import { unparkingPort } from './park-run.js';
 import { StepRunner } from './step-runner.js';
 import { retryPause, writeOfUnknownFate } from './unknown-write.js';
 
@@ -45,11 +46,12 @@ export class TaskRun {
   /** Until when the lease is known to hold (claim or last successful heartbeat). */
   leaseUntil: number;
   stopped: StopReason | null = null;
-  /** What the terminal write did: the status it wrote, or `refused` (the store said why). */
-  ended: 'completed' | 'failed' | 'refused' | null = null;
+  /** What the terminal write did: the status it wrote, or `refused` (the store said why); `parked`: the run parked its task instead. */
+  ended: 'completed' | 'failed' | 'refused' | 'parked' | null = null;
   /**
    * Set when the handler broke its task's journal (steps, sleeps and asks out of order, a step
-   * name used twice): the task ends failed with this error whatever the handler returns.
+   * name used twice): the task parks (a mismatch, park-run.ts) or ends failed with this error,
+   * whatever the handler returns.
    */
   fatal: ProtocolError | null = null;
   /** Set when the run suspended for a sleep or a retry's wait: the suspend write gave the lease back. */
@@ -72,7 +74,7 @@ export class TaskRun {
   ) {
     this.version = record.version;
     this.leaseUntil = record.leaseExpiresAt ?? port.now() + lease.leaseMs;
-    this.steps = new StepRunner(this, port);
+    this.steps = new StepRunner(this, unparkingPort(this, port));
   }
 
   get taskId(): string {

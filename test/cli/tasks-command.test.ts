@@ -213,6 +213,44 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     expect(text.stdout).toMatch(/^version\s+3\s+attempt 2, 1 takeover$/m);
   });
 
+  it('lists parked tasks (--parked) and shows since when and how many times they parked', async () => {
+    const url = await makeUrl();
+    const store = await openStore(url);
+    stops.push(() => store.close());
+    const now = Date.now();
+    const parked = (await store.admit(admission({ now }))).record!;
+    const other = (await store.admit(admission({ now: now + 1 }))).record!;
+    const held = await store.claim({
+      owner: 'w',
+      now: now + 2,
+      leaseMs: 60_000,
+      limit: 5,
+      maxAttempts: 5,
+      abandonedResult: { content: [] },
+      correlationId: 'c',
+    });
+    const mine = held.find((r) => r.taskId === parked.taskId)!;
+    const reason = 'step order changed at position 1: the journal has sleep "wait" and this run asked for step "a2" (version 3f2a9c01)';
+    const fence = { taskId: mine.taskId, authKey: mine.authKey, owner: 'w', version: mine.version };
+    expect((await store.park({ fence, reason, now: now + 3, correlationId: 'p' })).decision).toBe('APPLY_PARK');
+
+    const listed = (await json(['tasks', 'ls', '--store', url, '--json', '--parked'])) as { tasks: Array<{ taskId: string; statusMessage: string }> };
+    expect(listed.tasks.map((t) => t.taskId)).toEqual([parked.taskId]);
+    expect(listed.tasks[0]!.statusMessage).toMatch(/^parked: step order changed at position 1: .* \(version 3f2a9c01\); retrying at /);
+    const all = (await json(['tasks', 'ls', '--store', url, '--json'])) as { tasks: Array<{ taskId: string }> };
+    expect(all.tasks.map((t) => t.taskId).sort()).toEqual([parked.taskId, other.taskId].sort());
+
+    const shown = (await json(['tasks', 'show', parked.taskId, '--store', url, '--json'])) as { parked: unknown; task: Record<string, unknown> };
+    expect(shown.parked).toEqual({ since: new Date(now + 3).toISOString(), parks: 1 });
+    expect(shown.task).toMatchObject({ status: 'working', leaseOwner: null });
+    const text = await inProcess(['tasks', 'show', parked.taskId, '--store', url]);
+    expect(text.stdout).toMatch(/^status\s+working — parked: step order changed at position 1/m);
+    expect(text.stdout).toMatch(/^parked\s+since \S+ \S+, 1 time in a row$/m);
+    const notParked = (await json(['tasks', 'show', other.taskId, '--store', url, '--json'])) as { parked: unknown };
+    expect(notParked.parked).toBeNull();
+    expect((await inProcess(['tasks', 'show', other.taskId, '--store', url])).stdout).not.toMatch(/^parked/m);
+  });
+
   it('refuses bad input in one line with exit 2, before touching the store', async () => {
     const { url, ids } = filledStore;
     // A miss through the built binary, another in this process; and a server that does not answer.
@@ -240,6 +278,7 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
       ['tasks', 'ls', '--app', 'two\nlines', '--store', url],
       ['tasks', 'ls', '--app', 'x'.repeat(101), '--store', url],
       ['tasks', 'show', ids.c1, '--app', 'ledger-app', '--store', url],
+      ['tasks', 'show', ids.c1, '--parked', '--store', url],
       ['tasks', 'ls', '--as', 'a/b', '--store', url],
       ['tasks', 'ls', '--bogus', '--store', url],
       ['tasks', 'cancel', ids.c1, '--store', url],

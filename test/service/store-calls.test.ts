@@ -33,6 +33,8 @@ const TIMED: StoreOperation[] = [
   'inspectTask',
   'list',
   'liveVersions',
+  'park',
+  'parkedTasks',
   'recordDecision',
   'recordStep',
   'release',
@@ -78,6 +80,9 @@ describe('store round trips', () => {
     const sweeper = new ExpirySweeper(guard, context.clock, { intervalMs: 0, inputDeadlineIntervalMs: 0 });
     expect(await sweeper.failOverdueOnce()).toBe(1);
     await sweeper.sweepOnce();
+    const parking = (await createTask(guard, { auth: AUTH, tool: TOOL, request: CALL })).record!.taskId;
+    const [held] = await worker.claim({ owner: 'w', leaseMs: 60_000, limit: 1, maxAttempts: 3, abandonedResult: null });
+    await worker.park({ fence: { taskId: parking, authKey: AUTH, owner: 'w', version: held!.version }, reason: 'step order changed' });
     const other = (await createTask(guard, { auth: AUTH, tool: TOOL, request: CALL })).record!.taskId;
     await requestor.cancel({ auth: AUTH, taskId: other });
     await checkReadiness(guard);

@@ -33,11 +33,13 @@ tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, st
   created_at_ms bigint NO, last_updated_at_ms bigint NO, ttl_ms bigint YES, expires_at_ms bigint YES,
   poll_interval_ms integer YES, request_digest text YES, idempotency_key text YES, request jsonb YES,
   cancel_requested boolean NO, result jsonb YES, result_digest text YES, correlation_id text YES, attempt integer NO,
-  lease_owner text YES, lease_expires_at_ms bigint YES, app text NO, tool_digest text YES, tool_version text YES
+  lease_owner text YES, lease_expires_at_ms bigint YES, app text NO, tool_digest text YES, tool_version text YES,
+  parked_at_ms bigint YES, parks integer NO
 worker_versions: app text NO, tool_name text NO, version text NO, worker_id text NO, first_seen_ms bigint NO,
   last_seen_ms bigint NO`;
 
 const EXPECTED_INDEXES = [
+  'tasks USING btree (parked_at_ms) WHERE (parked_at_ms IS NOT NULL)',
   'task_audit USING btree (task_id, id)',
   'task_audit USING btree (id)',
   'task_audit USING btree (at_ms)',
@@ -122,6 +124,7 @@ describe('PostgresStore schema and migrations', () => {
       '009_read_audit_window.sql',
       '010_outbox_open_by_task.sql',
       '011_tool_versions.sql',
+      '013_parked_tasks.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -178,6 +181,7 @@ describe('PostgresStore schema and migrations', () => {
         '009_read_audit_window.sql',
         '010_outbox_open_by_task.sql',
         '011_tool_versions.sql',
+        '013_parked_tasks.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);

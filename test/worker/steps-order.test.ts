@@ -18,15 +18,22 @@ describe.each(ALL_HARNESSES)('the order of steps, sleeps and asks on the $name s
     return w;
   }
 
-  /** Runs `handler(ctx, run)` as a task (run 1, 2, …) and returns the ended record. */
+  /**
+   * Runs `handler(ctx, run)` as a task (run 1, 2, …) and returns the ended record. Its tool asks
+   * to fail on a journal mismatch, so that the order error is the task's outcome to read (by
+   * default the task parks instead: steps-park.test.ts).
+   */
   async function runTask(label: string, handler: (ctx: ToolContext, run: number) => Promise<void>, answer = false) {
     const w = await world(label);
     let runs = 0;
     w.worker(
-      stepTool(label, async (_args, ctx) => {
-        await handler(ctx, ++runs);
-        return text('handler returned');
-      }),
+      Object.assign(
+        stepTool(label, async (_args, ctx) => {
+          await handler(ctx, ++runs);
+          return text('handler returned');
+        }),
+        { onJournalMismatch: 'fail' as const },
+      ),
     );
     const taskId = await w.admit(label);
     if (answer) {
@@ -36,7 +43,7 @@ describe.each(ALL_HARNESSES)('the order of steps, sleeps and asks on the $name s
     return { w, taskId, record: await w.settled(taskId), runs: () => runs };
   }
 
-  it('a run that reaches another step where the journal has one ends the task failed naming both, even if the handler catches it', async () => {
+  it('a run that reaches another step where the journal has one ends the task failed (onJournalMismatch: fail) naming both, even if the handler catches it', async () => {
     const { record, runs } = await runTask('reorder', async (ctx, run) => {
       if (run === 1) {
         await ctx.step.do('charge-card', () => 'ch_1');

@@ -7,7 +7,7 @@ import { AdmissionClaimers } from '../../src/service/admission-claims.js';
 import { ChangeFeed } from '../../src/service/change-feed.js';
 import { TaskEvents } from '../../src/service/task-events.js';
 import type { AskRequest, ClaimRequest, RecordStepRequest, WorkerPort } from '../../src/service/worker-port.js';
-import type { AskOutcome, Fence, LookupOutcome, RecordStepOutcome, TransitionOutcome } from '../../src/store/types.js';
+import type { AskOutcome, Fence, LookupOutcome, ParkOutcome, RecordStepOutcome, TransitionOutcome } from '../../src/store/types.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
 import { defineTool, type TaskTool } from '../../src/tools/tool.js';
 import { TaskExecutor } from '../../src/worker/task-executor.js';
@@ -110,6 +110,10 @@ class FakePort implements WorkerPort {
 
   async lookupSteps(): Promise<StepRecord[]> {
     return [];
+  }
+
+  async park(input: { fence: Fence }): Promise<ParkOutcome> {
+    throw new Error(`no tool of these tests parks (task ${input.fence.taskId})`);
   }
 
   private async write(op: PortWrite['op'], fence: Fence, change: (r: TaskRecord) => TaskRecord, result?: unknown): Promise<TransitionOutcome> {

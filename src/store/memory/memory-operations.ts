@@ -13,6 +13,7 @@ import {
   type TaskStats,
 } from '../task-operations.js';
 import type { MemoryAudit } from './memory-audit.js';
+import { parkMarkIn, type MemoryParkState } from './memory-park.js';
 
 /** What the memory store's operator reads see of it. */
 export interface MemoryOperationsState {
@@ -20,6 +21,8 @@ export interface MemoryOperationsState {
   outbox: ReadonlyMap<string, { createdAt: Millis; availableAt: Millis; doneAt: Millis | null }>;
   questions: ReadonlyMap<string, StoredInput[]>;
   audit: Pick<MemoryAudit, 'tally'>;
+  /** The park marks (memory-park.ts). */
+  parks: Pick<MemoryParkState, 'marks'>;
 }
 
 /** Whether `record` passes every field of `filter` (the SQL stores' WHERE clauses). */
@@ -38,9 +41,10 @@ export function matchesFilter(record: TaskRecord, filter: TaskFilter): boolean {
 }
 
 export function findTasksIn(state: MemoryOperationsState, input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): OperatorPage {
-  const { after } = input;
+  const { after, filter } = input;
   const rows = [...state.tasks.values()]
-    .filter((r) => matchesFilter(r, input.filter) && (after === null || compareListOrder(r, after) < 0))
+    .filter((r) => matchesFilter(r, filter) && (after === null || compareListOrder(r, after) < 0))
+    .filter((r) => filter.parked !== true || parkMarkIn(state.parks, r) !== null)
     .sort((a, b) => compareListOrder(b, a));
   return { records: rows.slice(0, input.limit).map((r) => structuredClone(r)), hasMore: rows.length > input.limit };
 }
@@ -64,6 +68,7 @@ export function inspectTaskIn(state: MemoryOperationsState, taskId: string): Tas
             doneAt: entry.doneAt,
           },
     inputs: structuredClone(state.questions.get(taskId) ?? []),
+    parked: parkMarkIn(state.parks, record),
   };
 }
 

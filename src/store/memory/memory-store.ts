@@ -14,6 +14,7 @@ import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
 import { MemoryVersions } from './memory-versions.js';
 import { claimIn, closeEntry, heartbeatIn, pendingIn, releaseIn, type MemoryDispatchState, type OutboxEntry } from './memory-dispatch.js';
+import { parkedIn, parkIn, unparkAfter, type MemoryParkState } from './memory-park.js';
 import { journalOf, recordStepIn, seedSteps, sleepingIn, stepsOf, type MemoryStepState } from './memory-steps.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
@@ -43,6 +44,7 @@ import type {
   RecordStepOutcome,
   StepsOutcome,
 } from '../types.js';
+import type { ParkedCount, ParkInput, ParkOutcome } from '../task-steps.js';
 
 /**
  * A store in process memory. Every method runs to completion without awaiting, so each one is
@@ -80,7 +82,15 @@ export class MemoryStore implements TaskStore {
     },
     audit: (line) => this.audit.append(line),
   };
-  private readonly operations: MemoryOperationsState = { tasks: this.tasks, outbox: this.outbox, questions: this.questions, audit: this.audit };
+  /** Parked tasks' marks (memory-park.ts): gone with the next applied step or ask and with any terminal write (`track`). */
+  private readonly parkState: MemoryParkState = { tasks: this.tasks, marks: new Map(), outbox: this.outbox, audit: this.audit };
+  private readonly operations: MemoryOperationsState = {
+    tasks: this.tasks,
+    outbox: this.outbox,
+    questions: this.questions,
+    audit: this.audit,
+    parks: this.parkState,
+  };
   /** taskId → its journal in position order: the task_steps table of the SQL stores. */
   private readonly stepState: MemoryStepState = { tasks: this.tasks, journal: new Map<string, StepRecord[]>(), outbox: this.outbox, audit: this.audit };
 
@@ -159,6 +169,7 @@ export class MemoryStore implements TaskStore {
     stored.status = 'cancelled';
     this.track(stored);
     stored.cancelRequested = true;
+    stored.statusMessage = null; // a wait's or a park's message does not outlive the task
     stored.version += 1;
     stored.lastUpdatedAt = now;
     stored.leaseOwner = null;
@@ -204,7 +215,7 @@ export class MemoryStore implements TaskStore {
   // The input role (TaskInputs): memory-inputs.ts.
 
   async ask(input: AskInput): Promise<AskOutcome> {
-    return askIn(this.inputState, input);
+    return unparkAfter(this.parkState, input.fence.taskId, askIn(this.inputState, input));
   }
 
   async answer(input: AnswerInput): Promise<AnswerOutcome> {
@@ -218,7 +229,11 @@ export class MemoryStore implements TaskStore {
   // The step role (TaskSteps): memory-steps.ts.
 
   async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
-    return recordStepIn(this.stepState, input);
+    return unparkAfter(this.parkState, input.fence.taskId, recordStepIn(this.stepState, input));
+  }
+
+  async park(input: ParkInput): Promise<ParkOutcome> {
+    return parkIn(this.parkState, input);
   }
 
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
@@ -305,34 +320,16 @@ export class MemoryStore implements TaskStore {
 
   // The operator's reads (TaskOperations): memory-operations.ts.
 
-  async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
-    return findTasksIn(this.operations, input);
-  }
-
-  async inspectTask({ taskId }: { taskId: string }): Promise<TaskInspection | null> {
-    return inspectTaskIn(this.operations, taskId);
-  }
-
-  async taskStats({ now }: { now: Millis }): Promise<TaskStats> {
-    return taskStatsIn(this.operations, now);
-  }
-
-  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
-    return journalOf(this.stepState, taskId);
-  }
-
-  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
-    return sleepingIn(this.stepState, now);
-  }
-
+  readonly findTasks = async (input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> =>
+    findTasksIn(this.operations, input);
+  readonly inspectTask = async ({ taskId }: { taskId: string }): Promise<TaskInspection | null> => inspectTaskIn(this.operations, taskId);
+  readonly taskStats = async ({ now }: { now: Millis }): Promise<TaskStats> => taskStatsIn(this.operations, now);
+  readonly taskSteps = async ({ taskId }: { taskId: string }): Promise<StepRecord[]> => journalOf(this.stepState, taskId);
+  readonly sleepingTasks = async ({ now }: { now: Millis }): Promise<number> => sleepingIn(this.stepState, now);
+  readonly parkedTasks = async ({ now }: { now: Millis }): Promise<ParkedCount[]> => parkedIn(this.parkState, now);
   /** Nothing to migrate: the memory store has no schema. */
-  async schemaState(): Promise<SchemaState> {
-    return { pending: [], mismatch: null };
-  }
-
-  async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
-    return auditTallyIn(this.operations, after);
-  }
+  readonly schemaState = async (): Promise<SchemaState> => ({ pending: [], mismatch: null });
+  readonly auditTally = async ({ after }: { after: number | null }): Promise<AuditTally> => auditTallyIn(this.operations, after);
 
   async retentionDue({ now, retentionMs }: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
     const due = new Set([...this.tasks.values()].filter((r) => isPastRetention(r, now, retentionMs)).map((r) => r.taskId));
@@ -365,6 +362,7 @@ export class MemoryStore implements TaskStore {
       ids.delete(record.taskId);
       if (ids.size === 0) this.active.delete(record.authKey);
     }
+    if (!present || isTerminal(record.status)) this.parkState.marks.delete(record.taskId);
   }
 
   private log(

@@ -17,7 +17,7 @@ export const inputSql = {
    */
   applyAsk: `
   WITH applied AS (
-    UPDATE tasks SET status = 'input_required', version = version + 1, last_updated_at_ms = $5
+    UPDATE tasks SET status = 'input_required', version = version + 1, last_updated_at_ms = $5, parked_at_ms = NULL, parks = 0
      WHERE task_id = $1 AND auth_key = $2 AND version = $3 AND lease_owner = $4 AND status = 'working' AND ${unexpired(5)}
        AND NOT EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = $1 AND i.input_key = ANY($6::text[]))
     RETURNING *

@@ -16,6 +16,7 @@ import {
 } from '../task-operations.js';
 import { inTransaction } from './transactions.js';
 import { readPostgresMigrations } from './migrate.js';
+import { parkMarkOf } from '../park-row.js';
 import { rowToInput, rowToRecord, type InputRow, type TaskRow } from './row.js';
 
 /**
@@ -94,6 +95,7 @@ export async function inspectTaskIn(pool: pg.Pool, taskId: string): Promise<Task
                 doneAt: numOrNull(entry.done_at_ms),
               },
         inputs,
+        parked: parkMarkOf(row),
       };
     },
     SNAPSHOT,

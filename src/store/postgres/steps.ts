@@ -54,9 +54,12 @@ const stepSql = {
           .join(', ')}
     ), suspended AS (
       UPDATE tasks SET version = version + 1, last_updated_at_ms = $${n}::bigint, status_message = $${n + 3}::text,
-             attempt = 0, lease_owner = NULL, lease_expires_at_ms = NULL
+             attempt = 0, lease_owner = NULL, lease_expires_at_ms = NULL, parked_at_ms = NULL, parks = 0
        WHERE $${n + 2}::boolean AND task_id = $1::text AND version = $${n + 1}::int
       RETURNING *
+    ), unparked AS (
+      -- A run that records a step got past the point its task parked at (park-rules.ts).
+      UPDATE tasks SET parked_at_ms = NULL, parks = 0 WHERE NOT $${n + 2}::boolean AND task_id = $1::text AND parked_at_ms IS NOT NULL
     ), moved AS (
       UPDATE task_outbox o SET available_at_ms = $${n + 4}::bigint, claimed_by = NULL, lease_expires_at_ms = NULL
         FROM suspended s WHERE o.task_id = s.task_id AND o.done_at_ms IS NULL

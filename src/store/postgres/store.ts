@@ -35,6 +35,7 @@ import type {
   RecordStepOutcome,
   StepsOutcome,
 } from '../types.js';
+import type { ParkedCount, ParkInput, ParkOutcome } from '../task-steps.js';
 import { auditTrailIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
 import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
@@ -46,6 +47,7 @@ import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } 
 import { encodedProgress } from './progress.js';
 import { ReadBatcher } from './read-batcher.js';
 import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
+import { parkedIn, parkIn } from './park.js';
 import { journalIn, recordStepIn, seedStepsIn, sleepingIn, stepsIn } from './steps.js';
 import { sql } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
@@ -257,13 +259,17 @@ export class PostgresStore implements TaskStore {
     return stepsIn(this.pool, ref);
   }
 
-  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
-    return journalIn(this.pool, taskId);
+  readonly taskSteps = ({ taskId }: { taskId: string }): Promise<StepRecord[]> => journalIn(this.pool, taskId);
+  readonly sleepingTasks = ({ now }: { now: Millis }): Promise<number> => sleepingIn(this.pool, now);
+
+  async park(input: ParkInput): Promise<ParkOutcome> {
+    refuseUnstorable('park', input);
+    const out = await parkIn(this.pool, input);
+    if (out.parked !== null && out.record !== null) this.notified([out.record]);
+    return out;
   }
 
-  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
-    return sleepingIn(this.pool, now);
-  }
+  readonly parkedTasks = ({ now }: { now: Millis }): Promise<ParkedCount[]> => parkedIn(this.pool, now);
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
     refuseUnstorable('inputs', ref);
@@ -339,26 +345,11 @@ export class PostgresStore implements TaskStore {
 
   // The operator's reads (TaskOperations): operations.ts.
 
-  async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
-    return findTasksIn(this.pool, input);
-  }
-
-  async inspectTask({ taskId }: { taskId: string }): Promise<TaskInspection | null> {
-    return inspectTaskIn(this.pool, taskId);
-  }
-
-  async taskStats({ now }: { now: Millis }): Promise<TaskStats> {
-    return taskStatsIn(this.pool, now);
-  }
-
-  async schemaState(): Promise<SchemaState> {
-    return schemaStateOf(this.pool);
-  }
-
-  async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
-    return auditTallyIn(this.pool, after);
-  }
-
+  readonly findTasks = (input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> => findTasksIn(this.pool, input);
+  readonly inspectTask = ({ taskId }: { taskId: string }): Promise<TaskInspection | null> => inspectTaskIn(this.pool, taskId);
+  readonly taskStats = ({ now }: { now: Millis }): Promise<TaskStats> => taskStatsIn(this.pool, now);
+  readonly schemaState = (): Promise<SchemaState> => schemaStateOf(this.pool);
+  readonly auditTally = ({ after }: { after: number | null }): Promise<AuditTally> => auditTallyIn(this.pool, after);
   async retentionDue(input: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
     await this.auditWriter.drain();
     return retentionDueIn(this.pool, input);

@@ -177,7 +177,9 @@ export const taskSql = {
   applyCancel: `
   WITH applied AS (
     UPDATE tasks SET status = 'cancelled', cancel_requested = true, version = version + 1,
-           last_updated_at_ms = $3, lease_owner = NULL, lease_expires_at_ms = NULL
+           last_updated_at_ms = $3, lease_owner = NULL, lease_expires_at_ms = NULL,
+           -- a wait's or a park's message does not outlive the task
+           status_message = NULL, parked_at_ms = NULL, parks = 0
      WHERE ${OPEN_AND_VISIBLE} AND ${unexpired(3)}
     RETURNING *
   )${closeOutboxOf('$3')}, audited AS (

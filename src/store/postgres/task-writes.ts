@@ -220,6 +220,8 @@ export async function transitionIn(pool: pg.Pool, batcher: WriteBatcher, input: 
       sets.push(`result_digest = $${params.push(result === null ? null : resultDigest(result))}`);
       // A finished task holds no lease: a worker still running it must not renew it.
       sets.push('lease_owner = NULL', 'lease_expires_at_ms = NULL');
+      // A finished task is parked no more (park-rules.ts).
+      sets.push('parked_at_ms = NULL', 'parks = 0');
     }
     const row = await appliedRow(pool, batcher, appliedTransition(sets, terminal), params, input.taskId);
     if (row !== undefined) return { decision: 'APPLY_TRANSITION', record: rowToRecord(row) };

@@ -30,7 +30,7 @@ export const inputSql = {
    * The ask's one conditional write, restating decideAsk's APPLY_ASK: the asker's fence (holdsFence)
    * on a `working` task, and none of `@keys` (a JSON array) asked before.
    */
-  applyAsk: `UPDATE tasks SET status = 'input_required', version = version + 1, last_updated_at_ms = @now
+  applyAsk: `UPDATE tasks SET status = 'input_required', version = version + 1, last_updated_at_ms = @now, parked_at_ms = NULL, parks = 0
      WHERE task_id = @task_id AND auth_key = @auth_key AND version = @version AND lease_owner = @owner
        AND status = 'working' AND ${UNEXPIRED}
        AND NOT EXISTS (SELECT 1 FROM task_inputs WHERE task_id = @task_id AND input_key IN (SELECT value FROM json_each(@keys)))

@@ -10,7 +10,7 @@ import type { ProgressEvent } from '../types.js';
  * after the change (a step that did not suspend its task carries its unchanged version: a
  * notification only says "look again", and a run ignores a version it holds already).
  */
-const CHANGE_DECISIONS = ['ACCEPT_TASK', 'APPLY_TRANSITION', 'CANCEL_TASK', 'RELEASE_LEASE', 'APPLY_ASK', 'APPLY_ANSWER', 'APPLY_STEP'] as const;
+const CHANGE_DECISIONS = ['ACCEPT_TASK', 'APPLY_TRANSITION', 'CANCEL_TASK', 'RELEASE_LEASE', 'APPLY_ASK', 'APPLY_ANSWER', 'APPLY_STEP', 'APPLY_PARK'] as const;
 
 /** How often the listener asks whether another connection committed (cheap: one pragma). */
 const POLL_MS = 30;

@@ -14,6 +14,7 @@ import {
   type TaskInspection,
   type TaskStats,
 } from '../task-operations.js';
+import { parkMarkOf } from '../park-row.js';
 import { rowToInput, rowToRecord, type InputRow, type TaskRow } from './row.js';
 
 /**
@@ -90,6 +91,7 @@ export function inspectTaskIn(db: SqliteDatabase, taskId: string): TaskInspectio
               doneAt: entry.done_at_ms,
             },
       inputs: (db.prepare(SQL.inputsByTask).all(taskId) as InputRow[]).map(rowToInput),
+      parked: parkMarkOf(row),
     };
   });
 }

@@ -33,12 +33,14 @@ import type {
   StepsOutcome,
   VersionAnnouncement,
 } from '../types.js';
+import type { ParkedCount, ParkInput, ParkOutcome } from '../task-steps.js';
 import { auditTrailIn, prepareAuditStatements, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { openDatabase, sqliteDriver } from './connection.js';
 import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
 import type { SqliteDatabase } from './driver.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
+import { parkedIn, parkIn, prepareParkStatements, type ParkStatements } from './park.js';
 import { journalIn, prepareStepStatements, recordStepIn, seedStepsIn, sleepingIn, stepsIn, type StepStatements } from './steps.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
@@ -81,6 +83,7 @@ export class SqliteStore implements TaskStore {
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
   private readonly stepSql: StepStatements;
   private readonly versionSql: VersionStatements;
+  private readonly parkSql: ParkStatements;
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
   private readonly auditWriter: AuditWriter;
@@ -105,6 +108,7 @@ export class SqliteStore implements TaskStore {
     this.audit = prepareAuditStatements(db);
     this.stepSql = prepareStepStatements(db);
     this.versionSql = prepareVersionStatements(db);
+    this.parkSql = prepareParkStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
     // not take the file's write lock for its audit line, and a burst of polls commits once.
     this.auditWriter = new AuditWriter(
@@ -220,7 +224,12 @@ export class SqliteStore implements TaskStore {
 
   async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
     refuseUnstorable('recordStep', input);
-    const out = this.write(() => recordStepIn(this.sql, this.stepSql, input));
+    const out = this.write(() => {
+      const recorded = recordStepIn(this.sql, this.stepSql, input);
+      // A run that records a step got past the point its task parked at.
+      if (recorded.decision === 'APPLY_STEP') this.parkSql.unpark.run(input.fence.taskId);
+      return recorded;
+    });
     // A suspension is a change of the task: its progress goes out first, as after a status write.
     if (input.suspend) this.progress?.flush([input.fence.taskId]);
     return out;
@@ -237,6 +246,18 @@ export class SqliteStore implements TaskStore {
 
   async sleepingTasks({ now }: { now: Millis }): Promise<number> {
     return sleepingIn(this.stepSql, now);
+  }
+
+  async park(input: ParkInput): Promise<ParkOutcome> {
+    refuseUnstorable('park', input);
+    const out = this.write(() => parkIn(this.sql, this.parkSql, input));
+    // A park changes the task as a suspension does: its progress goes out first.
+    this.progress?.flush([input.fence.taskId]);
+    return out;
+  }
+
+  async parkedTasks({ now }: { now: Millis }): Promise<ParkedCount[]> {
+    return parkedIn(this.parkSql, now);
   }
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {

@@ -54,14 +54,16 @@ export const taskSql = {
        result = CASE WHEN @terminal THEN @result ELSE result END,
        result_digest = CASE WHEN @terminal THEN @result_digest ELSE result_digest END,
        lease_owner = CASE WHEN @terminal THEN NULL ELSE lease_owner END,
-       lease_expires_at_ms = CASE WHEN @terminal THEN NULL ELSE lease_expires_at_ms END
+       lease_expires_at_ms = CASE WHEN @terminal THEN NULL ELSE lease_expires_at_ms END,
+       parked_at_ms = CASE WHEN @terminal THEN NULL ELSE parked_at_ms END,
+       parks = CASE WHEN @terminal THEN 0 ELSE parks END
      WHERE task_id = @task_id AND auth_key = @auth_key AND version = @expected_version
        AND ${NON_TERMINAL} AND ${UNEXPIRED}
      RETURNING *`,
-  /** Restates decideCancel's CANCEL_TASK. */
+  /** Restates decideCancel's CANCEL_TASK; a wait's or a park's message does not outlive the task. */
   applyCancel: `UPDATE tasks SET
        status = 'cancelled', cancel_requested = 1, version = version + 1, last_updated_at_ms = @now,
-       lease_owner = NULL, lease_expires_at_ms = NULL
+       lease_owner = NULL, lease_expires_at_ms = NULL, status_message = NULL, parked_at_ms = NULL, parks = 0
      WHERE task_id = @task_id AND auth_key = @auth_key AND ${NON_TERMINAL} AND ${UNEXPIRED}
      RETURNING *`,
   selectVisible: `SELECT * FROM tasks WHERE task_id = @task_id AND auth_key = @auth_key AND ${UNEXPIRED}`,
