@@ -78,6 +78,8 @@ export {
   STEP_STATUSES,
   decideStepRecord,
   decideStepReplay,
+  decideFreshEntry,
+  decidePatch,
   type StepRecord,
   type StepWrite,
   type StepKind,
@@ -86,6 +88,9 @@ export {
   type SteppedRecord,
   type JournalSize,
   type StepReplay,
+  type JournalEntry,
+  type FreshEntry,
+  type PatchDecision,
 } from './core/step-rules.js';
 export {
   decideDispatch,
