@@ -162,8 +162,8 @@ export class StepRunner {
       const { replay, row } = await this.replay(name, 'sleep');
       if (replay.kind === 'DONE') {
         // The run passes a sleep whose time came: its row says so from now on.
+        // Both writes are part of the replay: the order check waits for them (`settle` comes after).
         if (replay.wake) await this.writer.write(wokeRow(row!, this.flag(name, row)));
-        settle();
         return await this.run.passedWait();
       }
       if (replay.kind === 'WAIT') return await this.waitAgain(row!, replay.wakeAt, {});
