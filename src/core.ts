@@ -79,6 +79,7 @@ export {
   decideStepRecord,
   decideStepReplay,
   decideFreshEntry,
+  decideGateRevision,
   decidePatch,
   type StepRecord,
   type StepWrite,

@@ -145,6 +145,7 @@ describe('the root entry', () => {
         'decideCreateEntry',
         'decideDispatch',
         'decideFreshEntry',
+        'decideGateRevision',
         'decideLimitedAdmission',
         'decideList',
         'decidePatch',

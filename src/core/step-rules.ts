@@ -273,6 +273,18 @@ export function decidePatch(input: { marker: Pick<StepRecord, 'kind'> | undefine
   return fresh.kind === 'FRESH' ? { kind: 'RECORD' } : { kind: 'SKIP', position: fresh.position, expected: fresh.expected };
 }
 
+/**
+ * A gate that answered `false` (`SKIP`, the journal's entry at `position` still ahead) was wrong
+ * when the handler, past the gate, reaches a fresh entry and the order check stops at that very
+ * entry, still unreached: the old path never reaches it, so the journal went on along the gate's
+ * new path (a task a handler started with the change but without its gate). Those gates' ids
+ * come back: their markers are recorded and the run starts again, told `true`. An order error at
+ * any other entry revises nothing (the run stops as any mismatch does).
+ */
+export function decideGateRevision(input: { skipped: readonly { id: string; position: number }[]; order: { position: number } }): string[] {
+  return input.skipped.filter((gate) => gate.position === input.order.position).map((gate) => gate.id);
+}
+
 /** How an order error names a journal entry: `step "charge-card"`, `sleep "cool-down"`, `patch "add-a2"`. */
 export function describeStep(kind: StepKind, name: string): string {
   return `${kind === 'do' ? 'step' : kind} ${JSON.stringify(name)}`;

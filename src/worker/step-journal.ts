@@ -90,6 +90,36 @@ export class InFlight {
 }
 
 /**
+ * Whether the handler is still moving on its own: calls (steps, gates, asks) are counted as they
+ * come and as their replays settle, and a call still replaying (reached, its row recorded, not yet
+ * returned nor running the step's function) is under way. The order check waits while it moves.
+ */
+export class Moving {
+  private moves = 0;
+  private replaying = 0;
+
+  /** A call that replays on its own until its `settle` (called once, or more: only the first counts). */
+  begin(): () => void {
+    this.replaying++;
+    this.moves++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.replaying--;
+      this.moves++;
+    };
+  }
+
+  /** After a turn of the event loop: whether something was called or settled meanwhile, or a replay is still under way. */
+  async moved(): Promise<boolean> {
+    const before = this.moves;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return this.moves !== before || this.replaying > 0;
+  }
+}
+
+/**
  * Reads the journal and the stored questions. A read that fails is tried again while the lease
  * holds (a store that does not answer must not fail the task); past it the run stops without a
  * write, and a later attempt reads again.

@@ -27,7 +27,8 @@ export interface StepRun {
   /** The run's logger (its worker, task and attempt bound). */
   readonly logger: RunLogger;
   fence(): Fence;
-  stop(reason: 'cancelled' | 'expired' | 'lease lost'): void;
+  /** `drained`: the run gives the task back to run again at once (a patch gate revised). */
+  stop(reason: 'cancelled' | 'expired' | 'lease lost' | 'drained'): void;
   serial<T>(work: () => Promise<T>): Promise<T>;
   checkpoint(): Promise<void>;
   storedInputs(): Promise<StoredInput[]>;

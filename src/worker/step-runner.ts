@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import {
   decideFreshEntry,
+  decideGateRevision,
   decidePatch,
   decideStepReplay,
   describeAsk,
@@ -11,7 +12,6 @@ import {
   retryDelay,
   stepOrderMessage,
   type JournalEntry,
-  type StepError,
   type StepRecord,
   type StepReplay,
   type StepWrite,
@@ -34,8 +34,8 @@ import {
   valueSteps,
 } from '../tools/step.js';
 import type { StepPort, StepRun } from './step-run.js';
-import { InFlight, readJournal, type RunJournal } from './step-journal.js';
-import { StepWriter } from './step-writes.js';
+import { InFlight, Moving, readJournal, type RunJournal } from './step-journal.js';
+import { StepWriter, wokeRow } from './step-writes.js';
 
 export type { StepPort, StepRun } from './step-run.js';
 
@@ -60,12 +60,12 @@ export class StepRunner {
   private readonly asks = new Set<number>();
   private readonly inFlight = new InFlight();
   private readonly gates = new Map<string, Promise<boolean>>();
+  /** Gates told `false`, each with the journal's entry it found still ahead (`decideGateRevision`). */
+  private readonly skipped: Array<{ id: string; position: number }> = [];
+  private revision: Promise<never> | null = null;
   private journal: Promise<RunJournal> | null = null;
   private readonly writer: StepWriter;
-  /** Counts every call and every settled replay: the order check sees whether the handler moved. */
-  private moves = 0;
-  /** Calls still replaying on their own (reached, not yet returned nor running user code). */
-  private settling = 0;
+  private readonly moving = new Moving();
 
   constructor(
     private readonly run: StepRun,
@@ -110,7 +110,7 @@ export class StepRunner {
   async askPosition(keys: readonly string[], askSeq: number): Promise<number> {
     this.throwIfStopped();
     this.asks.add(askSeq);
-    const settle = this.begin();
+    const settle = this.moving.begin();
     try {
       const journal = await this.load();
       this.throwIfStopped();
@@ -138,7 +138,7 @@ export class StepRunner {
         case 'THROW':
           throw new StepFailedError(name, row?.attempts ?? 0, replay.error);
         case 'WAIT':
-          return await this.waitAgain(row!, replay.wakeAt, config);
+          return await this.writer.waitAgain(row!, replay.wakeAt, config);
         case 'RUN': {
           settle();
           const position = row?.position ?? (await this.freshPosition(describeStep('do', name)));
@@ -166,7 +166,7 @@ export class StepRunner {
         if (replay.wake) await this.writer.write(wokeRow(row!, this.flag(name, row)));
         return await this.run.passedWait();
       }
-      if (replay.kind === 'WAIT') return await this.waitAgain(row!, replay.wakeAt, {});
+      if (replay.kind === 'WAIT') return await this.writer.waitAgain(row!, replay.wakeAt, {});
       if (replay.kind !== 'RUN') throw this.fatal(stepOrderMessage(row?.position ?? 0, 'nothing', describeStep('sleep', name)));
       settle();
       const position = await this.freshPosition(describeStep('sleep', name));
@@ -199,14 +199,17 @@ export class StepRunner {
 
   /** A patch gate: its marker replays true; reached fresh its marker is recorded (true); past it the old path (false, nothing recorded). */
   private async gate(id: string, concurrent: boolean): Promise<boolean> {
-    const settle = this.begin();
+    const settle = this.moving.begin();
     try {
       const journal = await this.load();
       this.throwIfStopped();
       const marker = journal.markers.get(id);
       settle();
       const decision = decidePatch({ marker, unreached: marker === undefined ? await this.settledUnreached() : [] });
-      if (decision.kind === 'SKIP') return false;
+      if (decision.kind === 'SKIP') {
+        this.skipped.push({ id, position: decision.position });
+        return false;
+      }
       if (decision.kind === 'REPLAY') return true;
       const position = journal.fresh();
       const full = journal.tally.rowRefusal(position, id);
@@ -244,7 +247,7 @@ export class StepRunner {
         return this.run.suspend(wakeAt);
       }
       this.ran(name, 'failed', attempt, began);
-      return this.failStep(base(), failure);
+      return this.writer.failStep(base(), failure);
     }
     let recorded: { value: unknown; bytes: number };
     try {
@@ -252,38 +255,19 @@ export class StepRunner {
     } catch (error) {
       if (!(error instanceof StepFailedError)) throw error;
       this.ran(name, 'failed', attempt, began);
-      return this.failStep(base(), error.error);
+      return this.writer.failStep(base(), error.error);
     }
     const most = this.port.limits.maxStepBytes;
     const tooBig = recorded.bytes > most ? { message: stepSizeMessage(name, recorded.bytes, most) } : null;
     const overJournal = tooBig ?? (await this.load()).tally.bytesRefusal(position, name, recorded.bytes);
     if (overJournal !== null) {
       this.ran(name, 'failed', attempt, began);
-      return this.failStep(base(), overJournal);
+      return this.writer.failStep(base(), overJournal);
     }
     this.ran(name, 'completed', attempt, began);
     await this.writer.write(Object.assign(base(), { status: 'completed' as const, value: recorded.value }), null, recorded.bytes);
     if (attempt > 1) await this.run.passedWait();
     return recorded.value as T;
-  }
-
-  /** Records a final failure and throws it into the handler. */
-  private async failStep(base: Omit<StepWrite, 'status'>, error: StepError): Promise<never> {
-    await this.writer.write(Object.assign({}, base, { status: 'failed' as const, error }));
-    if (base.attempts > 1) await this.run.passedWait();
-    throw new StepFailedError(base.name, base.attempts, error);
-  }
-
-  /**
-   * A sleep or a retry claimed before its time (a skewed clock, a manual release): suspended
-   * again until the same wake time, with the same row, so the outbox entry is due then again.
-   */
-  private async waitAgain(row: StepRecord, wakeAt: Millis, config: StepConfig): Promise<never> {
-    const { position, name, kind, status, attempts, error, startedAt, concurrent } = row;
-    const statusMessage =
-      kind === 'sleep' ? sleepingMessage(name, wakeAt) : retryingMessage(name, attempts + 1, Math.max(attempts, config.retries?.limit ?? 0) + 1, wakeAt);
-    await this.writer.write({ position, name, kind, status, attempts, error, wakeAt, startedAt, concurrent }, { wakeAt, statusMessage });
-    return this.run.suspend(wakeAt);
   }
 
   /** A step or sleep of `name` reached (a name used twice in a run is fatal); returns its `settle`. */
@@ -292,20 +276,7 @@ export class StepRunner {
     if (this.names.has(name)) throw this.fatal(duplicateStepMessage(name));
     this.names.add(name);
     this.inFlight.called(name);
-    return this.begin();
-  }
-
-  /** A call that replays on its own until its `settle` (called once, or more: only the first counts). */
-  private begin(): () => void {
-    this.settling++;
-    this.moves++;
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      this.settling--;
-      this.moves++;
-    };
+    return this.moving.begin();
   }
 
   /** The row flag of `name`'s write: concurrent in this run, or in the run that wrote `row`. */
@@ -334,10 +305,31 @@ export class StepRunner {
     return (await this.load()).fresh();
   }
 
-  /** The order check of a fresh entry: throws the order error when the journal went on without it. */
+  /**
+   * The order check of a fresh entry: throws the order error when the journal went on without it,
+   * unless gates told `false` were wrong about it (`decideGateRevision`): then their markers are
+   * recorded and the run stops to run again at once (never returns).
+   */
   private async checkFresh(actual: string): Promise<void> {
     const found = decideFreshEntry({ unreached: await this.settledUnreached() });
-    if (found.kind === 'ORDER') throw this.fatal(stepOrderMessage(found.position, found.expected, actual));
+    if (found.kind === 'FRESH') return;
+    const revise = decideGateRevision({ skipped: this.skipped, order: found });
+    if (revise.length > 0) {
+      this.revision ??= this.reviseGates(revise, found.position);
+      return this.revision;
+    }
+    throw this.fatal(stepOrderMessage(found.position, found.expected, actual));
+  }
+
+  /** Records the markers of gates told `false` wrongly, and gives the task back: the next run is told `true`. */
+  private async reviseGates(ids: readonly string[], position: number): Promise<never> {
+    const journal = await this.load();
+    for (const id of ids) {
+      await this.writer.write({ position: journal.fresh(), name: id, kind: 'patch', status: 'completed', attempts: 0, startedAt: this.port.now() });
+    }
+    this.run.logger.emit('step:gatesRevised', { gates: [...ids], position });
+    this.run.stop('drained');
+    throw this.run.signal.reason as Error;
   }
 
   /**
@@ -352,9 +344,7 @@ export class StepRunner {
       this.throwIfStopped();
       const unreached = journal.unreached({ names: this.names, asks: this.asks });
       if (decideFreshEntry({ unreached }).kind === 'FRESH') return unreached;
-      const before = this.moves;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      if (this.moves === before && this.settling === 0) return journal.unreached({ names: this.names, asks: this.asks });
+      if (!(await this.moving.moved())) return journal.unreached({ names: this.names, asks: this.asks });
     }
   }
 
@@ -380,10 +370,4 @@ export class StepRunner {
     const { taskId, record } = this.run;
     this.port.events.emit('stepRan', { taskId, tool: record.toolName, step, outcome, attempt, durationMs: performance.now() - began });
   }
-}
-
-/** The row of a sleep the run passed: `woke`, its wake time kept. */
-function wokeRow(row: StepRecord, concurrent: boolean): StepWrite {
-  const { position, name, startedAt, wakeAt } = row;
-  return { position, name, kind: 'sleep', status: 'woke', attempts: 0, wakeAt, startedAt, concurrent };
 }

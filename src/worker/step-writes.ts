@@ -1,8 +1,9 @@
-import { describeStep, stepOrderMessage, type StepWrite } from '../core/step-rules.js';
-import { journalLimitMessage } from '../core/step-value.js';
+import { describeStep, stepOrderMessage, type StepError, type StepRecord, type StepWrite } from '../core/step-rules.js';
+import { journalLimitMessage, retryingMessage, sleepingMessage } from '../core/step-value.js';
+import type { Millis } from '../core/types.js';
 import type { RecordStepOutcome } from '../store/types.js';
 import type { ProtocolError } from '../tools/protocol-error.js';
-import { StepFailedError } from '../tools/step.js';
+import { StepFailedError, type StepConfig } from '../tools/step.js';
 import type { StepPort, StepRun, Suspension } from './step-run.js';
 import type { RunJournal } from './step-journal.js';
 import { writeOfUnknownFate } from './unknown-write.js';
@@ -70,10 +71,35 @@ export class StepWriter {
     throw new Error(`step not recorded: ${out.decision}`);
   }
 
+  /** Records a final failure and throws it into the handler. */
+  async failStep(base: Omit<StepWrite, 'status'>, error: StepError): Promise<never> {
+    await this.write(Object.assign({}, base, { status: 'failed' as const, error }));
+    if (base.attempts > 1) await this.run.passedWait();
+    throw new StepFailedError(base.name, base.attempts, error);
+  }
+
+  /**
+   * A sleep or a retry claimed before its time (a skewed clock, a manual release): suspended
+   * again until the same wake time, with the same row, so the outbox entry is due then again.
+   */
+  async waitAgain(row: StepRecord, wakeAt: Millis, config: StepConfig): Promise<never> {
+    const { position, name, kind, status, attempts, error, startedAt, concurrent } = row;
+    const statusMessage =
+      kind === 'sleep' ? sleepingMessage(name, wakeAt) : retryingMessage(name, attempts + 1, Math.max(attempts, config.retries?.limit ?? 0) + 1, wakeAt);
+    await this.write({ position, name, kind, status, attempts, error, wakeAt, startedAt, concurrent }, { wakeAt, statusMessage });
+    return this.run.suspend(wakeAt);
+  }
+
   /** After a write of unknown fate: whether the journal holds it now (a failed read throws). */
   private async landed(step: StepWrite): Promise<boolean> {
     const rows = await this.port.lookupSteps({ auth: this.run.record.authKey, taskId: this.run.taskId });
     const row = rows.find((r) => r.position === step.position);
     return row !== undefined && row.name === step.name && row.status === step.status && row.attempts === step.attempts && row.wakeAt === (step.wakeAt ?? null);
   }
+}
+
+/** The row of a sleep the run passed: `woke`, its wake time kept. */
+export function wokeRow(row: StepRecord, concurrent: boolean): StepWrite {
+  const { position, name, startedAt, wakeAt } = row;
+  return { position, name, kind: 'sleep', status: 'woke', attempts: 0, wakeAt, startedAt, concurrent };
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { STEP_DECISIONS, type StepDecision } from '../../src/core/decisions.js';
 import {
   decideFreshEntry,
+  decideGateRevision,
   decidePatch,
   decideStepRecord,
   decideStepReplay,
@@ -287,6 +288,24 @@ const patchRows: { name: string; marker?: boolean; unreached: JournalEntry[]; ex
 describe('decidePatch', () => {
   it.each(patchRows)('$name → $expect.kind', (r) => {
     expect(decidePatch({ marker: r.marker === true ? row({ kind: 'patch', name: 'add-a2' }) : undefined, unreached: r.unreached })).toEqual(r.expect);
+  });
+});
+
+describe('decideGateRevision', () => {
+  const skipped = [
+    { id: 'add-a2', position: 1 },
+    { id: 'add-x', position: 4 },
+    { id: 'add-y', position: 1 },
+  ];
+  it.each([
+    // journal a, a2, rest (a2 added without a gate); the gated handler skipped a2 and then met it still ahead
+    { name: 'the order check stops at the entry the gates found ahead', order: 1, expect: ['add-a2', 'add-y'] },
+    { name: 'at another entry: a mismatch of its own', order: 2, expect: [] },
+  ])('$name', (r) => {
+    expect(decideGateRevision({ skipped, order: { position: r.order } })).toEqual(r.expect);
+  });
+  it('no gate skipped, nothing to revise', () => {
+    expect(decideGateRevision({ skipped: [], order: { position: 0 } })).toEqual([]);
   });
 });
 
