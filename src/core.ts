@@ -80,6 +80,9 @@ export {
   STEP_STATUSES,
   decideStepRecord,
   decideStepReplay,
+  decideFreshEntry,
+  decideGateRevision,
+  decidePatch,
   type StepRecord,
   type StepWrite,
   type StepKind,
@@ -88,6 +91,9 @@ export {
   type SteppedRecord,
   type JournalSize,
   type StepReplay,
+  type JournalEntry,
+  type FreshEntry,
+  type PatchDecision,
 } from './core/step-rules.js';
 export { decidePark, parkDelay, parkWrite, parkedMessage, JOURNAL_MISMATCH_ACTIONS, type JournalMismatchAction, type ParkMark } from './core/park-rules.js';
 export {

@@ -34,7 +34,7 @@ describe('examples/own-tools/tools.mjs place_order', () => {
         },
       });
       const journal = await runtime.guard.worker.lookupSteps({ auth, taskId });
-      expect(journal.map((s) => `${s.name} ${s.status}`)).toEqual(['reserve completed', 'charge completed', 'cool-down sleeping', 'ship completed']);
+      expect(journal.map((s) => `${s.name} ${s.status}`)).toEqual(['reserve completed', 'charge completed', 'cool-down woke', 'ship completed']);
     } finally {
       await runtime.close(100);
     }

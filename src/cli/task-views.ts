@@ -85,13 +85,18 @@ export function taskDetail(seen: TaskInspection, now: Millis, steps: readonly St
   };
 }
 
-/** One journal row: no value (it may be large, and is the tool's business), its size and its error. */
+/**
+ * One journal row: no value (it may be large, and is the tool's business), its size and its error.
+ * A patch gate's marker is kind `patch` (its name the gate's id); a sleep the task has passed is
+ * `woke` (its wake time the one it had); `concurrent`: the step ran beside another of its run.
+ */
 function stepView(s: StepRecord) {
   return {
     position: s.position,
     name: s.name,
     kind: s.kind,
     status: s.status,
+    concurrent: s.concurrent,
     attempts: s.attempts,
     startedAt: iso(s.startedAt),
     updatedAt: iso(s.updatedAt),
@@ -192,12 +197,13 @@ export function detailText(seen: TaskInspection, now: Millis, steps: readonly St
     lines.push('', 'steps');
     lines.push(
       renderTable(
-        ['POS', 'NAME', 'KIND', 'STATUS', 'ATTEMPTS', 'STARTED (UTC)', 'UPDATED (UTC)', 'BYTES', 'WAKE (UTC)', 'ERROR'],
+        ['POS', 'NAME', 'KIND', 'STATUS', 'CONCURRENT', 'ATTEMPTS', 'STARTED (UTC)', 'UPDATED (UTC)', 'BYTES', 'WAKE (UTC)', 'ERROR'],
         steps.map((s) => [
           String(s.position),
           s.name,
           s.kind,
           s.status,
+          s.concurrent ? 'yes' : '',
           String(s.attempts),
           shortTime(s.startedAt),
           shortTime(s.updatedAt),

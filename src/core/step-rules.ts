@@ -10,26 +10,48 @@ import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js
  *   that every later run of the handler gets the value without running the step again.
  * - **sleep**: a named wait (`ctx.step.sleep`, `sleepUntil`) recorded with its wake time; the task
  *   is suspended (no lease, no worker slot) until then.
- * - **journal**: a task's recorded steps and sleeps, by position. Steps, sleeps and asks share one
- *   position counter per run (0, 1, 2, …): a run that reaches another name at a position the
- *   journal holds has changed order, and its task ends `failed`.
+ * - **patch**: a marker (`ctx.step.patched(id)`) saying that a run reached a patch gate fresh and
+ *   took its new path; every later run of the task takes it again.
+ * - **journal**: a task's recorded steps, sleeps and patch markers. A step or sleep is known by its
+ *   name (unique within its task), a marker by its id: a run replays the row of a name wherever
+ *   it reaches it. Positions (shared with asks) only order the rows: a fresh entry takes the next
+ *   one after every recorded position.
+ * - **concurrent**: a row whose step was in flight together with another step of its run (one
+ *   was called while the other was called and not yet recorded or returned). The order check
+ *   (`decideFreshEntry`) skips such rows: another branch of the handler may reach them later.
  */
 
-export const STEP_KINDS = ['do', 'sleep'] as const;
+export const STEP_KINDS = ['do', 'sleep', 'patch'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 
 /**
- * `completed` and `failed` are final (a `do` step's value or error, replayed for ever);
- * `retrying` waits for its next attempt until `wakeAt`; `sleeping` waits until `wakeAt`.
+ * `completed` and `failed` are final (a `do` step's value or error, replayed for ever; a patch
+ * marker is `completed`); `retrying` waits for its next attempt until `wakeAt`; `sleeping` waits
+ * until `wakeAt`; `woke` is a sleep a run has passed (its time came), final.
  */
-export const STEP_STATUSES = ['completed', 'failed', 'retrying', 'sleeping'] as const;
+export const STEP_STATUSES = ['completed', 'failed', 'retrying', 'sleeping', 'woke'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
 /** The statuses each kind may be recorded with. */
 export const STEP_KIND_STATUSES: Readonly<Record<StepKind, readonly StepStatus[]>> = {
   do: ['completed', 'failed', 'retrying'],
-  sleep: ['sleeping'],
+  sleep: ['sleeping', 'woke'],
+  patch: ['completed'],
 };
+
+/**
+ * The namespace a row's name is unique in: steps and sleeps share one (a name is one step of a
+ * task), patch markers have their own, so a gate may carry the name of a step (`patched('ship')`
+ * beside `do('ship')`). The stores restate it in their unique index (`kind = 'patch'`).
+ */
+export function stepNameSpace(kind: StepKind): 'step' | 'patch' {
+  return kind === 'patch' ? 'patch' : 'step';
+}
+
+/** Whether a row of `status` waits for `wakeAt` (or, `woke`, keeps when it was due). */
+export function hasWakeTime(status: StepStatus): boolean {
+  return status === 'sleeping' || status === 'retrying' || status === 'woke';
+}
 
 /** A step's recorded error: what the handler sees again as `StepFailedError`. */
 export interface StepError {
@@ -52,8 +74,10 @@ export interface StepRecord {
   error: StepError | null;
   /** Bytes of the value's JSON text (0 without one). */
   valueBytes: number;
-  /** `sleeping` and `retrying`: when the task is due again. */
+  /** `sleeping` and `retrying`: when the task is due again; `woke`: when the sleep was due. */
   wakeAt: Millis | null;
+  /** Whether the step was in flight together with another step of its run (`decideFreshEntry` skips it). */
+  concurrent: boolean;
   startedAt: Millis;
   updatedAt: Millis;
 }
@@ -68,11 +92,13 @@ export interface StepWrite {
   value?: unknown;
   error?: StepError | null;
   wakeAt?: Millis | null;
+  /** The row's `concurrent` flag (absent: false). */
+  concurrent?: boolean;
   startedAt: Millis;
 }
 
 export function isFinalStep(status: StepStatus): boolean {
-  return status === 'completed' || status === 'failed';
+  return status === 'completed' || status === 'failed' || status === 'woke';
 }
 
 /** The part of a record the step rules read. */
@@ -102,10 +128,11 @@ export function overJournalBounds(size: JournalSize, newRow: boolean, valueBytes
 /**
  * Record one step, in its precedence: the task must exist for the run's auth key, be unexpired
  * and not terminal, and still be held by the run (its fence, on a `working` task). Then the
- * journal's order: a row at this position under another name or kind, a row of this name at
- * another position, or a final row at this position refuse the write (an unfinished row of the
- * same name and kind may be overwritten: a retry's next attempt, a sleep suspended again with
- * the same wake time). Then the value's size, and last the journal's (`journal`: absent, no
+ * journal's order: a row at this position under another name or kind, a row of this name (in its
+ * namespace, `stepNameSpace`: `byName` is that row) at another position, or a final row at this
+ * position refuse the write (an unfinished row of the same name and kind may be overwritten: a
+ * retry's next attempt, a sleep suspended again with the same wake time, or marked `woke` with it
+ * once that time has come). Then the value's size, and last the journal's (`journal`: absent, no
  * bound). Only `APPLY_STEP` writes.
  */
 export function decideStepRecord(input: {
@@ -127,19 +154,28 @@ export function decideStepRecord(input: {
   if (isTerminal(record.status)) return 'BLOCK_TERMINAL_REWRITE';
   if (record.status !== 'working' || !holdsFence(record, fence, now)) return 'BLOCK_STALE_VERSION';
   if (input.byName !== undefined && input.byName.position !== step.position) return 'BLOCK_STEP_ORDER';
-  if (atPosition !== undefined && !mayOverwrite(atPosition, step)) return 'BLOCK_STEP_ORDER';
+  if (atPosition !== undefined && !mayOverwrite(atPosition, step, now)) return 'BLOCK_STEP_ORDER';
   if (input.valueBytes > input.maxStepBytes) return 'BLOCK_STEP_SIZE';
   if (input.journal !== undefined && overJournalBounds(input.journal, atPosition === undefined, input.valueBytes)) return 'BLOCK_JOURNAL_LIMIT';
   return 'APPLY_STEP';
 }
 
-/** A journal row the write may replace: the same step, not final; a sleep only with its own wake time. */
-function mayOverwrite(row: Pick<StepRecord, 'name' | 'kind' | 'status' | 'wakeAt'>, step: Pick<StepWrite, 'name' | 'kind' | 'status' | 'wakeAt'>): boolean {
+/**
+ * A journal row the write may replace: the same step, not final; a sleep only with its own wake
+ * time, again (`sleeping`) or passed (`woke`, once that time has come).
+ */
+function mayOverwrite(
+  row: Pick<StepRecord, 'name' | 'kind' | 'status' | 'wakeAt'>,
+  step: Pick<StepWrite, 'name' | 'kind' | 'status' | 'wakeAt'>,
+  now: Millis,
+): boolean {
   if (row.name !== step.name || row.kind !== step.kind || isFinalStep(row.status)) return false;
-  return row.status !== 'sleeping' || (step.status === 'sleeping' && (step.wakeAt ?? null) === row.wakeAt);
+  if (row.status !== 'sleeping') return true;
+  if ((step.wakeAt ?? null) !== row.wakeAt) return false;
+  return step.status === 'sleeping' || (step.status === 'woke' && row.wakeAt !== null && row.wakeAt <= now);
 }
 
-/** What a run does at one position of its handler, from the journal (`decideStepReplay`). */
+/** What a run does where its handler reaches a step or sleep, from the journal (`decideStepReplay`). */
 export type StepReplay =
   /** Run the step's function (nothing recorded, or a retry whose time has come): this attempt. */
   | { kind: 'RUN'; attempt: number }
@@ -149,26 +185,27 @@ export type StepReplay =
   | { kind: 'THROW'; error: StepError }
   /** A sleep or a retry not yet due: suspend again until `wakeAt`. */
   | { kind: 'WAIT'; wakeAt: Millis }
-  /** A sleep whose time has come: go on. */
-  | { kind: 'DONE' }
-  /** The journal holds something else here (`expected`, as `describeJournalEntry` says it): the task fails. */
-  | { kind: 'ORDER'; expected: string };
+  /** A sleep whose time has come: go on; `wake`: the row still says `sleeping`, the run marks it `woke`. */
+  | { kind: 'DONE'; wake: boolean }
+  /** The journal holds this name as another kind (`expected`, as `describeStep` says it, at `position`). */
+  | { kind: 'ORDER'; position: number; expected: string };
 
 /**
- * The replay of one position: what the journal (`journalAt`, or an ask stored at it, `askAt`)
- * says the run reaching `name` of `kind` there does. Another name or kind is an order change.
+ * The replay of a step or sleep the handler reaches: the journal's row of that name (`named`, in
+ * the step namespace; absent: the step is fresh, and `decideFreshEntry` says whether it may run)
+ * says what the run does, wherever the handler reaches it (identity by name: a branch reached
+ * after another one's await replays as well as one reached first). The same name as another kind
+ * is an order change.
  */
 export function decideStepReplay(input: {
-  journalAt: Pick<StepRecord, 'name' | 'kind' | 'status' | 'attempts' | 'value' | 'error' | 'wakeAt'> | undefined;
-  askAt?: { keys: readonly string[] } | undefined;
+  named: Pick<StepRecord, 'position' | 'name' | 'kind' | 'status' | 'attempts' | 'value' | 'error' | 'wakeAt'> | undefined;
   name: string;
-  kind: StepKind;
+  kind: Exclude<StepKind, 'patch'>;
   now: Millis;
 }): StepReplay {
-  const { journalAt: row, now } = input;
-  if (input.askAt !== undefined) return { kind: 'ORDER', expected: describeAsk(input.askAt.keys) };
+  const { named: row, now } = input;
   if (row === undefined) return { kind: 'RUN', attempt: 1 };
-  if (row.name !== input.name || row.kind !== input.kind) return { kind: 'ORDER', expected: describeStep(row.kind, row.name) };
+  if (row.kind !== input.kind) return { kind: 'ORDER', position: row.position, expected: describeStep(row.kind, row.name) };
   switch (row.status) {
     case 'completed':
       return { kind: 'RETURN', value: row.value };
@@ -177,13 +214,85 @@ export function decideStepReplay(input: {
     case 'retrying':
       return row.wakeAt !== null && row.wakeAt > now ? { kind: 'WAIT', wakeAt: row.wakeAt } : { kind: 'RUN', attempt: row.attempts + 1 };
     case 'sleeping':
-      return row.wakeAt !== null && row.wakeAt > now ? { kind: 'WAIT', wakeAt: row.wakeAt } : { kind: 'DONE' };
+      return row.wakeAt !== null && row.wakeAt > now ? { kind: 'WAIT', wakeAt: row.wakeAt } : { kind: 'DONE', wake: true };
+    case 'woke':
+      return { kind: 'DONE', wake: false };
   }
 }
 
-/** How an order error names a journal entry: `step "charge-card"`, `sleep "cool-down"`. */
+/**
+ * One entry of the journal as the order check sees it: a row (its kind, name, position and
+ * `concurrent` flag), or a stored ask (kind `ask`, its keys comma-separated as the name; an ask
+ * is never concurrent).
+ */
+export interface JournalEntry {
+  position: number;
+  kind: StepKind | 'ask';
+  name: string;
+  concurrent: boolean;
+}
+
+/** What a run does with an entry the journal does not hold (`decideFreshEntry`). */
+export type FreshEntry =
+  /** Nothing recorded is still ahead of it: run it (a step), record it (a marker), store it (an ask). */
+  | { kind: 'FRESH' }
+  /** The journal went on without it: `expected` (as `describeEntry` says it) at `position` is still to come. */
+  | { kind: 'ORDER'; position: number; expected: string };
+
+/**
+ * The order check, for an entry the handler reaches fresh (a step or sleep whose name the
+ * journal does not hold, an ask not stored, a patch gate without its marker). `unreached` are the
+ * journal's entries this run has not reached yet. One of them that is not `concurrent` and not a
+ * patch marker means the handler changed: the journal's run went on to that entry without this
+ * one (a step inserted before a recorded one), so the fresh entry must not run. The lowest such
+ * position is the one named. Concurrent rows do not count (another branch may reach them yet),
+ * nor do markers (a retired gate is never reached again), nor rows never reached at all by the
+ * time the handler returns (a branch taken away at the end).
+ */
+export function decideFreshEntry(input: { unreached: readonly JournalEntry[] }): FreshEntry {
+  let first: JournalEntry | undefined;
+  for (const entry of input.unreached) {
+    if (entry.concurrent || entry.kind === 'patch') continue;
+    if (first === undefined || entry.position < first.position) first = entry;
+  }
+  return first === undefined ? { kind: 'FRESH' } : { kind: 'ORDER', position: first.position, expected: describeEntry(first) };
+}
+
+/** What a patch gate answers (`decidePatch`): `RECORD` its marker and take the new path, or not. */
+export type PatchDecision = { kind: 'REPLAY' } | { kind: 'RECORD' } | { kind: 'SKIP'; position: number; expected: string };
+
+/**
+ * A patch gate (`ctx.step.patched(id)`): with its marker in the journal the run replays the new
+ * path (`REPLAY`: true); reached fresh (`decideFreshEntry` says `FRESH`) the marker is recorded
+ * and the new path taken (`RECORD`: true); a journal that went past this point without it is
+ * replayed on the old path (`SKIP`: false, nothing recorded).
+ */
+export function decidePatch(input: { marker: Pick<StepRecord, 'kind'> | undefined; unreached: readonly JournalEntry[] }): PatchDecision {
+  if (input.marker !== undefined) return { kind: 'REPLAY' };
+  const fresh = decideFreshEntry({ unreached: input.unreached });
+  return fresh.kind === 'FRESH' ? { kind: 'RECORD' } : { kind: 'SKIP', position: fresh.position, expected: fresh.expected };
+}
+
+/**
+ * A gate that answered `false` (`SKIP`, the journal's entry at `position` still ahead) was wrong
+ * when the handler, past the gate, reaches a fresh entry and the order check stops at that very
+ * entry, still unreached: the old path never reaches it, so the journal went on along the gate's
+ * new path (a task a handler started with the change but without its gate). Those gates' ids
+ * come back: their markers are recorded and the run starts again, told `true`. An order error at
+ * any other entry revises nothing (the run stops as any mismatch does).
+ */
+export function decideGateRevision(input: { skipped: readonly { id: string; position: number }[]; order: { position: number } }): string[] {
+  return input.skipped.filter((gate) => gate.position === input.order.position).map((gate) => gate.id);
+}
+
+/** How an order error names a journal entry: `step "charge-card"`, `sleep "cool-down"`, `patch "add-a2"`. */
 export function describeStep(kind: StepKind, name: string): string {
-  return `${kind === 'do' ? 'step' : 'sleep'} ${JSON.stringify(name)}`;
+  return `${kind === 'do' ? 'step' : kind} ${JSON.stringify(name)}`;
+}
+
+/** How an order error names an entry of `decideFreshEntry`. */
+export function describeEntry(entry: Pick<JournalEntry, 'kind' | 'name'>): string {
+  return entry.kind === 'ask' ? describeAsk([entry.name]) : describeStep(entry.kind, entry.name);
 }
 
 /** How an order error names an ask: `ask "confirm"` (its keys, comma-separated). */
@@ -191,7 +300,7 @@ export function describeAsk(keys: readonly string[]): string {
   return `ask ${JSON.stringify(keys.join(','))}`;
 }
 
-/** The error that ends a task whose run changed order. */
+/** The error that stops a run whose handler no longer matches its journal. */
 export function stepOrderMessage(position: number, expected: string, actual: string): string {
   return `step order changed at position ${position}: the journal has ${expected} and this run asked for ${actual}`;
 }

@@ -1,5 +1,5 @@
 import { TasklatchError } from './errors.js';
-import { STEP_KIND_STATUSES, STEP_KINDS, type StepError, type StepKind, type StepStatus, type StepWrite } from './step-rules.js';
+import { hasWakeTime, STEP_KIND_STATUSES, STEP_KINDS, type StepError, type StepKind, type StepStatus, type StepWrite } from './step-rules.js';
 import { isStorableText } from './text.js';
 import { formatTimestamp } from './time.js';
 import type { Millis } from './types.js';
@@ -27,8 +27,10 @@ export interface PreparedStep {
   /** `failed` and `retrying` only: the error (message clipped) and its JSON text. */
   error: StepError | null;
   errorText: string | null;
-  /** `sleeping` and `retrying` only. */
+  /** `sleeping`, `retrying` and `woke` only. */
   wakeAt: Millis | null;
+  /** The row's `concurrent` flag. */
+  concurrent: boolean;
   startedAt: Millis;
 }
 
@@ -51,7 +53,8 @@ export function prepareStepWrite(step: StepWrite): PreparedStep {
     throw invalid(`${where}: a ${step.kind} step is recorded ${STEP_KIND_STATUSES[step.kind].join(' or ')}, not ${String(step.status)}`);
   }
   if (!isInstant(step.startedAt)) throw invalid(`${where}: startedAt must be epoch milliseconds`);
-  const waits = step.status === 'sleeping' || step.status === 'retrying';
+  const waits = hasWakeTime(step.status);
+  if (step.concurrent !== undefined && typeof step.concurrent !== 'boolean') throw invalid(`${where}: concurrent must be true or false`);
   if (waits && !isInstant(step.wakeAt)) throw invalid(`${where}: a ${step.status} step needs its wakeAt (epoch milliseconds)`);
   const fails = step.status === 'failed' || step.status === 'retrying';
   const error = fails ? checkedError(where, step.error) : null;
@@ -68,6 +71,7 @@ export function prepareStepWrite(step: StepWrite): PreparedStep {
     error,
     errorText: error === null ? null : JSON.stringify(error),
     wakeAt: waits ? (step.wakeAt as Millis) : null,
+    concurrent: step.concurrent === true,
     startedAt: step.startedAt,
   };
 }

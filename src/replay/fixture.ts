@@ -12,7 +12,7 @@ import {
   TRANSITION_DECISIONS,
 } from '../core/decisions.js';
 import { TasklatchError } from '../core/errors.js';
-import { STEP_KIND_STATUSES, STEP_KINDS, STEP_STATUSES, type StepKind, type StepStatus } from '../core/step-rules.js';
+import { hasWakeTime, STEP_KIND_STATUSES, STEP_KINDS, STEP_STATUSES, stepNameSpace, type StepKind, type StepStatus } from '../core/step-rules.js';
 import { isTimestamp } from '../core/time.js';
 import { READ_METHODS, TASK_STATUSES } from '../core/types.js';
 
@@ -216,11 +216,12 @@ const stepCase = z
     kindHolds(record, ['packet', 'record', 'status']);
     for (const [i, row] of steps.entries()) {
       kindHolds(row, ['packet', 'steps', i, 'status']);
-      const waits = row.status === 'sleeping' || row.status === 'retrying';
+      const waits = hasWakeTime(row.status);
       if (waits && row.wakeAt == null)
         ctx.addIssue({ code: 'custom', message: `required when status is ${row.status}`, path: ['packet', 'steps', i, 'wakeAt'] });
-      if (steps.findIndex((other) => other.position === row.position || other.name === row.name) !== i) {
-        ctx.addIssue({ code: 'custom', message: 'a journal holds one row per position and per name', path: ['packet', 'steps', i] });
+      const sameName = (other: { name: string; kind: StepKind }) => other.name === row.name && stepNameSpace(other.kind) === stepNameSpace(row.kind);
+      if (steps.findIndex((other) => other.position === row.position || sameName(other)) !== i) {
+        ctx.addIssue({ code: 'custom', message: 'a journal holds one row per position and per name (patch markers: per id)', path: ['packet', 'steps', i] });
       }
       if ((row.valueBytes ?? 0) > 0 && row.status !== 'completed') {
         ctx.addIssue({ code: 'custom', message: 'only a completed step has a value', path: ['packet', 'steps', i, 'valueBytes'] });

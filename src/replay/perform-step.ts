@@ -1,4 +1,4 @@
-import type { StepError, StepRecord, StepWrite } from '../core/step-rules.js';
+import { hasWakeTime, type StepError, type StepRecord, type StepWrite } from '../core/step-rules.js';
 import { parseTimestamp } from '../core/time.js';
 import type { Millis } from '../core/types.js';
 import type { TaskStore } from '../store/types.js';
@@ -33,7 +33,7 @@ export async function performStep(replayCase: StepCase, store: TaskStore, ns: st
   }
   const { record } = p;
   const fence = { taskId, authKey: ns + p.auth, version: record.expectedVersion, owner: record.owner };
-  const waits = record.status === 'sleeping' || record.status === 'retrying';
+  const waits = hasWakeTime(record.status);
   const stored = steps.find((s) => s.position === record.position);
   const step: StepWrite = {
     position: record.position,
@@ -43,8 +43,12 @@ export async function performStep(replayCase: StepCase, store: TaskStore, ns: st
     attempts: record.attempts ?? (record.kind === 'do' ? (stored?.attempts ?? 0) + 1 : 0),
     value: valueOfBytes(record.valueBytes),
     error: record.status === 'failed' || record.status === 'retrying' ? REPLAY_ERROR : null,
-    // A wait again at a stored wait's position keeps its wake time unless the packet names one.
-    wakeAt: waits ? (record.wakeAt === undefined ? (stored?.wakeAt ?? now + DEFAULT_WAIT_MS) : parseTimestamp(record.wakeAt)) : null,
+    // A wait again (or a sleep marked woke) at a stored wait's position keeps its wake time unless the packet names one.
+    wakeAt: waits
+      ? record.wakeAt === undefined
+        ? (stored?.wakeAt ?? (record.status === 'woke' ? now : now + DEFAULT_WAIT_MS))
+        : parseTimestamp(record.wakeAt)
+      : null,
     startedAt: now,
   };
   const outcome = await store.recordStep({ fence, step, maxStepBytes: REPLAY_MAX_STEP_BYTES, ...p.limits, now, correlationId: `${ns}step` });
@@ -67,7 +71,7 @@ export function valueOfBytes(bytes: number): unknown {
 
 /** A packet's journal row as the store keeps it, with a value of `valueBytes` bytes (none when absent): the rules read only its size. */
 function toStep(packet: StoredStepPacket, taskId: string, now: Millis): StepRecord {
-  const waits = packet.status === 'sleeping' || packet.status === 'retrying';
+  const waits = hasWakeTime(packet.status);
   return {
     taskId,
     position: packet.position,
@@ -79,6 +83,7 @@ function toStep(packet: StoredStepPacket, taskId: string, now: Millis): StepReco
     error: packet.status === 'failed' || packet.status === 'retrying' ? REPLAY_ERROR : null,
     valueBytes: packet.valueBytes ?? 0,
     wakeAt: waits && packet.wakeAt != null ? parseTimestamp(packet.wakeAt) : null,
+    concurrent: false,
     startedAt: now,
     updatedAt: now,
   };

@@ -19,6 +19,8 @@ export interface StepRow {
   error: string | null;
   value_bytes: number;
   wake_at_ms: number | string | null;
+  /** SQLite: 0 or 1; PostgreSQL: a boolean. */
+  concurrent: number | boolean;
   started_at_ms: number | string;
   updated_at_ms: number | string;
 }
@@ -40,6 +42,7 @@ export function rowToStep(row: StepRow): StepRecord {
     error: row.error === null ? null : (JSON.parse(row.error) as StepError),
     valueBytes: row.value_bytes,
     wakeAt: row.wake_at_ms === null ? null : Number(row.wake_at_ms),
+    concurrent: row.concurrent === true || row.concurrent === 1,
     startedAt: Number(row.started_at_ms),
     updatedAt: Number(row.updated_at_ms),
   };
@@ -81,6 +84,7 @@ export function preparedToRow(taskId: string, step: PreparedStep, now: Millis): 
     error: step.errorText,
     value_bytes: step.valueBytes,
     wake_at_ms: step.wakeAt,
+    concurrent: step.concurrent,
     started_at_ms: step.startedAt,
     updated_at_ms: now,
   };
@@ -99,6 +103,7 @@ export function stepToRow(step: StepRecord): StepRow {
     error: step.error === null ? null : JSON.stringify(step.error),
     value_bytes: step.valueBytes,
     wake_at_ms: step.wakeAt,
+    concurrent: step.concurrent,
     started_at_ms: step.startedAt,
     updated_at_ms: step.updatedAt,
   };
@@ -116,6 +121,7 @@ export const STEP_COLUMNS = [
   'error',
   'value_bytes',
   'wake_at_ms',
+  'concurrent',
   'started_at_ms',
   'updated_at_ms',
 ] as const;

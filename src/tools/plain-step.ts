@@ -56,6 +56,11 @@ export function plainStep(signal: AbortSignal, callKey: string, random: () => nu
     sleep: async (name, ms) => sleepFor(name, checkSleepMs(name, ms)),
     sleepUntil: async (name, when) => sleepFor(name, Math.max(0, wakeTimeOf(name, when) - Date.now())),
     idempotencyKey: (name) => `${callKey}:step:${name}`,
+    // Nothing is replayed in a plain call: every gate is reached fresh, and takes the new path.
+    patched: async (id) => {
+      checkStepName(id);
+      return true;
+    },
     ...valueSteps(run),
   };
 }

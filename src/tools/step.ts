@@ -39,9 +39,11 @@ export type StepFunction<T> = (ctx: StepContext) => Promise<T> | T;
  * takeover, a drain, an answer, a sleep) gets the recorded value without calling the function
  * again: a step runs at least once and is recorded exactly once (`now`, `random` and `uuid` are
  * such steps, for a value a later run must see again). `sleep` suspends the task
- * without holding a worker until its time comes. Names are unique within a task; steps, sleeps
- * and asks must come in the same order on every run. In a plain call a step just runs its
- * function and a sleep waits in process.
+ * without holding a worker until its time comes. Names are unique within a task, and a name's
+ * row replays wherever a run reaches it (a branch of a `Promise.all` too); a step the journal does
+ * not hold may run only where the journal's run did not go on without it (else the run stops with
+ * `step order changed …`; `patched` lets a changed handler take the old path on old tasks). In a
+ * plain call a step just runs its function and a sleep waits in process.
  */
 export interface Step {
   do<T>(name: string, fn: StepFunction<T>): Promise<T>;
@@ -65,6 +67,16 @@ export interface Step {
   random(name: string): Promise<number>;
   /** A random UUID (v4) drawn once and recorded: every later run gets the same one. */
   uuid(name: string): Promise<string>;
+  /**
+   * A patch gate: `true` where a run reaches it fresh (a marker named `id` is recorded in the
+   * journal, so every later run of the task answers `true` again), `false` where the task's
+   * journal went on past this point without it (a task started before the gate was deployed:
+   * nothing is recorded, and the handler takes the old path). `if (await ctx.step.patched('add-a2'))`
+   * around a step added to a handler lets old tasks replay as they were and new ones run it.
+   * Ids have a namespace of their own (a gate may carry a step's name); asking twice in a run
+   * answers the same. In a plain call: `true`.
+   */
+  patched(id: string): Promise<boolean>;
 }
 
 /**
@@ -257,6 +269,8 @@ export function roundSteps(step: Step): () => Step {
       now: (name) => once(name, () => step.now(name)),
       random: (name) => once(name, () => step.random(name)),
       uuid: (name) => once(name, () => step.uuid(name)),
+      // A gate answers the same for the whole call (a task's runner keeps one answer per id).
+      patched: (id) => step.patched(id),
     };
   };
 }

@@ -242,7 +242,7 @@ describe('durable steps across worker processes (PostgreSQL)', () => {
     expect(rested.after - rested.before).toBeGreaterThanOrEqual(2500);
     expect(rested.by).toBe(second.child.pid);
     const journal = (await store.steps({ authKey: AUTH, taskId, now: Date.now() })).steps!;
-    expect(journal.map((s) => `${s.name} ${s.kind} ${s.status}`)).toEqual(['before do completed', 'nap sleep sleeping', 'after do completed']);
+    expect(journal.map((s) => `${s.name} ${s.kind} ${s.status}`)).toEqual(['before do completed', 'nap sleep woke', 'after do completed']);
     const shown = JSON.parse((await runCli(['tasks', 'show', taskId, '--store', url, '--json'])).stdout) as {
       steps: Array<{ name: string; wakeAt: string | null }>;
     };

@@ -251,6 +251,36 @@ describe.each(STORES)('tasklatch tasks on $name', ({ name, url: makeUrl }) => {
     expect((await inProcess(['tasks', 'show', other.taskId, '--store', url])).stdout).not.toMatch(/^parked/m);
   });
 
+  it('shows a journal’s patch markers, woken sleeps and concurrent steps', async () => {
+    const url = await makeUrl();
+    const store = await openStore(url);
+    stops.push(() => store.close());
+    const now = Date.now();
+    const { taskId } = (await store.admit(admission({ now }))).record!;
+    const row = { taskId, attempts: 0, value: undefined, error: null, valueBytes: 0, wakeAt: null, concurrent: false, startedAt: now, updatedAt: now };
+    await store.seed(
+      [],
+      [],
+      [
+        Object.assign({}, row, { position: 0, name: 'a', kind: 'do' as const, status: 'completed' as const, attempts: 1, concurrent: true }),
+        Object.assign({}, row, { position: 1, name: 'add-a2', kind: 'patch' as const, status: 'completed' as const }),
+        Object.assign({}, row, { position: 2, name: 'rest', kind: 'sleep' as const, status: 'woke' as const, wakeAt: now + 5 }),
+      ],
+    );
+    const shown = (await json(['tasks', 'show', taskId, '--store', url, '--json'])) as { steps: Array<Record<string, unknown>> };
+    expect(shown.steps.map((s) => [s.position, s.name, s.kind, s.status, s.concurrent])).toEqual([
+      [0, 'a', 'do', 'completed', true],
+      [1, 'add-a2', 'patch', 'completed', false],
+      [2, 'rest', 'sleep', 'woke', false],
+    ]);
+    expect(shown.steps[2]!.wakeAt).toBe(new Date(now + 5).toISOString());
+    const text = (await inProcess(['tasks', 'show', taskId, '--store', url])).stdout;
+    expect(text).toMatch(/POS +NAME +KIND +STATUS +CONCURRENT/);
+    expect(text).toMatch(/\n0 +a +do +completed +yes /);
+    expect(text).toMatch(/\n1 +add-a2 +patch +completed +0 /);
+    expect(text).toMatch(/\n2 +rest +sleep +woke +0 /);
+  });
+
   it('refuses bad input in one line with exit 2, before touching the store', async () => {
     const { url, ids } = filledStore;
     // A miss through the built binary, another in this process; and a server that does not answer.

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { STEP_DECISIONS, type StepDecision } from '../../src/core/decisions.js';
 import {
+  decideFreshEntry,
+  decideGateRevision,
+  decidePatch,
   decideStepRecord,
   decideStepReplay,
   describeAsk,
@@ -9,6 +12,9 @@ import {
   mayRetry,
   retryDelay,
   stepOrderMessage,
+  type FreshEntry,
+  type JournalEntry,
+  type PatchDecision,
   type StepRecord,
   type StepReplay,
   type StepWrite,
@@ -30,6 +36,7 @@ const row = (o: Partial<StepRecord>): StepRecord => ({
   error: null,
   valueBytes: 4,
   wakeAt: null,
+  concurrent: false,
   startedAt: T0 - 10,
   updatedAt: T0 - 5,
   ...o,
@@ -49,6 +56,8 @@ interface RecordRow {
   valueBytes?: number;
   expect: StepDecision;
 }
+
+const patchWrite: Partial<StepWrite> = { name: 'add-a2', kind: 'patch', status: 'completed', attempts: 0 };
 
 const recordRows: RecordRow[] = [
   // 1–3. the task out of the run's reach, before anything else is looked at
@@ -75,6 +84,17 @@ const recordRows: RecordRow[] = [
   { name: 'completed already', atPosition: row({}), byName: row({}), expect: 'BLOCK_STEP_ORDER' },
   { name: 'failed already', atPosition: row({ status: 'failed' }), byName: row({ status: 'failed' }), step: { status: 'failed' }, expect: 'BLOCK_STEP_ORDER' },
   { name: 'a sleep again with another wake', ...sleepAt(T0 + 100), step: sleepWrite(T0 + 200), expect: 'BLOCK_STEP_ORDER' },
+  { name: 'a sleep marked woke before its time', ...sleepAt(T0 + 1), step: wokeWrite(T0 + 1), expect: 'BLOCK_STEP_ORDER' },
+  { name: 'a sleep marked woke with another wake', ...sleepAt(T0 - 100), step: wokeWrite(T0 - 50), expect: 'BLOCK_STEP_ORDER' },
+  { name: 'a woke sleep is final', ...wokeAt(T0 - 100), step: wokeWrite(T0 - 100), expect: 'BLOCK_STEP_ORDER' },
+  {
+    name: 'a patch marker again',
+    atPosition: row({ name: 'add-a2', kind: 'patch' }),
+    byName: row({ name: 'add-a2', kind: 'patch' }),
+    step: patchWrite,
+    expect: 'BLOCK_STEP_ORDER',
+  },
+  { name: 'a patch marker at another position', byName: row({ name: 'add-a2', kind: 'patch', position: 3 }), step: patchWrite, expect: 'BLOCK_STEP_ORDER' },
   { name: 'order change and a value too large', atPosition: row({ name: 'x' }), valueBytes: 999, expect: 'BLOCK_STEP_ORDER' },
   // 7. the value's size: the bound itself is allowed
   { name: 'one byte over the bound', valueBytes: 101, expect: 'BLOCK_STEP_SIZE' },
@@ -114,7 +134,21 @@ const recordRows: RecordRow[] = [
   },
   { name: 'a sleep again with its own wake', ...sleepAt(T0 + 100), step: sleepWrite(T0 + 100), expect: 'APPLY_STEP' },
   { name: 'a new sleep', step: sleepWrite(T0 + 100), expect: 'APPLY_STEP' },
+  { name: 'a sleep marked woke at its time', ...sleepAt(T0), step: wokeWrite(T0), expect: 'APPLY_STEP' },
+  { name: 'a sleep marked woke after its time', ...sleepAt(T0 - 100), step: wokeWrite(T0 - 100), expect: 'APPLY_STEP' },
+  { name: 'a new sleep already past (woke)', step: wokeWrite(T0 - 100), expect: 'APPLY_STEP' },
+  // The store passes byName from the row's namespace: a step of the gate's name is no obstacle.
+  { name: 'a patch marker', step: patchWrite, expect: 'APPLY_STEP' },
 ];
+
+function wokeAt(wakeAt: number): { atPosition: StepRecord; byName: StepRecord } {
+  const r = row({ name: 'nap', kind: 'sleep', status: 'woke', attempts: 0, value: undefined, wakeAt });
+  return { atPosition: r, byName: r };
+}
+
+function wokeWrite(wakeAt: number): Partial<StepWrite> {
+  return { name: 'nap', kind: 'sleep', status: 'woke', attempts: 0, wakeAt };
+}
 
 function sleepAt(wakeAt: number): { atPosition: StepRecord; byName: StepRecord } {
   const r = row({ name: 'nap', kind: 'sleep', status: 'sleeping', attempts: 0, value: undefined, wakeAt });
@@ -149,40 +183,49 @@ describe('decideStepRecord', () => {
 
 interface ReplayRow {
   name: string;
-  journalAt?: StepRecord;
-  askAt?: { keys: string[] };
+  named?: StepRecord;
   kind?: 'do' | 'sleep';
   expect: StepReplay;
 }
 
+// The row is the journal's row of the name, wherever it is: its position does not matter.
 const replayRows: ReplayRow[] = [
   { name: 'nothing recorded', expect: { kind: 'RUN', attempt: 1 } },
   { name: 'nothing recorded (a sleep)', kind: 'sleep', expect: { kind: 'RUN', attempt: 1 } },
-  { name: 'an ask at the position', askAt: { keys: ['confirm', 'amount'] }, expect: { kind: 'ORDER', expected: 'ask "confirm,amount"' } },
-  { name: 'an ask there, even with a row of the name', askAt: { keys: ['k'] }, journalAt: row({}), expect: { kind: 'ORDER', expected: 'ask "k"' } },
-  { name: 'another name', journalAt: row({ name: 'send-email' }), expect: { kind: 'ORDER', expected: 'step "send-email"' } },
-  { name: 'a sleep of the name', journalAt: row({ kind: 'sleep', status: 'sleeping' }), expect: { kind: 'ORDER', expected: 'sleep "charge"' } },
-  { name: 'completed', journalAt: row({ value: { id: 7 } }), expect: { kind: 'RETURN', value: { id: 7 } } },
-  { name: 'completed without a value', journalAt: row({ value: undefined }), expect: { kind: 'RETURN', value: undefined } },
+  {
+    name: 'a sleep of the name',
+    named: row({ kind: 'sleep', status: 'sleeping', position: 4 }),
+    expect: { kind: 'ORDER', position: 4, expected: 'sleep "charge"' },
+  },
+  {
+    name: 'a step of the name, reached as a sleep',
+    kind: 'sleep',
+    named: row({ position: 2 }),
+    expect: { kind: 'ORDER', position: 2, expected: 'step "charge"' },
+  },
+  { name: 'completed', named: row({ value: { id: 7 } }), expect: { kind: 'RETURN', value: { id: 7 } } },
+  { name: 'completed, recorded at a later position', named: row({ value: 1, position: 9 }), expect: { kind: 'RETURN', value: 1 } },
+  { name: 'completed without a value', named: row({ value: undefined }), expect: { kind: 'RETURN', value: undefined } },
   {
     name: 'failed',
-    journalAt: row({ status: 'failed', error: { message: 'card declined', name: 'PaymentError' } }),
+    named: row({ status: 'failed', error: { message: 'card declined', name: 'PaymentError' } }),
     expect: { kind: 'THROW', error: { message: 'card declined', name: 'PaymentError' } },
   },
-  { name: 'retrying, due exactly now', journalAt: row({ status: 'retrying', attempts: 2, wakeAt: T0 }), expect: { kind: 'RUN', attempt: 3 } },
-  { name: 'retrying, not yet due', journalAt: row({ status: 'retrying', attempts: 2, wakeAt: T0 + 1 }), expect: { kind: 'WAIT', wakeAt: T0 + 1 } },
+  { name: 'retrying, due exactly now', named: row({ status: 'retrying', attempts: 2, wakeAt: T0 }), expect: { kind: 'RUN', attempt: 3 } },
+  { name: 'retrying, not yet due', named: row({ status: 'retrying', attempts: 2, wakeAt: T0 + 1 }), expect: { kind: 'WAIT', wakeAt: T0 + 1 } },
   {
     name: 'sleeping, not yet due',
     kind: 'sleep',
-    journalAt: row({ kind: 'sleep', status: 'sleeping', wakeAt: T0 + 1 }),
+    named: row({ kind: 'sleep', status: 'sleeping', wakeAt: T0 + 1 }),
     expect: { kind: 'WAIT', wakeAt: T0 + 1 },
   },
-  { name: 'sleeping, due exactly now', kind: 'sleep', journalAt: row({ kind: 'sleep', status: 'sleeping', wakeAt: T0 }), expect: { kind: 'DONE' } },
+  { name: 'sleeping, due exactly now', kind: 'sleep', named: row({ kind: 'sleep', status: 'sleeping', wakeAt: T0 }), expect: { kind: 'DONE', wake: true } },
+  { name: 'woke', kind: 'sleep', named: row({ kind: 'sleep', status: 'woke', wakeAt: T0 - 10 }), expect: { kind: 'DONE', wake: false } },
 ];
 
 describe('decideStepReplay', () => {
   it.each(replayRows)('$name → $expect.kind', (r) => {
-    expect(decideStepReplay({ journalAt: r.journalAt, askAt: r.askAt, name: 'charge', kind: r.kind ?? 'do', now: T0 })).toEqual(r.expect);
+    expect(decideStepReplay({ named: r.named, name: 'charge', kind: r.kind ?? 'do', now: T0 })).toEqual(r.expect);
   });
 
   it('the order messages name both sides', () => {
@@ -190,7 +233,79 @@ describe('decideStepReplay', () => {
       'step order changed at position 3: the journal has step "charge-card" and this run asked for step "send-email"',
     );
     expect(describeAsk(['a'])).toBe('ask "a"');
+    expect(describeStep('patch', 'add-a2')).toBe('patch "add-a2"');
     expect(duplicateStepMessage('a')).toBe('step name "a" used twice');
+  });
+});
+
+const entry = (position: number, name: string, o: Partial<JournalEntry> = {}): JournalEntry => ({ position, name, kind: 'do', concurrent: false, ...o });
+
+interface FreshRow {
+  name: string;
+  unreached: JournalEntry[];
+  expect: FreshEntry;
+}
+
+const freshRows: FreshRow[] = [
+  { name: 'the whole journal reached', unreached: [], expect: { kind: 'FRESH' } },
+  // journal a, sleep; the handler now a, a2, sleep: a2 is reached while the sleep is still ahead
+  {
+    name: 'a step inserted before a recorded sleep',
+    unreached: [entry(1, 'sleep', { kind: 'sleep' })],
+    expect: { kind: 'ORDER', position: 1, expected: 'sleep "sleep"' },
+  },
+  {
+    name: 'the lowest unreached position is named',
+    unreached: [entry(5, 'b'), entry(2, 'x', { concurrent: true }), entry(3, 'a')],
+    expect: { kind: 'ORDER', position: 3, expected: 'step "a"' },
+  },
+  {
+    name: 'only concurrent rows ahead (another branch may reach them)',
+    unreached: [entry(1, 'b1', { concurrent: true }), entry(2, 'b2', { concurrent: true })],
+    expect: { kind: 'FRESH' },
+  },
+  { name: 'only a patch marker ahead (a retired gate)', unreached: [entry(1, 'add-a2', { kind: 'patch' })], expect: { kind: 'FRESH' } },
+  { name: 'a stored ask ahead', unreached: [entry(0, 'approve', { kind: 'ask' })], expect: { kind: 'ORDER', position: 0, expected: 'ask "approve"' } },
+];
+
+describe('decideFreshEntry', () => {
+  it.each(freshRows)('$name → $expect.kind', (r) => {
+    expect(decideFreshEntry({ unreached: r.unreached })).toEqual(r.expect);
+  });
+});
+
+const patchRows: { name: string; marker?: boolean; unreached: JournalEntry[]; expect: PatchDecision }[] = [
+  { name: 'its marker recorded', marker: true, unreached: [entry(3, 'sleep', { kind: 'sleep' })], expect: { kind: 'REPLAY' } },
+  { name: 'reached fresh (a new task)', unreached: [], expect: { kind: 'RECORD' } },
+  { name: 'reached fresh, only concurrent rows ahead', unreached: [entry(2, 'b', { concurrent: true })], expect: { kind: 'RECORD' } },
+  {
+    name: 'an old journal that went on without it',
+    unreached: [entry(1, 'sleep', { kind: 'sleep' })],
+    expect: { kind: 'SKIP', position: 1, expected: 'sleep "sleep"' },
+  },
+];
+
+describe('decidePatch', () => {
+  it.each(patchRows)('$name → $expect.kind', (r) => {
+    expect(decidePatch({ marker: r.marker === true ? row({ kind: 'patch', name: 'add-a2' }) : undefined, unreached: r.unreached })).toEqual(r.expect);
+  });
+});
+
+describe('decideGateRevision', () => {
+  const skipped = [
+    { id: 'add-a2', position: 1 },
+    { id: 'add-x', position: 4 },
+    { id: 'add-y', position: 1 },
+  ];
+  it.each([
+    // journal a, a2, rest (a2 added without a gate); the gated handler skipped a2 and then met it still ahead
+    { name: 'the order check stops at the entry the gates found ahead', order: 1, expect: ['add-a2', 'add-y'] },
+    { name: 'at another entry: a mismatch of its own', order: 2, expect: [] },
+  ])('$name', (r) => {
+    expect(decideGateRevision({ skipped, order: { position: r.order } })).toEqual(r.expect);
+  });
+  it('no gate skipped, nothing to revise', () => {
+    expect(decideGateRevision({ skipped: [], order: { position: 0 } })).toEqual([]);
   });
 });
 

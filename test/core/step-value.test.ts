@@ -84,7 +84,7 @@ describe('prepareStepWrite', () => {
     { name: 'a negative position', step: { position: -1 }, error: /position must be a whole number/ },
     { name: 'a fractional attempt count', step: { attempts: 1.5 }, error: /attempts must be a whole number/ },
     { name: 'an unknown kind', step: { kind: 'wait' as 'do' }, error: /kind must be one of do, sleep/ },
-    { name: 'a sleep completed', step: { kind: 'sleep' as const }, error: /a sleep step is recorded sleeping, not completed/ },
+    { name: 'a sleep completed', step: { kind: 'sleep' as const }, error: /a sleep step is recorded sleeping or woke, not completed/ },
     {
       name: 'a step sleeping',
       step: { status: 'sleeping' as const, wakeAt: T0 },

@@ -26,7 +26,8 @@ task_read_audit: task_key text NO, auth_key text NO, surface text NO, decision t
   count bigint NO, first_at_ms bigint NO, last_at_ms bigint NO, task_id text YES, correlation_id text NO, status text YES,
   version integer YES, detail text YES
 task_steps: task_id text NO, position integer NO, name text NO, kind text NO, status text NO, attempts integer NO,
-  value text YES, error text YES, value_bytes integer NO, wake_at_ms bigint YES, started_at_ms bigint NO, updated_at_ms bigint NO
+  value text YES, error text YES, value_bytes integer NO, wake_at_ms bigint YES, started_at_ms bigint NO, updated_at_ms bigint NO,
+  concurrent boolean NO
 tasklatch_meta: key text NO, value text NO
 tasklatch_migrations: name text NO, applied_at_ms bigint NO, checksum text YES
 tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, status_message text YES, version integer NO,
@@ -50,7 +51,7 @@ const EXPECTED_INDEXES = [
   'task_inputs USING btree (task_id, input_key)',
   'task_outbox USING btree (app, available_at_ms, id) WHERE (done_at_ms IS NULL)',
   'task_steps USING btree (task_id, "position")',
-  'task_steps USING btree (task_id, name)',
+  "task_steps USING btree (task_id, ((kind = 'patch'::text)), name)",
   "task_steps USING btree (wake_at_ms) WHERE (status = ANY (ARRAY['sleeping'::text, 'retrying'::text]))",
   'task_outbox USING btree (id)',
   'task_outbox USING btree (task_id, done_at_ms)',
@@ -124,6 +125,7 @@ describe('PostgresStore schema and migrations', () => {
       '009_read_audit_window.sql',
       '010_outbox_open_by_task.sql',
       '011_tool_versions.sql',
+      '012_step_markers.sql',
       '013_parked_tasks.sql',
     ]);
     const secret = await store.sharedSecret();
@@ -181,6 +183,7 @@ describe('PostgresStore schema and migrations', () => {
         '009_read_audit_window.sql',
         '010_outbox_open_by_task.sql',
         '011_tool_versions.sql',
+        '012_step_markers.sql',
         '013_parked_tasks.sql',
       ],
     ]);

@@ -121,6 +121,7 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['error', 'TEXT', 0, 0],
     ['value_bytes', 'INTEGER', 1, 0],
     ['wake_at_ms', 'INTEGER', 0, 0],
+    ['concurrent', 'INTEGER', 1, 0],
     ['started_at_ms', 'INTEGER', 1, 0],
     ['updated_at_ms', 'INTEGER', 1, 0],
   ],
@@ -163,6 +164,7 @@ const EXPECTED_INDEXES = [
     'CREATE UNIQUE INDEX task_read_audit_key ON task_read_audit (task_key, auth_key, surface, decision, window_start_ms)',
   ],
   ['task_read_audit_window_idx', 'task_read_audit', 'CREATE INDEX task_read_audit_window_idx ON task_read_audit (window_start_ms)'],
+  ['task_steps_name_key', 'task_steps', "CREATE UNIQUE INDEX task_steps_name_key ON task_steps (task_id, kind = 'patch', name)"],
   ['task_steps_waiting_idx', 'task_steps', "CREATE INDEX task_steps_waiting_idx ON task_steps (wake_at_ms) WHERE status IN ('sleeping', 'retrying')"],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
   ['tasks_expires_idx', 'tasks', 'CREATE INDEX tasks_expires_idx ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL'],
@@ -215,11 +217,11 @@ describe('SQLite migrations', () => {
     // The primary key (task_id, input_key) is the autoindex that keeps a key unique for the task's lifetime.
     const inputKeys = (db.pragma('index_list(task_inputs)') as { name: string; origin: string }[]).filter((i) => i.origin === 'pk');
     expect(inputKeys.map((i) => (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name))).toEqual([['task_id', 'input_key']]);
-    // A journal's position and a step's name are each unique within a task.
-    const stepKeys = (db.pragma('index_list(task_steps)') as { name: string; origin: string }[]).filter((i) => i.origin !== 'c');
-    expect(stepKeys.map((i) => [i.origin, (db.pragma(`index_info(${i.name})`) as { name: string }[]).map((c) => c.name)]).sort()).toEqual([
+    // A journal's position is unique within a task, and a name within its namespace (a patch marker's apart: the expression, null in index_info).
+    const stepKeys = (db.pragma('index_list(task_steps)') as { name: string; origin: string; unique: number }[]).filter((i) => i.unique === 1);
+    expect(stepKeys.map((i) => [i.origin, (db.pragma(`index_info(${i.name})`) as { name: string | null }[]).map((c) => c.name)]).sort()).toEqual([
+      ['c', ['task_id', null, 'name']],
       ['pk', ['task_id', 'position']],
-      ['u', ['task_id', 'name']],
     ]);
     const all = [
       '001_init.sql',
@@ -234,6 +236,7 @@ describe('SQLite migrations', () => {
       '010_held_tasks_index.sql',
       '011_read_audit_by_arrival.sql',
       '012_tool_versions.sql',
+      '013_step_markers.sql',
       '014_parked_tasks.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
@@ -316,6 +319,7 @@ describe('SQLite migrations', () => {
         '010_held_tasks_index.sql',
         '011_read_audit_by_arrival.sql',
         '012_tool_versions.sql',
+        '013_step_markers.sql',
         '014_parked_tasks.sql',
       ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
@@ -347,7 +351,7 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open(path);
     try {
-      expect(store.migrationsApplied).toEqual(['011_read_audit_by_arrival.sql', '012_tool_versions.sql', '014_parked_tasks.sql']);
+      expect(store.migrationsApplied).toEqual(['011_read_audit_by_arrival.sql', '012_tool_versions.sql', '013_step_markers.sql', '014_parked_tasks.sql']);
       const rows = () => store.db.prepare('SELECT task_key, count, first_at_ms, last_at_ms FROM task_read_audit ORDER BY rowid').all();
       expect(rows()).toEqual([
         { task_key: 'z-task', count: 3, first_at_ms: 10, last_at_ms: 30 },
@@ -371,6 +375,47 @@ describe('SQLite migrations', () => {
         { task_key: 'b-task', count: 3, first_at_ms: 20, last_at_ms: 50 },
       ]);
       expect(() => store.db.prepare("INSERT INTO task_read_audit SELECT * FROM task_read_audit WHERE task_key = 'z-task'").run()).toThrow(/UNIQUE/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('rebuilds a journal from before patch markers: every row kept (not concurrent), its key, index and cascade as before, woke and patch rows accepted', async () => {
+    const path = join(dir, 'before-markers.db');
+    const db = openSqlite(path);
+    db.exec('CREATE TABLE tasklatch_migrations (name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)');
+    for (const file of (await readMigrationFiles(new URL('../../migrations/sqlite/', import.meta.url))).filter((f) => f.name < '013')) {
+      db.exec(file.sql);
+      db.prepare('INSERT INTO tasklatch_migrations (name, checksum, applied_at_ms) VALUES (?, ?, 0)').run(file.name, file.checksum);
+    }
+    db.prepare(`INSERT INTO tasks (task_id, auth_key, status, version, created_at_ms, last_updated_at_ms) VALUES ('t', 'a', 'working', 1, 0, 0)`).run();
+    const step = db.prepare(
+      `INSERT INTO task_steps (task_id, position, name, kind, status, attempts, value, value_bytes, wake_at_ms, started_at_ms, updated_at_ms)
+       VALUES ('t', ?, ?, ?, ?, ?, ?, ?, ?, 1, 2)`,
+    );
+    step.run(0, 'a', 'do', 'completed', 1, '"x"', 3, null);
+    step.run(1, 'nap', 'sleep', 'sleeping', 0, null, 0, 50);
+    db.close();
+
+    const store = await SqliteStore.open(path);
+    try {
+      expect(store.migrationsApplied).toContain('013_step_markers.sql');
+      expect((await store.taskSteps({ taskId: 't' })).map((s) => [s.position, s.name, s.kind, s.status, s.value, s.wakeAt, s.concurrent])).toEqual([
+        [0, 'a', 'do', 'completed', 'x', null, false],
+        [1, 'nap', 'sleep', 'sleeping', undefined, 50, false],
+      ]);
+      const insert = store.db.prepare(
+        `INSERT INTO task_steps (task_id, position, name, kind, status, attempts, started_at_ms, updated_at_ms) VALUES ('t', ?, ?, ?, ?, 0, 1, 2)`,
+      );
+      insert.run(2, 'a', 'patch', 'completed');
+      expect(() => insert.run(3, 'a', 'do', 'completed')).toThrow(/UNIQUE/);
+      expect(() => insert.run(3, 'b', 'wait', 'completed')).toThrow(/CHECK/);
+      store.db.prepare(`UPDATE task_steps SET status = 'woke' WHERE name = 'nap'`).run();
+      // The plan of the due waits still uses the waiting index, and the cascade still takes a task's steps with it.
+      const plan = store.db.prepare(`EXPLAIN QUERY PLAN SELECT task_id FROM task_steps WHERE status IN ('sleeping', 'retrying') AND wake_at_ms > 0`).all();
+      expect(JSON.stringify(plan)).toContain('task_steps_waiting_idx');
+      store.db.prepare(`DELETE FROM tasks WHERE task_id = 't'`).run();
+      expect(store.db.prepare('SELECT count(*) AS n FROM task_steps').get()).toEqual({ n: 0 });
     } finally {
       await store.close();
     }

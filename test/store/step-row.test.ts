@@ -12,6 +12,7 @@ const row = (value: string | null): StepRow => ({
   error: null,
   value_bytes: value === null ? 0 : Buffer.byteLength(value),
   wake_at_ms: null,
+  concurrent: 0,
   started_at_ms: '1',
   updated_at_ms: 2,
 });

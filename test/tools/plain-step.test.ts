@@ -50,6 +50,12 @@ describe('steps in a plain call', () => {
     await expect(step.sleepUntil('bad', new Date('nope'))).rejects.toThrow('sleepUntil needs a valid Date');
   });
 
+  it('take the new path at every patch gate: nothing is replayed in a plain call', async () => {
+    const step = plainStep(new AbortController().signal, 'call:p');
+    expect([await step.patched('add-a2'), await step.patched('add-a2')]).toEqual([true, true]);
+    await expect(step.patched('')).rejects.toThrow(/a step name is text/);
+  });
+
   it('sleep in process until the call is aborted', async () => {
     const controller = new AbortController();
     const step = plainStep(controller.signal, 'call:x');

@@ -53,6 +53,6 @@ describe.each(ALL_HARNESSES)('a task journal’s bounds on the $name store', (ha
     // Two runs (the sleep suspended the first): a and c ran once each, d never.
     expect(calls).toEqual({ a: 1, c: 1, d: 0, runs: 2 });
     const journal = await w.svc.worker.lookupSteps({ auth: AUTH, taskId });
-    expect(journal.map((s) => `${s.position} ${s.name} ${s.status} ${s.valueBytes}`)).toEqual(['0 a completed 50', '1 nap sleeping 0', '2 c failed 0']);
+    expect(journal.map((s) => `${s.position} ${s.name} ${s.status} ${s.valueBytes}`)).toEqual(['0 a completed 50', '1 nap woke 0', '2 c failed 0']);
   });
 });

@@ -153,7 +153,7 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     expect(seen?.record.statusMessage).toBe(`sleeping until ${new Date(wakeAt).toISOString()} (step "nap")`);
   });
 
-  it('sleepUntil a time already past records the sleep and goes on without suspending', async () => {
+  it('sleepUntil a time already past records the sleep as passed (woke) and goes on without suspending', async () => {
     const w = await world('past');
     w.worker(
       stepTool('past', async (_args, ctx) => {
@@ -166,6 +166,6 @@ describe.each(ALL_HARNESSES)('suspended steps on the $name store', (harness) => 
     const done = await w.settled(taskId);
     expect(done.status).toBe('completed');
     expect(done.statusMessage).toBeNull();
-    expect((await w.svc.worker.lookupSteps({ auth: AUTH, taskId })).map((s) => `${s.name} ${s.status}`)).toEqual(['deadline sleeping', 'zero sleeping']);
+    expect((await w.svc.worker.lookupSteps({ auth: AUTH, taskId })).map((s) => `${s.name} ${s.status}`)).toEqual(['deadline woke', 'zero woke']);
   });
 });

@@ -42,9 +42,9 @@ describe.each(ALL_HARNESSES)('now, random and uuid steps on the $name store', (h
       [0, 'started-at', 'do', 'completed', 1, first.at],
       [1, 'coin', 'do', 'completed', 1, first.r],
       [2, 'request-id', 'do', 'completed', 1, first.id],
-      [3, 'nap', 'sleep', 'sleeping', 0, undefined],
+      [3, 'nap', 'sleep', 'woke', 0, undefined],
     ]);
     const lines = (await w.store.auditTrail({ taskId })).filter((e) => e.surface === 'step');
-    expect(lines.map((e) => e.detail)).toEqual(['started-at@0 completed', 'coin@1 completed', 'request-id@2 completed', 'nap@3 sleeping']);
+    expect(lines.map((e) => e.detail)).toEqual(['started-at@0 completed', 'coin@1 completed', 'request-id@2 completed', 'nap@3 sleeping', 'nap@3 woke']);
   });
 });

@@ -48,7 +48,8 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
     const journal = await w.svc.worker.lookupSteps({ auth: AUTH, taskId });
     expect(journal.map((s) => [s.position, s.name, s.kind, s.status, s.attempts])).toEqual([
       [0, 'charge', 'do', 'completed', 1],
-      [1, 'cool-down', 'sleep', 'sleeping', 0],
+      // Passed by the run after its wake: the row says it woke.
+      [1, 'cool-down', 'sleep', 'woke', 0],
       [2, 'receipt', 'do', 'completed', 1],
       [3, 'side-effect-only', 'do', 'completed', 1],
     ]);
@@ -59,6 +60,7 @@ describe.each(ALL_HARNESSES)('durable steps on the $name store', (harness) => {
     expect(lines.map((e) => [e.decision, e.detail])).toEqual([
       ['APPLY_STEP', 'charge@0 completed'],
       ['APPLY_STEP', 'cool-down@1 sleeping'],
+      ['APPLY_STEP', 'cool-down@1 woke'],
       ['APPLY_STEP', 'receipt@2 completed'],
       ['APPLY_STEP', 'side-effect-only@3 completed'],
     ]);

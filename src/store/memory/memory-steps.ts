@@ -1,4 +1,4 @@
-import { decideStepRecord, type JournalSize, type StepRecord } from '../../core/step-rules.js';
+import { decideStepRecord, stepNameSpace, type JournalSize, type StepRecord } from '../../core/step-rules.js';
 import { checkSuspension, prepareStepWrite, type PreparedStep } from '../../core/step-value.js';
 import { isExpired } from '../../core/time.js';
 import { classifyMiss } from '../../core/visibility.js';
@@ -32,7 +32,7 @@ export function recordStepIn(state: MemoryStepState, input: RecordStepInput): Re
     fence: input.fence,
     now: input.now,
     atPosition: rows.find((r) => r.position === step.position),
-    byName: rows.find((r) => r.name === step.name),
+    byName: rows.find((r) => r.name === step.name && stepNameSpace(r.kind) === stepNameSpace(step.kind)),
     step,
     valueBytes: step.valueBytes,
     maxStepBytes: input.maxStepBytes,
@@ -80,6 +80,7 @@ function journalRow(taskId: string, step: PreparedStep, now: Millis, rows: reado
     error: step.error,
     valueBytes: step.valueBytes,
     wakeAt: step.wakeAt,
+    concurrent: step.concurrent,
     startedAt: prior?.startedAt ?? step.startedAt,
     updatedAt: now,
   };
@@ -112,10 +113,10 @@ export function sleepingIn(state: MemoryStepState, now: Millis): number {
   return n;
 }
 
-/** Seeding: each row as it is, replacing a stored row of the same task at its position or with its name. */
+/** Seeding: each row as it is, replacing a stored row of the same task at its position or with its name (in its namespace). */
 export function seedSteps(state: MemoryStepState, steps: readonly StepRecord[]): void {
   for (const step of steps) {
-    const rows = (state.journal.get(step.taskId) ?? []).filter((r) => r.name !== step.name);
+    const rows = (state.journal.get(step.taskId) ?? []).filter((r) => r.name !== step.name || stepNameSpace(r.kind) !== stepNameSpace(step.kind));
     state.journal.set(step.taskId, upsert(rows, structuredClone(step)));
   }
 }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
-import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
+import { decideStepRecord, stepNameSpace, type StepRecord } from '../../core/step-rules.js';
 import { checkSuspension, prepareStepWrite } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/visibility.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
@@ -19,7 +19,7 @@ import { readById } from './reads.js';
  * one round trip), then the writes with COMMIT in one round trip.
  */
 
-const STEP_TYPES = ['text', 'int', 'text', 'text', 'text', 'int', 'text', 'text', 'int', 'bigint', 'bigint', 'bigint'] as const;
+const STEP_TYPES = ['text', 'int', 'text', 'text', 'text', 'int', 'text', 'text', 'int', 'bigint', 'boolean', 'bigint', 'bigint'] as const;
 const STEP_VALUES = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
 const n = STEP_COLUMNS.length;
 
@@ -86,8 +86,8 @@ const stepSql = {
      WHERE s.status IN ('sleeping', 'retrying') AND s.wake_at_ms > $1
        AND t.status = 'working' AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $1)`,
 
-  /** Seeding: a row as it is replaces the task's rows at its position and with its name. */
-  deleteNamed: `DELETE FROM task_steps WHERE task_id = $1 AND name = $2 AND position <> $3`,
+  /** Seeding: a row as it is replaces the task's rows at its position and with its name (in its namespace, `stepNameSpace`). */
+  deleteNamed: `DELETE FROM task_steps WHERE task_id = $1 AND name = $2 AND position <> $3 AND (kind = 'patch') = ($4::text = 'patch')`,
   seedStep: `
     INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${STEP_VALUES})
     ON CONFLICT (task_id, position) DO UPDATE SET
@@ -118,7 +118,7 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
       fence,
       now,
       atPosition: read.find((r) => r.position === step.position),
-      byName: read.find((r) => r.name === step.name),
+      byName: read.find((r) => r.name === step.name && stepNameSpace(r.kind) === stepNameSpace(step.kind)),
       step,
       valueBytes: step.valueBytes,
       maxStepBytes: input.maxStepBytes,
@@ -188,7 +188,7 @@ export async function sleepingIn(pool: pg.Pool, now: Millis): Promise<number> {
 export async function seedStepsIn(client: pg.PoolClient, steps: readonly StepRecord[]): Promise<void> {
   for (const step of steps) {
     const row = stepToRow(step);
-    await client.query(stepSql.deleteNamed, [row.task_id, row.name, row.position]);
+    await client.query(stepSql.deleteNamed, [row.task_id, row.name, row.position, row.kind]);
     await client.query(stepSql.seedStep, rowParams(row));
   }
 }

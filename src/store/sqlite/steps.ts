@@ -1,6 +1,6 @@
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import { TasklatchError } from '../../core/errors.js';
-import { decideStepRecord, type StepRecord } from '../../core/step-rules.js';
+import { decideStepRecord, stepNameSpace, type StepRecord } from '../../core/step-rules.js';
 import { checkSuspension, prepareStepWrite } from '../../core/step-value.js';
 import { classifyMiss } from '../../core/visibility.js';
 import type { Millis } from '../../core/types.js';
@@ -43,8 +43,8 @@ const stepSql = {
   countSleeping: `SELECT count(DISTINCT s.task_id) AS n FROM task_steps s JOIN tasks t ON t.task_id = s.task_id
      WHERE s.status IN ('sleeping', 'retrying') AND s.wake_at_ms > @now
        AND t.status = 'working' AND (t.expires_at_ms IS NULL OR t.expires_at_ms > @now)`,
-  /** Seeding: a row as it is replaces the task's rows at its position and with its name. */
-  deleteNamed: 'DELETE FROM task_steps WHERE task_id = @task_id AND name = @name AND position <> @position',
+  /** Seeding: a row as it is replaces the task's rows at its position and with its name (in its namespace, `stepNameSpace`). */
+  deleteNamed: `DELETE FROM task_steps WHERE task_id = @task_id AND name = @name AND position <> @position AND (kind = 'patch') = (@kind = 'patch')`,
   seed: `INSERT INTO task_steps (${STEP_COLUMNS.join(', ')}) VALUES (${VALUES})
      ON CONFLICT (task_id, position) DO UPDATE SET ${set(STEP_COLUMNS.filter((c) => c !== 'task_id' && c !== 'position'))}`,
 } as const;
@@ -67,7 +67,7 @@ export function recordStepIn(sql: Statements, steps: StepStatements, input: Reco
     fence,
     now,
     atPosition: rows.find((r) => r.position === step.position),
-    byName: rows.find((r) => r.name === step.name),
+    byName: rows.find((r) => r.name === step.name && stepNameSpace(r.kind) === stepNameSpace(step.kind)),
     step,
     valueBytes: step.valueBytes,
     maxStepBytes: input.maxStepBytes,
@@ -75,7 +75,7 @@ export function recordStepIn(sql: Statements, steps: StepStatements, input: Reco
   });
   let record = task !== null && task.authKey === fence.authKey ? task : null;
   if (decision === 'APPLY_STEP') {
-    steps.upsert.run(preparedToRow(fence.taskId, step, now));
+    steps.upsert.run(sqliteRow(preparedToRow(fence.taskId, step, now)));
     if (input.suspend) {
       const params = {
         task_id: fence.taskId,
@@ -124,7 +124,12 @@ export function sleepingIn(steps: StepStatements, now: Millis): number {
 export function seedStepsIn(steps: StepStatements, rows: readonly StepRecord[]): void {
   for (const step of rows) {
     const row = stepToRow(step);
-    steps.deleteNamed.run({ task_id: row.task_id, name: row.name, position: row.position });
-    steps.seed.run(row);
+    steps.deleteNamed.run({ task_id: row.task_id, name: row.name, position: row.position, kind: row.kind });
+    steps.seed.run(sqliteRow(row));
   }
+}
+
+/** A row's parameters as SQLite binds them: the flag as 0 or 1 (the driver binds no booleans). */
+function sqliteRow(row: StepRow): StepRow {
+  return Object.assign({}, row, { concurrent: row.concurrent ? 1 : 0 });
 }

@@ -147,6 +147,41 @@ defineStoreSuite('steps', ({ harness, fresh, freshMany }) => {
     });
   });
 
+  it('keeps patch markers in a namespace of their own, marks a passed sleep woke, and keeps the concurrent flag', async () => {
+    const store = await fresh('step-markers');
+    const fence = await claimed(store);
+    expect((await record_(store, fence, done({ position: 0, name: 'ship', value: 1, concurrent: true }))).decision).toBe('APPLY_STEP');
+    // A gate may carry a step's name; a second marker of one id is refused, at its position or another.
+    const marker = (position: number): StepWrite => ({ position, name: 'ship', kind: 'patch', status: 'completed', attempts: 0, startedAt: T0 + 1 });
+    expect((await record_(store, fence, marker(1))).decision).toBe('APPLY_STEP');
+    expect((await record_(store, fence, marker(1))).decision).toBe('BLOCK_STEP_ORDER');
+    expect((await record_(store, fence, marker(2))).decision).toBe('BLOCK_STEP_ORDER');
+    // A marker has no other status.
+    await expect(record_(store, fence, Object.assign(marker(2), { status: 'failed', error: { message: 'x' } }))).rejects.toSatisfy((e) =>
+      isTasklatchError(e, 'INVALID_INPUT'),
+    );
+    // A sleep passed once its time came: woke, final, its wake time kept; not before its time.
+    expect((await record_(store, fence, nap(2, T0 + 5))).decision).toBe('APPLY_STEP');
+    expect((await record_(store, fence, { ...nap(2, T0 + 5), status: 'woke' }, { now: T0 + 4 })).decision).toBe('BLOCK_STEP_ORDER');
+    expect((await record_(store, fence, { ...nap(2, T0 + 5), status: 'woke' }, { now: T0 + 5 })).decision).toBe('APPLY_STEP');
+    expect((await record_(store, fence, { ...nap(2, T0 + 5), status: 'woke' }, { now: T0 + 6 })).decision).toBe('BLOCK_STEP_ORDER');
+    expect((await record_(store, fence, nap(2, T0 + 5), { now: T0 + 6 })).decision).toBe('BLOCK_STEP_ORDER');
+    const steps = await journal(store, fence);
+    expect(steps!.map((s) => [s.position, s.name, s.kind, s.status, s.wakeAt, s.concurrent])).toEqual([
+      [0, 'ship', 'do', 'completed', null, true],
+      [1, 'ship', 'patch', 'completed', null, false],
+      [2, 'nap', 'sleep', 'woke', T0 + 5, false],
+    ]);
+    // A woke sleep is no wait: the gauge of sleeping tasks does not count it.
+    expect(await store.sleepingTasks({ now: T0 + 1 })).toBe(0);
+    expect((await stepLines(store, fence.taskId)).map((l) => l.detail)).toEqual(
+      expect.arrayContaining(['ship@0 completed', 'patch ship@1 completed', 'nap@2 woke']),
+    );
+    // Seeding keeps the namespaces apart too.
+    await store.seed([], [], [Object.assign({}, steps![1]!, { position: 3 })]);
+    expect((await journal(store, fence))!.map((s) => `${s.position} ${s.kind} ${s.name}`)).toEqual(['0 do ship', '2 sleep nap', '3 patch ship']);
+  });
+
   it('bounds a value’s size (the bound itself is allowed) and refuses what JSON cannot carry before any write', async () => {
     const store = await fresh('step-size');
     const fence = await claimed(store);
@@ -302,6 +337,7 @@ defineStoreSuite('steps', ({ harness, fresh, freshMany }) => {
       error: null,
       valueBytes: 3,
       wakeAt: null,
+      concurrent: false,
       startedAt: T0,
       updatedAt: T0,
     } as const;
