@@ -5,6 +5,8 @@
 -- kind 'patch': the marker a run records where its handler reaches ctx.step.patched(id) fresh
 -- (name = the gate's id, status 'completed'). A marker's name lives in a namespace of its own, so
 -- a gate may carry a step's name: the unique name key becomes (task_id, kind = 'patch', name).
+-- kinds 'event' and 'child', status 'waiting': a wait for an event sent to the task, and a
+-- child task it started, while they are pending (their rows say how they ended).
 -- status 'woke': a sleep a run has passed (its wake time kept); the waiting index and the
 -- sleeping gauge still count only 'sleeping' and 'retrying'.
 -- concurrent: the step was in flight together with another step of its run (0 or 1); the order
@@ -16,8 +18,8 @@ CREATE TABLE task_steps_next (
   task_id       TEXT NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
   position      INTEGER NOT NULL,
   name          TEXT NOT NULL,
-  kind          TEXT NOT NULL CHECK (kind IN ('do', 'sleep', 'patch')),
-  status        TEXT NOT NULL CHECK (status IN ('completed', 'failed', 'retrying', 'sleeping', 'woke')),
+  kind          TEXT NOT NULL CHECK (kind IN ('do', 'sleep', 'patch', 'event', 'child')),
+  status        TEXT NOT NULL CHECK (status IN ('completed', 'failed', 'retrying', 'sleeping', 'woke', 'waiting')),
   attempts      INTEGER NOT NULL,
   value         TEXT,
   error         TEXT,
