@@ -75,14 +75,10 @@ describe('PostgreSQL apps on one schema', () => {
 
     const store = await PostgresStore.open(url);
     open.push(store);
-    expect(store.migrationsApplied).toEqual([
-      '006_task_app.sql',
-      '007_read_audit.sql',
-      '008_task_steps.sql',
-      '009_read_audit_window.sql',
-      '010_outbox_open_by_task.sql',
-      '011_tool_versions.sql',
-    ]);
+    // Every migration from 006 on, in order (the later ones are other tests' concern).
+    const later = (await readPostgresMigrations()).map((f) => f.name).filter((name) => name >= '006');
+    expect(later.slice(0, 2)).toEqual(['006_task_app.sql', '007_read_audit.sql']);
+    expect(store.migrationsApplied).toEqual(later);
     const before = await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: NOW + 1 });
     expect(before.record).toMatchObject({ app: 'default', toolDigest: null, version: 1 });
     expect(await store.claim(claimOf('w-other', { app: 'billing' }))).toEqual([]);
