@@ -131,4 +131,33 @@ describe.each([memoryHarness, sqliteHarness, postgresHarness])('a tool limited t
     expect(seen.started).toBe(9);
     expect(beta.kind).toBe('task');
   });
+  it('holds the limit for tasks admitted by a process whose own workers are idle (no lease in the admission)', async () => {
+    const [store] = await harness.openMany('concurrency_admit', 1);
+    closers.push(() => store!.close());
+    const seen = new Overlap();
+    const runtime = createRuntime({ store: store!, tools: [limitedTool(seen)], worker: { pollMs: 5_000, concurrency: 8 }, logger: pino({ level: 'silent' }) });
+    closers.push(async () => {
+      seen.releaseAll();
+      await runtime.close();
+    });
+    await runtime.start();
+    const ids: string[] = [];
+    for (let n = 0; n < 4; n++) {
+      const outcome = await callTool(runtime, call({ customer: 'acme', n }));
+      if (outcome.kind !== 'task') throw new Error(`not a task: ${outcome.kind}`);
+      ids.push(outcome.record.taskId);
+    }
+    for (let released = 0; released < 4; released++) {
+      await until(() => {
+        expect(seen.most.get('acme')).toBeLessThanOrEqual(2);
+        return seen.active.get('acme') === Math.min(2, 4 - released) ? true : undefined;
+      });
+      (await until(() => seen.held.get('acme')?.shift()))();
+    }
+    await until(async () => {
+      const records = await Promise.all(ids.map(async (id) => (await store!.get({ authKey: AUTH, taskId: id, now: Date.now() })).record!));
+      return records.every((r) => r.status === 'completed') ? true : undefined;
+    });
+    expect(seen.most.get('acme')).toBe(2);
+  });
 });
