@@ -5,7 +5,7 @@
  * MCP wires and the HTTP endpoint are subpath exports too, so that importing the root loads
  * neither `pg`, `better-sqlite3` nor the MCP SDK.
  */
-export { defineTool, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
+export { defineTool, type ConcurrencyOptions, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
 export { StepFailedError, stepOf, type Step, type StepConfig, type StepContext, type StepFunction } from './tools/step.js';
 export { errorResult } from './tools/invoke-tool.js';
 export { ProtocolError } from './tools/protocol-error.js';

@@ -83,6 +83,8 @@ describe('the import graph of src/', () => {
     postgres: {
       'prepared.ts':
         'parameters inlined as literals and session-level prepared statements: several statements in one message, a round trip SQLite does not have',
+      'concurrency.ts':
+        "concurrency keys under concurrent claimers: a per-key advisory lock before the count (SQLite's one writer makes its count exact; two statements in its dispatch.ts)",
     },
   };
 

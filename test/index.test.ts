@@ -234,6 +234,7 @@ describe('the root entry', () => {
       'AskRequest',
       'AwaitResultInput',
       'ClaimRequest',
+      'ConcurrencyOptions',
       'CreateInput',
       'CreateOutcome',
       'ErrorCode',

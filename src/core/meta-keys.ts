@@ -23,6 +23,8 @@ export const META_KEYS = {
   idempotencyKey: 'io.tasklatch/idempotency-key',
   /** Where a task's stored request keeps what the tool's `prepare` returned (outside its digest). */
   prepared: 'io.tasklatch/prepared',
+  /** Where a task's stored request keeps its concurrency key and limit (written by admission only). */
+  concurrency: 'io.tasklatch/concurrency',
 } as const;
 
 /** The tasks extension's identifier, in client capabilities and in `server/discover`. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { slotOf } from '../core/concurrency-rules.js';
 import type { CreateEntry } from '../core/create-rules.js';
 import type { Decision, MissDecision, ReadDecision } from '../core/decisions.js';
 import { requestDigest } from '../core/digest.js';
@@ -103,7 +104,8 @@ export class RequestorSurface {
     const { tool } = input;
     // A task the server chose (2026-07-28) has no `params.task`: the default ttl.
     const task = input.request.params.task as { ttl?: unknown } | undefined;
-    const reservation = ctx.store.supports.claimsOnAdmit === true ? ctx.admissionClaims.reserve(tool) : null;
+    // A task of a concurrency key is never leased by its admission: only the claim counts its key's runs.
+    const reservation = ctx.store.supports.claimsOnAdmit === true && slotOf(input.request) === null ? ctx.admissionClaims.reserve(tool) : null;
     const claim =
       reservation === null
         ? null

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { checkConcurrencyLimit } from '../core/concurrency-rules.js';
 import { checkToolVersion } from '../core/version-rules.js';
 import type { TaskSupport } from '../core/types.js';
 import type { JournalMismatchAction } from '../core/park-rules.js';
@@ -123,10 +124,30 @@ export interface TaskTool<Schema extends z.ZodObject = z.ZodObject> {
    * A step name used twice in one run fails either way (a fault of the handler, whatever the journal holds).
    */
   onJournalMismatch?: JournalMismatchAction;
+  /**
+   * At most `limit` runs of this tool at once per key, across every worker and process: the
+   * store's claim takes a task of a key only while fewer than `limit` of its tasks run (leased
+   * and working; a task that sleeps, waits for input or is parked holds no slot). `key` is
+   * computed when a call becomes a task, from its parsed arguments and its principal (absent: one
+   * key for the whole tool); it and the limit are stored with the task. A task waiting for a slot
+   * stays `working`, holds no worker, says so in its status message (`waiting for a concurrency
+   * slot (key "acme", 2 of 2 running)`), and starts when a run of its key ends. Task calls only:
+   * a plain call runs in the request, unlimited.
+   */
+  concurrency?: ConcurrencyOptions<z.infer<Schema>>;
+}
+
+/** A tool's concurrency limit (see `TaskTool.concurrency`). */
+export interface ConcurrencyOptions<Args = Record<string, unknown>> {
+  /** Runs at once per key: an integer from 1. */
+  limit: number;
+  /** The key of a call's task: 1 to 200 characters (a customer, a region). Absent: the tool's name. */
+  key?(args: Args, principal: Principal): string;
 }
 
 /** Declares a tool with its argument type inferred from the schema. */
 export function defineTool<Schema extends z.ZodObject>(tool: TaskTool<Schema>): TaskTool<Schema> {
   if (tool.version !== undefined) checkToolVersion(tool.version, `version of tool ${tool.name}`);
+  if (tool.concurrency !== undefined) checkConcurrencyLimit(tool.concurrency.limit, `concurrency.limit of tool ${tool.name}`);
   return tool;
 }

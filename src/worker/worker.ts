@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { checkAppName } from '../core/app-name.js';
+import { slotOf } from '../core/concurrency-rules.js';
 import { taskSupportOf } from '../core/create-rules.js';
 import { coerceError } from '../core/errors.js';
 import { isTerminal, type TaskRecord } from '../core/types.js';
@@ -222,7 +223,8 @@ export class Worker {
         // look is owed (a change came while every slot was busy). Any other run (suspended,
         // drained, refused, or one that threw) may leave its task due again, and the changes
         // its task went through meanwhile were its own (an answer, say): the outbox is looked at.
-        if (ended) this.wake?.();
+        // A run of a concurrency key that ended frees a slot a waiting task of its key may take.
+        if (ended && slotOf(record.request) === null) this.wake?.();
         else this.nudge();
       });
     this.runs.add(run);
@@ -291,7 +293,8 @@ export class Worker {
     if (taskId !== undefined && this.executor.runs(taskId)) return;
     if (this.seen !== null) this.seen.note(taskId, version);
     else if (taskId === undefined) this.nudge();
-    else if (record !== undefined && isTerminal(record.status)) return;
+    // An ended task of a concurrency key freed a slot: a task waiting for it is due.
+    else if (record !== undefined && isTerminal(record.status) && slotOf(record.request) === null) return;
     else {
       this.owed.task(taskId);
       this.wake?.();

@@ -167,6 +167,11 @@ const EXPECTED_INDEXES = [
   ['task_steps_name_key', 'task_steps', "CREATE UNIQUE INDEX task_steps_name_key ON task_steps (task_id, kind = 'patch', name)"],
   ['task_steps_waiting_idx', 'task_steps', "CREATE INDEX task_steps_waiting_idx ON task_steps (wake_at_ms) WHERE status IN ('sleeping', 'retrying')"],
   ['tasks_auth_created_idx', 'tasks', 'CREATE INDEX tasks_auth_created_idx ON tasks (auth_key, created_at_ms, task_id)'],
+  [
+    'tasks_concurrency',
+    'tasks',
+    'CREATE INDEX tasks_concurrency ON tasks (app, tool_name, concurrency_key, lease_expires_at_ms) WHERE concurrency_key IS NOT NULL',
+  ],
   ['tasks_expires_idx', 'tasks', 'CREATE INDEX tasks_expires_idx ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL'],
   [
     'tasks_finished_idx',
@@ -238,6 +243,7 @@ describe('SQLite migrations', () => {
       '012_tool_versions.sql',
       '013_step_markers.sql',
       '014_parked_tasks.sql',
+      '017_concurrency_keys.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
@@ -321,6 +327,7 @@ describe('SQLite migrations', () => {
         '012_tool_versions.sql',
         '013_step_markers.sql',
         '014_parked_tasks.sql',
+        '017_concurrency_keys.sql',
       ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
       const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };
@@ -351,7 +358,13 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open(path);
     try {
-      expect(store.migrationsApplied).toEqual(['011_read_audit_by_arrival.sql', '012_tool_versions.sql', '013_step_markers.sql', '014_parked_tasks.sql']);
+      expect(store.migrationsApplied).toEqual([
+        '011_read_audit_by_arrival.sql',
+        '012_tool_versions.sql',
+        '013_step_markers.sql',
+        '014_parked_tasks.sql',
+        '017_concurrency_keys.sql',
+      ]);
       const rows = () => store.db.prepare('SELECT task_key, count, first_at_ms, last_at_ms FROM task_read_audit ORDER BY rowid').all();
       expect(rows()).toEqual([
         { task_key: 'z-task', count: 3, first_at_ms: 10, last_at_ms: 30 },

@@ -1,6 +1,7 @@
 import { decideCallMode } from '../../core/call-rules.js';
 import { isTasklatchError } from '../../core/errors.js';
 import { META_KEYS } from '../../core/meta-keys.js';
+import { stampConcurrency } from './concurrency-stamp.js';
 import type { TaskCapabilities, WireRequest } from '../../core/types.js';
 import type { Guard } from '../../service/guard.js';
 import { checkCallInput } from '../../service/input-bounds.js';
@@ -88,6 +89,7 @@ async function admitCall(host: CallToolHost, call: ToolCall, tool: TaskTool, par
       const meta = (stored.params._meta as Record<string, unknown> | undefined) ?? {};
       stored.params._meta = Object.assign({}, meta, { [META_KEYS.prepared]: prepared });
     }
+    stampConcurrency(stored, tool, parsed.data, call.principal);
     checkStoredBytes(stored, context.limits.maxRequestBytes);
   } catch (error) {
     if (isTasklatchError(error, 'INVALID_INPUT')) return { kind: 'invalid', message: error.message };

@@ -3,6 +3,7 @@ import type { ToolDescriptor, WireRequest } from '../../core/types.js';
 import type { Guard } from '../../service/guard.js';
 import type { CreateOutcome } from '../../service/outcomes.js';
 import { agreedKey, checkStoredBytes } from './admission-checks.js';
+import { withoutConcurrency } from './concurrency-stamp.js';
 
 export type { CreateOutcome } from '../../service/outcomes.js';
 
@@ -26,7 +27,8 @@ export interface CreateInput {
  */
 export async function createTask(guard: Pick<Guard, 'context' | 'requestor'>, input: CreateInput): Promise<CreateOutcome> {
   const { capabilities, limits } = guard.context;
-  const { auth, request, correlationId } = input;
+  const { auth, correlationId } = input;
+  const request = withoutConcurrency(input.request);
   const tool = input.tool.name;
   const entry = decideCreateEntry({ capabilities, tool: input.tool, request });
   if (entry !== 'ADMIT') {

@@ -1,3 +1,4 @@
+import { holdsSlot, isWaitingMessage, slotFree, slotOf, slotScope, waitingMessage } from '../../core/concurrency-rules.js';
 import { resultDigest } from '../../core/digest.js';
 import { claimDetail, decideDispatch, holdsFence, isForClaimer } from '../../core/dispatch-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
@@ -29,6 +30,8 @@ export interface MemoryDispatchState {
 
 export function claimIn(state: MemoryDispatchState, input: ClaimInput): TaskRecord[] {
   const claimed: TaskRecord[] = [];
+  // Runs per concurrency scope, counted once per walk and kept up to date by its claims.
+  const running = new Map<string, number>();
   const due = [...state.outbox.values()].filter((e) => e.doneAt === null && e.availableAt <= input.now).sort((a, b) => a.availableAt - b.availableAt);
   for (const entry of due) {
     if (claimed.length >= input.limit) break;
@@ -39,6 +42,8 @@ export function claimIn(state: MemoryDispatchState, input: ClaimInput): TaskReco
     if (step.kind === 'close') entry.doneAt = input.now;
     if (step.kind === 'defer') entry.availableAt = step.until;
     if (task === null || step.kind === 'close' || step.kind === 'leave' || step.kind === 'defer') continue;
+    // A task of a full concurrency key stays due, unleased: a run's end frees its slot.
+    if (step.kind === 'claim' && !takesSlot(state, input, task, running)) continue;
     task.version += 1;
     task.lastUpdatedAt = input.now;
     if (step.kind === 'abandon') {
@@ -53,6 +58,7 @@ export function claimIn(state: MemoryDispatchState, input: ClaimInput): TaskReco
       continue;
     }
     const detail = claimDetail(task, input.owner);
+    if (isWaitingMessage(task.statusMessage)) task.statusMessage = null;
     task.attempt += 1;
     task.leaseOwner = input.owner;
     task.leaseExpiresAt = input.now + input.leaseMs;
@@ -61,6 +67,39 @@ export function claimIn(state: MemoryDispatchState, input: ClaimInput): TaskReco
     claimed.push(structuredClone(task));
   }
   return claimed;
+}
+
+/**
+ * Whether a claim may take `task` (claimable, about to be leased) as far as its concurrency key
+ * goes: a task of no key always; one of a key while fewer than its limit run, counting this
+ * walk's claims, and its slot is then counted. A task left waiting is told so in its status
+ * message, written (a status write: version + 1) only when it says something else.
+ */
+function takesSlot(state: MemoryDispatchState, input: ClaimInput, task: TaskRecord, running: Map<string, number>): boolean {
+  const slot = slotOf(task.request);
+  if (slot === null) return true;
+  const scope = slotScope(task, slot.key);
+  let count = running.get(scope);
+  if (count === undefined) {
+    count = 0;
+    for (const other of state.tasks.values()) {
+      const theirs = other.app === task.app && other.toolName === task.toolName ? slotOf(other.request) : null;
+      if (theirs !== null && theirs.key === slot.key && holdsSlot(other, input.now)) count++;
+    }
+  }
+  if (slotFree(slot.limit, count)) {
+    running.set(scope, count + 1);
+    return true;
+  }
+  running.set(scope, count);
+  const message = waitingMessage(slot.key, count, slot.limit);
+  if (task.statusMessage !== message) {
+    task.statusMessage = message;
+    task.version += 1;
+    task.lastUpdatedAt = input.now;
+    audit(state, input.now, task, input.correlationId, 'APPLY_TRANSITION', 'concurrency wait');
+  }
+  return false;
 }
 
 export function heartbeatIn(state: MemoryDispatchState, { fence, now, leaseMs }: { fence: Fence; now: Millis; leaseMs: number }): boolean {

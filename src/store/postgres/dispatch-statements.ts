@@ -65,6 +65,11 @@ function dispatchWrite(taskSets: string, outboxSets: string): string {
   SELECT applied.* FROM applied`;
 }
 
+/** A claim clears the status message a concurrency wait wrote (restates isWaitingMessage), and keeps any other. */
+function unwaited(column: string): string {
+  return `CASE WHEN left(${column}, 32) = 'waiting for a concurrency slot (' THEN NULL ELSE ${column} END`;
+}
+
 /** The fence, restating holdsFence: $1 task, $2 auth key, $3 version, $4 lease owner; still open and unexpired at $5. */
 const FENCED = `task_id = $1 AND auth_key = $2 AND version = $3 AND lease_owner = $4
      AND status IN ('working', 'input_required') AND ${unexpired(5)}`;
@@ -88,7 +93,7 @@ export const dispatchSql = {
 
   /** A claim: a new attempt leased to $7 until $8; the entry comes due again at the lease's end. */
   claimTask: dispatchWrite(
-    'attempt = attempt + 1, lease_owner = $7, lease_expires_at_ms = $8',
+    `attempt = attempt + 1, lease_owner = $7, lease_expires_at_ms = $8, status_message = ${unwaited('status_message')}`,
     'available_at_ms = a.lease_expires_at_ms, claimed_by = a.lease_owner, attempt = a.attempt, lease_expires_at_ms = a.lease_expires_at_ms',
   ),
 
@@ -102,7 +107,8 @@ export const dispatchSql = {
   WITH wanted AS (
     SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $6::text[]) WITH ORDINALITY AS w (task_id, version, outbox_id, detail, walk)
   ), applied AS (
-    UPDATE tasks t SET version = t.version + 1, last_updated_at_ms = $4, attempt = t.attempt + 1, lease_owner = $7, lease_expires_at_ms = $8
+    UPDATE tasks t SET version = t.version + 1, last_updated_at_ms = $4, attempt = t.attempt + 1, lease_owner = $7, lease_expires_at_ms = $8,
+           status_message = ${unwaited('t.status_message')}
       FROM wanted w
      -- restates decideDispatch's claim: working, unexpired, no lease held (leaseHeld)
      WHERE t.task_id = w.task_id AND t.version = w.version AND t.status = 'working'

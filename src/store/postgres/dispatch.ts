@@ -7,6 +7,7 @@ import { versionGrantLists } from '../../core/version-rules.js';
 import type { ClaimInput } from '../types.js';
 import { inShortTransaction, type ShortTransaction, type Statement } from './transactions.js';
 import type { Change } from './listener.js';
+import { admitSlots } from './concurrency.js';
 import { readById } from './reads.js';
 import { isInt4, rowToRecord, toJson, type TaskRow } from './row.js';
 import { sql } from './statements.js';
@@ -118,7 +119,7 @@ async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Cha
         : await tx.query<DueRow>(sql.dueOutboxOfApp, [...filter, input.app, ...grants]);
     const close: string[] = [];
     const defer: { id: string; until: Millis }[] = [];
-    const claims: Claim[] = [];
+    const claimable: Claim[] = [];
     for (const row of page.rows) {
       if (visited.has(row.outbox_id)) continue;
       visited.add(row.outbox_id);
@@ -126,7 +127,7 @@ async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Cha
       const step = decideDispatch(record, input.now, input.maxAttempts);
       // Claims are written together after the page; every other step as before, in walk order.
       if (step.kind === 'claim') {
-        claims.push({ outboxId: row.outbox_id, record });
+        claimable.push({ outboxId: row.outbox_id, record });
         continue;
       }
       const visit: Visit = step.kind === 'abandon' ? await dispatchOne(client, input, row.outbox_id, record, abandoned) : { step, claimed: null };
@@ -135,10 +136,14 @@ async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Cha
       else if (visit.step.kind === 'close') close.push(row.outbox_id);
       else if (visit.step.kind === 'defer') defer.push({ id: row.outbox_id, until: visit.step.until });
     }
+    // Tasks of a concurrency key whose slots are taken stay due (concurrency.ts).
+    const slotted = await admitSlots(client, input, claimable);
+    const claims = slotted.take;
     const writes: Statement[] = [];
     if (claims.length > 0) writes.push({ text: sql.claimTasks, params: claimParams(input, claims) });
     if (close.length > 0) writes.push({ text: sql.closeOutboxEntries, params: [close, input.now] });
     if (defer.length > 0) writes.push({ text: sql.deferOutboxEntries, params: [defer.map((d) => d.id), defer.map((d) => d.until)] });
+    if (slotted.waiting !== null) writes.push(slotted.waiting);
     // A short page means no more entries are due that this transaction can lock; a page whose
     // claims all hold fills the limit. Either way nothing follows these writes but COMMIT.
     const last = page.rows.at(-1);

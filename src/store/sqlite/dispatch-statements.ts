@@ -12,6 +12,9 @@ const LEASE_FREE = '(lease_owner IS NULL OR lease_expires_at_ms IS NULL OR lease
 const FENCED = `task_id = @task_id AND auth_key = @auth_key AND version = @version AND lease_owner = @owner
        AND ${NON_TERMINAL} AND ${UNEXPIRED}`;
 
+/** A status message a concurrency wait wrote (restates isWaitingMessage): the claim that starts the task clears it. */
+const WAITING = "substr(status_message, 1, 32) = 'waiting for a concurrency slot ('";
+
 /** The dispatch role's statements, by name. */
 export const dispatchSql = {
   /**
@@ -29,7 +32,8 @@ export const dispatchSql = {
   /** The claim's one conditional write (restates decideDispatch's claim): the version bump fences off every earlier holder. */
   applyClaim: `UPDATE tasks SET
        version = version + 1, attempt = attempt + 1, lease_owner = @owner,
-       lease_expires_at_ms = @lease_expires_at_ms, last_updated_at_ms = @now
+       lease_expires_at_ms = @lease_expires_at_ms, last_updated_at_ms = @now,
+       status_message = CASE WHEN ${WAITING} THEN NULL ELSE status_message END
      WHERE task_id = @task_id AND version = @version AND status = 'working' AND ${UNEXPIRED} AND ${LEASE_FREE}
      RETURNING *`,
   markOutboxClaimed: `UPDATE task_outbox SET
@@ -49,6 +53,17 @@ export const dispatchSql = {
   releaseLease: `UPDATE tasks SET lease_owner = NULL, lease_expires_at_ms = NULL WHERE ${FENCED} RETURNING status, version`,
   /** Terminal transitions and cancel close the task's entry in their own transaction. */
   closeDispatch: 'UPDATE task_outbox SET done_at_ms = @now WHERE task_id = @task_id AND done_at_ms IS NULL',
+  /**
+   * The tasks holding a slot of one concurrency key (restates holdsSlot): of the app and tool,
+   * working, leased, unexpired. A claim counts them before it takes a task of the key.
+   */
+  countRunningOfKey: `SELECT count(*) AS n FROM tasks
+     WHERE app = @app AND tool_name = @tool_name AND concurrency_key = @key
+       AND status = 'working' AND lease_owner IS NOT NULL AND lease_expires_at_ms > @now AND ${UNEXPIRED}`,
+  /** A task left waiting for a slot says so: a status write (version + 1), only when its message says something else. */
+  markWaiting: `UPDATE tasks SET status_message = @message, version = version + 1, last_updated_at_ms = @now
+     WHERE task_id = @task_id AND version = @version AND status_message IS NOT @message
+     RETURNING *`,
   /** Outbox entries not yet closed, due or not. */
   countPending: 'SELECT count(*) AS n FROM task_outbox WHERE done_at_ms IS NULL',
 } as const;

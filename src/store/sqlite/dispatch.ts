@@ -1,3 +1,4 @@
+import { slotFree, slotOf, waitingMessage } from '../../core/concurrency-rules.js';
 import { resultDigest } from '../../core/digest.js';
 import { claimDetail, decideDispatch, isForClaimer } from '../../core/dispatch-rules.js';
 import { TasklatchError } from '../../core/errors.js';
@@ -76,11 +77,28 @@ function visitEntry(sql: Statements, input: ClaimInput, entry: DueRow): TaskReco
     audit(sql, input, record, 'abandoned');
     return null;
   }
+  if (!takesSlot(sql, input, task)) return null;
   const lease = { owner: input.owner, lease_expires_at_ms: now + input.leaseMs };
   const record = applied(sql.applyClaim.get({ ...target, ...lease }) as TaskRow | undefined, task.taskId);
   sql.markOutboxClaimed.run({ id: entry.id, ...lease, attempt: record.attempt });
   audit(sql, input, record, claimDetail(task, input.owner));
   return record;
+}
+
+/**
+ * Whether the claim may take `task` as far as its concurrency key goes (the write lock is held:
+ * the count is exact, this walk's own claims included); a task left waiting says so in its
+ * status message, written only when it says something else.
+ */
+function takesSlot(sql: Statements, input: ClaimInput, task: TaskRecord): boolean {
+  const slot = slotOf(task.request);
+  if (slot === null) return true;
+  const counted = sql.countRunningOfKey.get({ app: task.app, tool_name: task.toolName, key: slot.key, now: input.now }) as { n: number };
+  if (slotFree(slot.limit, counted.n)) return true;
+  const message = waitingMessage(slot.key, counted.n, slot.limit);
+  const row = sql.markWaiting.get({ task_id: task.taskId, version: task.version, message, now: input.now }) as TaskRow | undefined;
+  if (row !== undefined) audit(sql, input, rowToRecord(row), 'concurrency wait');
+  return false;
 }
 
 /** The row a conditional write returned; none means the row changed under the write lock. */
