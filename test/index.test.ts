@@ -245,6 +245,9 @@ describe('the root entry', () => {
       'PrincipalProblem',
       'RecordStepRequest',
       'RuntimeOptions',
+      'SendEventRefusal',
+      'SendEventRequest',
+      'SendEventResult',
       'Step',
       'StepConfig',
       'StepContext',
@@ -256,6 +259,7 @@ describe('the root entry', () => {
       'TaskTool',
       'ToolContext',
       'ToolResult',
+      'WaitForEventOptions',
       'WorkerOptions',
       'WorkerPort',
     ]);

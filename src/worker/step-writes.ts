@@ -22,11 +22,12 @@ export class StepWriter {
     private readonly fatal: (message: string) => ProtocolError,
   ) {}
 
-  async write(step: StepWrite, suspend: Suspension | null = null, valueBytes = 0): Promise<void> {
+  /** `eventType`: the type of an event wait the write suspends the task in (`RecordStepInput.eventType`). */
+  async write(step: StepWrite, suspend: Suspension | null = null, valueBytes = 0, eventType: string | null = null): Promise<void> {
     const written = await writeOfUnknownFate<RecordStepOutcome>({
       what: 'step',
       step: step.name,
-      attempt: () => this.run.serial(() => this.port.recordStep({ fence: this.run.fence(), step, suspend })),
+      attempt: () => this.run.serial(() => this.port.recordStep({ fence: this.run.fence(), step, suspend, eventType })),
       stored: async () => ((await this.landed(step)) ? { decision: 'APPLY_STEP', record: null } : null),
       now: () => this.port.now(),
       leaseUntil: () => this.run.leaseUntil,

@@ -10,6 +10,7 @@ import { journalSizeOf, journalSizeSql, preparedToRow, rowToStep, STEP_COLUMNS, 
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
 import { auditToRow, rowToRecord, type TaskRow } from './row.js';
 import { inShortTransaction } from './transactions.js';
+import { eventSql } from './events.js';
 import { readById } from './reads.js';
 
 /**
@@ -153,7 +154,9 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
       suspend?.wakeAt ?? null,
       ...line(after),
     ];
-    const [applied] = await tx.commitWith([{ text: stepSql.applyStep, params }]);
+    // A wait that suspends with an event of its type already pending is due at once.
+    const wake = suspend !== null && input.eventType != null ? [{ text: eventSql.wakeIfPending, params: [fence.taskId, now, input.eventType] }] : [];
+    const [applied] = await tx.commitWith([{ text: stepSql.applyStep, params }, ...wake]);
     if (suspend === null) return { decision, record: visible, suspended: false };
     const row = (applied?.rows as TaskRow[] | undefined)?.[0];
     if (row === undefined) throw new TasklatchError('INTERNAL', `task ${JSON.stringify(fence.taskId)} changed under the lock of its step`);
