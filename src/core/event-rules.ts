@@ -43,6 +43,16 @@ export function decideSendEvent(input: {
   return 'APPLY_EVENT';
 }
 
+/**
+ * Whether an applied send moves the task's version on: its journal holds a pending wait and no
+ * run holds it (suspended: working, no lease). The version + 1 is what other processes are told
+ * (a notification of a version they know says nothing new); a run holding the task keeps its
+ * fence, and its suspension finds the event pending (`RecordStepInput.eventType`).
+ */
+export function sendWakes(record: Pick<TaskRecord, 'status' | 'leaseOwner'>, waiting: boolean): boolean {
+  return waiting && record.status === 'working' && record.leaseOwner === null;
+}
+
 /** What a run does at a wait whose row says `waiting` (`decideEventWait`). */
 export type EventWait =
   /** An event of its type was taken: the wait is recorded `completed` with its payload. */

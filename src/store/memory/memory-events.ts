@@ -1,4 +1,4 @@
-import { decideSendEvent } from '../../core/event-rules.js';
+import { decideSendEvent, sendWakes } from '../../core/event-rules.js';
 import { holdsFence } from '../../core/dispatch-rules.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
@@ -49,7 +49,12 @@ export function sendEventIn(state: MemoryEventState, input: SendEventInput): Sen
     seq = (events.at(-1)?.seq ?? 0) + 1;
     events.push({ seq, type: input.type, payloadText: input.payloadText, key: input.key, sentAt: input.now, consumedAt: null, position: null });
     state.events.set(input.taskId, events);
-    if (isWaitingForEvent(state.journal.get(input.taskId))) woke = dueNow(state, input.taskId, input.now);
+    const waiting = isWaitingForEvent(state.journal.get(input.taskId));
+    if (waiting) woke = dueNow(state, input.taskId, input.now);
+    if (sendWakes(task, waiting)) {
+      task.version += 1;
+      task.lastUpdatedAt = input.now;
+    }
   }
   state.audit.append(
     auditLine({

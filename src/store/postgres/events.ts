@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { decideSendEvent } from '../../core/event-rules.js';
+import { decideSendEvent, sendWakes } from '../../core/event-rules.js';
 import { holdsFence } from '../../core/dispatch-rules.js';
 import { auditLine } from '../audit-line.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
@@ -26,6 +26,8 @@ export const eventSql = {
   selectTaken: `SELECT seq, payload FROM task_events WHERE task_id = $1 AND (position = $2 OR (type = $3 AND consumed_at_ms IS NULL))
      ORDER BY (position = $2) IS TRUE DESC, seq LIMIT 1`,
   consume: `UPDATE task_events SET consumed_at_ms = coalesce(consumed_at_ms, $3::bigint), position = $4 WHERE task_id = $1 AND seq = $2`,
+  /** A suspended task woken by a send: version + 1 (see `sendWakes`; the rules judged it under the lock). */
+  bump: `UPDATE tasks SET version = version + 1, last_updated_at_ms = $2 WHERE task_id = $1`,
   /** After a suspension recording a wait: due now when an event of its type is pending ($1 task id, $2 now, $3 type). */
   wakeIfPending: `UPDATE task_outbox SET available_at_ms = $2::bigint WHERE task_id = $1 AND done_at_ms IS NULL
      AND EXISTS (SELECT 1 FROM task_events WHERE task_id = $1 AND type = $3 AND consumed_at_ms IS NULL)`,
@@ -51,8 +53,11 @@ export async function sendEventIn(pool: pg.Pool, input: SendEventInput): Promise
       pending: counts.pending,
       maxPendingEvents: input.maxPendingEvents,
     });
-    const visible = task !== null && (input.authKey === null || task.authKey === input.authKey) ? task : null;
+    const found = task !== null && (input.authKey === null || task.authKey === input.authKey) ? task : null;
     const seq = decision === 'APPLY_EVENT' ? counts.top + 1 : null;
+    const bumps = seq !== null && task !== null && sendWakes(task, counts.waiting);
+    // Under the lock the rules just judged, the write leaves exactly this.
+    const visible = found !== null && bumps ? Object.assign({}, found, { version: found.version + 1, lastUpdatedAt: input.now }) : found;
     const line = auditLine({
       at: input.now,
       surface: 'event',
@@ -70,7 +75,8 @@ export async function sendEventIn(pool: pg.Pool, input: SendEventInput): Promise
     }
     const insert = { text: eventSql.insertEvent, params: [input.taskId, seq, input.type, input.payloadText, input.key, input.now] };
     const wake = counts.waiting ? [{ text: eventSql.dueNow, params: [input.taskId, input.now] }] : [];
-    const results = await tx.commitWith([insert, ...wake, audit]);
+    const bump = bumps ? [{ text: eventSql.bump, params: [input.taskId, input.now] }] : [];
+    const results = await tx.commitWith([insert, ...wake, ...bump, audit]);
     const woke = counts.waiting && (results[1]?.rowCount ?? 0) > 0;
     return { decision, record: visible, seq, woke };
   });

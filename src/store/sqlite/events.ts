@@ -1,10 +1,10 @@
-import { decideSendEvent } from '../../core/event-rules.js';
+import { decideSendEvent, sendWakes } from '../../core/event-rules.js';
 import { holdsFence } from '../../core/dispatch-rules.js';
 import type { Millis } from '../../core/types.js';
 import { auditLine } from '../audit-line.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
-import { auditToRow } from './row.js';
+import { auditToRow, rowToRecord, type TaskRow } from './row.js';
 import type { Statements } from './statements.js';
 import { readById } from './reads.js';
 
@@ -26,6 +26,8 @@ const eventSql = {
   takenAt: `SELECT seq, payload FROM task_events WHERE task_id = ? AND position = ?`,
   firstPending: `SELECT seq, payload FROM task_events WHERE task_id = ? AND type = ? AND consumed_at_ms IS NULL ORDER BY seq LIMIT 1`,
   consume: `UPDATE task_events SET consumed_at_ms = coalesce(consumed_at_ms, @now), position = @position WHERE task_id = @task_id AND seq = @seq`,
+  /** A suspended task woken by a send: version + 1 (see `sendWakes`). */
+  bump: `UPDATE tasks SET version = version + 1, last_updated_at_ms = @now WHERE task_id = @task_id AND status = 'working' AND lease_owner IS NULL RETURNING *`,
   pendingOfType: `SELECT 1 AS found FROM task_events WHERE task_id = ? AND type = ? AND consumed_at_ms IS NULL LIMIT 1`,
 } as const;
 
@@ -47,13 +49,18 @@ export function sendEventIn(sql: Statements, events: EventStatements, input: Sen
     pending: counts.pending,
     maxPendingEvents: input.maxPendingEvents,
   });
-  const visible = task !== null && (input.authKey === null || task.authKey === input.authKey) ? task : null;
+  let visible = task !== null && (input.authKey === null || task.authKey === input.authKey) ? task : null;
   let seq: number | null = null;
   let woke = false;
-  if (decision === 'APPLY_EVENT') {
+  if (decision === 'APPLY_EVENT' && task !== null) {
     seq = counts.top + 1;
     events.insert.run({ task_id: input.taskId, seq, type: input.type, payload: input.payloadText, key: input.key, now: input.now });
-    if (events.waiting.get(input.taskId) !== undefined) woke = events.dueNow.run({ task_id: input.taskId, now: input.now }).changes > 0;
+    const waiting = events.waiting.get(input.taskId) !== undefined;
+    if (waiting) woke = events.dueNow.run({ task_id: input.taskId, now: input.now }).changes > 0;
+    if (sendWakes(task, waiting)) {
+      const row = events.bump.get({ task_id: input.taskId, now: input.now }) as TaskRow | undefined;
+      if (row !== undefined && visible !== null) visible = rowToRecord(row);
+    }
   }
   const line = auditLine({
     at: input.now,

@@ -67,7 +67,7 @@ defineStoreSuite('events', ({ fresh }) => {
     const store = await fresh('event-before');
     const fence = await claimed(store);
     expect(await send(store, fence.taskId, { type: 'other', payloadText: '"x"' })).toMatchObject({ decision: 'APPLY_EVENT', seq: 1, woke: false });
-    expect(await send(store, fence.taskId)).toMatchObject({ decision: 'APPLY_EVENT', seq: 2, woke: false, record: { taskId: fence.taskId } });
+    expect(await send(store, fence.taskId)).toMatchObject({ decision: 'APPLY_EVENT', seq: 2, woke: false, record: { taskId: fence.taskId, version: fence.version } });
     expect(await send(store, fence.taskId, { payloadText: '{"amount":7}' })).toMatchObject({ decision: 'APPLY_EVENT', seq: 3 });
     expect(await take(store, fence, 4)).toEqual({ decision: 'HELD', event: { seq: 2, payload: { amount: 42 } } });
     // Taken again at the same position (a run that stopped before recording the value): the same one.
@@ -82,10 +82,13 @@ defineStoreSuite('events', ({ fresh }) => {
   it('wakes a task waiting for an event: its outbox entry is due at once', async () => {
     const store = await fresh('event-wakes');
     const fence = await claimed(store);
-    expect((await suspendIn(store, fence, 'payment.succeeded')).decision).toBe('APPLY_STEP');
+    const suspended = await suspendIn(store, fence, 'payment.succeeded');
+    expect(suspended.decision).toBe('APPLY_STEP');
     expect(await due(store, T0 + 20)).toEqual([]);
     const sent = await send(store, fence.taskId, { now: T0 + 30 });
-    expect(sent).toMatchObject({ decision: 'APPLY_EVENT', seq: 1, woke: true });
+    // A new version: other processes are told of it (a version they know would say nothing new).
+    expect(sent).toMatchObject({ decision: 'APPLY_EVENT', seq: 1, woke: true, record: { version: suspended.record!.version + 1, lastUpdatedAt: T0 + 30 } });
+    expect((await store.get({ authKey: A, taskId: fence.taskId, now: T0 + 30 })).record?.version).toBe(suspended.record!.version + 1);
     expect(await due(store, T0 + 31)).toEqual([fence.taskId]);
   });
 
