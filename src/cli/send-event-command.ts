@@ -35,8 +35,12 @@ export async function sendEventAsOperator(store: TaskStore, taskId: string, args
   const correlationId = `operator:${randomUUID()}`;
   const sender = args.as === null ? null : { auth: authKeyOf(args.as) };
   const out = await sendEvent({ guard }, sender, { taskId, type: args.type, payload: args.payload, correlationId });
-  if (out.kind === 'refused') throw new TasklatchError('INVALID_INPUT', `event ${JSON.stringify(args.type)} not sent to ${taskId}: ${out.message} (${out.reason})`);
+  if (out.kind === 'refused')
+    throw new TasklatchError('INVALID_INPUT', `event ${JSON.stringify(args.type)} not sent to ${taskId}: ${out.message} (${out.reason})`);
   if (json) io.out(JSON.stringify({ taskId, type: args.type, seq: out.seq, woke: out.woke, correlationId }));
-  else io.out(`sent ${JSON.stringify(args.type)} to ${taskId} as event ${out.seq}${out.woke ? ' (its wait is due now)' : ' (kept for its wait)'}, correlation ${correlationId}`);
+  else
+    io.out(
+      `sent ${JSON.stringify(args.type)} to ${taskId} as event ${out.seq}${out.woke ? ' (its wait is due now)' : ' (kept for its wait)'}, correlation ${correlationId}`,
+    );
   return 0;
 }

@@ -161,11 +161,7 @@ const MIGRATION_FILES = readdirSync(new URL('../../migrations/sqlite/', import.m
 const EXPECTED_INDEXES = [
   ['task_audit_at_idx', 'task_audit', 'CREATE INDEX task_audit_at_idx ON task_audit (at_ms)'],
   ['task_audit_task_idx', 'task_audit', 'CREATE INDEX task_audit_task_idx ON task_audit (task_id, id)'],
-  [
-    'task_events_pending_idx',
-    'task_events',
-    'CREATE INDEX task_events_pending_idx ON task_events (task_id, type, seq) WHERE consumed_at_ms IS NULL',
-  ],
+  ['task_events_pending_idx', 'task_events', 'CREATE INDEX task_events_pending_idx ON task_events (task_id, type, seq) WHERE consumed_at_ms IS NULL'],
   [
     'task_inputs_deadline_idx',
     'task_inputs',
@@ -368,7 +364,13 @@ describe('SQLite migrations', () => {
 
     const store = await SqliteStore.open(path);
     try {
-      expect(store.migrationsApplied).toEqual(['011_read_audit_by_arrival.sql', '012_tool_versions.sql', '013_step_markers.sql', '014_parked_tasks.sql', '015_task_events.sql']);
+      expect(store.migrationsApplied).toEqual([
+        '011_read_audit_by_arrival.sql',
+        '012_tool_versions.sql',
+        '013_step_markers.sql',
+        '014_parked_tasks.sql',
+        '015_task_events.sql',
+      ]);
       const rows = () => store.db.prepare('SELECT task_key, count, first_at_ms, last_at_ms FROM task_read_audit ORDER BY rowid').all();
       expect(rows()).toEqual([
         { task_key: 'z-task', count: 3, first_at_ms: 10, last_at_ms: 30 },

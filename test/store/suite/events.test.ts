@@ -67,7 +67,12 @@ defineStoreSuite('events', ({ fresh }) => {
     const store = await fresh('event-before');
     const fence = await claimed(store);
     expect(await send(store, fence.taskId, { type: 'other', payloadText: '"x"' })).toMatchObject({ decision: 'APPLY_EVENT', seq: 1, woke: false });
-    expect(await send(store, fence.taskId)).toMatchObject({ decision: 'APPLY_EVENT', seq: 2, woke: false, record: { taskId: fence.taskId, version: fence.version } });
+    expect(await send(store, fence.taskId)).toMatchObject({
+      decision: 'APPLY_EVENT',
+      seq: 2,
+      woke: false,
+      record: { taskId: fence.taskId, version: fence.version },
+    });
     expect(await send(store, fence.taskId, { payloadText: '{"amount":7}' })).toMatchObject({ decision: 'APPLY_EVENT', seq: 3 });
     expect(await take(store, fence, 4)).toEqual({ decision: 'HELD', event: { seq: 2, payload: { amount: 42 } } });
     // Taken again at the same position (a run that stopped before recording the value): the same one.
