@@ -36,6 +36,8 @@ export interface RecordStepInput {
 export interface RecordStepOutcome {
   decision: StepDecision;
   record: TaskRecord | null;
+  /** A suspension with `eventType` found an event of that type pending: the task is due now, not at the wake time. */
+  dueNow?: boolean;
 }
 
 /**

@@ -59,8 +59,9 @@ export async function waitForEvent(host: EventWaitHost, name: string, options: u
     const wait = decideEventWait({ wakeAt: row.wakeAt!, event: taken.event, now: host.port.now() });
     const base = waitRow(row, host.flag(name, row));
     if (wait.kind === 'SUSPEND') {
-      await host.writer.write(base, { wakeAt: wait.wakeAt, statusMessage: waitingMessage(name, type, wait.wakeAt) }, 0, type);
-      return host.run.suspend(wait.wakeAt);
+      const out = await host.writer.record(base, { wakeAt: wait.wakeAt, statusMessage: waitingMessage(name, type, wait.wakeAt) }, 0, type);
+      // An event of its type came meanwhile: the task is due now, and this worker looks at once.
+      return host.run.suspend(out.dueNow === true ? host.port.now() : wait.wakeAt);
     }
     const value = wait.kind === 'RECEIVE' ? wait.payload : null;
     const { bytes } = recordableValue(name, 0, value);

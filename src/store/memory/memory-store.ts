@@ -236,8 +236,9 @@ export class MemoryStore implements TaskStore {
   async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
     const out = unparkAfter(this.parkState, input.fence.taskId, recordStepIn(this.stepState, input));
     // A wait that suspends with an event of its type already pending is due at once.
-    if (out.decision === 'APPLY_STEP' && input.suspend && input.eventType != null)
-      wakeIfPending(this.eventState, input.fence.taskId, input.eventType, input.now);
+    const { eventType } = input;
+    if (out.decision === 'APPLY_STEP' && input.suspend && eventType != null && wakeIfPending(this.eventState, input.fence.taskId, eventType, input.now))
+      out.dueNow = true;
     return out;
   }
 

@@ -156,11 +156,13 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
     ];
     // A wait that suspends with an event of its type already pending is due at once.
     const wake = suspend !== null && input.eventType != null ? [{ text: eventSql.wakeIfPending, params: [fence.taskId, now, input.eventType] }] : [];
-    const [applied] = await tx.commitWith([{ text: stepSql.applyStep, params }, ...wake]);
+    const [applied, woken] = await tx.commitWith([{ text: stepSql.applyStep, params }, ...wake]);
     if (suspend === null) return { decision, record: visible, suspended: false };
     const row = (applied?.rows as TaskRow[] | undefined)?.[0];
     if (row === undefined) throw new TasklatchError('INTERNAL', `task ${JSON.stringify(fence.taskId)} changed under the lock of its step`);
-    return { decision, record: rowToRecord(row), suspended: true };
+    // The wait found an event of its type pending: due now.
+    const dueNow = (woken?.rowCount ?? 0) > 0;
+    return Object.assign({ decision, record: rowToRecord(row), suspended: true }, dueNow ? { dueNow } : {});
   });
 }
 

@@ -88,6 +88,6 @@ export function takeEventIn(sql: Statements, events: EventStatements, input: Tak
 }
 
 /** After a suspension recording a wait of `type`: due now when an event of the type is pending. */
-export function wakeIfPending(events: EventStatements, taskId: string, type: string, now: Millis): void {
-  if (events.pendingOfType.get(taskId, type) !== undefined) events.dueNow.run({ task_id: taskId, now });
+export function wakeIfPending(events: EventStatements, taskId: string, type: string, now: Millis): boolean {
+  return events.pendingOfType.get(taskId, type) !== undefined && events.dueNow.run({ task_id: taskId, now }).changes > 0;
 }

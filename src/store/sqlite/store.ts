@@ -233,8 +233,9 @@ export class SqliteStore implements TaskStore {
       // A run that records a step got past the point its task parked at.
       if (recorded.decision === 'APPLY_STEP') this.parkSql.unpark.run(input.fence.taskId);
       // A wait that suspends with an event of its type already pending is due at once.
-      if (recorded.decision === 'APPLY_STEP' && input.suspend && input.eventType != null)
-        wakeIfPending(this.eventSql, input.fence.taskId, input.eventType, input.now);
+      const { eventType } = input;
+      if (recorded.decision === 'APPLY_STEP' && input.suspend && eventType != null && wakeIfPending(this.eventSql, input.fence.taskId, eventType, input.now))
+        recorded.dueNow = true;
       return recorded;
     });
     // A suspension is a change of the task: its progress goes out first, as after a status write.
