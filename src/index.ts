@@ -6,7 +6,7 @@
  * neither `pg`, `better-sqlite3` nor the MCP SDK.
  */
 export { defineTool, type ConcurrencyOptions, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
-export { StepFailedError, stepOf, type Step, type StepConfig, type StepContext, type StepFunction } from './tools/step.js';
+export { StepFailedError, stepOf, type Step, type StepConfig, type StepContext, type StepFunction, type WaitForEventOptions } from './tools/step.js';
 export { errorResult } from './tools/invoke-tool.js';
 export { ProtocolError } from './tools/protocol-error.js';
 export { pathSegmentOf } from './tools/path-segment.js';
@@ -18,6 +18,7 @@ export { MemoryStore } from './store/memory/memory-store.js';
 export { openGuard, type Guard, type GuardOptions } from './service/guard.js';
 export { awaitTaskResult, type AwaitResultInput } from './service/result-wait.js';
 export { createTask, type CreateInput, type CreateOutcome } from './runtime/requests/create-task.js';
+export type { SendEventRequest, SendEventResult, SendEventRefusal } from './runtime/requests/send-event.js';
 export type { TaskStore } from './store/types.js';
 export { Worker, type WorkerOptions } from './worker/worker.js';
 export type { WorkerPort, ClaimRequest, AskRequest, RecordStepRequest } from './service/worker-port.js';

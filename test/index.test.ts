@@ -246,6 +246,9 @@ describe('the root entry', () => {
       'PrincipalProblem',
       'RecordStepRequest',
       'RuntimeOptions',
+      'SendEventRefusal',
+      'SendEventRequest',
+      'SendEventResult',
       'Step',
       'StepConfig',
       'StepContext',
@@ -257,6 +260,7 @@ describe('the root entry', () => {
       'TaskTool',
       'ToolContext',
       'ToolResult',
+      'WaitForEventOptions',
       'WorkerOptions',
       'WorkerPort',
     ]);

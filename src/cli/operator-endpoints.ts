@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { TasklatchError } from '../core/errors.js';
 import { operatorRoutes, type ExtraRoute } from '../http/operator-routes.js';
+import { eventRoute } from '../http/event-route.js';
+import { sendEvent } from '../runtime/requests/send-event.js';
 import { startOperatorServer, type RunningOperatorServer } from '../http/operator-server.js';
 import { TaskMetrics } from '../metrics/task-metrics.js';
 import { checkReadiness } from '../runtime/readiness.js';
@@ -28,11 +31,20 @@ export function operatorEndpointsFor(runtime: TaskRuntime, options: OperatorOpti
   return { route, close: () => metrics.close() };
 }
 
-/** `--metrics HOST:PORT` of `tasklatch worker` and `serve`: the operator's routes on a port of their own. */
+/**
+ * `--metrics HOST:PORT` of `tasklatch worker` and `serve`: the operator's routes on a port of their
+ * own, and `POST /events` (an operator's send, behind the same token; `eventRoute`).
+ */
 export async function serveOperatorEndpoints(runtime: TaskRuntime, listen: string, options: OperatorOptions = {}): Promise<RunningOperatorServer> {
   const { host, port } = parseHostPort('--metrics', listen);
   const endpoints = operatorEndpointsFor(runtime, options);
-  const server = await startOperatorServer(endpoints.route, host, port, (error) => runtime.logger.error({ err: error }, 'operator endpoint failed'));
+  const events = eventRoute(
+    (request) => sendEvent(runtime, null, Object.assign({ correlationId: `operator:${randomUUID()}` }, request)),
+    options.metricsToken,
+    runtime.limits.maxEventBytes + 16 * 1024,
+  );
+  const route: ExtraRoute = async (req, res, pathname) => (await events(req, res, pathname)) || endpoints.route(req, res, pathname);
+  const server = await startOperatorServer(route, host, port, (error) => runtime.logger.error({ err: error }, 'operator endpoint failed'));
   return {
     url: server.url,
     close: async () => {

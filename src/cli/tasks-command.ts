@@ -6,6 +6,7 @@ import { openGuard } from '../service/guard.js';
 import type { TaskStore } from '../store/types.js';
 import type { CliIo } from './io.js';
 import { openOperatorStore } from './operator-store.js';
+import { parseEventData, sendEventAsOperator } from './send-event-command.js';
 import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
 import { encodePage, parsePrincipalArg, parseTaskQuery } from './task-query-args.js';
 import { auditTable, auditView, countTakeovers, detailText, statsText, statsView, taskDetail, taskSummary, taskTable } from './task-views.js';
@@ -23,6 +24,9 @@ Looks at the tasks of every tenant in a store, and repairs them through the guar
                          and refusals counted per caller and hour (how often, first and last)
   cancel ID --as T/S     cancel as the task's principal (tenant/subject), like its client would:
                          latched, signalled to the worker running it, audited (correlation operator:…)
+  send-event ID TYPE     send an event to a task (its ctx.step.waitForEvent of TYPE gets it; kept when it
+    --data JSON          does not wait yet); --data the payload (default null), --as T/S to send as
+    --as T/S             that principal (its tasks only; default: as the operator, any task). Audited.
   stats                  counts by status and tool, the oldest working task, expired records
 ${STORE_USAGE_LINE}
   --json                 stable JSON on stdout instead of tables`;
@@ -43,6 +47,7 @@ const OPTIONS = {
   page: { type: 'string' },
   parked: { type: 'boolean' },
   as: { type: 'string' },
+  data: { type: 'string' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -51,6 +56,7 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositi
 const ONLY: Record<string, readonly (keyof Values)[]> = {
   ls: ['tenant', 'subject', 'status', 'app', 'tool', 'version', 'since', 'before', 'limit', 'page', 'parked'],
   cancel: ['as'],
+  'send-event': ['as', 'data'],
 };
 
 export async function tasksCommand(argv: string[], io: CliIo): Promise<number> {
@@ -61,13 +67,14 @@ export async function tasksCommand(argv: string[], io: CliIo): Promise<number> {
     return sub === undefined && values.help !== true ? 2 : 0;
   }
   const run = SUBCOMMANDS[sub];
-  if (run === undefined) throw new TasklatchError('INVALID_INPUT', `unknown subcommand ${JSON.stringify(sub)}: ls, show, audit, cancel or stats`);
+  if (run === undefined) throw new TasklatchError('INVALID_INPUT', `unknown subcommand ${JSON.stringify(sub)}: ls, show, audit, cancel, send-event or stats`);
   for (const [other, flags] of Object.entries(ONLY)) {
-    const stray = other === sub ? undefined : flags.find((f) => values[f] !== undefined);
+    const stray = other === sub ? undefined : flags.find((f) => values[f] !== undefined && ONLY[sub]?.includes(f) !== true);
     if (stray !== undefined) throw new TasklatchError('INVALID_INPUT', `--${stray} belongs to 'tasks ${other}', not 'tasks ${sub}'`);
   }
-  const wantsId = sub === 'show' || sub === 'audit' || sub === 'cancel';
-  if (wantsId ? ids.length !== 1 || ids[0] === '' : ids.length !== 0) {
+  const wantsId = sub === 'show' || sub === 'audit' || sub === 'cancel' || sub === 'send-event';
+  if (sub === 'send-event' ? ids.length !== 2 || ids[0] === '' : wantsId ? ids.length !== 1 || ids[0] === '' : ids.length !== 0) {
+    if (sub === 'send-event') throw new TasklatchError('INVALID_INPUT', "'tasks send-event' takes a task id and an event type");
     throw new TasklatchError('INVALID_INPUT', wantsId ? `'tasks ${sub}' takes one task id` : `'tasks ${sub}' takes no task id`);
   }
   // Every argument is checked before the store is opened: bad input changes nothing.
@@ -75,7 +82,7 @@ export async function tasksCommand(argv: string[], io: CliIo): Promise<number> {
   const prepared = run.prepare?.(values, now);
   const store = await openOperatorStore(storeUrlFrom(values.store));
   try {
-    return await run.exec({ store, values, id: ids[0] ?? '', now, io, prepared });
+    return await run.exec({ store, values, id: ids[0] ?? '', now, io, prepared, rest: ids.slice(1) });
   } catch (error) {
     // A store that stops answering mid-command is said in one line, like one that never did.
     if (error instanceof TasklatchError) throw error;
@@ -92,6 +99,8 @@ interface Context {
   now: number;
   io: CliIo;
   prepared: unknown;
+  /** Positionals after the task id (send-event's type). */
+  rest: string[];
 }
 
 interface Subcommand {
@@ -155,6 +164,13 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       else if (out.decision === 'CANCEL_TASK') io.out(`cancelled ${id} as ${auth} (version ${out.record.version}, correlation ${correlationId})`);
       else io.out(`${id} was already ${out.record.status}: nothing changed`);
       return 0;
+    },
+  },
+  'send-event': {
+    prepare: (values) => ({ payload: parseEventData(values.data), as: values.as === undefined ? null : parsePrincipalArg('--as', values.as) }),
+    exec: async ({ store, values, id, io, prepared, rest }) => {
+      const { payload, as } = prepared as { payload: unknown; as: ReturnType<typeof parsePrincipalArg> | null };
+      return sendEventAsOperator(store, id, { type: rest[0] ?? '', payload, as }, values.json, io);
     },
   },
   stats: {

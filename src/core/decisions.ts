@@ -110,11 +110,35 @@ export type StepDecision = (typeof STEP_DECISIONS)[number];
 export const PARK_DECISIONS = ['NOT_FOUND', 'BLOCK_AUTH', 'BLOCK_EXPIRED', 'BLOCK_TERMINAL_REWRITE', 'BLOCK_STALE_VERSION', 'APPLY_PARK'] as const;
 export type ParkDecision = (typeof PARK_DECISIONS)[number];
 
+/**
+ * The event surface's send (`decideSendEvent`, `src/core/event-rules.ts`): an event stored for a
+ * task (and its wait woken), or refused. A sender sees `BLOCK_AUTH` as `NOT_FOUND`.
+ */
+export const EVENT_DECISIONS = [
+  'NOT_FOUND',
+  'BLOCK_AUTH',
+  'BLOCK_EXPIRED',
+  'BLOCK_TERMINAL_REWRITE',
+  'BLOCK_EVENT_SIZE',
+  'BLOCK_EVENT_LIMIT',
+  'APPLY_EVENT',
+] as const;
+export type EventDecision = (typeof EVENT_DECISIONS)[number];
+
 export type Decision =
-  CreateDecision | TransitionDecision | ReadDecision | ListDecision | LimitDecision | ReleaseDecision | InputDecision | StepDecision | ParkDecision;
+  | CreateDecision
+  | TransitionDecision
+  | ReadDecision
+  | ListDecision
+  | LimitDecision
+  | ReleaseDecision
+  | InputDecision
+  | StepDecision
+  | ParkDecision
+  | EventDecision;
 
 /** The three ways a record can be invisible to a caller; on the wire they look the same. */
 export type MissDecision = 'NOT_FOUND' | 'BLOCK_AUTH' | 'BLOCK_EXPIRED';
 
-export const SURFACES = ['create', 'transition', 'read', 'list', 'input', 'step'] as const;
+export const SURFACES = ['create', 'transition', 'read', 'list', 'input', 'step', 'event'] as const;
 export type Surface = (typeof SURFACES)[number];

@@ -21,15 +21,17 @@ import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js
  *   (`decideFreshEntry`) skips such rows: another branch of the handler may reach them later.
  */
 
-export const STEP_KINDS = ['do', 'sleep', 'patch'] as const;
+export const STEP_KINDS = ['do', 'sleep', 'patch', 'event'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 
 /**
  * `completed` and `failed` are final (a `do` step's value or error, replayed for ever; a patch
  * marker is `completed`); `retrying` waits for its next attempt until `wakeAt`; `sleeping` waits
- * until `wakeAt`; `woke` is a sleep a run has passed (its time came), final.
+ * until `wakeAt`; `woke` is a sleep a run has passed (its time came), final; `waiting` is a wait
+ * for an event (`ctx.step.waitForEvent`) until one comes or `wakeAt` (its timeout) passes; it
+ * ends `completed` with the event's payload, or null at the timeout (event-rules.ts).
  */
-export const STEP_STATUSES = ['completed', 'failed', 'retrying', 'sleeping', 'woke'] as const;
+export const STEP_STATUSES = ['completed', 'failed', 'retrying', 'sleeping', 'woke', 'waiting'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
 /** The statuses each kind may be recorded with. */
@@ -37,6 +39,7 @@ export const STEP_KIND_STATUSES: Readonly<Record<StepKind, readonly StepStatus[]
   do: ['completed', 'failed', 'retrying'],
   sleep: ['sleeping', 'woke'],
   patch: ['completed'],
+  event: ['waiting', 'completed'],
 };
 
 /**
@@ -50,7 +53,7 @@ export function stepNameSpace(kind: StepKind): 'step' | 'patch' {
 
 /** Whether a row of `status` waits for `wakeAt` (or, `woke`, keeps when it was due). */
 export function hasWakeTime(status: StepStatus): boolean {
-  return status === 'sleeping' || status === 'retrying' || status === 'woke';
+  return status === 'sleeping' || status === 'retrying' || status === 'woke' || status === 'waiting';
 }
 
 /** A step's recorded error: what the handler sees again as `StepFailedError`. */
@@ -217,6 +220,9 @@ export function decideStepReplay(input: {
       return row.wakeAt !== null && row.wakeAt > now ? { kind: 'WAIT', wakeAt: row.wakeAt } : { kind: 'DONE', wake: true };
     case 'woke':
       return { kind: 'DONE', wake: false };
+    case 'waiting':
+      // Only an event wait is recorded `waiting`; its replay is `decideEventWait`'s (the kind check above catches another kind).
+      return row.wakeAt !== null && row.wakeAt > now ? { kind: 'WAIT', wakeAt: row.wakeAt } : { kind: 'DONE', wake: false };
   }
 }
 
@@ -287,7 +293,7 @@ export function decideGateRevision(input: { skipped: readonly { id: string; posi
 
 /** How an order error names a journal entry: `step "charge-card"`, `sleep "cool-down"`, `patch "add-a2"`. */
 export function describeStep(kind: StepKind, name: string): string {
-  return `${kind === 'do' ? 'step' : kind} ${JSON.stringify(name)}`;
+  return `${kind === 'do' ? 'step' : kind === 'event' ? 'event wait' : kind} ${JSON.stringify(name)}`;
 }
 
 /** How an order error names an entry of `decideFreshEntry`. */

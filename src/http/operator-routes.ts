@@ -48,7 +48,7 @@ export function operatorRoutes(endpoints: OperatorEndpoints): ExtraRoute {
 }
 
 /** Whether the request bears `token`, compared in constant time (digests of equal length). */
-function bearsToken(req: IncomingMessage, token: string): boolean {
+export function bearsToken(req: IncomingMessage, token: string): boolean {
   const header = req.headers.authorization;
   const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (match === null) return false;

@@ -13,6 +13,7 @@ import { decisionLog } from './decision-log.js';
 import { createLogger, type Logger } from './log.js';
 import { ProgressGate } from './progress-gate.js';
 import type { RequestHost } from './requests/host.js';
+import { sendEvent, senderOf, type SendEventRequest, type SendEventResult } from './requests/send-event.js';
 import { taskTools } from './task-tools.js';
 
 /** Progress a task reports while it runs, for whichever wire session asked for it. */
@@ -209,6 +210,19 @@ export class TaskRuntime implements RequestHost {
       this.progressListeners.delete(listener);
       if (this.progressListeners.size === 0) this.progressGate.clear();
     };
+  }
+
+  /**
+   * Sends an event into a task of the sender (`principal`, or its `authKey`): a wait of its type
+   * (`ctx.step.waitForEvent`) returns the payload; a task not waiting yet keeps it (bounded,
+   * `limits.maxPendingEvents`) for the wait that comes. Refused, with a reason, for an unknown or
+   * another tenant's task (alike), an expired or finished one, a payload over `limits.maxEventBytes`,
+   * or too many pending. A webhook handler of the application's own calls this.
+   */
+  sendEvent(request: SendEventRequest): Promise<SendEventResult> {
+    const sender = senderOf(request);
+    if (sender === undefined) return Promise.resolve({ kind: 'refused', reason: 'invalid', message: 'sendEvent needs its sender: principal or authKey' });
+    return sendEvent(this, sender, request);
   }
 
   /** Stops: no new claims, running tasks drain (then their leases go back), notifications stop. */

@@ -38,6 +38,10 @@ export interface TaskLimits {
    * would pass it fails its step for good, as one over `maxStepBytes` does; null = no bound.
    */
   maxJournalBytes: number | null;
+  /** Largest payload of one event sent to a task (`sendEvent`), as JSON (bytes); larger: refused, nothing stored. */
+  maxEventBytes: number;
+  /** Events one task keeps unconsumed (sent before its wait reaches them); one more: refused. */
+  maxPendingEvents: number;
   /** Largest answer to one question of a task, as JSON (bytes); larger: invalid params, nothing stored. */
   maxAnswerBytes: number;
   /** How long a signed multi-round `requestState` is taken back after it was issued (ms). */
@@ -70,6 +74,8 @@ export const DEFAULT_LIMITS: TaskLimits = {
   maxStepBytes: 256 * 1024,
   maxJournalSteps: 1000,
   maxJournalBytes: 8 * 1024 * 1024,
+  maxEventBytes: 64 * 1024,
+  maxPendingEvents: 64,
   requestStateMaxAgeMs: 10 * 60 * 1000,
   maxListenTaskIds: 100,
   maxSubscriptions: 1000,

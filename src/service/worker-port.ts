@@ -2,7 +2,17 @@ import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import type { StepRecord, StepWrite } from '../core/step-rules.js';
 import type { Millis, TaskRecord } from '../core/types.js';
 import type { VersionAnnouncement } from '../core/version-rules.js';
-import type { AskOutcome, ClaimInput, Fence, LookupOutcome, ParkOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
+import type {
+  AskOutcome,
+  ClaimInput,
+  Fence,
+  LookupOutcome,
+  ParkOutcome,
+  RecordStepOutcome,
+  TakeEventOutcome,
+  StoreCapabilities,
+  TransitionOutcome,
+} from '../store/types.js';
 import type { AdmissionClaimers } from './admission-claims.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { TaskLimits } from './limits.js';
@@ -29,6 +39,8 @@ export interface RecordStepRequest {
   fence: Fence;
   step: StepWrite;
   suspend?: { wakeAt: Millis; statusMessage: string } | null;
+  /** An event wait's type, when the write suspends the task in one (`RecordStepInput.eventType`). */
+  eventType?: string | null;
 }
 
 /**
@@ -67,6 +79,8 @@ export interface WorkerPort {
   ask(input: AskRequest): Promise<AskOutcome>;
   /** Records one step of the run's journal (see `TaskStore.recordStep`), bounded by `limits.maxStepBytes` and the journal's bounds. */
   recordStep(input: RecordStepRequest): Promise<RecordStepOutcome>;
+  /** Takes the event for the run's wait at `position` (see `TaskStore.takeEvent`), at the service's now. */
+  takeEvent(input: { fence: Fence; type: string; position: number }): Promise<TakeEventOutcome>;
   /**
    * Parks the run's task (see `TaskStore.park`): its handler disagrees with the journal; the task
    * stays working, without a lease, due again after the backoff, its status message saying `reason`.

@@ -3,7 +3,16 @@ import type { StoredInput } from '../core/input-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
 import type { Millis, StatusWrite, TaskRecord } from '../core/types.js';
 import type { VersionAnnouncement } from '../core/version-rules.js';
-import type { AskOutcome, Fence, LookupOutcome, ParkOutcome, RecordStepOutcome, StoreCapabilities, TransitionOutcome } from '../store/types.js';
+import type {
+  AskOutcome,
+  Fence,
+  LookupOutcome,
+  ParkOutcome,
+  RecordStepOutcome,
+  TakeEventOutcome,
+  StoreCapabilities,
+  TransitionOutcome,
+} from '../store/types.js';
 import type { AdmissionClaimers } from './admission-claims.js';
 import type { ChangeFeed } from './change-feed.js';
 import type { GuardContext } from './guard-context.js';
@@ -149,6 +158,12 @@ export class WorkerSurface implements WorkerPort {
     const detail = `${input.step.name}@${input.step.position} ${input.step.status}`;
     ctx.decided({ surface: 'step', decision: out.decision, authKey, taskId, correlationId, status: out.record?.status ?? null, detail });
     return out;
+  }
+
+  /** A run takes the event for its wait (see `TaskStore.takeEvent`); nothing is audited until the wait's value is recorded. */
+  async takeEvent(input: { fence: Fence; type: string; position: number }): Promise<TakeEventOutcome> {
+    const { ctx } = this;
+    return ctx.timed('takeEvent', ctx.started(), ctx.store.takeEvent(Object.assign({}, input, { now: ctx.clock() })));
   }
 
   /**

@@ -13,6 +13,12 @@ export interface RecordStepInput {
    * at `wakeAt`, so that any worker runs it on then and none holds a slot until then.
    */
   suspend?: { wakeAt: Millis; statusMessage: string } | null;
+  /**
+   * An event wait's type (a `waiting` row of kind `event` with `suspend`): when an event of that
+   * type is already pending the outbox entry is due now, not at the timeout (an event sent while
+   * the run decided to wait is not left until then).
+   */
+  eventType?: string | null;
   /** The bound on a value's JSON text in UTF-8 bytes (`TaskLimits.maxStepBytes`). */
   maxStepBytes: number;
   /** The bounds on the task's journal (`TaskLimits.maxJournalSteps`, `maxJournalBytes`); absent or null: none. */
@@ -30,6 +36,8 @@ export interface RecordStepInput {
 export interface RecordStepOutcome {
   decision: StepDecision;
   record: TaskRecord | null;
+  /** A suspension with `eventType` found an event of that type pending: the task is due now, not at the wake time. */
+  dueNow?: boolean;
 }
 
 /**

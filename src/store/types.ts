@@ -6,8 +6,10 @@ import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../cor
 import type { VersionGrants } from '../core/version-rules.js';
 import type { TaskOperations } from './task-operations.js';
 import type { TaskSteps } from './task-steps.js';
+import type { TaskEventBox } from './task-event-box.js';
 import type { WorkerVersions } from './worker-versions.js';
 
+export type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome, TaskEventBox } from './task-event-box.js';
 export type { AnnounceVersionsInput, VersionAnnouncement, WorkerVersions } from './worker-versions.js';
 export type { ParkInput, ParkOutcome, RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
 
@@ -378,7 +380,7 @@ export interface TaskUpkeep {
  * reads the stored fact and classifies it with the same rules. Every operation that touches
  * tasks carries the auth key in its query, never as a filter applied afterwards.
  */
-export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSteps, TaskUpkeep, TaskOperations, WorkerVersions {
+export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSteps, TaskEventBox, TaskUpkeep, TaskOperations, WorkerVersions {
   readonly kind: string;
   /** The database driver it runs on, where there is a choice (SQLite: `better-sqlite3` or `node:sqlite`). */
   readonly driver?: string;

@@ -16,6 +16,7 @@ import {
   type StepFunction,
   valueSteps,
 } from './step.js';
+import { checkWaitOptions, plainWaitRefusal } from './event-wait.js';
 
 /**
  * The steps of a plain (non-task) call: nothing is recorded, so `do` just runs its function
@@ -56,6 +57,10 @@ export function plainStep(signal: AbortSignal, callKey: string, random: () => nu
     sleep: async (name, ms) => sleepFor(name, checkSleepMs(name, ms)),
     sleepUntil: async (name, when) => sleepFor(name, Math.max(0, wakeTimeOf(name, when) - Date.now())),
     idempotencyKey: (name) => `${callKey}:step:${name}`,
+    waitForEvent: async (name, options) => {
+      checkWaitOptions(name, options);
+      throw plainWaitRefusal(name);
+    },
     // Nothing is replayed in a plain call: every gate is reached fresh, and takes the new path.
     patched: async (id) => {
       checkStepName(id);

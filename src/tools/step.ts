@@ -30,6 +30,14 @@ export interface StepConfig {
   timeoutMs?: number;
 }
 
+/** How a wait for an event is made (`ctx.step.waitForEvent`). */
+export interface WaitForEventOptions {
+  /** The event type waited for: the first event of this type sent to the task, and not taken by another wait, is this wait's. */
+  type: string;
+  /** How long to wait (ms, from when the wait is first reached): past it the wait returns null. */
+  timeoutMs: number;
+}
+
 /** A step's function: its value must be JSON (or `undefined`, for a step run for its side effect). */
 export type StepFunction<T> = (ctx: StepContext) => Promise<T> | T;
 
@@ -77,6 +85,14 @@ export interface Step {
    * answers the same. In a plain call: `true`.
    */
   patched(id: string): Promise<boolean>;
+  /**
+   * Waits for an event of `options.type` sent to the task (`runtime.sendEvent`, `tasklatch tasks
+   * send-event`, the operator's `POST /events`) and returns its JSON payload, or `null` once
+   * `timeoutMs` has passed. In a task the wait is durable: the task is suspended (no worker) until
+   * the event comes or the time passes, and every later run gets the same value. An event sent
+   * before the wait is reached is kept and taken here. In a plain call: an error (no task to send to).
+   */
+  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null>;
 }
 
 /**
@@ -271,6 +287,7 @@ export function roundSteps(step: Step): () => Step {
       uuid: (name) => once(name, () => step.uuid(name)),
       // A gate answers the same for the whole call (a task's runner keeps one answer per id).
       patched: (id) => step.patched(id),
+      waitForEvent: <T>(name: string, options: WaitForEventOptions) => once(name, () => step.waitForEvent<T>(name, options)),
     };
   };
 }

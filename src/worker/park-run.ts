@@ -90,6 +90,10 @@ class UnparkingStepPort implements StepPort {
     return this.port.lookupSteps(input);
   }
 
+  takeEvent(input: Parameters<StepPort['takeEvent']>[0]): ReturnType<StepPort['takeEvent']> {
+    return this.port.takeEvent(input);
+  }
+
   async recordStep(input: Parameters<StepPort['recordStep']>[0]): ReturnType<StepPort['recordStep']> {
     const out = await this.port.recordStep(input);
     // Not awaited: the step's write holds the run's write chain, and the status write queues behind it.

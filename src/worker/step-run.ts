@@ -9,7 +9,7 @@ import type { RunLogger } from './run-events.js';
 export type Suspension = { wakeAt: Millis; statusMessage: string };
 
 /** What a run's steps need of the worker port: the journal's read and its fenced write, the step limit, the clock, the events. */
-export type StepPort = Pick<WorkerPort, 'limits' | 'events' | 'now' | 'recordStep' | 'lookupSteps'>;
+export type StepPort = Pick<WorkerPort, 'limits' | 'events' | 'now' | 'recordStep' | 'lookupSteps' | 'takeEvent'>;
 
 /**
  * What a run's steps need of the run that holds the fence (`TaskRun` is the one): its task, its

@@ -22,11 +22,17 @@ export class StepWriter {
     private readonly fatal: (message: string) => ProtocolError,
   ) {}
 
+  /** `eventType`: the type of an event wait the write suspends the task in (`RecordStepInput.eventType`). */
   async write(step: StepWrite, suspend: Suspension | null = null, valueBytes = 0): Promise<void> {
+    await this.record(step, suspend, valueBytes);
+  }
+
+  /** `write`, and the store's outcome (an applied one: a refusal throws); `eventType` as `RecordStepInput.eventType`. */
+  async record(step: StepWrite, suspend: Suspension | null = null, valueBytes = 0, eventType: string | null = null): Promise<RecordStepOutcome> {
     const written = await writeOfUnknownFate<RecordStepOutcome>({
       what: 'step',
       step: step.name,
-      attempt: () => this.run.serial(() => this.port.recordStep({ fence: this.run.fence(), step, suspend })),
+      attempt: () => this.run.serial(() => this.port.recordStep({ fence: this.run.fence(), step, suspend, eventType })),
       stored: async () => ((await this.landed(step)) ? { decision: 'APPLY_STEP', record: null } : null),
       now: () => this.port.now(),
       leaseUntil: () => this.run.leaseUntil,
@@ -40,7 +46,8 @@ export class StepWriter {
     }
     const out = written.outcome;
     if (out.decision === 'APPLY_STEP') (await this.journal()).tally.wrote(step.position, valueBytes);
-    return this.outcome(step, suspend, out);
+    this.outcome(step, suspend, out);
+    return out;
   }
 
   private outcome(step: StepWrite, suspend: Suspension | null, out: RecordStepOutcome): void {

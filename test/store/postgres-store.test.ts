@@ -17,6 +17,8 @@ function schemaOf(url: string): string {
 const EXPECTED_COLUMNS = `
 task_audit: id bigint NO, at_ms bigint YES, surface text YES, decision text YES, auth_key text YES, task_id text YES,
   correlation_id text YES, status text YES, version integer YES, detail text YES
+task_events: task_id text NO, seq integer NO, type text NO, payload text NO, key text YES, sent_at_ms bigint NO,
+  consumed_at_ms bigint YES, position integer YES
 task_inputs: task_id text NO, input_key text NO, ask_seq integer NO, input_ordinal integer NO, request jsonb NO,
   request_digest text NO, asked_at_ms bigint NO, response jsonb YES, response_digest text YES, answered_at_ms bigint YES,
   deadline_ms bigint YES, position integer YES
@@ -52,6 +54,8 @@ const EXPECTED_INDEXES = [
   'task_inputs USING btree (task_id, input_key)',
   'task_outbox USING btree (app, available_at_ms, id) WHERE (done_at_ms IS NULL)',
   'task_steps USING btree (task_id, "position")',
+  'task_events USING btree (task_id, seq)',
+  'task_events USING btree (task_id, type, seq) WHERE (consumed_at_ms IS NULL)',
   "task_steps USING btree (task_id, ((kind = 'patch'::text)), name)",
   "task_steps USING btree (wake_at_ms) WHERE (status = ANY (ARRAY['sleeping'::text, 'retrying'::text]))",
   'task_outbox USING btree (id)',
@@ -101,6 +105,7 @@ describe('PostgresStore schema and migrations', () => {
       [schemaOf(url)],
     );
     expect(collation.rows).toEqual([
+      { t: 'task_events', c: 'C' },
       { t: 'task_inputs', c: 'C' },
       { t: 'task_outbox', c: 'C' },
       { t: 'task_read_audit', c: 'C' },
@@ -128,6 +133,7 @@ describe('PostgresStore schema and migrations', () => {
       '011_tool_versions.sql',
       '012_step_markers.sql',
       '013_parked_tasks.sql',
+      '014_task_events.sql',
       '016_concurrency_keys.sql',
     ]);
     const secret = await store.sharedSecret();
@@ -187,6 +193,7 @@ describe('PostgresStore schema and migrations', () => {
         '011_tool_versions.sql',
         '012_step_markers.sql',
         '013_parked_tasks.sql',
+        '014_task_events.sql',
         '016_concurrency_keys.sql',
       ],
     ]);

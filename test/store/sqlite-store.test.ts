@@ -106,6 +106,16 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['deadline_ms', 'INTEGER', 0, 0],
     ['position', 'INTEGER', 0, 0],
   ],
+  task_events: [
+    ['task_id', 'TEXT', 1, 1],
+    ['seq', 'INTEGER', 1, 2],
+    ['type', 'TEXT', 1, 0],
+    ['payload', 'TEXT', 1, 0],
+    ['key', 'TEXT', 0, 0],
+    ['sent_at_ms', 'INTEGER', 1, 0],
+    ['consumed_at_ms', 'INTEGER', 0, 0],
+    ['position', 'INTEGER', 0, 0],
+  ],
   task_progress: [
     ['id', 'INTEGER', 0, 1],
     ['payload', 'TEXT', 1, 0],
@@ -151,6 +161,7 @@ const MIGRATION_FILES = readdirSync(new URL('../../migrations/sqlite/', import.m
 const EXPECTED_INDEXES = [
   ['task_audit_at_idx', 'task_audit', 'CREATE INDEX task_audit_at_idx ON task_audit (at_ms)'],
   ['task_audit_task_idx', 'task_audit', 'CREATE INDEX task_audit_task_idx ON task_audit (task_id, id)'],
+  ['task_events_pending_idx', 'task_events', 'CREATE INDEX task_events_pending_idx ON task_events (task_id, type, seq) WHERE consumed_at_ms IS NULL'],
   [
     'task_inputs_deadline_idx',
     'task_inputs',
@@ -212,7 +223,7 @@ describe('SQLite migrations', () => {
     const unique = (db.pragma('index_list(tasks)') as { name: string; unique: number; origin: string }[]).filter((i) => i.origin === 'u');
     expect(unique).toHaveLength(1);
     expect((db.pragma(`index_info(${unique[0]!.name})`) as { name: string }[]).map((c) => c.name)).toEqual(['auth_key', 'idempotency_key']);
-    for (const child of ['task_outbox', 'task_inputs', 'task_steps']) {
+    for (const child of ['task_outbox', 'task_inputs', 'task_steps', 'task_events']) {
       const fks = db.pragma(`foreign_key_list(${child})`) as { table: string; from: string; to: string; on_delete: string }[];
       expect(
         fks.map((f) => [f.table, f.from, f.to, f.on_delete]),
@@ -243,6 +254,7 @@ describe('SQLite migrations', () => {
       '012_tool_versions.sql',
       '013_step_markers.sql',
       '014_parked_tasks.sql',
+      '015_task_events.sql',
       '017_concurrency_keys.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
@@ -327,6 +339,7 @@ describe('SQLite migrations', () => {
         '012_tool_versions.sql',
         '013_step_markers.sql',
         '014_parked_tasks.sql',
+        '015_task_events.sql',
         '017_concurrency_keys.sql',
       ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
@@ -363,6 +376,7 @@ describe('SQLite migrations', () => {
         '012_tool_versions.sql',
         '013_step_markers.sql',
         '014_parked_tasks.sql',
+        '015_task_events.sql',
         '017_concurrency_keys.sql',
       ]);
       const rows = () => store.db.prepare('SELECT task_key, count, first_at_ms, last_at_ms FROM task_read_audit ORDER BY rowid').all();

@@ -112,6 +112,10 @@ class FakePort implements WorkerPort {
     return [];
   }
 
+  async takeEvent(input: { fence: { taskId: string } }): Promise<never> {
+    throw new Error(`no tool of these tests waits for an event (task ${input.fence.taskId})`);
+  }
+
   async park(input: { fence: Fence }): Promise<ParkOutcome> {
     throw new Error(`no tool of these tests parks (task ${input.fence.taskId})`);
   }

@@ -16,6 +16,8 @@ import { MemoryVersions } from './memory-versions.js';
 import { claimIn, closeEntry, heartbeatIn, pendingIn, releaseIn, type MemoryDispatchState, type OutboxEntry } from './memory-dispatch.js';
 import { parkedIn, parkIn, unparkAfter, type MemoryParkState } from './memory-park.js';
 import { journalOf, recordStepIn, seedSteps, sleepingIn, stepsOf, type MemoryStepState } from './memory-steps.js';
+import { sendEventIn, takeEventIn, wakeIfPending, type MemoryEvent, type MemoryEventState } from './memory-events.js';
+import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
 import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -93,6 +95,9 @@ export class MemoryStore implements TaskStore {
   };
   /** taskId → its journal in position order: the task_steps table of the SQL stores. */
   private readonly stepState: MemoryStepState = { tasks: this.tasks, journal: new Map<string, StepRecord[]>(), outbox: this.outbox, audit: this.audit };
+  /** taskId → its events in send order: the task_events table of the SQL stores. */
+  // prettier-ignore
+  private readonly eventState: MemoryEventState = { tasks: this.tasks, events: new Map<string, MemoryEvent[]>(), journal: this.stepState.journal, outbox: this.outbox, audit: this.audit };
 
   // The records role (TaskRecords).
 
@@ -229,8 +234,16 @@ export class MemoryStore implements TaskStore {
   // The step role (TaskSteps): memory-steps.ts.
 
   async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
-    return unparkAfter(this.parkState, input.fence.taskId, recordStepIn(this.stepState, input));
+    const out = unparkAfter(this.parkState, input.fence.taskId, recordStepIn(this.stepState, input));
+    // A wait that suspends with an event of its type already pending is due at once.
+    const { eventType } = input;
+    if (out.decision === 'APPLY_STEP' && input.suspend && eventType != null && wakeIfPending(this.eventState, input.fence.taskId, eventType, input.now))
+      out.dueNow = true;
+    return out;
   }
+
+  readonly sendEvent = async (input: SendEventInput): Promise<SendEventOutcome> => sendEventIn(this.eventState, input);
+  readonly takeEvent = async (input: TakeEventInput): Promise<TakeEventOutcome> => takeEventIn(this.eventState, input);
 
   async park(input: ParkInput): Promise<ParkOutcome> {
     return parkIn(this.parkState, input);
@@ -262,6 +275,7 @@ export class MemoryStore implements TaskStore {
       this.outbox.delete(record.taskId);
       this.questions.delete(record.taskId);
       this.stepState.journal.delete(record.taskId);
+      this.eventState.events.delete(record.taskId);
       if (record.idempotencyKey !== null) {
         const keyIndex = `${record.authKey}\n${record.idempotencyKey}`;
         if (this.keys.get(keyIndex) === record.taskId) this.keys.delete(keyIndex);

@@ -10,6 +10,7 @@ import { journalSizeOf, journalSizeSql, preparedToRow, rowToStep, STEP_COLUMNS, 
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
 import { auditToRow, rowToRecord, type TaskRow } from './row.js';
 import { inShortTransaction } from './transactions.js';
+import { eventSql } from './events.js';
 import { readById } from './reads.js';
 
 /**
@@ -153,11 +154,15 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
       suspend?.wakeAt ?? null,
       ...line(after),
     ];
-    const [applied] = await tx.commitWith([{ text: stepSql.applyStep, params }]);
+    // A wait that suspends with an event of its type already pending is due at once.
+    const wake = suspend !== null && input.eventType != null ? [{ text: eventSql.wakeIfPending, params: [fence.taskId, now, input.eventType] }] : [];
+    const [applied, woken] = await tx.commitWith([{ text: stepSql.applyStep, params }, ...wake]);
     if (suspend === null) return { decision, record: visible, suspended: false };
     const row = (applied?.rows as TaskRow[] | undefined)?.[0];
     if (row === undefined) throw new TasklatchError('INTERNAL', `task ${JSON.stringify(fence.taskId)} changed under the lock of its step`);
-    return { decision, record: rowToRecord(row), suspended: true };
+    // The wait found an event of its type pending: due now.
+    const dueNow = (woken?.rowCount ?? 0) > 0;
+    return Object.assign({ decision, record: rowToRecord(row), suspended: true }, dueNow ? { dueNow } : {});
   });
 }
 

@@ -48,6 +48,8 @@ import { encodedProgress } from './progress.js';
 import { ReadBatcher } from './read-batcher.js';
 import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
 import { parkedIn, parkIn } from './park.js';
+import { sendEventIn, takeEventIn } from './events.js';
+import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import { journalIn, recordStepIn, seedStepsIn, sleepingIn, stepsIn } from './steps.js';
 import { sql } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
@@ -258,6 +260,16 @@ export class PostgresStore implements TaskStore {
     refuseUnstorable('steps', ref);
     return stepsIn(this.pool, ref);
   }
+
+  async sendEvent(input: SendEventInput): Promise<SendEventOutcome> {
+    refuseUnstorable('sendEvent', input);
+    const out = await sendEventIn(this.pool, input);
+    // Told like a change of the task: a worker looks at the outbox (the waiting task is due).
+    if (out.woke && out.record !== null) this.notified([{ taskId: out.record.taskId, version: out.record.version }]);
+    return out;
+  }
+
+  readonly takeEvent = (input: TakeEventInput): Promise<TakeEventOutcome> => takeEventIn(this.pool, input);
 
   readonly taskSteps = ({ taskId }: { taskId: string }): Promise<StepRecord[]> => journalIn(this.pool, taskId);
   readonly sleepingTasks = ({ now }: { now: Millis }): Promise<number> => sleepingIn(this.pool, now);

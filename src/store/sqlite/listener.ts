@@ -6,11 +6,21 @@ import type { ProgressEvent } from '../types.js';
 /**
  * The decisions whose audit line accompanies a change of the task record (admission, applied
  * writes including claims and abandons, cancellation, a lease given back, an ask, an answer, a
- * recorded step): the lines a change listener reports. All but admission's carry the version
+ * recorded step, an event stored): the lines a change listener reports. All but admission's carry the version
  * after the change (a step that did not suspend its task carries its unchanged version: a
  * notification only says "look again", and a run ignores a version it holds already).
  */
-const CHANGE_DECISIONS = ['ACCEPT_TASK', 'APPLY_TRANSITION', 'CANCEL_TASK', 'RELEASE_LEASE', 'APPLY_ASK', 'APPLY_ANSWER', 'APPLY_STEP', 'APPLY_PARK'] as const;
+const CHANGE_DECISIONS = [
+  'ACCEPT_TASK',
+  'APPLY_TRANSITION',
+  'CANCEL_TASK',
+  'RELEASE_LEASE',
+  'APPLY_ASK',
+  'APPLY_ANSWER',
+  'APPLY_STEP',
+  'APPLY_PARK',
+  'APPLY_EVENT',
+] as const;
 
 /** How often the listener asks whether another connection committed (cheap: one pragma). */
 const POLL_MS = 30;

@@ -41,6 +41,8 @@ import type { SqliteDatabase } from './driver.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
 import { parkedIn, parkIn, prepareParkStatements, type ParkStatements } from './park.js';
+import { prepareEventStatements, sendEventIn, takeEventIn, wakeIfPending, type EventStatements } from './events.js';
+import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import { journalIn, prepareStepStatements, recordStepIn, seedStepsIn, sleepingIn, stepsIn, type StepStatements } from './steps.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
@@ -82,6 +84,7 @@ export class SqliteStore implements TaskStore {
   private readonly admissions: WriteBatcher;
   private readonly audit: ReturnType<typeof prepareAuditStatements>;
   private readonly stepSql: StepStatements;
+  private readonly eventSql: EventStatements;
   private readonly versionSql: VersionStatements;
   private readonly parkSql: ParkStatements;
   private secret: Uint8Array | null = null;
@@ -107,6 +110,7 @@ export class SqliteStore implements TaskStore {
     );
     this.audit = prepareAuditStatements(db);
     this.stepSql = prepareStepStatements(db);
+    this.eventSql = prepareEventStatements(db);
     this.versionSql = prepareVersionStatements(db);
     this.parkSql = prepareParkStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
@@ -228,11 +232,24 @@ export class SqliteStore implements TaskStore {
       const recorded = recordStepIn(this.sql, this.stepSql, input);
       // A run that records a step got past the point its task parked at.
       if (recorded.decision === 'APPLY_STEP') this.parkSql.unpark.run(input.fence.taskId);
+      // A wait that suspends with an event of its type already pending is due at once.
+      const { eventType } = input;
+      if (recorded.decision === 'APPLY_STEP' && input.suspend && eventType != null && wakeIfPending(this.eventSql, input.fence.taskId, eventType, input.now))
+        recorded.dueNow = true;
       return recorded;
     });
     // A suspension is a change of the task: its progress goes out first, as after a status write.
     if (input.suspend) this.progress?.flush([input.fence.taskId]);
     return out;
+  }
+
+  async sendEvent(input: SendEventInput): Promise<SendEventOutcome> {
+    refuseUnstorable('sendEvent', input);
+    return this.write(() => sendEventIn(this.sql, this.eventSql, input));
+  }
+
+  async takeEvent(input: TakeEventInput): Promise<TakeEventOutcome> {
+    return this.write(() => takeEventIn(this.sql, this.eventSql, input));
   }
 
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
