@@ -36,6 +36,7 @@ import {
 import type { StepPort, StepRun } from './step-run.js';
 import { InFlight, Moving, readJournal, type RunJournal } from './step-journal.js';
 import { StepWriter, wokeRow } from './step-writes.js';
+import { ChildSteps } from './step-children.js';
 
 export type { StepPort, StepRun } from './step-run.js';
 
@@ -58,18 +59,19 @@ export type { StepPort, StepRun } from './step-run.js';
 export class StepRunner {
   private readonly names = new Set<string>();
   private readonly asks = new Set<number>();
-  private readonly inFlight = new InFlight();
+  readonly inFlight = new InFlight();
   private readonly gates = new Map<string, Promise<boolean>>();
   /** Gates told `false`, each with the journal's entry it found still ahead (`decideGateRevision`). */
   private readonly skipped: Array<{ id: string; position: number }> = [];
   private revision: Promise<never> | null = null;
   private journal: Promise<RunJournal> | null = null;
-  private readonly writer: StepWriter;
-  private readonly moving = new Moving();
+  readonly writer: StepWriter;
+  readonly moving = new Moving();
+  private readonly children = new ChildSteps(this);
 
   constructor(
-    private readonly run: StepRun,
-    private readonly port: StepPort,
+    readonly run: StepRun,
+    readonly port: StepPort,
     private readonly random: () => number = Math.random,
   ) {
     this.writer = new StepWriter(
@@ -98,6 +100,7 @@ export class StepRunner {
         return `task:${taskId}:step:${name}`;
       },
       patched: async (id) => this.patched(id),
+      runTool: async (name, tool, args, options) => this.children.runTool(name, tool, args, options),
       ...valueSteps(this.do.bind(this), () => this.port.now()),
     };
   }
@@ -271,7 +274,7 @@ export class StepRunner {
   }
 
   /** A step or sleep of `name` reached (a name used twice in a run is fatal); returns its `settle`. */
-  private take(name: string): () => void {
+  take(name: string): () => void {
     this.throwIfStopped();
     if (this.names.has(name)) throw this.fatal(duplicateStepMessage(name));
     this.names.add(name);
@@ -280,17 +283,17 @@ export class StepRunner {
   }
 
   /** The row flag of `name`'s write: concurrent in this run, or in the run that wrote `row`. */
-  private flag(name: string, row: Pick<StepRecord, 'concurrent'> | undefined): boolean {
+  flag(name: string, row: Pick<StepRecord, 'concurrent'> | undefined): boolean {
     return this.inFlight.take(name) || (row?.concurrent ?? false);
   }
 
-  private throwIfStopped(): void {
+  throwIfStopped(): void {
     if (this.run.fatal !== null) throw this.run.fatal;
     this.run.signal.throwIfAborted();
   }
 
   /** What the journal's row of `name` says: the name as another kind is fatal here. */
-  private async replay(name: string, kind: 'do' | 'sleep'): Promise<{ replay: StepReplay; row: StepRecord | undefined }> {
+  async replay(name: string, kind: 'do' | 'sleep' | 'child'): Promise<{ replay: StepReplay; row: StepRecord | undefined }> {
     const journal = await this.load();
     this.throwIfStopped();
     const row = journal.named.get(name);
@@ -300,7 +303,7 @@ export class StepRunner {
   }
 
   /** The position of a fresh step or sleep (`actual`, as an order error names it), once the order check lets it run. */
-  private async freshPosition(actual: string): Promise<number> {
+  async freshPosition(actual: string): Promise<number> {
     await this.checkFresh(actual);
     return (await this.load()).fresh();
   }
@@ -349,7 +352,7 @@ export class StepRunner {
   }
 
   /** The journal and the stored questions, read once per run (`readJournal`; a failed read is not kept). */
-  private load(): Promise<RunJournal> {
+  load(): Promise<RunJournal> {
     this.journal ??= readJournal(this.run, this.port).catch((error: unknown) => {
       this.journal = null;
       throw error;
@@ -358,7 +361,7 @@ export class StepRunner {
   }
 
   /** Marks the run fatal with an order error: the run ends with it whatever the handler returns. */
-  private fatal(message: string): ProtocolError {
+  fatal(message: string): ProtocolError {
     if (this.run.fatal === null) {
       this.run.fatal = new ProtocolError(JSON_RPC_CODES.internalError, message);
       this.run.logger.emit('step:journalBroken', { reason: message });

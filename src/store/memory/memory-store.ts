@@ -12,6 +12,7 @@ import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
+import { childTasksIn, wakeParentIn } from './memory-children.js';
 import { MemoryVersions } from './memory-versions.js';
 import { claimIn, closeEntry, heartbeatIn, pendingIn, releaseIn, type MemoryDispatchState, type OutboxEntry } from './memory-dispatch.js';
 import { parkedIn, parkIn, unparkAfter, type MemoryParkState } from './memory-park.js';
@@ -182,7 +183,7 @@ export class MemoryStore implements TaskStore {
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
     const { authKey, now, after } = page;
     const rows = [...this.tasks.values()]
-      .filter((r) => r.authKey === authKey && !isExpired(r, now))
+      .filter((r) => r.authKey === authKey && !isExpired(r, now) && r.parentTaskId === undefined)
       .filter((r) => after === null || compareListOrder(r, after) > 0)
       .sort(compareListOrder);
     return { records: rows.slice(0, page.limit).map(copy), hasMore: rows.length > page.limit };
@@ -204,6 +205,16 @@ export class MemoryStore implements TaskStore {
 
   async pendingDispatch(): Promise<number> {
     return pendingIn(this.dispatchState);
+  }
+
+  // The children role (TaskChildren): memory-children.ts.
+
+  async childTasks(input: { authKey: string; taskId: string }): Promise<TaskRecord[]> {
+    return childTasksIn(this.dispatchState, input);
+  }
+
+  async wakeParent(input: { taskId: string; now: Millis }): Promise<string | null> {
+    return wakeParentIn(this.dispatchState, input);
   }
 
   // The worker versions role (WorkerVersions): memory-versions.ts.

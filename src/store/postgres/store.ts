@@ -43,6 +43,7 @@ import { announceVersionsIn, liveVersionsIn, withdrawVersionsIn } from './versio
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
 import { migratePostgres } from './migrate.js';
+import { childTasksIn, wakeParentIn } from './children.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
 import { encodedProgress } from './progress.js';
 import { ReadBatcher } from './read-batcher.js';
@@ -196,6 +197,17 @@ export class PostgresStore implements TaskStore {
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
     refuseUnstorable('list', page);
     return listIn(this.pool, page);
+  }
+
+  async childTasks(input: { authKey: string; taskId: string }): Promise<TaskRecord[]> {
+    return childTasksIn(this.pool, input);
+  }
+
+  /** children.ts; a woken parent is announced so that an idle worker of any process claims it. */
+  async wakeParent(input: { taskId: string; now: Millis }): Promise<string | null> {
+    const woken = await wakeParentIn(this.pool, input);
+    if (woken !== null) this.notified([woken]);
+    return woken?.taskId ?? null;
   }
 
   // The dispatch role (TaskDispatch): dispatch.ts.

@@ -41,6 +41,7 @@ import type { SqliteDatabase } from './driver.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
 import { ChangeListener } from './listener.js';
 import { parkedIn, parkIn, prepareParkStatements, type ParkStatements } from './park.js';
+import { childTasksIn, prepareChildrenStatements, wakeParentIn, type ChildrenStatements } from './children.js';
 import { journalIn, prepareStepStatements, recordStepIn, seedStepsIn, sleepingIn, stepsIn, type StepStatements } from './steps.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
@@ -84,6 +85,7 @@ export class SqliteStore implements TaskStore {
   private readonly stepSql: StepStatements;
   private readonly versionSql: VersionStatements;
   private readonly parkSql: ParkStatements;
+  private readonly childrenSql: ChildrenStatements;
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
   private readonly auditWriter: AuditWriter;
@@ -109,6 +111,7 @@ export class SqliteStore implements TaskStore {
     this.stepSql = prepareStepStatements(db);
     this.versionSql = prepareVersionStatements(db);
     this.parkSql = prepareParkStatements(db);
+    this.childrenSql = prepareChildrenStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
     // not take the file's write lock for its audit line, and a burst of polls commits once.
     this.auditWriter = new AuditWriter(
@@ -173,6 +176,16 @@ export class SqliteStore implements TaskStore {
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
     refuseUnstorable('list', page);
     return listIn(this.sql, page);
+  }
+
+  // The children role (TaskChildren): children.ts.
+
+  async childTasks(input: { authKey: string; taskId: string }): Promise<TaskRecord[]> {
+    return childTasksIn(this.childrenSql, input);
+  }
+
+  async wakeParent(input: { taskId: string; now: Millis }): Promise<string | null> {
+    return this.write(() => wakeParentIn(this.childrenSql, input));
   }
 
   // The dispatch role (TaskDispatch): dispatch.ts.
