@@ -35,11 +35,12 @@ tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, st
   poll_interval_ms integer YES, request_digest text YES, idempotency_key text YES, request jsonb YES,
   cancel_requested boolean NO, result jsonb YES, result_digest text YES, correlation_id text YES, attempt integer NO,
   lease_owner text YES, lease_expires_at_ms bigint YES, app text NO, tool_digest text YES, tool_version text YES,
-  parked_at_ms bigint YES, parks integer NO
+  parked_at_ms bigint YES, parks integer NO, parent_task_id text YES
 worker_versions: app text NO, tool_name text NO, version text NO, worker_id text NO, first_seen_ms bigint NO,
   last_seen_ms bigint NO`;
 
 const EXPECTED_INDEXES = [
+  'tasks USING btree (parent_task_id) WHERE (parent_task_id IS NOT NULL)',
   'tasks USING btree (parked_at_ms) WHERE (parked_at_ms IS NOT NULL)',
   'task_audit USING btree (task_id, id)',
   'task_audit USING btree (id)',
@@ -127,6 +128,7 @@ describe('PostgresStore schema and migrations', () => {
       '011_tool_versions.sql',
       '012_step_markers.sql',
       '013_parked_tasks.sql',
+      '015_task_parents.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -185,6 +187,7 @@ describe('PostgresStore schema and migrations', () => {
         '011_tool_versions.sql',
         '012_step_markers.sql',
         '013_parked_tasks.sql',
+        '015_task_parents.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);
