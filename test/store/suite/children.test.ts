@@ -50,6 +50,14 @@ defineStoreSuite('children', ({ fresh }) => {
     expect(await store.childTasks({ authKey: A, taskId: children[0]! })).toEqual([]);
   });
 
+  it('the operator’s filter by parent finds the children only', async () => {
+    const store = await fresh('children-filter');
+    const { parent, children } = await family(store);
+    const page = await store.findTasks({ filter: { parentTaskId: parent }, after: null, limit: 10 });
+    expect(page.records.map((r) => r.taskId).sort()).toEqual([...children].sort());
+    expect((await store.findTasks({ filter: { parentTaskId: 'none' }, after: null, limit: 10 })).records).toEqual([]);
+  });
+
   it('an idempotent replay of a child finds the same child (a parent run started again)', async () => {
     const store = await fresh('children-replay');
     const parent = (await store.admit(admission())).record!.taskId;
