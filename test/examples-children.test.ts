@@ -18,6 +18,7 @@ function readmeTools(): TaskTool[] {
     .filter((line) => !line.startsWith('import '))
     .join('\n')
     .replace('export default', 'return');
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval, @typescript-eslint/no-unsafe-call -- the README's code, run as pasted
   return new Function('defineTool', 'z', body)(defineTool, z) as TaskTool[];
 }
 

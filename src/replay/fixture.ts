@@ -223,12 +223,12 @@ const stepCase = z
       if (steps.findIndex((other) => other.position === row.position || sameName(other)) !== i) {
         ctx.addIssue({ code: 'custom', message: 'a journal holds one row per position and per name (patch markers: per id)', path: ['packet', 'steps', i] });
       }
-      if ((row.valueBytes ?? 0) > 0 && row.status !== 'completed') {
-        ctx.addIssue({ code: 'custom', message: 'only a completed step has a value', path: ['packet', 'steps', i, 'valueBytes'] });
+      if ((row.valueBytes ?? 0) > 0 && row.status !== 'completed' && row.status !== 'waiting') {
+        ctx.addIssue({ code: 'custom', message: 'only a completed step (or a waiting child: its id) has a value', path: ['packet', 'steps', i, 'valueBytes'] });
       }
     }
-    if (record.valueBytes > 0 && record.status !== 'completed') {
-      ctx.addIssue({ code: 'custom', message: 'only a completed step has a value', path: ['packet', 'record', 'valueBytes'] });
+    if (record.valueBytes > 0 && record.status !== 'completed' && record.status !== 'waiting') {
+      ctx.addIssue({ code: 'custom', message: 'only a completed step (or a waiting child: its id) has a value', path: ['packet', 'record', 'valueBytes'] });
     }
   });
 
