@@ -6,7 +6,17 @@
  * neither `pg`, `better-sqlite3` nor the MCP SDK.
  */
 export { defineTool, type ConcurrencyOptions, type TaskTool, type ToolContext, type ToolResult } from './tools/tool.js';
-export { StepFailedError, stepOf, type Step, type StepConfig, type StepContext, type StepFunction, type WaitForEventOptions } from './tools/step.js';
+export {
+  StepFailedError,
+  stepOf,
+  type ChildOptions,
+  type ChildResult,
+  type Step,
+  type StepConfig,
+  type StepContext,
+  type StepFunction,
+  type WaitForEventOptions,
+} from './tools/step.js';
 export { errorResult } from './tools/invoke-tool.js';
 export { ProtocolError } from './tools/protocol-error.js';
 export { pathSegmentOf } from './tools/path-segment.js';

@@ -233,6 +233,8 @@ describe('the root entry', () => {
     expect(typeOnly(files[0]!)).toEqual([
       'AskRequest',
       'AwaitResultInput',
+      'ChildOptions',
+      'ChildResult',
       'ClaimRequest',
       'ConcurrencyOptions',
       'CreateInput',

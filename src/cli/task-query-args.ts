@@ -24,6 +24,7 @@ export interface TaskQueryArgs {
   limit?: string | undefined;
   page?: string | undefined;
   parked?: boolean | undefined;
+  parent?: string | undefined;
 }
 
 /** Largest page `tasks ls` reads at once. */
@@ -60,6 +61,7 @@ export function parseTaskQuery(args: TaskQueryArgs, now: Millis): TaskQuery {
   if (args.since !== undefined) filter.createdSince = parseTime('--since', args.since, now);
   if (args.before !== undefined) filter.createdBefore = parseTime('--before', args.before, now);
   if (args.parked === true) filter.parked = true;
+  if (args.parent !== undefined) filter.parentTaskId = nonEmpty('--parent', args.parent);
   const limit = args.limit === undefined ? 50 : Number(args.limit);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) {
     throw new TasklatchError('INVALID_INPUT', `--limit takes a whole number from 1 to ${MAX_PAGE}, got ${JSON.stringify(args.limit)}`);

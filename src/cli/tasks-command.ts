@@ -9,6 +9,7 @@ import { openOperatorStore } from './operator-store.js';
 import { parseEventData, sendEventAsOperator } from './send-event-command.js';
 import { STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
 import { encodePage, parsePrincipalArg, parseTaskQuery } from './task-query-args.js';
+import { familyOf, familyText } from './task-family.js';
 import { auditTable, auditView, countTakeovers, detailText, statsText, statsView, taskDetail, taskSummary, taskTable } from './task-views.js';
 
 export const TASKS_USAGE = `Usage: tasklatch tasks <subcommand> [--store URL] [--json]
@@ -18,8 +19,10 @@ Looks at the tasks of every tenant in a store, and repairs them through the guar
     --tenant T --subject S --status S --app NAME --tool NAME --version V (the tool version it was admitted with)
     --since TIME --before TIME   created at/after, before (ISO date-time, or 15m, 2h, 7d ago)
     --parked             only tasks parked because their handler disagrees with their journal
+    --parent ID          only the child tasks of task ID (started by its ctx.step.runTool)
     --limit N (default 50, at most 500)   --page TOKEN (printed after a page that has more)
-  show ID                the record, lease, attempts and takeovers, parking, outbox entry, questions and steps of one task
+  show ID                the record, lease, attempts and takeovers, parking, outbox entry, questions, steps,
+                         parent and child tasks of one task
   audit ID               every decision about a task: time, auth key, correlation id, detail; reads
                          and refusals counted per caller and hour (how often, first and last)
   cancel ID --as T/S     cancel as the task's principal (tenant/subject), like its client would:
@@ -46,6 +49,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   page: { type: 'string' },
   parked: { type: 'boolean' },
+  parent: { type: 'string' },
   as: { type: 'string' },
   data: { type: 'string' },
 } as const;
@@ -54,7 +58,7 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositi
 
 /** Flags that only some subcommands take: given to another, they are a mistake, said so. */
 const ONLY: Record<string, readonly (keyof Values)[]> = {
-  ls: ['tenant', 'subject', 'status', 'app', 'tool', 'version', 'since', 'before', 'limit', 'page', 'parked'],
+  ls: ['tenant', 'subject', 'status', 'app', 'tool', 'version', 'since', 'before', 'limit', 'page', 'parked', 'parent'],
   cancel: ['as'],
   'send-event': ['as', 'data'],
 };
@@ -132,7 +136,13 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       const steps = await store.taskSteps({ taskId: id });
       // Takeovers are counted from the claims the audit trail marks (a lapsed lease of another owner).
       const takeovers = countTakeovers(await store.auditTrail({ taskId: id }));
-      io.out(values.json ? JSON.stringify(taskDetail(seen, now, steps, takeovers)) : detailText(seen, now, steps, takeovers));
+      const children = await store.childTasks({ authKey: seen.record.authKey, taskId: id });
+      const family = familyOf(seen.record, children);
+      io.out(
+        values.json
+          ? JSON.stringify(Object.assign(taskDetail(seen, now, steps, takeovers), family))
+          : `${detailText(seen, now, steps, takeovers)}${familyText(family)}`,
+      );
       return 0;
     },
   },

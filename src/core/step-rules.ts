@@ -16,20 +16,23 @@ import { isTerminal, type Fence, type Millis, type TaskRecord } from './types.js
  *   name (unique within its task), a marker by its id: a run replays the row of a name wherever
  *   it reaches it. Positions (shared with asks) only order the rows: a fresh entry takes the next
  *   one after every recorded position.
+ * - **child**: a task the handler started (`ctx.step.runTool`), `waiting` until it ends, then
+ *   `completed` with its result or `failed` (child-rules.ts).
  * - **concurrent**: a row whose step was in flight together with another step of its run (one
  *   was called while the other was called and not yet recorded or returned). The order check
  *   (`decideFreshEntry`) skips such rows: another branch of the handler may reach them later.
  */
 
-export const STEP_KINDS = ['do', 'sleep', 'patch', 'event'] as const;
+export const STEP_KINDS = ['do', 'sleep', 'patch', 'event', 'child'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 
 /**
  * `completed` and `failed` are final (a `do` step's value or error, replayed for ever; a patch
  * marker is `completed`); `retrying` waits for its next attempt until `wakeAt`; `sleeping` waits
  * until `wakeAt`; `woke` is a sleep a run has passed (its time came), final; `waiting` is a wait
- * for an event (`ctx.step.waitForEvent`) until one comes or `wakeAt` (its timeout) passes; it
- * ends `completed` with the event's payload, or null at the timeout (event-rules.ts).
+ * for an event (`ctx.step.waitForEvent`) until one comes or `wakeAt` (its timeout) passes, which
+ * ends `completed` with the event's payload, or null at the timeout (event-rules.ts); or a child
+ * task started and not yet ended (its value: the child's task id; see child-rules.ts).
  */
 export const STEP_STATUSES = ['completed', 'failed', 'retrying', 'sleeping', 'woke', 'waiting'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -40,6 +43,7 @@ export const STEP_KIND_STATUSES: Readonly<Record<StepKind, readonly StepStatus[]
   sleep: ['sleeping', 'woke'],
   patch: ['completed'],
   event: ['waiting', 'completed'],
+  child: ['waiting', 'completed', 'failed'],
 };
 
 /**
@@ -190,6 +194,8 @@ export type StepReplay =
   | { kind: 'WAIT'; wakeAt: Millis }
   /** A sleep whose time has come: go on; `wake`: the row still says `sleeping`, the run marks it `woke`. */
   | { kind: 'DONE'; wake: boolean }
+  /** A child task started and not seen to end (`waiting`, the child's id its value): look at the child. */
+  | { kind: 'AWAIT'; taskId: string }
   /** The journal holds this name as another kind (`expected`, as `describeStep` says it, at `position`). */
   | { kind: 'ORDER'; position: number; expected: string };
 
@@ -221,7 +227,8 @@ export function decideStepReplay(input: {
     case 'woke':
       return { kind: 'DONE', wake: false };
     case 'waiting':
-      // Only an event wait is recorded `waiting`; its replay is `decideEventWait`'s (the kind check above catches another kind).
+      // A child task not yet ended (child-rules.ts), or an event wait, whose replay is `decideEventWait`'s.
+      if (row.kind === 'child') return { kind: 'AWAIT', taskId: String(row.value) };
       return row.wakeAt !== null && row.wakeAt > now ? { kind: 'WAIT', wakeAt: row.wakeAt } : { kind: 'DONE', wake: false };
   }
 }

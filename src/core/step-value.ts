@@ -53,19 +53,22 @@ export function prepareStepWrite(step: StepWrite): PreparedStep {
     throw invalid(`${where}: a ${step.kind} step is recorded ${STEP_KIND_STATUSES[step.kind].join(' or ')}, not ${String(step.status)}`);
   }
   if (!isInstant(step.startedAt)) throw invalid(`${where}: startedAt must be epoch milliseconds`);
-  const waits = hasWakeTime(step.status);
+  // A child's waiting row may carry a recheck time; an event's, a sleep's and a retry's must carry theirs.
+  const waits = hasWakeTime(step.status) && (step.kind !== 'child' || (step.wakeAt ?? null) !== null);
   if (step.concurrent !== undefined && typeof step.concurrent !== 'boolean') throw invalid(`${where}: concurrent must be true or false`);
   if (waits && !isInstant(step.wakeAt)) throw invalid(`${where}: a ${step.status} step needs its wakeAt (epoch milliseconds)`);
   const fails = step.status === 'failed' || step.status === 'retrying';
   const error = fails ? checkedError(where, step.error) : null;
-  const encoded = step.status === 'completed' ? encodeStepValue(step.name, step.value) : { text: null, bytes: 0 };
+  // A waiting child's row keeps the child's task id as its value.
+  const keeps = step.status === 'completed' || step.status === 'waiting';
+  const encoded = keeps ? encodeStepValue(step.name, step.value) : { text: null, bytes: 0 };
   return {
     position: step.position,
     name: step.name,
     kind: step.kind,
     status: step.status,
     attempts: step.attempts,
-    value: step.status === 'completed' ? step.value : undefined,
+    value: keeps ? step.value : undefined,
     valueText: encoded.text,
     valueBytes: encoded.bytes,
     error,

@@ -78,6 +78,11 @@ export interface TaskRecord {
   attempt: number;
   leaseOwner: string | null;
   leaseExpiresAt: Millis | null;
+  /**
+   * The task that started this one as a child (`ctx.step.runTool`); absent: a task of its own.
+   * Children are left out of their principal's `tasks/list`.
+   */
+  parentTaskId?: string;
 }
 
 /** Capabilities in the spec's server shape: each leaf's presence is the signal. */

@@ -216,19 +216,20 @@ const stepCase = z
     kindHolds(record, ['packet', 'record', 'status']);
     for (const [i, row] of steps.entries()) {
       kindHolds(row, ['packet', 'steps', i, 'status']);
-      const waits = hasWakeTime(row.status);
+      // A child's waiting row needs no wake time (its child's end wakes the task); every other wait does.
+      const waits = hasWakeTime(row.status) && row.kind !== 'child';
       if (waits && row.wakeAt == null)
         ctx.addIssue({ code: 'custom', message: `required when status is ${row.status}`, path: ['packet', 'steps', i, 'wakeAt'] });
       const sameName = (other: { name: string; kind: StepKind }) => other.name === row.name && stepNameSpace(other.kind) === stepNameSpace(row.kind);
       if (steps.findIndex((other) => other.position === row.position || sameName(other)) !== i) {
         ctx.addIssue({ code: 'custom', message: 'a journal holds one row per position and per name (patch markers: per id)', path: ['packet', 'steps', i] });
       }
-      if ((row.valueBytes ?? 0) > 0 && row.status !== 'completed') {
-        ctx.addIssue({ code: 'custom', message: 'only a completed step has a value', path: ['packet', 'steps', i, 'valueBytes'] });
+      if ((row.valueBytes ?? 0) > 0 && row.status !== 'completed' && row.status !== 'waiting') {
+        ctx.addIssue({ code: 'custom', message: 'only a completed step (or a waiting child: its id) has a value', path: ['packet', 'steps', i, 'valueBytes'] });
       }
     }
-    if (record.valueBytes > 0 && record.status !== 'completed') {
-      ctx.addIssue({ code: 'custom', message: 'only a completed step has a value', path: ['packet', 'record', 'valueBytes'] });
+    if (record.valueBytes > 0 && record.status !== 'completed' && record.status !== 'waiting') {
+      ctx.addIssue({ code: 'custom', message: 'only a completed step (or a waiting child: its id) has a value', path: ['packet', 'record', 'valueBytes'] });
     }
   });
 

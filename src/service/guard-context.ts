@@ -107,6 +107,21 @@ export class GuardContext {
   /** A terminal record this service wrote: one task-end event. */
   ended(record: TaskRecord, correlationId: string): void {
     if (this.events.wants('taskEnded') && isTerminal(record.status)) this.events.emit('taskEnded', taskEndOf(record, correlationId));
+    if (record.parentTaskId !== undefined && isTerminal(record.status)) void this.wakeParent(record.taskId);
+  }
+
+  /**
+   * A child's end makes its parent, waiting without a run, due at once (`TaskChildren.wakeParent`),
+   * right after the child's terminal write; published, so an idle worker here claims it now. Best
+   * effort: a wake lost (a crash, the store down) is covered by the parent's recheck (child-rules.ts).
+   */
+  async wakeParent(childTaskId: string): Promise<void> {
+    try {
+      const woken = await this.timed('wakeParent', this.started(), this.store.wakeParent({ taskId: childTaskId, now: this.clock() }));
+      if (woken !== null) this.changes.publish(woken);
+    } catch {
+      // The parent's recheck covers it.
+    }
   }
 
   /** A claim by `owner` (from the outbox, or made with the admission): published, decided, told. */

@@ -7,6 +7,8 @@ import { TasklatchError } from '../core/errors.js';
 import { decideList, decideVisibleRead } from '../core/read-rules.js';
 import type { Millis, WireRequest } from '../core/types.js';
 import type { AdmitOutcome, AuditEntry, LookupOutcome } from '../store/types.js';
+import { childTtl } from '../core/child-rules.js';
+import { cancelChildren } from './child-cascade.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { GuardContext } from './guard-context.js';
 import { grantTtl } from './limits.js';
@@ -27,6 +29,8 @@ export interface AdmissionInput {
   /** The task's idempotency key (`_meta`'s or the HTTP header's, which agree), or null. */
   idempotencyKey: string | null;
   correlationId?: string;
+  /** A child task's parent (`ctx.step.runTool`): recorded with the child, whose ttl ends no later than the parent's. */
+  parent?: { taskId: string; expiresAt: Millis | null };
 }
 
 /** A call's decision that stores no task: a plain call (`ACCEPT_NORMAL`) or a refusal (`BLOCK_*`). */
@@ -121,13 +125,14 @@ export class RequestorSurface {
       request: input.request,
       requestDigest: requestDigest(input.request),
       idempotencyKey: input.idempotencyKey,
-      ttl: grantTtl(task?.ttl, ctx.limits),
+      ttl: input.parent === undefined ? grantTtl(task?.ttl, ctx.limits) : childTtl(grantTtl(task?.ttl, ctx.limits), input.parent.expiresAt, now),
       pollInterval: ctx.limits.pollInterval,
       correlationId,
       now,
       maxActive: ctx.limits.maxActiveTasks,
       maxStored: ctx.limits.maxStoredTasks,
       claim,
+      parentTaskId: input.parent?.taskId ?? null,
     };
     const outcome = await ctx.timed('admit', ctx.started(), ctx.store.admit(admission)).catch((error: unknown) => {
       reservation?.release();
@@ -185,6 +190,8 @@ export class RequestorSurface {
     if (cancelled.decision === 'CANCEL_TASK') ctx.changes.publish(input.taskId, cancelled.record.version, cancelled.record);
     ctx.decided(decidedOn(base, cancelled.decision, cancelled.record?.status ?? null));
     if (cancelled.decision === 'CANCEL_TASK') ctx.ended(cancelled.record, base.correlationId);
+    // A cancelled parent's running children are cancelled with it (child-cascade.ts).
+    if (cancelled.record !== null) await cancelChildren(ctx, cancelled.record, (child) => this.cancel(child), base.correlationId);
     return cancelled;
   }
 

@@ -1,8 +1,9 @@
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import type { StepRecord, StepWrite } from '../core/step-rules.js';
-import type { Millis, TaskRecord } from '../core/types.js';
+import type { Millis, TaskRecord, WireRequest } from '../core/types.js';
 import type { VersionAnnouncement } from '../core/version-rules.js';
 import type {
+  AdmitOutcome,
   AskOutcome,
   ClaimInput,
   Fence,
@@ -92,12 +93,29 @@ export interface WorkerPort {
   lookupInputs(input: { auth: string; taskId: string }): Promise<StoredInput[]>;
   /** The journal of a task for its own auth key, in position order; none when it is out of reach. */
   lookupSteps(input: { auth: string; taskId: string }): Promise<StepRecord[]>;
+  /**
+   * Admits a child task of a running task (`ctx.step.runTool`) through the guard, as any
+   * admission of the parent's principal: idempotency by `idempotencyKey`, the caller's bounds,
+   * the parent recorded, a ttl that ends no later than the parent's. Absent: this port starts none.
+   */
+  startChild?(input: ChildAdmission): Promise<AdmitOutcome>;
+  /** A child that ended wakes its parent waiting without a run (`TaskChildren.wakeParent`); best effort. */
+  wakeParent?(input: { taskId: string }): Promise<void>;
   /** Writes or renews the worker's announcement of its tools' versions (`WorkerVersions.announceVersions`) at the service's now. */
   announceVersions(input: VersionAnnounceRequest): Promise<void>;
   /** Removes the worker's announcements: it stops. */
   withdrawVersions(input: { app: string; workerId: string }): Promise<void>;
   /** The app's announcements renewed within `silenceMs`, and the now they were judged at. */
   liveVersions(input: { app: string; silenceMs: number }): Promise<{ now: Millis; announcements: VersionAnnouncement[] }>;
+}
+
+/** A child task as a running parent asks for it (`WorkerPort.startChild`). */
+export interface ChildAdmission {
+  parent: Pick<TaskRecord, 'taskId' | 'authKey' | 'expiresAt'>;
+  tool: string;
+  /** The child's `tools/call` request as stored (its digest is the idempotency check's). */
+  request: WireRequest;
+  idempotencyKey: string;
 }
 
 /** A worker's announcement as it asks for it: the service adds the time; rows silent for `forgetAfterMs` are removed with it. */

@@ -4,6 +4,7 @@ import type { StepRecord } from '../core/step-rules.js';
 import type { Millis, StatusWrite, TaskRecord } from '../core/types.js';
 import type { VersionAnnouncement } from '../core/version-rules.js';
 import type {
+  AdmitOutcome,
   AskOutcome,
   Fence,
   LookupOutcome,
@@ -18,7 +19,8 @@ import type { ChangeFeed } from './change-feed.js';
 import type { GuardContext } from './guard-context.js';
 import type { TaskLimits } from './limits.js';
 import type { TaskEvents } from './task-events.js';
-import type { AskRequest, ClaimRequest, RecordStepRequest, VersionAnnounceRequest, WorkerPort } from './worker-port.js';
+import { RequestorSurface } from './requestor-surface.js';
+import type { AskRequest, ChildAdmission, ClaimRequest, RecordStepRequest, VersionAnnounceRequest, WorkerPort } from './worker-port.js';
 
 /**
  * The writes of whoever runs tasks: claims, leases, status writes under a fence, questions, and
@@ -194,6 +196,23 @@ export class WorkerSurface implements WorkerPort {
   async lookup(input: { auth: string; taskId: string }): Promise<LookupOutcome> {
     const { ctx } = this;
     return ctx.timed('get', ctx.started(), ctx.store.get({ authKey: input.auth, taskId: input.taskId, now: ctx.clock() }));
+  }
+
+  /** A child task of a running parent, admitted through the guard as the parent's principal (see `WorkerPort.startChild`). */
+  startChild(input: ChildAdmission): Promise<AdmitOutcome> {
+    const { parent, tool, request, idempotencyKey } = input;
+    return new RequestorSurface(this.ctx).admit({
+      auth: parent.authKey,
+      tool,
+      request,
+      idempotencyKey,
+      parent: { taskId: parent.taskId, expiresAt: parent.expiresAt },
+    });
+  }
+
+  /** A child that ended wakes its waiting parent (see `GuardContext.wakeParent`). */
+  wakeParent(input: { taskId: string }): Promise<void> {
+    return this.ctx.wakeParent(input.taskId);
   }
 
   /** The questions of a task for its own auth context; none when it is out of reach (a worker's read). */

@@ -4,7 +4,7 @@ import type { AdmitInput } from './types.js';
 
 /** The record an accepted admission stores, in every store: working, version 1, expiry from the ttl. */
 export function admissionRecord(input: AdmitInput): TaskRecord {
-  return {
+  return withParent(input.parentTaskId, {
     taskId: input.taskId,
     authKey: input.authKey,
     app: input.app ?? DEFAULT_APP,
@@ -29,5 +29,11 @@ export function admissionRecord(input: AdmitInput): TaskRecord {
     attempt: 0,
     leaseOwner: null,
     leaseExpiresAt: null,
-  };
+  });
+}
+
+/** `record` with its parent task, when it has one (a record without one carries no `parentTaskId` at all). */
+export function withParent(parentTaskId: string | null | undefined, record: TaskRecord): TaskRecord {
+  if (parentTaskId !== undefined && parentTaskId !== null) record.parentTaskId = parentTaskId;
+  return record;
 }

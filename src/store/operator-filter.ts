@@ -25,6 +25,7 @@ export function filterConditions(filter: TaskFilter, dialect: FilterDialect, par
   if (filter.createdSince !== undefined) where.push(`created_at_ms >= ${param(filter.createdSince)}`);
   if (filter.createdBefore !== undefined) where.push(`created_at_ms < ${param(filter.createdBefore)}`);
   // A park mark on a working task (park-rules.ts); the partial index tasks_parked holds the few.
+  if (filter.parentTaskId !== undefined) where.push(`parent_task_id = ${param(filter.parentTaskId)}`);
   if (filter.parked === true) where.push(`parked_at_ms IS NOT NULL AND status = 'working'`);
   return where;
 }

@@ -27,4 +27,5 @@ export const TASK_COLUMNS = [
   'app',
   'tool_digest',
   'tool_version',
+  'parent_task_id',
 ] as const;

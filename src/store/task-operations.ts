@@ -27,6 +27,8 @@ export interface TaskFilter {
   createdBefore?: Millis;
   /** Only parked tasks (`working` with a park mark: a journal mismatch waits for code that agrees), expired ones included as for every filter. */
   parked?: boolean;
+  /** Only the children of this task (`ctx.step.runTool`). */
+  parentTaskId?: string;
 }
 
 /** Keyset position in the operator's order: newest first, (createdAt, taskId) descending. */

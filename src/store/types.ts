@@ -1,9 +1,9 @@
-import type { Decision, MissDecision, Surface, TransitionDecision } from '../core/decisions.js';
-import type { AnswerDecision, AskDecision } from '../core/decisions.js';
+import type { AnswerDecision, AskDecision, Decision, MissDecision, Surface, TransitionDecision } from '../core/decisions.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
 import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
 import type { VersionGrants } from '../core/version-rules.js';
+import type { ChildAdmit, TaskChildren } from './task-children.js';
 import type { TaskOperations } from './task-operations.js';
 import type { TaskSteps } from './task-steps.js';
 import type { TaskEventBox } from './task-event-box.js';
@@ -37,7 +37,7 @@ export interface AdmitClaim {
 }
 
 /** Everything the store needs to admit a task-augmented call (the service has decided rules 1–4). */
-export interface AdmitInput {
+export interface AdmitInput extends ChildAdmit {
   taskId: string;
   authKey: string;
   /** The admitting application (a checked name; absent: `DEFAULT_APP`). Only its workers claim the task. */
@@ -198,7 +198,7 @@ export interface TaskRecords {
   visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]>;
   /** Latches `cancelled` (and the cancellation intent) in one conditional write. */
   cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome>;
-  /** The caller's unexpired tasks after `after`, in (createdAt, taskId) order. */
+  /** The caller's unexpired tasks after `after`, in (createdAt, taskId) order; children (`parentTaskId`) are left out. */
   list(input: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage>;
 }
 
@@ -380,7 +380,7 @@ export interface TaskUpkeep {
  * reads the stored fact and classifies it with the same rules. Every operation that touches
  * tasks carries the auth key in its query, never as a filter applied afterwards.
  */
-export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSteps, TaskEventBox, TaskUpkeep, TaskOperations, WorkerVersions {
+export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSteps, TaskEventBox, TaskUpkeep, TaskOperations, WorkerVersions, TaskChildren {
   readonly kind: string;
   /** The database driver it runs on, where there is a choice (SQLite: `better-sqlite3` or `node:sqlite`). */
   readonly driver?: string;

@@ -1,5 +1,6 @@
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { duplicateStepMessage, mayRetry, retryDelay } from '../core/step-rules.js';
+import { TasklatchError } from '../core/errors.js';
 import { ProtocolError } from './protocol-error.js';
 import {
   checkSleepMs,
@@ -65,6 +66,13 @@ export function plainStep(signal: AbortSignal, callKey: string, random: () => nu
     patched: async (id) => {
       checkStepName(id);
       return true;
+    },
+    runTool: async (name) => {
+      checkStepName(name);
+      throw new TasklatchError(
+        'INVALID_INPUT',
+        `step ${JSON.stringify(name)}: runTool starts a child task, and this call is not a task; call the tool as a task (params.task) to use child tasks`,
+      );
     },
     ...valueSteps(run),
   };

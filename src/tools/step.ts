@@ -93,6 +93,32 @@ export interface Step {
    * before the wait is reached is kept and taken here. In a plain call: an error (no task to send to).
    */
   waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null>;
+  /**
+   * Starts `tool` (another tool of the same application) as a child task of the same principal
+   * and waits for it without holding a worker: the task suspends until the child ends, and
+   * returns the child's result (its `CallToolResult`); a child that fails, is cancelled or expires
+   * throws `StepFailedError`. The child is found again by the step's name on every run of the
+   * task (its idempotency key is derived from the task and `name`): a run started again after a
+   * crash never starts a second one. `Promise.all` of several fans out and in. A child never
+   * outlives its parent (`ttlMs` is cut to the parent's expiry), a cancelled parent cancels its
+   * running children, and the requestor's `tasks/list` shows the parent only. In a plain call it
+   * throws: only a task has children.
+   */
+  runTool(name: string, tool: string, args?: Record<string, unknown>, options?: ChildOptions): Promise<ChildResult>;
+}
+
+/** A child task's result as its tool returned it (a `CallToolResult`): `structuredContent` carries its data. */
+export interface ChildResult {
+  content: Array<{ type: string; [key: string]: unknown }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+  [key: string]: unknown;
+}
+
+/** How a child task is started (`Step.runTool`). */
+export interface ChildOptions {
+  /** The child's ttl (ms), within the service's bounds and never past its parent's expiry; absent: the default ttl, cut the same way. */
+  ttlMs?: number;
 }
 
 /**
@@ -288,6 +314,7 @@ export function roundSteps(step: Step): () => Step {
       // A gate answers the same for the whole call (a task's runner keeps one answer per id).
       patched: (id) => step.patched(id),
       waitForEvent: <T>(name: string, options: WaitForEventOptions) => once(name, () => step.waitForEvent<T>(name, options)),
+      runTool: (name, tool, args, options) => once(name, () => step.runTool(name, tool, args, options)),
     };
   };
 }

@@ -100,4 +100,17 @@ class UnparkingStepPort implements StepPort {
     if (out.decision === 'APPLY_STEP' && !input.suspend) void this.run.passedWait();
     return out;
   }
+
+  // A child task's admission, its look and its wake go through unchanged.
+  get lookup(): StepPort['lookup'] {
+    return this.port.lookup?.bind(this.port);
+  }
+
+  get startChild(): StepPort['startChild'] {
+    return this.port.startChild?.bind(this.port);
+  }
+
+  get wakeParent(): StepPort['wakeParent'] {
+    return this.port.wakeParent?.bind(this.port);
+  }
 }

@@ -60,6 +60,8 @@ export interface RunEventMap {
   'step:journalRetry': { err: Error; retry: number };
   /** Patch gates told `false` met the journal going on along their new path: their markers are recorded and the task runs again at once. */
   'step:gatesRevised': { gates: string[]; position: number };
+  /** The handler started a child task (`ctx.step.runTool`); `replayed`: the admission found the child an earlier run started. */
+  'step:childStarted': { step: string; tool: string; childTaskId: string; replayed: boolean };
   /** The handler broke its journal (steps out of order, a name used twice): the task parks or ends failed (`parks`). */
   'step:journalBroken': { reason: string };
   /** The run parked its task (a journal mismatch): why, the park count in a row, and when it is due again. */
@@ -94,6 +96,7 @@ export const RUN_EVENTS: { readonly [N in RunEventName]: { level: RunLevel; mess
   'run:storeUnavailable': { level: 'warn', message: 'task stopped by a store fault; it runs again' },
   'run:stopped': { level: 'info', message: 'task stopped without a terminal write' },
   'step:journalRetry': { level: 'warn', message: 'journal not read; retrying' },
+  'step:childStarted': { level: 'info', message: 'child task started' },
   'step:gatesRevised': { level: 'info', message: 'patch gates told false met their new path in the journal; the task runs again, told true' },
   'step:journalBroken': {
     level: 'error',

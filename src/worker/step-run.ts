@@ -3,13 +3,15 @@ import type { Millis, TaskRecord } from '../core/types.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import type { Fence } from '../store/types.js';
 import type { ProtocolError } from '../tools/protocol-error.js';
+import type { ToolRegistry } from '../tools/tool-registry.js';
 import type { RunLogger } from './run-events.js';
 
 /** How a write that suspends the task says until when, and why (its status message). */
 export type Suspension = { wakeAt: Millis; statusMessage: string };
 
 /** What a run's steps need of the worker port: the journal's read and its fenced write, the step limit, the clock, the events. */
-export type StepPort = Pick<WorkerPort, 'limits' | 'events' | 'now' | 'recordStep' | 'lookupSteps' | 'takeEvent'>;
+export type StepPort = Pick<WorkerPort, 'limits' | 'events' | 'now' | 'recordStep' | 'lookupSteps' | 'takeEvent'> &
+  Partial<Pick<WorkerPort, 'lookup' | 'startChild' | 'wakeParent'>>;
 
 /**
  * What a run's steps need of the run that holds the fence (`TaskRun` is the one): its task, its
@@ -17,6 +19,8 @@ export type StepPort = Pick<WorkerPort, 'limits' | 'events' | 'now' | 'recordSte
  */
 export interface StepRun {
   readonly record: TaskRecord;
+  /** The tools of the run's worker: a child task's tool and arguments are checked against them (absent: no child tasks). */
+  readonly tools?: ToolRegistry;
   readonly taskId: string;
   readonly signal: AbortSignal;
   /** The fence's version: a suspending write moves it on. */

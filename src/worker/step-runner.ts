@@ -38,6 +38,7 @@ import type { StepPort, StepRun } from './step-run.js';
 import { InFlight, Moving, readJournal, type RunJournal } from './step-journal.js';
 import { StepWriter, wokeRow } from './step-writes.js';
 import { waitForEvent } from './step-events.js';
+import { ChildSteps } from './step-children.js';
 
 export type { StepPort, StepRun } from './step-run.js';
 
@@ -67,7 +68,8 @@ export class StepRunner {
   private revision: Promise<never> | null = null;
   private journal: Promise<RunJournal> | null = null;
   readonly writer: StepWriter;
-  private readonly moving = new Moving();
+  readonly moving = new Moving();
+  private readonly children = new ChildSteps(this);
 
   constructor(
     readonly run: StepRun,
@@ -101,6 +103,7 @@ export class StepRunner {
       },
       patched: async (id) => this.patched(id),
       waitForEvent: async <T>(name: string, options: WaitForEventOptions) => (await waitForEvent(this, name, options)) as T | null,
+      runTool: async (name, tool, args, options) => this.children.runTool(name, tool, args, options),
       ...valueSteps(this.do.bind(this), () => this.port.now()),
     };
   }
@@ -293,7 +296,7 @@ export class StepRunner {
   }
 
   /** What the journal's row of `name` says: the name as another kind is fatal here. */
-  private async replay(name: string, kind: 'do' | 'sleep'): Promise<{ replay: StepReplay; row: StepRecord | undefined }> {
+  async replay(name: string, kind: 'do' | 'sleep' | 'child'): Promise<{ replay: StepReplay; row: StepRecord | undefined }> {
     const journal = await this.load();
     this.throwIfStopped();
     const row = journal.named.get(name);

@@ -78,7 +78,7 @@ export class TaskExecutor {
       return existing.done;
     }
     // The lease's owner is the worker: every line of the run says whose it is, of which task and claim.
-    const run = new TaskRun(record, lease, this.port, this.logger.run(record, lease.owner));
+    const run = new TaskRun(record, lease, this.port, this.logger.run(record, lease.owner), this.tools);
     const started = performance.now();
     const outcome = (): RunOutcome => run.stopped ?? run.ended ?? 'unfinished';
     this.handling.add(record.taskId);

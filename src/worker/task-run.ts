@@ -15,6 +15,7 @@ import type { ToolResult } from '../tools/tool.js';
 import type { RunLogger } from './run-events.js';
 import { unparkingPort } from './park-run.js';
 import { StepRunner } from './step-runner.js';
+import type { ToolRegistry } from '../tools/tool-registry.js';
 import { retryPause, writeOfUnknownFate } from './unknown-write.js';
 
 /** The lease a worker holds on a claimed task. */
@@ -71,6 +72,8 @@ export class TaskRun {
     private readonly port: WorkerPort,
     /** The run's logger: every line carries its worker id, task id and attempt. */
     readonly logger: RunLogger,
+    /** The worker's tools, for the child tasks the handler starts. */
+    readonly tools?: ToolRegistry,
   ) {
     this.version = record.version;
     this.leaseUntil = record.leaseExpiresAt ?? port.now() + lease.leaseMs;

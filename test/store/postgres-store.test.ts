@@ -37,11 +37,12 @@ tasks: task_id text NO, auth_key text NO, tool_name text YES, status text NO, st
   poll_interval_ms integer YES, request_digest text YES, idempotency_key text YES, request jsonb YES,
   cancel_requested boolean NO, result jsonb YES, result_digest text YES, correlation_id text YES, attempt integer NO,
   lease_owner text YES, lease_expires_at_ms bigint YES, app text NO, tool_digest text YES, tool_version text YES,
-  parked_at_ms bigint YES, parks integer NO, concurrency_key text YES, concurrency_limit integer YES
+  parked_at_ms bigint YES, parks integer NO, parent_task_id text YES, concurrency_key text YES, concurrency_limit integer YES
 worker_versions: app text NO, tool_name text NO, version text NO, worker_id text NO, first_seen_ms bigint NO,
   last_seen_ms bigint NO`;
 
 const EXPECTED_INDEXES = [
+  'tasks USING btree (parent_task_id) WHERE (parent_task_id IS NOT NULL)',
   'tasks USING btree (parked_at_ms) WHERE (parked_at_ms IS NOT NULL)',
   'tasks USING btree (app, tool_name, concurrency_key, lease_expires_at_ms) WHERE (concurrency_key IS NOT NULL)',
   'task_audit USING btree (task_id, id)',
@@ -134,6 +135,7 @@ describe('PostgresStore schema and migrations', () => {
       '012_step_markers.sql',
       '013_parked_tasks.sql',
       '014_task_events.sql',
+      '015_task_parents.sql',
       '016_concurrency_keys.sql',
     ]);
     const secret = await store.sharedSecret();
@@ -194,6 +196,7 @@ describe('PostgresStore schema and migrations', () => {
         '012_step_markers.sql',
         '013_parked_tasks.sql',
         '014_task_events.sql',
+        '015_task_parents.sql',
         '016_concurrency_keys.sql',
       ],
     ]);

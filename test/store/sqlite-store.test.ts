@@ -53,6 +53,7 @@ const EXPECTED_COLUMNS: Record<string, [string, string, number, number][]> = {
     ['tool_version', 'TEXT', 0, 0],
     ['parked_at_ms', 'INTEGER', 0, 0],
     ['parks', 'INTEGER', 1, 0],
+    ['parent_task_id', 'TEXT', 0, 0],
   ],
   task_outbox: [
     ['id', 'INTEGER', 0, 1],
@@ -190,6 +191,7 @@ const EXPECTED_INDEXES = [
     "CREATE INDEX tasks_finished_idx ON tasks (last_updated_at_ms) WHERE expires_at_ms IS NULL AND status IN ('completed', 'failed', 'cancelled')",
   ],
   ['tasks_held_by_auth', 'tasks', 'CREATE INDEX tasks_held_by_auth ON tasks (auth_key, expires_at_ms, status)'],
+  ['tasks_parent', 'tasks', 'CREATE INDEX tasks_parent ON tasks (parent_task_id) WHERE parent_task_id IS NOT NULL'],
   ['tasks_parked', 'tasks', 'CREATE INDEX tasks_parked ON tasks (parked_at_ms) WHERE parked_at_ms IS NOT NULL'],
 ];
 
@@ -255,6 +257,7 @@ describe('SQLite migrations', () => {
       '013_step_markers.sql',
       '014_parked_tasks.sql',
       '015_task_events.sql',
+      '016_task_parents.sql',
       '017_concurrency_keys.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
@@ -340,6 +343,7 @@ describe('SQLite migrations', () => {
         '013_step_markers.sql',
         '014_parked_tasks.sql',
         '015_task_events.sql',
+        '016_task_parents.sql',
         '017_concurrency_keys.sql',
       ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
@@ -377,6 +381,7 @@ describe('SQLite migrations', () => {
         '013_step_markers.sql',
         '014_parked_tasks.sql',
         '015_task_events.sql',
+        '016_task_parents.sql',
         '017_concurrency_keys.sql',
       ]);
       const rows = () => store.db.prepare('SELECT task_key, count, first_at_ms, last_at_ms FROM task_read_audit ORDER BY rowid').all();

@@ -45,6 +45,7 @@ export function findTasksIn(state: MemoryOperationsState, input: { filter: TaskF
   const rows = [...state.tasks.values()]
     .filter((r) => matchesFilter(r, filter) && (after === null || compareListOrder(r, after) < 0))
     .filter((r) => filter.parked !== true || parkMarkIn(state.parks, r) !== null)
+    .filter((r) => filter.parentTaskId === undefined || r.parentTaskId === filter.parentTaskId)
     .sort((a, b) => compareListOrder(b, a));
   return { records: rows.slice(0, input.limit).map((r) => structuredClone(r)), hasMore: rows.length > input.limit };
 }

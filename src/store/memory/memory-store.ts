@@ -12,6 +12,7 @@ import { admissionRecord } from '../admission-record.js';
 import { auditLine } from '../audit-line.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
+import { childTasksIn, wakeParentIn } from './memory-children.js';
 import { MemoryVersions } from './memory-versions.js';
 import { claimIn, closeEntry, heartbeatIn, pendingIn, releaseIn, type MemoryDispatchState, type OutboxEntry } from './memory-dispatch.js';
 import { parkedIn, parkIn, unparkAfter, type MemoryParkState } from './memory-park.js';
@@ -187,7 +188,7 @@ export class MemoryStore implements TaskStore {
   async list(page: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage> {
     const { authKey, now, after } = page;
     const rows = [...this.tasks.values()]
-      .filter((r) => r.authKey === authKey && !isExpired(r, now))
+      .filter((r) => r.authKey === authKey && !isExpired(r, now) && r.parentTaskId === undefined)
       .filter((r) => after === null || compareListOrder(r, after) > 0)
       .sort(compareListOrder);
     return { records: rows.slice(0, page.limit).map(copy), hasMore: rows.length > page.limit };
@@ -199,17 +200,14 @@ export class MemoryStore implements TaskStore {
     return claimIn(this.dispatchState, input);
   }
 
-  async heartbeat(input: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> {
-    return heartbeatIn(this.dispatchState, input);
-  }
+  readonly heartbeat = async (input: { fence: Fence; now: Millis; leaseMs: number }): Promise<boolean> => heartbeatIn(this.dispatchState, input);
+  readonly release = async (input: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> => releaseIn(this.dispatchState, input);
+  readonly pendingDispatch = async (): Promise<number> => pendingIn(this.dispatchState);
 
-  async release(input: { fence: Fence; now: Millis; correlationId: string }): Promise<boolean> {
-    return releaseIn(this.dispatchState, input);
-  }
+  // The children role (TaskChildren): memory-children.ts.
 
-  async pendingDispatch(): Promise<number> {
-    return pendingIn(this.dispatchState);
-  }
+  readonly childTasks = async (input: { authKey: string; taskId: string }): Promise<TaskRecord[]> => childTasksIn(this.dispatchState, input);
+  readonly wakeParent = async (input: { taskId: string; now: Millis }): Promise<string | null> => wakeParentIn(this.dispatchState, input);
 
   // The worker versions role (WorkerVersions): memory-versions.ts.
   private readonly versions = new MemoryVersions();
@@ -223,13 +221,8 @@ export class MemoryStore implements TaskStore {
     return unparkAfter(this.parkState, input.fence.taskId, askIn(this.inputState, input));
   }
 
-  async answer(input: AnswerInput): Promise<AnswerOutcome> {
-    return answerIn(this.inputState, input);
-  }
-
-  async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
-    return inputsOf(this.inputState, ref);
-  }
+  readonly answer = async (input: AnswerInput): Promise<AnswerOutcome> => answerIn(this.inputState, input);
+  readonly inputs = async (ref: TaskRef & { now: Millis }): Promise<InputsOutcome> => inputsOf(this.inputState, ref);
 
   // The step role (TaskSteps): memory-steps.ts.
 
@@ -244,11 +237,7 @@ export class MemoryStore implements TaskStore {
 
   readonly sendEvent = async (input: SendEventInput): Promise<SendEventOutcome> => sendEventIn(this.eventState, input);
   readonly takeEvent = async (input: TakeEventInput): Promise<TakeEventOutcome> => takeEventIn(this.eventState, input);
-
-  async park(input: ParkInput): Promise<ParkOutcome> {
-    return parkIn(this.parkState, input);
-  }
-
+  readonly park = async (input: ParkInput): Promise<ParkOutcome> => parkIn(this.parkState, input);
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
     return stepsOf(this.stepState, ref);
   }
@@ -259,9 +248,7 @@ export class MemoryStore implements TaskStore {
     this.audit.count(entry);
   }
 
-  async auditTrail({ taskId }: { taskId: string }): Promise<AuditEntry[]> {
-    return this.audit.trail(taskId);
-  }
+  readonly auditTrail = async ({ taskId }: { taskId: string }): Promise<AuditEntry[]> => this.audit.trail(taskId);
 
   async sweepExpired({ now, limit, retentionMs }: { now: Millis; limit: number; retentionMs: number }): Promise<SweepOutcome> {
     let deleted = 0;

@@ -27,12 +27,12 @@ export interface SlotDecision<C> {
 }
 
 /** The advisory lock of each scope in $1 (a text array): whether this walk holds it now. */
-const LOCK_SCOPES = `
+const lockScopesSql = `
   SELECT s AS scope, pg_try_advisory_xact_lock(hashtextextended('tasklatch.concurrency' || chr(10) || current_schema() || chr(10) || s, 0)) AS locked
     FROM unnest($1::text[]) AS s`;
 
 /** Running tasks (restates holdsSlot) of each (app, tool, key) in $1–$3 at $4. */
-const COUNT_RUNNING = `
+const countRunningSql = `
   SELECT w.app, w.tool_name, w.concurrency_key, count(t.task_id)::int AS n
     FROM unnest($1::text[], $2::text[], $3::text[]) AS w (app, tool_name, concurrency_key)
     LEFT JOIN tasks t ON t.app = w.app AND t.tool_name = w.tool_name AND t.concurrency_key = w.concurrency_key
@@ -45,7 +45,7 @@ const COUNT_RUNNING = `
  * says something else. $1 task ids, $2 versions read (the walk holds their rows), $3 messages,
  * $4 now, $5 correlation id.
  */
-const MARK_WAITING = `
+const markWaitingSql = `
   WITH marked AS (
     UPDATE tasks t SET status_message = w.message, version = t.version + 1, last_updated_at_ms = $4
       FROM unnest($1::text[], $2::int[], $3::text[]) AS w (task_id, version, message)
@@ -64,12 +64,12 @@ export async function admitSlots<C extends { record: TaskRecord }>(client: pg.Po
   }
   if (slots.size === 0) return { take: [...claims], waiting: null };
   const scopes = [...new Set([...slots.values()].map((s) => s.scope))];
-  const locks = await client.query<{ scope: string; locked: boolean }>(LOCK_SCOPES, [scopes]);
+  const locks = await client.query<{ scope: string; locked: boolean }>(lockScopesSql, [scopes]);
   const held = new Set(locks.rows.filter((r) => r.locked).map((r) => r.scope));
   const running = new Map<string, number>();
   if (held.size > 0) {
     const parts = [...held].map((scope) => scope.split('\n'));
-    const counted = await client.query<{ app: string; tool_name: string; concurrency_key: string; n: number }>(COUNT_RUNNING, [
+    const counted = await client.query<{ app: string; tool_name: string; concurrency_key: string; n: number }>(countRunningSql, [
       parts.map((p) => p[0]),
       parts.map((p) => p[1]),
       parts.map((p) => p.slice(2).join('\n')),
@@ -100,7 +100,7 @@ export async function admitSlots<C extends { record: TaskRecord }>(client: pg.Po
     marks.length === 0
       ? null
       : {
-          text: MARK_WAITING,
+          text: markWaitingSql,
           params: [marks.map((w) => w.record.taskId), marks.map((w) => w.record.version), marks.map((w) => w.message), input.now, input.correlationId],
         };
   return { take, waiting: statement };

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { isTasklatchError } from '../../core/errors.js';
+import { isTasklatchError, TasklatchError } from '../../core/errors.js';
 import type { Millis, TaskStatus } from '../../core/types.js';
 import { pendingMigrations, type AppliedMigration } from '../migrations.js';
 import { filterConditions, type FilterDialect } from '../operator-filter.js';
@@ -15,6 +15,7 @@ import {
   type TaskStats,
 } from '../task-operations.js';
 import { inTransaction } from './transactions.js';
+import { sql } from './statements.js';
 import { readPostgresMigrations } from './migrate.js';
 import { parkMarkOf } from '../park-row.js';
 import { rowToInput, rowToRecord, type InputRow, type TaskRow } from './row.js';
@@ -149,4 +150,12 @@ export async function schemaStateOf(db: pg.Pool | pg.Client): Promise<SchemaStat
     if (!isTasklatchError(error, 'SCHEMA_MISMATCH')) throw error;
     return { pending: [], mismatch: error.message };
   }
+}
+
+/** The schema's shared secret (`tasklatch_meta`); a schema without one has not been migrated. */
+export async function secretIn(pool: pg.Pool): Promise<Uint8Array> {
+  const found = await pool.query<{ value: string }>(sql.selectSecret);
+  const hex = found.rows[0]?.value;
+  if (hex === undefined) throw new TasklatchError('SCHEMA_MISMATCH', 'tasklatch_meta has no secret: run the migrations');
+  return new Uint8Array(Buffer.from(hex, 'hex'));
 }

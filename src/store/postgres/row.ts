@@ -1,3 +1,4 @@
+import { withParent } from '../admission-record.js';
 import type { Decision } from '../../core/decisions.js';
 import type { InputRequest, StoredInput } from '../../core/input-rules.js';
 import type { TaskRecord, TaskStatus } from '../../core/types.js';
@@ -34,6 +35,8 @@ export interface TaskRow {
   tool_digest: string | null;
   /** Absent from rows read before migration 011 was applied (a store is migrated when it opens). */
   tool_version?: string | null;
+  /** Absent from rows read before the parent column was added. */
+  parent_task_id?: string | null;
 }
 
 /** A `task_inputs` row as pg returns it. */
@@ -90,7 +93,7 @@ export function toJson(value: unknown): string | null {
 }
 
 export function rowToRecord(row: TaskRow): TaskRecord {
-  return {
+  return withParent(row.parent_task_id, {
     taskId: row.task_id,
     authKey: row.auth_key,
     app: row.app,
@@ -116,7 +119,7 @@ export function rowToRecord(row: TaskRow): TaskRecord {
     attempt: row.attempt,
     leaseOwner: row.lease_owner,
     leaseExpiresAt: numOrNull(row.lease_expires_at_ms),
-  };
+  });
 }
 
 /** The values of a record in `TASK_COLUMNS` order: the positional parameters of a row. */
@@ -146,6 +149,7 @@ export function recordToRow(r: TaskRecord): unknown[] {
     r.app,
     r.toolDigest,
     r.toolVersion,
+    r.parentTaskId ?? null,
   ];
 }
 

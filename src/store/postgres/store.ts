@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { TasklatchError } from '../../core/errors.js';
 import type { StoredInput } from '../../core/input-rules.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
@@ -43,7 +42,8 @@ import { announceVersionsIn, liveVersionsIn, withdrawVersionsIn } from './versio
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
 import { ChangeListener, ChangeNotifier, type Change } from './listener.js';
 import { migratePostgres } from './migrate.js';
-import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
+import { childTasksIn, wakeParentIn } from './children.js';
+import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, secretIn, taskStatsIn } from './operations.js';
 import { encodedProgress } from './progress.js';
 import { ReadBatcher } from './read-batcher.js';
 import { getIn, listIn, visibleTaskIdsIn } from './reads.js';
@@ -51,7 +51,6 @@ import { parkedIn, parkIn } from './park.js';
 import { sendEventIn, takeEventIn } from './events.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import { journalIn, recordStepIn, seedStepsIn, sleepingIn, stepsIn } from './steps.js';
-import { sql } from './statements.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
 import { inTransaction } from './transactions.js';
 import { WriteBatcher, type WriteBatcherOptions } from './write-batcher.js';
@@ -200,6 +199,15 @@ export class PostgresStore implements TaskStore {
     return listIn(this.pool, page);
   }
 
+  readonly childTasks = async (input: { authKey: string; taskId: string }): Promise<TaskRecord[]> => childTasksIn(this.pool, input);
+
+  /** children.ts; a woken parent is announced so that an idle worker of any process claims it. */
+  async wakeParent(input: { taskId: string; now: Millis }): Promise<string | null> {
+    const woken = await wakeParentIn(this.pool, input);
+    if (woken !== null) this.notified([woken]);
+    return woken?.taskId ?? null;
+  }
+
   // The dispatch role (TaskDispatch): dispatch.ts.
 
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
@@ -223,9 +231,7 @@ export class PostgresStore implements TaskStore {
     return released !== null;
   }
 
-  async pendingDispatch(): Promise<number> {
-    return pendingIn(this.pool);
-  }
+  readonly pendingDispatch = async (): Promise<number> => pendingIn(this.pool);
 
   // The worker versions role (WorkerVersions): versions.ts.
   readonly announceVersions = (input: AnnounceVersionsInput) => announceVersionsIn(this.pool, input);
@@ -270,7 +276,6 @@ export class PostgresStore implements TaskStore {
   }
 
   readonly takeEvent = (input: TakeEventInput): Promise<TakeEventOutcome> => takeEventIn(this.pool, input);
-
   readonly taskSteps = ({ taskId }: { taskId: string }): Promise<StepRecord[]> => journalIn(this.pool, taskId);
   readonly sleepingTasks = ({ now }: { now: Millis }): Promise<number> => sleepingIn(this.pool, now);
 
@@ -338,7 +343,10 @@ export class PostgresStore implements TaskStore {
 
   async sharedSecret(): Promise<Uint8Array> {
     // Cached as a promise so concurrent first callers share one query.
-    this.secret ??= this.loadSecret();
+    this.secret ??= secretIn(this.pool).catch((error: unknown) => {
+      this.secret = null;
+      throw error;
+    });
     return this.secret;
   }
 
@@ -382,15 +390,5 @@ export class PostgresStore implements TaskStore {
       }),
       ahead,
     );
-  }
-
-  private async loadSecret(): Promise<Uint8Array> {
-    const found = await this.pool.query<{ value: string }>(sql.selectSecret);
-    const hex = found.rows[0]?.value;
-    if (hex === undefined) {
-      this.secret = null;
-      throw new TasklatchError('SCHEMA_MISMATCH', 'tasklatch_meta has no secret: run the migrations');
-    }
-    return new Uint8Array(Buffer.from(hex, 'hex'));
   }
 }

@@ -33,6 +33,7 @@ const TASK_COLUMN_TYPES = [
   'text',
   'text',
   'text',
+  'text',
 ] as const;
 const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
 
@@ -56,7 +57,7 @@ function closeOutboxOf(at: string): string {
 /** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
 function listPage(afterPosition: boolean): string {
   const after = afterPosition ? 'AND (created_at_ms, task_id) > ($4, $5)' : '';
-  return `SELECT * FROM tasks WHERE auth_key = $1 AND ${unexpired(2)} ${after}
+  return `SELECT * FROM tasks WHERE auth_key = $1 AND ${unexpired(2)} AND parent_task_id IS NULL ${after}
    ORDER BY created_at_ms, task_id LIMIT $3`;
 }
 

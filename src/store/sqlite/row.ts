@@ -1,3 +1,4 @@
+import { withParent } from '../admission-record.js';
 import type { InputRequest, StoredInput } from '../../core/input-rules.js';
 import type { TaskRecord, TaskStatus } from '../../core/types.js';
 import type { AuditEntry } from '../types.js';
@@ -28,6 +29,8 @@ export interface TaskRow {
   app: string;
   tool_digest: string | null;
   tool_version: string | null;
+  /** Absent from rows read before the parent column was added. */
+  parent_task_id?: string | null;
 }
 
 /** A `task_audit` row. */
@@ -68,7 +71,7 @@ function fromJson(text: string | null): unknown {
 }
 
 export function rowToRecord(row: TaskRow): TaskRecord {
-  return {
+  return withParent(row.parent_task_id, {
     taskId: row.task_id,
     authKey: row.auth_key,
     app: row.app,
@@ -93,7 +96,7 @@ export function rowToRecord(row: TaskRow): TaskRecord {
     attempt: row.attempt,
     leaseOwner: row.lease_owner,
     leaseExpiresAt: row.lease_expires_at_ms,
-  };
+  });
 }
 
 /** Named parameters for the `tasks` columns (`@task_id`, …), the inverse of rowToRecord. */
@@ -124,6 +127,7 @@ export function recordToRow(record: TaskRecord): TaskRow {
     app: record.app,
     tool_digest: record.toolDigest,
     tool_version: record.toolVersion,
+    parent_task_id: record.parentTaskId ?? null,
   };
 }
 

@@ -43,6 +43,7 @@ import { ChangeListener } from './listener.js';
 import { parkedIn, parkIn, prepareParkStatements, type ParkStatements } from './park.js';
 import { prepareEventStatements, sendEventIn, takeEventIn, wakeIfPending, type EventStatements } from './events.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
+import { childTasksIn, prepareChildrenStatements, wakeParentIn, type ChildrenStatements } from './children.js';
 import { journalIn, prepareStepStatements, recordStepIn, seedStepsIn, sleepingIn, stepsIn, type StepStatements } from './steps.js';
 import { migrateSqlite } from './migrate.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, schemaStateOf, taskStatsIn } from './operations.js';
@@ -87,6 +88,7 @@ export class SqliteStore implements TaskStore {
   private readonly eventSql: EventStatements;
   private readonly versionSql: VersionStatements;
   private readonly parkSql: ParkStatements;
+  private readonly childrenSql: ChildrenStatements;
   private secret: Uint8Array | null = null;
   private readonly listeners = new Set<ChangeListener>();
   private readonly auditWriter: AuditWriter;
@@ -113,6 +115,7 @@ export class SqliteStore implements TaskStore {
     this.eventSql = prepareEventStatements(db);
     this.versionSql = prepareVersionStatements(db);
     this.parkSql = prepareParkStatements(db);
+    this.childrenSql = prepareChildrenStatements(db);
     // Read decisions are appended off the reply path, many lines to one transaction: a poll does
     // not take the file's write lock for its audit line, and a burst of polls commits once.
     this.auditWriter = new AuditWriter(
@@ -179,6 +182,11 @@ export class SqliteStore implements TaskStore {
     return listIn(this.sql, page);
   }
 
+  // The children role (TaskChildren): children.ts.
+
+  readonly childTasks = async (input: { authKey: string; taskId: string }): Promise<TaskRecord[]> => childTasksIn(this.childrenSql, input);
+  readonly wakeParent = async (input: { taskId: string; now: Millis }): Promise<string | null> => this.write(() => wakeParentIn(this.childrenSql, input));
+
   // The dispatch role (TaskDispatch): dispatch.ts.
 
   async claim(input: ClaimInput): Promise<TaskRecord[]> {
@@ -196,9 +204,7 @@ export class SqliteStore implements TaskStore {
     return this.write(() => releaseIn(this.sql, fence, now, correlationId));
   }
 
-  async pendingDispatch(): Promise<number> {
-    return pendingIn(this.sql);
-  }
+  readonly pendingDispatch = async (): Promise<number> => pendingIn(this.sql);
 
   // The worker versions role (WorkerVersions): versions.ts. No row of `tasks` changes, so the rows `get` keeps stay current.
 
@@ -210,9 +216,8 @@ export class SqliteStore implements TaskStore {
     this.write(() => this.rows.outsideTasks(() => withdrawVersionsIn(this.versionSql, input)));
   }
 
-  async liveVersions(input: { app?: string; now: Millis; silenceMs: number }): Promise<VersionAnnouncement[]> {
-    return liveVersionsIn(this.versionSql, input);
-  }
+  readonly liveVersions = async (input: { app?: string; now: Millis; silenceMs: number }): Promise<VersionAnnouncement[]> =>
+    liveVersionsIn(this.versionSql, input);
 
   // The input role (TaskInputs): inputs.ts.
 
@@ -248,22 +253,15 @@ export class SqliteStore implements TaskStore {
     return this.write(() => sendEventIn(this.sql, this.eventSql, input));
   }
 
-  async takeEvent(input: TakeEventInput): Promise<TakeEventOutcome> {
-    return this.write(() => takeEventIn(this.sql, this.eventSql, input));
-  }
+  readonly takeEvent = async (input: TakeEventInput): Promise<TakeEventOutcome> => this.write(() => takeEventIn(this.sql, this.eventSql, input));
 
   async steps(ref: TaskRef & { now: Millis }): Promise<StepsOutcome> {
     refuseUnstorable('steps', ref);
     return this.db.transaction(() => stepsIn(this.sql, this.stepSql, ref)).deferred();
   }
 
-  async taskSteps({ taskId }: { taskId: string }): Promise<StepRecord[]> {
-    return journalIn(this.stepSql, taskId);
-  }
-
-  async sleepingTasks({ now }: { now: Millis }): Promise<number> {
-    return sleepingIn(this.stepSql, now);
-  }
+  readonly taskSteps = async ({ taskId }: { taskId: string }): Promise<StepRecord[]> => journalIn(this.stepSql, taskId);
+  readonly sleepingTasks = async ({ now }: { now: Millis }): Promise<number> => sleepingIn(this.stepSql, now);
 
   async park(input: ParkInput): Promise<ParkOutcome> {
     refuseUnstorable('park', input);
@@ -273,9 +271,7 @@ export class SqliteStore implements TaskStore {
     return out;
   }
 
-  async parkedTasks({ now }: { now: Millis }): Promise<ParkedCount[]> {
-    return parkedIn(this.parkSql, now);
-  }
+  readonly parkedTasks = async ({ now }: { now: Millis }): Promise<ParkedCount[]> => parkedIn(this.parkSql, now);
 
   async inputs(ref: TaskRef & { now: Millis }): Promise<InputsOutcome> {
     refuseUnstorable('inputs', ref);
@@ -367,25 +363,12 @@ export class SqliteStore implements TaskStore {
 
   // The operator's reads (TaskOperations): operations.ts.
 
-  async findTasks(input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> {
-    return findTasksIn(this.db, input);
-  }
-
-  async inspectTask({ taskId }: { taskId: string }): Promise<TaskInspection | null> {
-    return inspectTaskIn(this.db, taskId);
-  }
-
-  async taskStats({ now }: { now: Millis }): Promise<TaskStats> {
-    return taskStatsIn(this.db, now);
-  }
-
-  async schemaState(): Promise<SchemaState> {
-    return schemaStateOf(this.db);
-  }
-
-  async auditTally({ after }: { after: number | null }): Promise<AuditTally> {
-    return auditTallyIn(this.db, after);
-  }
+  readonly findTasks = async (input: { filter: TaskFilter; after: OperatorPosition | null; limit: number }): Promise<OperatorPage> =>
+    findTasksIn(this.db, input);
+  readonly inspectTask = async ({ taskId }: { taskId: string }): Promise<TaskInspection | null> => inspectTaskIn(this.db, taskId);
+  readonly taskStats = async ({ now }: { now: Millis }): Promise<TaskStats> => taskStatsIn(this.db, now);
+  readonly schemaState = async (): Promise<SchemaState> => schemaStateOf(this.db);
+  readonly auditTally = async ({ after }: { after: number | null }): Promise<AuditTally> => auditTallyIn(this.db, after);
 
   async retentionDue(input: { now: Millis; retentionMs: number }): Promise<RetentionDue> {
     await this.auditWriter.drain();

@@ -73,9 +73,9 @@ export const taskSql = {
   selectById: 'SELECT * FROM tasks WHERE task_id = ?',
   /** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */
   selectGuardById: 'SELECT auth_key, status, version, expires_at_ms FROM tasks WHERE task_id = ?',
-  listFirst: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED}
+  listFirst: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED} AND parent_task_id IS NULL
      ORDER BY created_at_ms, task_id LIMIT @limit`,
-  listAfter: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED}
+  listAfter: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED} AND parent_task_id IS NULL
        AND (created_at_ms, task_id) > (@after_created_at_ms, @after_task_id)
      ORDER BY created_at_ms, task_id LIMIT @limit`,
   insertAudit: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
