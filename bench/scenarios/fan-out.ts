@@ -14,7 +14,10 @@ import { defineTool } from '../../src/tools/tool.js';
 import { TTL_MS } from '../lib/mcp.js';
 import type { BenchPostgres } from '../lib/postgres.js';
 import type { Results } from '../lib/results.js';
-import { summarize } from '../lib/stats.js';
+import { fmt, summarize } from '../lib/stats.js';
+import type { FanOutDbosReport, FanOutDbosRequest } from './fan-out-dbos.js';
+import { Child } from './http/child.js';
+import { DBOS_VERSION, dropDatabase } from './steps/dbos-side.js';
 
 /** Handlers run at once by the worker of this scenario. */
 const WORKER_CONCURRENCY = 16;
@@ -97,7 +100,9 @@ class Suspensions {
  * parents one after another, timed from admission to the parent's result; (2) the event round
  * trip, a task suspended in `ctx.step.waitForEvent` and `runtime.sendEvent` timed until its
  * handler has the event back. One runtime with its in-process worker (concurrency 16) per store;
- * the active-task and stored-task bounds are lifted (children count toward them).
+ * the active-task and stored-task bounds are lifted (children count toward them). Then the same
+ * fan-out with DBOS Transact child workflows on the same PostgreSQL server, and the parents/s of
+ * the two as a ratio.
  */
 export async function fanOut(results: Results, quick: boolean, pg: BenchPostgres): Promise<void> {
   const size = sizes(quick);
@@ -108,10 +113,52 @@ export async function fanOut(results: Results, quick: boolean, pg: BenchPostgres
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  await onStore(results, size, 'PostgreSQL', await PostgresStore.open(pg.schemaUrl('fanout'), { poolSize: 20 }));
+  const tasklatchRate = await onStore(results, size, 'PostgreSQL', await PostgresStore.open(pg.schemaUrl('fanout'), { poolSize: 20 }));
+  const dbosRate = await dbosFanOut(results, size, pg);
+  results.addFact(
+    FANOUT_SCENARIO,
+    `PostgreSQL: fan-out of ${size.children}, parents/s, tasklatch ÷ DBOS Transact ${DBOS_VERSION}`,
+    tasklatchRate / dbosRate,
+    '×',
+    `${fmt(tasklatchRate)} ÷ ${fmt(dbosRate)} parents/s, same server, same run`,
+  );
 }
 
-async function onStore(results: Results, size: Sizes, label: string, store: TaskStore): Promise<void> {
+/**
+ * The same fan-out with DBOS Transact child workflows (`DBOS.startWorkflow` inside a workflow),
+ * in a process of its own on a database of its own (dropped at the end), pool of 20; returns its
+ * parents/s.
+ */
+async function dbosFanOut(results: Results, size: Sizes, pg: BenchPostgres): Promise<number> {
+  const database = `tlbench_${pg.run}_fanout_dbos`;
+  const url = new URL(pg.url);
+  url.pathname = `/${database}`;
+  const side = new Child<FanOutDbosRequest>('../fan-out-dbos.js');
+  try {
+    await side.ask({ op: 'start', url: url.toString(), poolSize: 20 });
+    const out = await side.ask<FanOutDbosReport>({ op: 'parents', children: size.children, parents: size.parents, warmup: size.warmup });
+    return reportFanOut(results, `DBOS Transact ${DBOS_VERSION}`, size, out.times, out.elapsedMs / 1000, 'child workflows started with DBOS.startWorkflow');
+  } finally {
+    await side.stop();
+    await dropDatabase(pg.url, database);
+  }
+}
+
+/** The fan-out rows of one side; returns its parents/s. */
+function reportFanOut(results: Results, label: string, size: Sizes, times: readonly number[], seconds: number, how: string): number {
+  const s = summarize(times);
+  const what = `${label}: fan-out of ${size.children}`;
+  const note = `${size.parents} parents one after another, ${how}`;
+  const rate = size.parents / seconds;
+  results.addFact(FANOUT_SCENARIO, `${what}, parents/s`, rate, 'parents/s', note);
+  results.addFact(FANOUT_SCENARIO, `${what}, children/s`, (size.parents * size.children) / seconds, 'children/s', note);
+  results.addFact(FANOUT_SCENARIO, `${what}, parent end to end p50`, s.p50, 'ms', 'start → result of the parent');
+  results.addFact(FANOUT_SCENARIO, `${what}, parent end to end p99`, s.p99, 'ms', `max ${s.max.toFixed(1)} ms`);
+  return rate;
+}
+
+/** Both measurements on one store; returns the fan-out's parents/s. */
+async function onStore(results: Results, size: Sizes, label: string, store: TaskStore): Promise<number> {
   const suspensions = new Suspensions();
   const runtime = createRuntime({
     store,
@@ -124,8 +171,9 @@ async function onStore(results: Results, size: Sizes, label: string, store: Task
   });
   await runtime.start();
   try {
-    await fanOutOn(results, size, label, runtime);
+    const rate = await fanOutOn(results, size, label, runtime);
     await eventsOn(results, size, label, runtime, suspensions);
+    return rate;
   } finally {
     await runtime.close();
     await store.close();
@@ -150,7 +198,7 @@ async function completed(runtime: TaskRuntime, auth: string, taskId: string): Pr
   return (done.record.result as { structuredContent?: Record<string, unknown> }).structuredContent;
 }
 
-async function fanOutOn(results: Results, size: Sizes, label: string, runtime: TaskRuntime): Promise<void> {
+async function fanOutOn(results: Results, size: Sizes, label: string, runtime: TaskRuntime): Promise<number> {
   const expected = (size.children * (size.children - 1)) / 2;
   const one = async (): Promise<number> => {
     const auth = `fanout/${++counter}`;
@@ -165,13 +213,7 @@ async function fanOutOn(results: Results, size: Sizes, label: string, runtime: T
   const start = performance.now();
   for (let i = 0; i < size.parents; i++) times.push(await one());
   const seconds = (performance.now() - start) / 1000;
-  const s = summarize(times);
-  const what = `${label}: fan-out of ${size.children}`;
-  const note = `${size.parents} parents one after another, worker concurrency ${WORKER_CONCURRENCY}`;
-  results.addFact(FANOUT_SCENARIO, `${what}, parents/s`, size.parents / seconds, 'parents/s', note);
-  results.addFact(FANOUT_SCENARIO, `${what}, children/s`, (size.parents * size.children) / seconds, 'children/s', note);
-  results.addFact(FANOUT_SCENARIO, `${what}, parent end to end p50`, s.p50, 'ms', 'admission → result of the parent');
-  results.addFact(FANOUT_SCENARIO, `${what}, parent end to end p99`, s.p99, 'ms', `max ${s.max.toFixed(1)} ms`);
+  return reportFanOut(results, `tasklatch ${label}`, size, times, seconds, `children by ctx.step.runTool, worker concurrency ${WORKER_CONCURRENCY}`);
 }
 
 async function eventsOn(results: Results, size: Sizes, label: string, runtime: TaskRuntime, suspensions: Suspensions): Promise<void> {
@@ -192,7 +234,7 @@ async function eventsOn(results: Results, size: Sizes, label: string, runtime: T
     if (i >= 2) trips.push(at - t0);
   }
   const s = summarize(trips);
-  const what = `${label}: event round trip (sendEvent → handler resumed)`;
+  const what = `tasklatch ${label}: event round trip (sendEvent → handler resumed)`;
   results.addFact(FANOUT_SCENARIO, `${what} p50`, s.p50, 'ms', `${s.n} round trips, one at a time`);
   results.addFact(FANOUT_SCENARIO, `${what} p99`, s.p99, 'ms', `max ${s.max.toFixed(1)} ms`);
 }
