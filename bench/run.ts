@@ -17,6 +17,7 @@ import { httpReads } from './scenarios/http-reads.js';
 import { pollingCapacity } from './scenarios/polling-capacity.js';
 import { serverMemory } from './scenarios/server-memory.js';
 import { addStepsTargets, steps } from './scenarios/steps.js';
+import { fanOut } from './scenarios/fan-out.js';
 import { pollingConfig } from './lib/polling-config.js';
 import { inTrials, trialsOf } from './lib/trials.js';
 import { addAuditTargets, auditStorage } from './scenarios/audit-storage.js';
@@ -25,7 +26,7 @@ import { addPollingTargets } from './lib/polling-targets.js';
 /**
  * `npm run bench`: every scenario in one process, one after another, against memory, SQLite and
  * PostgreSQL; prints the tables and writes bench/results.json. TASKLATCH_BENCH_QUICK=1 runs the
- * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,reads,contention,http,polling,memory,steps,audit runs a subset.
+ * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,reads,contention,http,polling,memory,steps,audit,fanout runs a subset.
  * The noisy scenarios whose figures decide targets (admission, e2e, lifecycle, http, steps) run
  * three times in a full run (TASKLATCH_BENCH_TRIALS=n to change), their later runs at the
  * targets' concurrency only; a figure is the median of its runs.
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   const quick = process.env.TASKLATCH_BENCH_QUICK === '1';
   const only = new Set(
-    (process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,reads,contention,http,polling,memory,steps,audit').split(',').map((s) => s.trim()),
+    (process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,reads,contention,http,polling,memory,steps,audit,fanout').split(',').map((s) => s.trim()),
   );
   const config = benchConfig(quick);
   linkMigrations();
@@ -73,6 +74,7 @@ async function main(): Promise<void> {
     if (only.has('memory')) await serverMemory(results, polling, pg);
     if (only.has('steps')) await inTrials(results, trials, (r, t) => steps(r, quick, forTrial(pg, t)));
     if (only.has('audit')) await auditStorage(results, quick, pg);
+    if (only.has('fanout')) await fanOut(results, quick, pg);
   } finally {
     await pg.close();
   }
