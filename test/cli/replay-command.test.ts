@@ -148,7 +148,7 @@ describe('tasklatch replay', () => {
       name: 'a value on a failed step',
       content: () =>
         mutated((f) => Object.assign(f.cases.find((c) => c.id === 'X-S10')!.packet.record as Record<string, unknown>, { status: 'failed', valueBytes: 3 })),
-      message: /case X-S10 .*field "packet\.record\.valueBytes": only a completed step has a value/,
+      message: /case X-S10 .*field "packet\.record\.valueBytes": only a completed step \(or a waiting child: its id\) has a value/,
     },
     { name: 'duplicate ids', content: () => mutated((f) => (f.cases[1]!.id = f.cases[0]!.id)), message: /duplicate case id/ },
     { name: 'case not an object', content: () => mutated((f) => ((f.cases as unknown[])[4] = 'C05')), message: /cases\[4\]: expected an object/ },
