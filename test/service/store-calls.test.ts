@@ -25,6 +25,7 @@ const TIMED: StoreOperation[] = [
   'ask',
   'auditTally',
   'cancel',
+  'childTasks',
   'claim',
   'failOverdueInputs',
   'get',
