@@ -1,6 +1,7 @@
-import type { Decision } from '../core/decisions.js';
+import type { Decision, EventDecision } from '../core/decisions.js';
 import { isStorableText } from '../core/text.js';
 import type { Millis, TaskRecord } from '../core/types.js';
+import type { SendEventInput } from './task-event-box.js';
 import type { AuditEntry } from './types.js';
 
 /** What a store knows when it writes one audit line. */
@@ -51,4 +52,22 @@ export function boundedAuditLine(entry: AuditEntry): AuditEntry {
   const id = entry.taskId;
   if (id === null || (id.length <= MAX_AUDITED_TASK_ID && isStorableText(id))) return entry;
   return Object.assign({}, entry, { taskId: null, detail: `task id not kept (${id.length} characters${isStorableText(id) ? '' : ', not storable text'})` });
+}
+
+/**
+ * The audit line of a send, the same in every store: the sender's auth key (an operator's send
+ * is written under the task's own), the task as the sender may see it after the send, and the
+ * type with the stored event's number (`payment.succeeded#3`) when it was stored.
+ */
+export function sendEventAuditLine(input: SendEventInput, decision: EventDecision, visible: TaskRecord | null, seq: number | null): AuditEntry {
+  return auditLine({
+    at: input.now,
+    surface: 'event',
+    decision,
+    authKey: input.authKey ?? visible?.authKey ?? '',
+    taskId: input.taskId,
+    correlationId: input.correlationId,
+    record: visible,
+    detail: seq === null ? input.type : `${input.type}#${seq}`,
+  });
 }

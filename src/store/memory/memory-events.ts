@@ -2,7 +2,7 @@ import { decideSendEvent, sendWakes } from '../../core/event-rules.js';
 import { holdsFence } from '../../core/dispatch-rules.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
-import { auditLine } from '../audit-line.js';
+import { sendEventAuditLine } from '../audit-line.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import type { AuditEntry } from '../types.js';
 
@@ -56,18 +56,7 @@ export function sendEventIn(state: MemoryEventState, input: SendEventInput): Sen
       task.lastUpdatedAt = input.now;
     }
   }
-  state.audit.append(
-    auditLine({
-      at: input.now,
-      surface: 'event',
-      decision,
-      authKey: input.authKey ?? visible?.authKey ?? '',
-      taskId: input.taskId,
-      correlationId: input.correlationId,
-      record: visible,
-      detail: seq === null ? input.type : `${input.type}#${seq}`,
-    }),
-  );
+  state.audit.append(sendEventAuditLine(input, decision, visible, seq));
   return { decision, record: visible === null ? null : structuredClone(visible), seq, woke };
 }
 

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { decideSendEvent, sendWakes } from '../../core/event-rules.js';
 import { holdsFence } from '../../core/dispatch-rules.js';
-import { auditLine } from '../audit-line.js';
+import { sendEventAuditLine } from '../audit-line.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import { auditToRow, rowToRecord, type TaskRow } from './row.js';
 import { inShortTransaction } from './transactions.js';
@@ -58,16 +58,7 @@ export async function sendEventIn(pool: pg.Pool, input: SendEventInput): Promise
     const bumps = seq !== null && task !== null && sendWakes(task, counts.waiting);
     // Under the lock the rules just judged, the write leaves exactly this.
     const visible = found !== null && bumps ? Object.assign({}, found, { version: found.version + 1, lastUpdatedAt: input.now }) : found;
-    const line = auditLine({
-      at: input.now,
-      surface: 'event',
-      decision,
-      authKey: input.authKey ?? visible?.authKey ?? '',
-      taskId: input.taskId,
-      correlationId: input.correlationId,
-      record: visible,
-      detail: seq === null ? input.type : `${input.type}#${seq}`,
-    });
+    const line = sendEventAuditLine(input, decision, visible, seq);
     const audit = { text: eventSql.insertAudit, params: auditToRow(line) };
     if (seq === null) {
       await tx.commitWith([audit]);

@@ -1,7 +1,7 @@
 import { decideSendEvent, sendWakes } from '../../core/event-rules.js';
 import { holdsFence } from '../../core/dispatch-rules.js';
 import type { Millis } from '../../core/types.js';
-import { auditLine } from '../audit-line.js';
+import { sendEventAuditLine } from '../audit-line.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import { auditToRow, rowToRecord, type TaskRow } from './row.js';
@@ -62,16 +62,7 @@ export function sendEventIn(sql: Statements, events: EventStatements, input: Sen
       if (row !== undefined && visible !== null) visible = rowToRecord(row);
     }
   }
-  const line = auditLine({
-    at: input.now,
-    surface: 'event',
-    decision,
-    authKey: input.authKey ?? visible?.authKey ?? '',
-    taskId: input.taskId,
-    correlationId: input.correlationId,
-    record: visible,
-    detail: seq === null ? input.type : `${input.type}#${seq}`,
-  });
+  const line = sendEventAuditLine(input, decision, visible, seq);
   sql.insertAudit.run(auditToRow(line));
   return { decision, record: visible, seq, woke };
 }
