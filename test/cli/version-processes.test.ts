@@ -100,6 +100,13 @@ describe('a rolling deploy of worker processes (PostgreSQL)', () => {
     const next = startWorker('v2.mjs');
     await until(async () => ((await live()).length === 2 ? true : undefined));
     expect(await live()).toEqual([v1, v2].sort());
+    // A worker reads the live versions right after each renewal of its own, and claims with what
+    // it read: once each has renewed twice after both were announced, each claim knows of both.
+    const announced = async () => store.liveVersions({ app: APP, now: Date.now(), silenceMs: 2000 });
+    const renewedAfter = async (at: number) => until(async () => ((await announced()).every((a) => a.lastSeen > at) ? true : undefined));
+    const bothSeen = Math.max(...(await announced()).map((a) => a.firstSeen));
+    await renewedAfter(bothSeen);
+    await renewedAfter(Math.max(...(await announced()).map((a) => a.lastSeen)));
 
     // During the deploy each version's tasks run on their own code.
     const during = [await admit(v1), await admit(v2), await admit(v1), await admit(v2)];
