@@ -42,7 +42,7 @@ async function claimedTasks(store: PostgresStore, n: number): Promise<Fence[]> {
 }
 
 describe('PostgreSQL steps in a write batch', () => {
-  it('each step of one batch gets its own decision and audit line: applied, stale fence, journal bound, name reused, unstorable', async () => {
+  it('each step of one batch gets its own decision and audit line: applied, stale fence, journal bound, name reused, unstorable, a version beyond int4', async () => {
     const store = await PostgresStore.open(await freshPostgresUrl('step_batch'), { poolSize: 6, writeBatch: { inFlight: 1 } });
     open.push(store);
     const [a, b, c, d] = await claimedTasks(store, 4);
@@ -58,13 +58,22 @@ describe('PostgreSQL steps in a write batch', () => {
       record(d!, step(0, 'over'), { maxJournalSteps: 0 }),
       record(d!, step(1, 'bad\u0000name')),
       record(a!, step(1, 'second')),
+      record({ ...b!, version: 2 ** 40 }, step(0, 'beyond')),
     ]);
     await slot.release();
     const settled = await writes;
     const decisions = settled.map((s) =>
       s.status === 'fulfilled' ? s.value.decision : isTasklatchError(s.reason, 'INVALID_INPUT') ? 'INVALID_INPUT' : String(s.reason),
     );
-    expect(decisions).toEqual(['APPLY_STEP', 'BLOCK_STALE_VERSION', 'BLOCK_STEP_ORDER', 'BLOCK_JOURNAL_LIMIT', 'INVALID_INPUT', 'APPLY_STEP']);
+    expect(decisions).toEqual([
+      'APPLY_STEP',
+      'BLOCK_STALE_VERSION',
+      'BLOCK_STEP_ORDER',
+      'BLOCK_JOURNAL_LIMIT',
+      'INVALID_INPUT',
+      'APPLY_STEP',
+      'BLOCK_STALE_VERSION',
+    ]);
     // An applied step leaves the task as the fence holds it.
     const applied = settled[0] as PromiseFulfilledResult<{ record: { version: number; leaseOwner: string | null } | null }>;
     expect(applied.value.record).toMatchObject({ version: a!.version, leaseOwner: 'w1' });
@@ -80,7 +89,7 @@ describe('PostgreSQL steps in a write batch', () => {
     expect(await names(d!)).toEqual([]);
     const lines = async (fence: Fence) => (await store.auditTrail({ taskId: fence.taskId })).filter((l) => l.surface === 'step').map((l) => l.decision);
     expect(await lines(a!)).toEqual(['APPLY_STEP', 'APPLY_STEP']);
-    expect(await lines(b!)).toEqual(['BLOCK_STALE_VERSION']);
+    expect(await lines(b!)).toEqual(['BLOCK_STALE_VERSION', 'BLOCK_STALE_VERSION']);
     expect(await lines(c!)).toEqual(['APPLY_STEP', 'BLOCK_STEP_ORDER']);
     expect(await lines(d!)).toEqual(['BLOCK_JOURNAL_LIMIT']);
   });

@@ -8,7 +8,7 @@ import { auditLine } from '../audit-line.js';
 import { stepDetail } from '../step-detail.js';
 import { journalSizeOf, journalSizeSql, preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
-import { auditToRow, rowToRecord, type TaskRow } from './row.js';
+import { auditToRow, isInt4, rowToRecord, type TaskRow } from './row.js';
 import { inShortTransaction } from './transactions.js';
 import { eventSql } from './events.js';
 import { executeCall, prepared } from './prepared.js';
@@ -98,7 +98,7 @@ const stepSql = {
        WHERE NOT EXISTS (
                SELECT 1 FROM task_steps s WHERE s.task_id = $1::text
                   AND (s.position = $2::int OR (s.name = $3::text AND (s.kind = 'patch') = ($4::text = 'patch'))))
-         AND ($${n + 5}::int IS NULL OR journal.steps + 1 <= $${n + 5}::int)
+         AND ($${n + 5}::bigint IS NULL OR journal.steps + 1 <= $${n + 5}::bigint)
          AND ($9::int = 0 OR $${n + 6}::bigint IS NULL OR journal.bytes + $9::int <= $${n + 6}::bigint)
       ON CONFLICT (task_id, position) DO NOTHING
       RETURNING task_id
@@ -212,7 +212,7 @@ const preparedFreshStep = prepared(stepSql.freshStep);
 /**
  * A step that does not suspend, as one conditional statement in the next write batch
  * (`stepSql.freshStep`); null when it may not go that way (a suspension, a value over its
- * bound, a value without an exact literal) or when the statement inserted nothing: the
+ * bound, a fence version no int4 holds, a value without an exact literal) or when the statement inserted nothing: the
  * transaction of `recordStepIn` then reads and decides, its audit line included.
  */
 async function freshStepIn(
@@ -221,7 +221,8 @@ async function freshStepIn(
   step: ReturnType<typeof prepareStepWrite>,
 ): Promise<(RecordStepOutcome & { suspended: boolean }) | null> {
   const { fence, now } = input;
-  if (input.suspend != null || input.eventType != null || step.valueBytes > input.maxStepBytes) return null;
+  // A version no int4 column holds matches no row: the transaction classifies it (a stale fence).
+  if (input.suspend != null || input.eventType != null || step.valueBytes > input.maxStepBytes || !isInt4(fence.version)) return null;
   // Applied, the write leaves the task as the fence holds it: working, at the fence's version.
   const line = auditToRow(
     auditLine({
