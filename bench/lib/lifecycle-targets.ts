@@ -1,6 +1,6 @@
 import { K, KEYED_GROUP, L, LIFE_GROUP } from '../scenarios/lifecycle.js';
 import { fmt } from './stats.js';
-import type { Results } from './results.js';
+import { cpuFactNames, type Results } from './results.js';
 import { runsOf } from './trials.js';
 
 const E2E = 'end to end (MCP in-memory, in-process executor)';
@@ -36,17 +36,28 @@ export function addLifecycleTargets(results: Results): void {
     const r = ratio(name);
     return r === undefined ? '' : ` (create→claim→complete without the worker loop: ${fmt(r.value)}×)`;
   };
+  // CPU per task of each side, Node and its PostgreSQL backends, beside the ratio.
+  const cpu = (variant: string) => {
+    const names = cpuFactNames(variant, AT);
+    const fact = (name: string) => results.facts.find((f) => f.scenario === LIFE_GROUP && f.name === name)?.value;
+    const [node, postgres] = [fact(names.node), fact(names.postgres)];
+    return node === undefined || postgres === undefined ? null : `${fmt(node + postgres)} ms (Node ${fmt(node)} + PostgreSQL ${fmt(postgres)})`;
+  };
+  const cpuBeside = (peer: string, peerVariant: string) => {
+    const [ours, theirs] = [cpu(L.worker), cpu(peerVariant)];
+    return ours === null || theirs === null ? '' : `; CPU per task: tasklatch ${ours}, ${peer} ${theirs}`;
+  };
   atLeast(
-    'lifecycle create → run → complete @16 ≥ 1.2× pg-boss send→fetch→complete',
+    'lifecycle create → run → complete @16 ≥ 2× pg-boss send→fetch→complete',
     'lifecycle tasklatch via worker ÷ pg-boss send→fetch→complete',
-    1.2,
-    direct('lifecycle tasklatch create→claim→complete ÷ pg-boss send→fetch→complete'),
+    2,
+    direct('lifecycle tasklatch create→claim→complete ÷ pg-boss send→fetch→complete') + cpuBeside('pg-boss', L.boss),
   );
   atLeast(
-    'lifecycle create → run → complete @16 ≥ 1.2× graphile-worker addJob→run→complete',
+    'lifecycle create → run → complete @16 ≥ 2× graphile-worker addJob→run→complete',
     'lifecycle tasklatch via worker ÷ graphile-worker',
-    1.2,
-    direct('lifecycle tasklatch create→claim→complete ÷ graphile-worker'),
+    2,
+    direct('lifecycle tasklatch create→claim→complete ÷ graphile-worker') + cpuBeside('graphile-worker', L.graphile),
   );
   atLeast('PostgreSQL admission, key + limit @16 ≥ 1× pg-boss send', 'keyed admission ÷ pg-boss send', 1);
   atLeast('PostgreSQL admission, key + limit @16 ≥ 0.7× Node raw ceiling', 'keyed admission ÷ Node raw ceiling', 0.7);

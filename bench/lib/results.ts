@@ -1,3 +1,4 @@
+import type { CpuSample } from './backend-cpu.js';
 import type { BenchConfig } from './config.js';
 import { fmt, median, runRound, summarize, type Round } from './stats.js';
 
@@ -104,6 +105,20 @@ export interface Variant {
   name: string;
   concurrencies?: readonly number[];
   op(worker: number): Promise<void>;
+  /**
+   * Starts a CPU window over this variant's Node process and PostgreSQL backends (see
+   * backend-cpu.ts); given, each measured round is a window, and the CPU per operation is
+   * reported as facts of the group (`cpuFactNames`).
+   */
+  cpu?: () => Promise<() => Promise<CpuSample>>;
+}
+
+/** The names of the facts a variant with a CPU window reports per operation at `concurrency`. */
+export function cpuFactNames(variant: string, concurrency: number): { node: string; postgres: string } {
+  return {
+    node: `${variant} @${concurrency}: Node CPU per operation`,
+    postgres: `${variant} @${concurrency}: PostgreSQL backend CPU per operation`,
+  };
 }
 
 /**
@@ -116,10 +131,13 @@ export async function runGroup(results: Results, group: string, variants: readon
     const active = variants.filter((v) => v.concurrencies === undefined || v.concurrencies.includes(c));
     for (const v of active) await runRound(c, config.warmupMs, (w) => v.op(w));
     const rounds = new Map<string, Round[]>(active.map((v) => [v.name, []]));
+    const cpu = new Map<string, CpuSample[]>(active.map((v) => [v.name, []]));
     for (let r = 0; r < config.rounds; r++) {
       for (let k = 0; k < active.length; k++) {
         const v = active[(k + r) % active.length] as Variant;
+        const end = await v.cpu?.();
         rounds.get(v.name)?.push(await runRound(c, config.roundMs, (w) => v.op(w)));
+        if (end !== undefined) cpu.get(v.name)?.push(await end());
       }
     }
     for (const v of active) {
@@ -138,6 +156,15 @@ export async function runGroup(results: Results, group: string, variants: readon
       };
       results.throughput.push(cell);
       console.log(`  ${group} | ${v.name} @${c}: ${fmt(cell.median)} ops/s, p50 ${fmt(cell.p50)} ms, p99 ${fmt(cell.p99)} ms`);
+      const samples = cpu.get(v.name) ?? [];
+      if (samples.length > 0 && cell.ops > 0) {
+        const names = cpuFactNames(v.name, c);
+        const backends = Math.max(...samples.map((x) => x.backends));
+        const lost = samples.reduce((a, x) => a + x.lost, 0);
+        const note = `${cell.ops} operations, ${backends} backends${lost > 0 ? `, ${lost} gone before the end of a window (their CPU missing)` : ''}`;
+        results.addFact(group, names.node, samples.reduce((a, x) => a + x.nodeMs, 0) / cell.ops, 'ms', `${cell.ops} operations`);
+        results.addFact(group, names.postgres, samples.reduce((a, x) => a + x.pgMs, 0) / cell.ops, 'ms', note);
+      }
     }
   }
 }

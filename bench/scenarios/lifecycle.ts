@@ -5,6 +5,8 @@ import { Logger, run as runGraphile } from 'graphile-worker';
 import { createLogger } from '../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
+import pgDriver from 'pg';
+import { startCpuWindow } from '../lib/backend-cpu.js';
 import { pgCeiling } from '../lib/ceilings.js';
 import type { BenchConfig } from '../lib/config.js';
 import { noopTool, taskCall, toolArgs } from '../lib/mcp.js';
@@ -62,16 +64,28 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
   const at = config.concurrency.filter((c) => c === 1 || c === 16);
   const lifeConfig = { ...config, concurrency: at };
   console.log(`\n[lifecycle] PostgreSQL: tasklatch, pg-boss and graphile-worker (worker concurrency ${WORKER_CONCURRENCY})`);
-  const workerStore = await PostgresStore.open(pg.schemaUrl('life_worker'));
-  const directStore = await PostgresStore.open(pg.schemaUrl('life_direct'));
+  // Each side's connections carry an application name of their own: its backends' CPU is read by it.
+  const app = (side: string) => `tlbench_${pg.run}_life_${side}`;
+  const workerStore = await PostgresStore.open(named(pg.schemaUrl('life_worker'), app('worker')));
+  const directStore = await PostgresStore.open(named(pg.schemaUrl('life_direct'), app('direct')));
   const withWorker = runtimeOn(workerStore, true);
   await withWorker.start();
   const direct = runtimeOn(directStore, false);
-  const boss = new PgBoss({ connectionString: pg.url, schema: pg.schemaName('life_boss'), max: 20, supervise: false, schedule: false, migrate: true });
+  const boss = new PgBoss({
+    connectionString: named(pg.url, app('boss')),
+    schema: pg.schemaName('life_boss'),
+    max: 20,
+    supervise: false,
+    schedule: false,
+    migrate: true,
+  });
   boss.on('error', (error: Error) => console.error('[pg-boss]', error.message));
   await boss.start();
   await boss.createQueue('bench_life');
-  const graphile = await graphileRunner(pg);
+  const graphile = await graphileRunner(pg, app('graphile'));
+  const monitor = new pgDriver.Client({ connectionString: pg.url });
+  await monitor.connect();
+  const cpuOf = (side: string) => () => startCpuWindow(monitor, { applicationName: app(side) });
   const descriptor = withWorker.tools.descriptor(noopTool);
   // Finished tasks stay stored until their ttl: a requestor moves to a fresh auth key every 500
   // tasks, below the default bound of 1000 stored tasks per caller.
@@ -84,6 +98,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
   const variants: Variant[] = [
     {
       name: L.worker,
+      cpu: cpuOf('worker'),
       op: async (w) => {
         const auth = authOf(w);
         const created = await createTask(withWorker.guard, { auth, tool: descriptor, request: taskCall(next()) });
@@ -94,6 +109,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
     },
     {
       name: L.direct,
+      cpu: cpuOf('direct'),
       op: async (w) => {
         const created = await createTask(direct.guard, { auth: authOf(w), tool: descriptor, request: taskCall(next()) });
         if (created.decision !== 'ACCEPT_TASK') throw new Error(`expected ACCEPT_TASK, got ${created.decision}`);
@@ -113,6 +129,7 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
     },
     {
       name: L.boss,
+      cpu: cpuOf('boss'),
       op: async () => {
         await boss.send('bench_life', toolArgs(next()));
         for (let attempt = 0; attempt < 5; attempt++) {
@@ -124,11 +141,12 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
         throw new Error('pg-boss fetch found no job after 5 attempts');
       },
     },
-    { name: L.graphile, op: () => graphile.addAndWait(toolArgs(next())) },
+    { name: L.graphile, cpu: cpuOf('graphile'), op: () => graphile.addAndWait(toolArgs(next())) },
   ];
   try {
     await runGroup(results, LIFE_GROUP, variants, lifeConfig);
   } finally {
+    await monitor.end();
     await graphile.stop();
     await withWorker.close();
     await direct.close();
@@ -184,9 +202,9 @@ export async function lifecycle(results: Results, config: BenchConfig, pg: Bench
 }
 
 /** A graphile-worker runner with one no-op task; `addAndWait` resolves once the job is written back as done. */
-async function graphileRunner(pg: BenchPostgres): Promise<{ addAndWait(payload: unknown): Promise<void>; stop(): Promise<void> }> {
+async function graphileRunner(pg: BenchPostgres, applicationName: string): Promise<{ addAndWait(payload: unknown): Promise<void>; stop(): Promise<void> }> {
   const runner = await runGraphile({
-    connectionString: pg.url,
+    connectionString: named(pg.url, applicationName),
     schema: pg.schemaName('graphile'),
     concurrency: WORKER_CONCURRENCY,
     maxPoolSize: 20,
@@ -218,4 +236,11 @@ async function graphileRunner(pg: BenchPostgres): Promise<{ addAndWait(payload: 
     },
     stop: () => runner.stop(),
   };
+}
+
+/** `url` with its connections named `applicationName` (pg_stat_activity.application_name). */
+function named(url: string, applicationName: string): string {
+  const u = new URL(url);
+  u.searchParams.set('application_name', applicationName);
+  return u.toString();
 }

@@ -8,16 +8,21 @@ import { auditLine } from '../audit-line.js';
 import { stepDetail } from '../step-detail.js';
 import { journalSizeOf, journalSizeSql, preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
-import { auditToRow, rowToRecord, type TaskRow } from './row.js';
+import { auditToRow, isInt4, rowToRecord, type TaskRow } from './row.js';
 import { inShortTransaction } from './transactions.js';
 import { eventSql } from './events.js';
+import { executeCall, prepared } from './prepared.js';
 import { readById } from './reads.js';
+import type { WriteBatcher } from './write-batcher.js';
 
 /**
  * The step operations of the PostgreSQL store (`task_steps`). Recording a step is one
  * transaction: the task row locked first (as every writer of a task's rows locks it, the
  * sweeper's cascade included), then the journal rows the order rule reads (both with BEGIN, in
- * one round trip), then the writes with COMMIT in one round trip.
+ * one round trip), then the writes with COMMIT in one round trip. A fresh step that does not
+ * suspend goes first as one conditional statement in the next write batch (`freshStep`): the
+ * steps of concurrent runs share a transaction and a round trip, and only a write that statement
+ * leaves undone takes the transaction, which reads and decides.
  */
 
 const STEP_TYPES = ['text', 'int', 'text', 'text', 'text', 'int', 'text', 'text', 'int', 'bigint', 'boolean', 'bigint', 'bigint'] as const;
@@ -70,6 +75,39 @@ const stepSql = {
     )
     SELECT * FROM suspended`,
 
+  /**
+   * A fresh step as one conditional statement: inserted only when the rules certainly apply it,
+   * i.e. the task is the caller's, unexpired, `working`, not parked and held by the fence; no
+   * journal row sits at the position or carries the name (in its namespace); the journal's bounds
+   * hold. The task row is locked first (as every writer of its rows locks it). Anything else
+   * inserts nothing, and the transaction of `recordStepIn` decides. Parameters: the row
+   * (`STEP_COLUMNS` order), the fence's version, auth key and owner, now, the journal's bounds
+   * (steps, bytes; NULL: none), the audit line (`auditToRow`). Returns the task when inserted.
+   */
+  freshStep: `
+    WITH task AS (
+      SELECT * FROM tasks
+       WHERE task_id = $1::text AND auth_key = $${n + 2}::text AND version = $${n + 1}::int AND lease_owner = $${n + 3}::text
+         AND status = 'working' AND parked_at_ms IS NULL AND (expires_at_ms IS NULL OR expires_at_ms > $${n + 4}::bigint)
+       FOR UPDATE
+    ), journal AS (
+      SELECT count(*) AS steps, coalesce(sum(value_bytes), 0) AS bytes FROM task_steps WHERE task_id = $1::text AND position <> $2::int
+    ), step AS (
+      INSERT INTO task_steps (${STEP_COLUMNS.join(', ')})
+      SELECT ${STEP_VALUES} FROM task, journal
+       WHERE NOT EXISTS (
+               SELECT 1 FROM task_steps s WHERE s.task_id = $1::text
+                  AND (s.position = $2::int OR (s.name = $3::text AND (s.kind = 'patch') = ($4::text = 'patch'))))
+         AND ($${n + 5}::bigint IS NULL OR journal.steps + 1 <= $${n + 5}::bigint)
+         AND ($9::int = 0 OR $${n + 6}::bigint IS NULL OR journal.bytes + $9::int <= $${n + 6}::bigint)
+      ON CONFLICT (task_id, position) DO NOTHING
+      RETURNING task_id
+    ), audited AS (
+      INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
+      SELECT ${Array.from({ length: 9 }, (_, i) => `$${n + 7 + i}`).join(', ')} FROM step
+    )
+    SELECT task.* FROM task JOIN step ON step.task_id = task.task_id`,
+
   insertAudit: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 
@@ -98,10 +136,12 @@ const stepSql = {
 } as const;
 
 /** `suspended`: the write suspended the task (its change is to be notified). */
-export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promise<RecordStepOutcome & { suspended: boolean }> {
+export async function recordStepIn(pool: pg.Pool, batcher: WriteBatcher, input: RecordStepInput): Promise<RecordStepOutcome & { suspended: boolean }> {
   const step = prepareStepWrite(input.step);
   checkSuspension(input.suspend);
   const { fence, now } = input;
+  const fresh = await freshStepIn(batcher, input, step);
+  if (fresh !== null) return fresh;
   return inShortTransaction(pool, async (tx) => {
     // The lock and the reads of the journal go with BEGIN in one round trip, as statements of
     // their own: each read's snapshot is taken once the lock is granted.
@@ -164,6 +204,53 @@ export async function recordStepIn(pool: pg.Pool, input: RecordStepInput): Promi
     const dueNow = (woken?.rowCount ?? 0) > 0;
     return Object.assign({ decision, record: rowToRecord(row), suspended: true }, dueNow ? { dueNow } : {});
   });
+}
+
+/** Prepared once per connection that executes it (see prepared.ts). */
+const preparedFreshStep = prepared(stepSql.freshStep);
+
+/**
+ * A step that does not suspend, as one conditional statement in the next write batch
+ * (`stepSql.freshStep`); null when it may not go that way (a suspension, a value over its
+ * bound, a fence version no int4 holds, a value without an exact literal) or when the statement inserted nothing: the
+ * transaction of `recordStepIn` then reads and decides, its audit line included.
+ */
+async function freshStepIn(
+  batcher: WriteBatcher,
+  input: RecordStepInput,
+  step: ReturnType<typeof prepareStepWrite>,
+): Promise<(RecordStepOutcome & { suspended: boolean }) | null> {
+  const { fence, now } = input;
+  // A version no int4 column holds matches no row: the transaction classifies it (a stale fence).
+  if (input.suspend != null || input.eventType != null || step.valueBytes > input.maxStepBytes || !isInt4(fence.version)) return null;
+  // Applied, the write leaves the task as the fence holds it: working, at the fence's version.
+  const line = auditToRow(
+    auditLine({
+      at: now,
+      surface: 'step',
+      decision: 'APPLY_STEP',
+      authKey: fence.authKey,
+      taskId: fence.taskId,
+      correlationId: input.correlationId,
+      record: { status: 'working', version: fence.version },
+      detail: stepDetail(step),
+    }),
+  );
+  const params = [
+    ...rowParams(preparedToRow(fence.taskId, step, now)),
+    fence.version,
+    fence.authKey,
+    fence.owner,
+    now,
+    input.maxJournalSteps ?? null,
+    input.maxJournalBytes ?? null,
+    ...line,
+  ];
+  const call = executeCall(preparedFreshStep, params);
+  if (call === null) return null;
+  const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${fence.taskId}`, prepared: [preparedFreshStep] });
+  const row = (result?.rows as TaskRow[] | undefined)?.[0];
+  return row === undefined ? null : { decision: 'APPLY_STEP', record: rowToRecord(row), suspended: false };
 }
 
 function rowParams(row: StepRow): unknown[] {

@@ -256,7 +256,7 @@ export class PostgresStore implements TaskStore {
 
   async recordStep(input: RecordStepInput): Promise<RecordStepOutcome> {
     refuseUnstorable('recordStep', input);
-    const { suspended, ...out } = await recordStepIn(this.pool, input);
+    const { suspended, ...out } = await recordStepIn(this.pool, this.writes, input);
     // A suspension changes the task (version, lease, status message): told like any status write.
     if (suspended && out.record !== null) this.notified([out.record]);
     return out;
