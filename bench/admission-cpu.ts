@@ -8,14 +8,28 @@ import type { TaskServer } from '../src/wire-2025/server.js';
 import { PostgresStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import { pgCeiling, sqliteCeiling } from './lib/ceilings.js';
-import { callAsTask, httpClient, httpFront, memoryClient, noopTool, principalOf, rotatingAuthKey, tasklatchServer, TOOL, toolArgs, TTL_MS } from './lib/mcp.js';
+import {
+  callAsTask,
+  httpClient,
+  httpFront,
+  memoryClient,
+  noopTool,
+  principalOf,
+  rotatingAuthKey,
+  tasklatchServer,
+  TOOL,
+  toolArgs,
+  TTL_MS,
+  wireFront,
+} from './lib/mcp.js';
 import { DEFAULT_BENCH_PG_URL, schemaPool } from './lib/postgres.js';
 import { roundTrips } from './lib/round-trips.js';
 import { linkMigrations } from './lib/migrations-link.js';
+import { wireAdmitter } from './lib/wire-admission.js';
 import { createTask } from '../src/runtime/requests/create-task.js';
 
 /**
- * `node dist/bench/bench/admission-cpu.js <sqlite|postgres> <mcp|http|service|ceiling> [ops] [requestors]`:
+ * `node dist/bench/bench/admission-cpu.js <sqlite|postgres> <mcp|http|wire|service|ceiling> [ops] [requestors]`:
  * one admission variant alone, `requestors` at once, and per admission: this process's CPU, the
  * SQLite statements run (transactions' BEGIN and COMMIT not counted) or the PostgreSQL round
  * trips. Run it under `node --cpu-prof` to see where the CPU goes.
@@ -99,6 +113,15 @@ async function main(): Promise<void> {
     for (const token of tokens) clients.push(await httpClient(http.url, token));
     cleanups.unshift(() => http.close());
     op = (w, n) => callAsTask(clients[w] as Client, n);
+  } else if (variant === 'wire') {
+    // The 2026-07-28 wire over HTTP, with the bench's own light client.
+    const { http, tokens } = await wireFront(server, requestors);
+    const wire = wireAdmitter(http.url, tokens);
+    cleanups.unshift(async () => {
+      wire.close();
+      await http.close();
+    });
+    op = (w, n) => wire.call(w, n);
   } else if (variant === 'service') {
     op = (w, n) =>
       createTask(server.runtime.guard, {

@@ -116,6 +116,24 @@ export async function httpFront(server: TaskServer, requestors: number): Promise
   return { http, tokens };
 }
 
+/**
+ * Serves `server`'s runtime over HTTP for the 2026-07-28 wire alone, one bearer token per
+ * requestor, each request's caller rotated like the TaskServer's (`rotate`): that wire takes its
+ * caller from the HTTP front, not from a TaskServer's `authenticate`.
+ */
+export async function wireFront(server: TaskServer, requestors: number): Promise<{ http: RunningHttp; tokens: string[] }> {
+  const tokens = Array.from({ length: requestors }, (_, i) => `bench-wire-token-${i}`);
+  const principals = new Map(tokens.map((t, i) => [`Bearer ${t}`, principalOf(i)]));
+  const http = await startHttpServer({
+    runtime: server.runtime,
+    generations: ['2026-07-28'],
+    host: '127.0.0.1',
+    port: 0,
+    authenticate: async ({ headers }) => rotate(principals.get(headers.authorization ?? '')),
+  });
+  return { http, tokens };
+}
+
 /** A client of the SDK over Streamable HTTP with a bearer token. */
 export async function httpClient(url: string, token: string): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });

@@ -27,7 +27,7 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
       [GROUP.postgres, 'postgres'],
       [GROUP.sqlite, 'sqlite'],
     ] as const) {
-      for (const variant of [V.mcpMemory, V.mcpHttp, V.service]) {
+      for (const variant of [V.mcpMemory, V.mcpHttp, V.wireHttp, V.service]) {
         results.addRatio(`${label} ${variant} ÷ raw ceiling`, c, [group, variant], [group, V.ceiling]);
       }
     }
@@ -49,6 +49,7 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
     }
     results.addRatio('postgres tasklatch MCP in-memory ÷ pg-boss send', c, [GROUP.postgres, V.mcpMemory], [GROUP.postgres, V.bossSend]);
     results.addRatio('postgres tasklatch MCP HTTP ÷ pg-boss send', c, [GROUP.postgres, V.mcpHttp], [GROUP.postgres, V.bossSend]);
+    results.addRatio('postgres tasklatch 2026-07-28 HTTP ÷ pg-boss send', c, [GROUP.postgres, V.wireHttp], [GROUP.postgres, V.bossSend]);
     results.addRatio('postgres requestor.create ÷ pg-boss send', c, [GROUP.postgres, V.service], [GROUP.postgres, V.bossSend]);
     results.addRatio('lifecycle tasklatch create→complete ÷ pg-boss send→fetch→complete', c, [GROUP.postgres, V.lifeTasklatch], [GROUP.postgres, V.lifeBoss]);
   }
@@ -79,6 +80,25 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
     'postgres tasklatch MCP in-memory ÷ pg-boss send',
     1,
     `MCP in-memory; HTTP ${ratioFigure(results, 'postgres tasklatch MCP HTTP ÷ pg-boss send')}, guard ${ratioFigure(results, 'postgres requestor.create ÷ pg-boss send')}`,
+  );
+
+  // Admission over HTTP: the 2026-07-28 wire judged, the 2025-11-25 sessions (the SDK 1.x client) beside it.
+  for (const [label, store] of [
+    ['SQLite', 'sqlite'],
+    ['PostgreSQL', 'postgres'],
+  ] as const) {
+    ratioTarget(
+      `${label} HTTP admission (2026-07-28) ≥ 0.5× raw ceiling @16`,
+      `${store} ${V.wireHttp} ÷ raw ceiling`,
+      0.5,
+      `a task call per POST; 2025-11-25 wire over HTTP (SDK client, sessions) ${ratioFigure(results, `${store} ${V.mcpHttp} ÷ raw ceiling`)}`,
+    );
+  }
+  ratioTarget(
+    'PostgreSQL HTTP admission (2026-07-28) ≥ 1× pg-boss send @16',
+    'postgres tasklatch 2026-07-28 HTTP ÷ pg-boss send',
+    1,
+    `a task call per POST; 2025-11-25 wire over HTTP (SDK client, sessions) ${ratioFigure(results, 'postgres tasklatch MCP HTTP ÷ pg-boss send')}`,
   );
 
   for (const store of ['postgres', 'sqlite']) {

@@ -22,7 +22,9 @@ import {
   tasklatchServer,
   taskCall,
   toolArgs,
+  wireFront,
 } from '../lib/mcp.js';
+import { wireAdmitter } from '../lib/wire-admission.js';
 import { schemaPool, type BenchPostgres } from '../lib/postgres.js';
 import { runGroup, type Results, type Variant } from '../lib/results.js';
 import { createTask } from '../../src/runtime/requests/create-task.js';
@@ -30,7 +32,10 @@ import { createTask } from '../../src/runtime/requests/create-task.js';
 /** Variant names, shared with the ratio and target computations. */
 export const V = {
   mcpMemory: 'tasklatch MCP in-memory',
+  /** The SDK 1.x client over HTTP: the 2025-11-25 wire's sessions. */
   mcpHttp: 'tasklatch MCP HTTP',
+  /** A task call on the 2026-07-28 wire over HTTP (one POST each, no session). */
+  wireHttp: 'tasklatch 2026-07-28 HTTP',
   service: 'tasklatch requestor.create (no wire)',
   sdk: 'SDK experimental tasks MCP in-memory',
   ceiling: 'raw ceiling (task+outbox+audit txn)',
@@ -77,6 +82,8 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
   const { http, tokens } = await httpFront(server, maxC);
   const viaHttp: Client[] = [];
   for (const token of tokens) viaHttp.push(await httpClient(http.url, token));
+  const modern = await wireFront(server, maxC);
+  const wire = wireAdmitter(modern.http.url, modern.tokens);
   const descriptor = server.tools.descriptor(noopTool);
   // The same service without the active-task limit: no count of the caller's active tasks (and
   // on PostgreSQL no advisory lock) in the admission transaction.
@@ -84,6 +91,19 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
   const variants: Variant[] = [
     { name: V.mcpMemory, op: (w) => expectTask(callAsTask(memory[w] as Client, next())) },
     { name: V.mcpHttp, op: (w) => httpTask(() => callAsTask(viaHttp[w] as Client, next())) },
+    {
+      name: V.wireHttp,
+      op: async (w) => {
+        try {
+          await wire.call(w, next());
+        } catch (error) {
+          // The same keep-alive race as `httpTask`'s, seen by the bench's own client.
+          if ((error as { code?: unknown }).code !== 'ECONNRESET' && (error as Error).message !== 'the server closed the connection') throw error;
+          httpResets.count++;
+          await wire.call(w, next());
+        }
+      },
+    },
     {
       name: V.service,
       op: async (w) => {
@@ -104,7 +124,9 @@ async function tasklatchVariants(server: TaskServer, maxC: number, diag: readonl
     variants,
     close: async () => {
       await Promise.allSettled([...memory, ...viaHttp].map((c) => c.close()));
+      wire.close();
       await http.close();
+      await modern.http.close();
     },
   };
 }

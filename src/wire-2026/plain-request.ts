@@ -49,3 +49,16 @@ export function plainTaskId(params: Record<string, unknown>): string | null {
   const taskId = params.taskId;
   return typeof taskId === 'string' && taskId.length > 0 ? taskId : null;
 }
+
+export interface PlainToolCall {
+  name: string;
+  arguments: Record<string, unknown> | undefined;
+}
+
+/** `params.name` and `params.arguments` of a `tools/call`, as `CallToolParams` would parse them; null to ask `CallToolParams`. */
+export function plainToolCall(params: Record<string, unknown>): PlainToolCall | null {
+  const { name, arguments: args } = params;
+  if (typeof name !== 'string' || name.length === 0) return null;
+  if (!(args === undefined || isPlainObject(args))) return null;
+  return { name, arguments: args };
+}

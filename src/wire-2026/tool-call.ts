@@ -8,6 +8,7 @@ import { ProtocolError } from '../tools/protocol-error.js';
 import { createTaskResult } from '../tools/task-views.js';
 import { CallToolParams, describeIssue } from './messages.js';
 import { plainContext, type Call } from './plain-context.js';
+import { plainToolCall, type PlainToolCall } from './plain-request.js';
 import { declaresTasks, invalidParams, missingTasksExtension } from './protocol.js';
 import { signRoundState, verifyRoundState } from './request-state.js';
 
@@ -19,10 +20,8 @@ import { signRoundState, verifyRoundState } from './request-state.js';
  * arguments. A legacy `params.task` changes nothing, and is not stored.
  */
 export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record<string, unknown>> {
-  const parsed = CallToolParams.safeParse(call.params);
-  if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
-  const { name } = parsed.data;
-  const args = parsed.data.arguments ?? {};
+  const { name, arguments: given } = plainToolCall(call.params) ?? parsedToolCall(call.params);
+  const args = given ?? {};
   const declared = declaresTasks(call.capabilities);
   // Multi-round trips: the answers so far come back signed in requestState, the new ones in
   // inputResponses; the call runs again from the start with all of them.
@@ -48,6 +47,8 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
     asks: declared ? 'accepted' : 'none',
     clientTakesTasks: declared,
     context,
+    // Without a round state to verify, making the context checks nothing about the call.
+    plainContext: call.params.requestState === undefined,
   });
   switch (outcome.kind) {
     case 'invalid':
@@ -67,6 +68,13 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
     case 'refused':
       throw refusalError(outcome);
   }
+}
+
+/** The params the hand-written check did not recognise, judged (and the error worded) by the schema. */
+function parsedToolCall(params: Record<string, unknown>): PlainToolCall {
+  const parsed = CallToolParams.safeParse(params);
+  if (!parsed.success) throw invalidParams(`Invalid params for tools/call: ${describeIssue(parsed.error)}`);
+  return { name: parsed.data.name, arguments: parsed.data.arguments };
 }
 
 /** A refused call's JSON-RPC error on this generation: a `required` tool without the extension is missing capability. */

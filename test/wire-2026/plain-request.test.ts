@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Envelope, RequestMeta, TaskIdParams } from '../../src/wire-2026/messages.js';
-import { plainEnvelope, plainMeta, plainTaskId } from '../../src/wire-2026/plain-request.js';
+import { CallToolParams, Envelope, RequestMeta, TaskIdParams } from '../../src/wire-2026/messages.js';
+import { plainEnvelope, plainMeta, plainTaskId, plainToolCall } from '../../src/wire-2026/plain-request.js';
 import { META_KEYS } from '../../src/core/meta-keys.js';
 
 /**
@@ -86,6 +86,43 @@ describe('hand-written request checks', () => {
         expect(TaskIdParams.safeParse(params).data?.taskId).toBe(plain);
       }),
     );
+  });
+
+  it('accept only tools/call params the schema accepts, with the same name and arguments', () => {
+    const callLike = fc.oneof(
+      fc.record(
+        {
+          name: fc.oneof(fc.constant('bench_noop'), fc.constant(''), anyJson),
+          arguments: fc.oneof(fc.dictionary(fc.string(), scalar, { maxKeys: 3 }), anyJson),
+          _meta: fc.oneof(metaLike, anyJson),
+        },
+        { requiredKeys: [] },
+      ),
+      anyJson,
+    );
+    fc.assert(
+      fc.property(callLike, (raw) => {
+        const params = asJson(raw);
+        if (typeof params !== 'object' || params === null || Array.isArray(params)) return;
+        const plain = plainToolCall(params as Record<string, unknown>);
+        if (plain === null) return;
+        const parsed = CallToolParams.safeParse(params);
+        expect(parsed.success).toBe(true);
+        expect(plain).toEqual({ name: parsed.data?.name, arguments: parsed.data?.arguments });
+      }),
+      { numRuns: 3000 },
+    );
+    expect(plainToolCall({ name: 't', arguments: { a: 1 } })).toEqual({ name: 't', arguments: { a: 1 } });
+    expect(plainToolCall({ name: 't' })).toEqual({ name: 't', arguments: undefined });
+    for (const bad of [
+      { name: '' },
+      { name: 5 },
+      { name: 't', arguments: [] },
+      { name: 't', arguments: null },
+      { name: 't', arguments: JSON.parse('{"__proto__":{}}') },
+    ]) {
+      expect(plainToolCall(bad as Record<string, unknown>)).toBeNull();
+    }
   });
 
   it('take the usual poll by hand and leave the malformed ones to the schemas', () => {

@@ -29,7 +29,8 @@ export interface ToolCall {
   /**
    * True when making the context checks nothing about the call (the session wire's): a task
    * admission whose tool has no `prepare` then makes none. Absent, the context is made before
-   * any admission (the 2026-07-28 wire's verifies the call's signed round state).
+   * any admission (the 2026-07-28 wire's verifies the call's signed round state, when the call
+   * carries one; it is plain otherwise).
    */
   plainContext?: boolean;
 }
