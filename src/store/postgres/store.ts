@@ -109,7 +109,6 @@ export class PostgresStore implements TaskStore {
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[],
     writeBatch: WriteBatcherOptions,
-    /** LISTEN's connection (listen-config.ts); null behind a pooler without a direct URL. */
     private readonly listenConfig: pg.ClientConfig | null,
   ) {
     this.supports = { listenNotify: listenConfig !== null, shared: true, claimsOnAdmit: true };
