@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { parsePostgresUrl } from '../../src/store/postgres/connection.js';
+import { probePostgres } from '../../src/store/postgres/probe.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPooledUrl, freshPostgresUrl, poolerSkipReason } from '../support/postgres.js';
 import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
@@ -79,6 +80,15 @@ describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transacti
     expect(sessionBound(await sent(run(directUrl))).length).toBeGreaterThan(0);
     // The pooler runs DISCARD ALL after every transaction: a statement prepared in one would be
     // gone in the next, so the lifecycle above completing through it is the server's side of this.
+  });
+
+  it('doctor’s probe reads the schema through the pooler and skips LISTEN there', async () => {
+    const urls = (await freshPooledUrl('pooled_probe'))!;
+    opened.push(await PostgresStore.open(urls.pooled));
+    const probe = await probePostgres(urls.pooled);
+    expect(probe).toMatchObject({ unreachable: null, notifications: null });
+    expect(probe.schema?.pending).toEqual([]);
+    expect(probe.schema?.mismatch).toBeNull();
   });
 
   it('has no notifications without a listen URL, and hears another handle’s change with one', async () => {
