@@ -82,6 +82,27 @@ describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transacti
     // gone in the next, so the lifecycle above completing through it is the server's side of this.
   });
 
+  it('resolves names in the store’s schema in every transaction, whatever carries the values', async () => {
+    const urls = (await freshPooledUrl('pooled_schema'))!;
+    const store = await PostgresStore.open(urls.pooled);
+    opened.push(store);
+    const schema = new URL(urls.pooled).searchParams.get('schema');
+    // Values with a literal travel in the message that sets the schema; 1.5 has none, and goes
+    // in a transaction of its own; a checked-out client's transaction sets it once.
+    const literal = await store.pool.query<{ s: string; n: string }>('SELECT current_schema() AS s, count(*)::text AS n FROM tasks WHERE task_id = $1', ['x']);
+    expect(literal.rows[0]).toEqual({ s: schema, n: '0' });
+    const parameter = await store.pool.query<{ s: string; x: number }>('SELECT current_schema() AS s, $1::float8 AS x FROM tasklatch_meta LIMIT 1', [1.5]);
+    expect(parameter.rows[0]).toEqual({ s: schema, x: 1.5 });
+    const client = await store.pool.connect();
+    try {
+      await client.query('BEGIN');
+      expect((await client.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]?.s).toBe(schema);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  });
+
   it('doctor’s probe reads the schema through the pooler and skips LISTEN there', async () => {
     const urls = (await freshPooledUrl('pooled_probe'))!;
     opened.push(await PostgresStore.open(urls.pooled));
