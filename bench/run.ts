@@ -11,6 +11,7 @@ import { admission, httpResets } from './scenarios/admission.js';
 import { contention } from './scenarios/contention.js';
 import { endToEnd } from './scenarios/end-to-end.js';
 import { lifecycle } from './scenarios/lifecycle.js';
+import { pooler } from './scenarios/pooler.js';
 import { addLifecycleTargets } from './lib/lifecycle-targets.js';
 import { readsAtScale } from './scenarios/reads.js';
 import { httpReads } from './scenarios/http-reads.js';
@@ -26,7 +27,7 @@ import { addPollingTargets } from './lib/polling-targets.js';
 /**
  * `npm run bench`: every scenario in one process, one after another, against memory, SQLite and
  * PostgreSQL; prints the tables and writes bench/results.json. TASKLATCH_BENCH_QUICK=1 runs the
- * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,reads,contention,http,polling,memory,steps,audit,fanout runs a subset.
+ * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,pooler,reads,contention,http,polling,memory,steps,audit,fanout runs a subset.
  * The noisy scenarios whose figures decide targets (admission, e2e, lifecycle, http, steps) run
  * three times in a full run (TASKLATCH_BENCH_TRIALS=n to change), their later runs at the
  * targets' concurrency only; a figure is the median of its runs.
@@ -52,7 +53,9 @@ async function main(): Promise<void> {
   const started = performance.now();
   const quick = process.env.TASKLATCH_BENCH_QUICK === '1';
   const only = new Set(
-    (process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,reads,contention,http,polling,memory,steps,audit,fanout').split(',').map((s) => s.trim()),
+    (process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,pooler,reads,contention,http,polling,memory,steps,audit,fanout')
+      .split(',')
+      .map((s) => s.trim()),
   );
   const config = benchConfig(quick);
   linkMigrations();
@@ -67,6 +70,7 @@ async function main(): Promise<void> {
     if (only.has('admission')) await inTrials(results, trials, (r, t) => admission(r, at16(t), forTrial(pg, t)));
     if (only.has('e2e')) await inTrials(results, trials, (r, t) => endToEnd(r, config, forTrial(pg, t), fileURLToPath(ROOT)));
     if (only.has('lifecycle')) await inTrials(results, trials, (r, t) => lifecycle(r, at16(t), forTrial(pg, t)));
+    if (only.has('pooler')) await inTrials(results, trials, (r, t) => pooler(r, config, forTrial(pg, t)));
     if (only.has('reads')) await readsAtScale(results, config, pg);
     if (only.has('contention')) await contention(results, config, pg);
     if (only.has('http')) await inTrials(results, trials, (r, t) => httpReads(r, t === 0 ? polling : { ...polling, pollers: [16] }, forTrial(pg, t)));

@@ -81,6 +81,8 @@ describe('the import graph of src/', () => {
         'rows answered again while the file is unchanged, checked by one local statement per read (PostgreSQL has no such check short of the round trip it would save)',
     },
     postgres: {
+      'pooled.ts': 'connections through a pooler in transaction mode (pgbouncer=true): a SQLite file has no pooler in front of it',
+      'listen-config.ts': 'the connection LISTEN opens, direct when the store goes through a pooler: SQLite polls its file',
       'prepared.ts':
         'parameters inlined as literals and session-level prepared statements: several statements in one message, a round trip SQLite does not have',
       'concurrency.ts':

@@ -1,4 +1,5 @@
 import { K, KEYED_GROUP, L, LIFE_GROUP } from '../scenarios/lifecycle.js';
+import { P, POOLER_GROUP } from '../scenarios/pooler.js';
 import { fmt } from './stats.js';
 import { cpuFactNames, type Results } from './results.js';
 import { runsOf } from './trials.js';
@@ -58,6 +59,12 @@ export function addLifecycleTargets(results: Results): void {
     'lifecycle tasklatch via worker ÷ graphile-worker',
     2,
     direct('lifecycle tasklatch create→claim→complete ÷ graphile-worker') + cpuBeside('graphile-worker', L.graphile),
+  );
+  results.addRatio('lifecycle through PgBouncer (transaction mode) ÷ direct to PostgreSQL', AT, [POOLER_GROUP, P.pooled], [POOLER_GROUP, P.direct]);
+  atLeast(
+    'lifecycle create → run → complete @16 through PgBouncer (transaction mode, pgbouncer=true) ≥ 0.8× the same direct to PostgreSQL',
+    'lifecycle through PgBouncer (transaction mode) ÷ direct to PostgreSQL',
+    0.8,
   );
   atLeast('PostgreSQL admission, key + limit @16 ≥ 1× pg-boss send', 'keyed admission ÷ pg-boss send', 1);
   atLeast('PostgreSQL admission, key + limit @16 ≥ 0.7× Node raw ceiling', 'keyed admission ÷ Node raw ceiling', 0.7);

@@ -12,7 +12,7 @@ import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { metricsTokenFrom, operatorEndpointsFor, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
-import { storeUrlFrom } from './store-url.js';
+import { listenStoreUrlFrom, storeUrlFrom } from './store-url.js';
 import { parsePrincipalArg } from './task-query-args.js';
 import { untilStopped } from './until-stopped.js';
 import {
@@ -144,7 +144,12 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const app = appFrom(values);
   const tools = await toolsFrom(values);
   const storeUrl = storeUrlFrom(values.store);
-  const store = await openStoreWaiting(storeUrl, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
+  const store = await openStoreWaiting(
+    storeUrl,
+    waitMs,
+    (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'),
+    listenStoreUrlFrom(values['listen-store']),
+  );
   const authenticate: Authenticate | undefined =
     tokens !== undefined || oauth !== undefined
       ? ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null

@@ -17,4 +17,15 @@ export function storeUrlFrom(flag: string | undefined, env: NodeJS.ProcessEnv = 
 
 /** The `--store URL` line of a command's usage. */
 export const STORE_USAGE_LINE = `  --store URL            sqlite:PATH or postgres://…[?schema=NAME]; default $TASKLATCH_STORE, else
-                         $DATABASE_URL, else ${DEFAULT_STORE_URL}`;
+                         $DATABASE_URL, else ${DEFAULT_STORE_URL}; behind PgBouncer in transaction mode add
+                         &pgbouncer=true (or ?pgbouncer=true)`;
+
+/**
+ * The direct URL a PostgreSQL store behind a pooler LISTENs on: `--listen-store`, else
+ * `TASKLATCH_LISTEN_STORE`; undefined when neither is given (an empty variable counts as unset).
+ */
+export function listenStoreUrlFrom(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (flag !== undefined) return flag;
+  const value = env.TASKLATCH_LISTEN_STORE;
+  return value === undefined || value === '' ? undefined : value;
+}

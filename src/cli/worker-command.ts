@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
-import { storeUrlFrom } from './store-url.js';
+import { listenStoreUrlFrom, storeUrlFrom } from './store-url.js';
 import type { CliIo } from './io.js';
 import { metricsTokenFrom, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
 import { untilStopped } from './until-stopped.js';
@@ -51,7 +51,12 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const storeUrl = storeUrlFrom(values.store);
-  const store = await openStoreWaiting(storeUrl, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'));
+  const store = await openStoreWaiting(
+    storeUrl,
+    waitMs,
+    (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'),
+    listenStoreUrlFrom(values['listen-store']),
+  );
   // The same composition as `serve`, without a wire in front of it.
   const runtime = createRuntime({
     store,

@@ -15,6 +15,7 @@ import { appOfToolsModule, isToolsPath, loadToolsModule } from './tools-module.j
 /** parseArgs options shared by `serve` and `worker`: where tasks live, which tools, how they run. */
 export const WORKER_ARG_OPTIONS = {
   store: { type: 'string' },
+  'listen-store': { type: 'string' },
   exports: { type: 'string', default: './.tasklatch/exports' },
   demo: { type: 'boolean', default: true },
   tools: { type: 'string', default: 'demo' },
@@ -31,6 +32,8 @@ export const WORKER_ARG_OPTIONS = {
 } as const;
 
 export const WORKER_USAGE_LINES = `${STORE_USAGE_LINE}, or memory
+  --listen-store URL     with pgbouncer=true: a direct postgres:// URL to the same database for LISTEN
+                         (default $TASKLATCH_LISTEN_STORE); without one, waiters and workers poll
   --exports DIR          where export_ledger writes (default ./.tasklatch/exports)
   --tools SET|PATH       the tools: demo (default), conformance (what the MCP conformance suite calls), or a
                          module of your own (./tools.js: default export or named "tools", an array of
@@ -53,6 +56,7 @@ export const WORKER_USAGE_LINES = `${STORE_USAGE_LINE}, or memory
 
 export interface WorkerArgs {
   store?: string | undefined;
+  'listen-store'?: string | undefined;
   exports: string;
   demo: boolean;
   tools: string;
@@ -166,11 +170,11 @@ export function positiveInt(flag: string, text: string): number {
  * Opens the store, retrying while it is unreachable (a database restarting, a container
  * starting in the wrong order) for up to `waitMs`; any other error, or the last one, is thrown.
  */
-export async function openStoreWaiting(url: string, waitMs: number, onRetry: (error: Error) => void): Promise<TaskStore> {
+export async function openStoreWaiting(url: string, waitMs: number, onRetry: (error: Error) => void, listenUrl?: string): Promise<TaskStore> {
   const giveUpAt = Date.now() + waitMs;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await openStore(url);
+      return await openStore(url, listenUrl === undefined ? {} : { listenUrl });
     } catch (error) {
       if (!isTasklatchError(error, 'STORE_UNAVAILABLE') || Date.now() >= giveUpAt) throw error;
       onRetry(error);

@@ -4,12 +4,26 @@ import type { TaskStore } from './types.js';
 /** Where the store lives when nothing is said: SQLite under the working directory. */
 export const DEFAULT_STORE_URL = 'sqlite:./.tasklatch/tasks.db';
 
+/** Options of {@link openStore}. */
+export interface OpenStoreOptions {
+  /**
+   * PostgreSQL behind a pooler in transaction mode (`?pgbouncer=true`): a direct URL to the same
+   * database for LISTEN. Without it such a store's waiters and workers poll.
+   */
+  listenUrl?: string;
+}
+
 /**
  * Opens a store from a URL: `memory`, `sqlite:PATH`, `postgres://…` / `postgresql://…`
- * (`?schema=NAME` keeps tasklatch's tables in a schema of their own). SQL stores apply their
+ * (`?schema=NAME` keeps tasklatch's tables in a schema of their own; `?pgbouncer=true` when
+ * the URL goes through a pooler in transaction mode). SQL stores apply their
  * migrations on first use. The drivers are imported only when their store is asked for.
  */
-export async function openStore(url: string): Promise<TaskStore> {
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<TaskStore> {
+  const postgres = url.startsWith('postgres://') || url.startsWith('postgresql://');
+  if (options.listenUrl !== undefined && !postgres) {
+    throw new TasklatchError('INVALID_STORE_URL', 'a listen URL applies to a PostgreSQL store only (postgres://…?pgbouncer=true)');
+  }
   if (url === 'memory' || url === 'memory:') {
     const { MemoryStore } = await import('./memory/memory-store.js');
     return new MemoryStore();
@@ -20,9 +34,9 @@ export async function openStore(url: string): Promise<TaskStore> {
     const { SqliteStore } = await import('./sqlite/store.js');
     return SqliteStore.open(path);
   }
-  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+  if (postgres) {
     const { PostgresStore } = await import('./postgres/store.js');
-    return PostgresStore.open(url);
+    return PostgresStore.open(url, options.listenUrl === undefined ? {} : { listenUrl: options.listenUrl });
   }
   throw new TasklatchError('INVALID_STORE_URL', `unsupported store URL ${JSON.stringify(url)}: expected memory, sqlite:PATH or postgres://…`);
 }

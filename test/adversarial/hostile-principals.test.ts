@@ -82,7 +82,7 @@ function watchedStore(store: TaskStore): { store: TaskStore; seen: string[] } {
   return { store: proxy, seen };
 }
 
-describe.each(ALL_HARNESSES)('hostile and near principals on the $name store', (harness) => {
+describe.each(ALL_HARNESSES.filter((h) => (h.skip?.() ?? null) === null))('hostile and near principals on the $name store', (harness) => {
   let wire: WireServer;
   let seen: string[];
   /** token → the task it created. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TestProject } from 'vitest/node';
 import { dropSchemasLike, serverAnswers, startEmbeddedPostgres } from './embedded-postgres.js';
+import { poolerUnavailable, startPgbouncer } from './pgbouncer.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -8,6 +9,9 @@ declare module 'vitest' {
     pgUrl: string;
     /** A tag naming this run's schemas, so teardown drops exactly those. */
     pgRun: string;
+    /** PgBouncer (transaction mode) in front of `pgUrl`, no parameters; null when there is none (`pgPoolerSkip` says why). */
+    pgPoolerUrl: string | null;
+    pgPoolerSkip: string;
   }
 }
 
@@ -26,7 +30,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const server = reason === null ? { url: wanted, stop: async () => undefined } : await startEmbedded(reason);
   project.provide('pgUrl', server.url);
   project.provide('pgRun', run);
+  // One pooler for the run, in front of the configured server: the store suite and the CLI
+  // tests run through it too (test/support/pgbouncer.ts).
+  let skip = poolerUnavailable(reason !== null);
+  const pooler =
+    skip === null ? await startPgbouncer(server.url).catch((error: unknown) => ((skip = `PgBouncer did not start: ${String(error)}`), null)) : null;
+  project.provide('pgPoolerUrl', pooler?.url ?? null);
+  project.provide('pgPoolerSkip', skip ?? '');
   return async () => {
+    await pooler?.stop();
     if (process.env.TASKLATCH_KEEP_SCHEMAS !== '1') await dropSchemasLike(server.url, `tl_${run}_`);
     await server.stop();
   };

@@ -26,3 +26,26 @@ function schemaFor(label: string): string {
     .slice(0, 32);
   return `tl_${run}_${clean}_${randomBytes(4).toString('hex')}`;
 }
+
+/**
+ * A fresh `freshPostgresUrl` through the run's PgBouncer (transaction mode) with `pgbouncer=true`,
+ * and the direct URL of the same schema (for LISTEN); null when the run has no pooler
+ * (`poolerSkipReason` says why).
+ */
+export async function freshPooledUrl(label: string): Promise<{ pooled: string; direct: string } | null> {
+  const pooler = inject('pgPoolerUrl');
+  if (pooler === null || pooler === undefined) return null;
+  const direct = await freshPostgresUrl(label);
+  const pooled = new URL(direct);
+  const at = new URL(pooler);
+  pooled.hostname = at.hostname;
+  pooled.port = at.port;
+  pooled.searchParams.set('pgbouncer', 'true');
+  return { pooled: pooled.toString(), direct };
+}
+
+/** Why this run has no PgBouncer, or null when it has one. */
+export function poolerSkipReason(): string | null {
+  const pooler = inject('pgPoolerUrl');
+  return pooler === null || pooler === undefined ? `no PgBouncer: ${inject('pgPoolerSkip') || 'not started'}` : null;
+}

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { TaskStore } from '../../src/store/types.js';
+import { freshPooledUrl, poolerSkipReason } from './postgres.js';
 
 /** How a test suite gets a fresh, isolated store of one kind. */
 export interface StoreHarness {
@@ -17,6 +18,10 @@ export interface StoreHarness {
   openMany(label: string, count: number): Promise<TaskStore[]>;
   /** How much of a slow randomised test this store gets (1 for memory; less for SQL stores). */
   readonly effort: number;
+  /** The suite's title for it, when not its name. */
+  readonly title?: string;
+  /** Why its tests cannot run here (no PgBouncer), or null. */
+  skip?(): string | null;
 }
 
 let counter = 0;
@@ -69,4 +74,25 @@ export const postgresHarness: StoreHarness = {
   effort: 0.1,
 };
 
-export const ALL_HARNESSES: readonly StoreHarness[] = [memoryHarness, sqliteHarness, postgresHarness];
+/**
+ * PostgreSQL through PgBouncer in transaction mode (`pgbouncer=true`), every handle with the
+ * direct URL to LISTEN on (`listenUrl`), as a deployment behind a pooler runs.
+ */
+export const pooledPostgresHarness: StoreHarness = {
+  name: 'postgres',
+  title: 'postgres (pgbouncer)',
+  skip: () => poolerSkipReason(),
+  open: async (label) => (await pooledPostgresHarness.openMany(label, 1))[0] as TaskStore,
+  openMany: async (label, count) => {
+    const { PostgresStore } = await import('../../src/store/postgres/store.js');
+    const urls = await freshPooledUrl(`${label}_${++counter}`);
+    if (urls === null) throw new Error('no PgBouncer in this run');
+    const poolSize = Math.max(4, Math.floor(32 / count));
+    const stores = [];
+    for (let i = 0; i < count; i++) stores.push(await PostgresStore.open(urls.pooled, { poolSize, listenUrl: urls.direct }));
+    return stores;
+  },
+  effort: 0.1,
+};
+
+export const ALL_HARNESSES: readonly StoreHarness[] = [memoryHarness, sqliteHarness, postgresHarness, pooledPostgresHarness];

@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { isTasklatchError, TasklatchError } from '../../core/errors.js';
+import { localSettings, markPooled, poolClient } from './pooled.js';
+import { withLiterals } from './prepared.js';
 
 /**
  * How the PostgreSQL store connects: a store URL read into what pg needs and tasklatch's own
@@ -17,6 +19,11 @@ export interface PostgresTarget {
   address: string;
   /** Startup `options` given in the URL (`?options=-c …`), kept alongside the search_path. */
   options: string | null;
+  /**
+   * `?pgbouncer=true`: the URL points at a pooler in transaction mode, where no session state
+   * lasts beyond a transaction (see pooled.ts).
+   */
+  pgbouncer: boolean;
 }
 
 // Lowercase on purpose: the name travels unquoted in `-c search_path=…`, where PostgreSQL folds
@@ -48,18 +55,34 @@ export function parsePostgresUrl(url: string): PostgresTarget {
   // Taken out and passed on explicitly: pg would let our own `options` replace the URL's.
   const options = parsed.searchParams.get('options');
   parsed.searchParams.delete('options');
+  const pgbouncer = parsed.searchParams.get('pgbouncer');
+  parsed.searchParams.delete('pgbouncer');
+  if (pgbouncer !== null && pgbouncer !== 'true' && pgbouncer !== 'false') {
+    throw new TasklatchError('INVALID_STORE_URL', `invalid pgbouncer=${JSON.stringify(pgbouncer)}: use pgbouncer=true or pgbouncer=false`);
+  }
+  if (pgbouncer === 'true' && options !== null && options !== '') {
+    // A pooler in transaction mode either refuses the startup parameter or applies it to a session nothing keeps.
+    throw new TasklatchError('INVALID_STORE_URL', 'options= cannot be used with pgbouncer=true: a pooled connection keeps no session settings');
+  }
   const host = parsed.searchParams.get('host') ?? (parsed.hostname === '' ? 'localhost' : parsed.hostname);
   return {
     connectionString: parsed.toString(),
     schema: schemaParam === null || schemaParam === '' ? null : checkSchemaName(schemaParam),
     address: `${host}:${parsed.port === '' ? '5432' : parsed.port}`,
     options: options === null || options === '' ? null : options,
+    pgbouncer: pgbouncer === 'true',
   };
 }
 
-/** Opens a pool whose every connection resolves unqualified names in `target.schema`. */
-export function createPool(target: PostgresTarget, max: number): pg.Pool {
-  const options = [target.options, target.schema === null ? null : `-c search_path=${target.schema}`].filter((o) => o !== null);
+/**
+ * Opens a pool whose every connection resolves unqualified names in `target.schema`, with
+ * `settings` (`name=value`) too: startup options of each session on a direct connection, `SET
+ * LOCAL` in each transaction behind a pooler (`target.pgbouncer`, see pooled.ts).
+ */
+export function createPool(target: PostgresTarget, max: number, settings: readonly string[] = []): pg.Pool {
+  const all = [...(target.schema === null ? [] : [`search_path=${target.schema}`]), ...settings];
+  const options = target.pgbouncer ? [] : [target.options, ...all.map((setting) => `-c ${setting}`)].filter((o) => o !== null);
+  const pooled = target.pgbouncer ? localSettings(all) : null;
   const pool = new pg.Pool({
     connectionString: target.connectionString,
     max,
@@ -79,8 +102,10 @@ export function createPool(target: PostgresTarget, max: number): pg.Pool {
   // handles that; every client gets a listener for its whole life.
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
+    if (pooled !== null) poolClient(client, pooled, withLiterals);
     raisingUnavailableOn(client, target);
   });
+  if (pooled !== null) markPooled(pool);
   return raisingUnavailable(pool, target);
 }
 

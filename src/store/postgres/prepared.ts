@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { isStorableText } from '../../core/text.js';
 import { unstorableError } from '../storable.js';
+import { isTransactionPooled } from './pooled.js';
 
 /**
  * How the PostgreSQL store sends a statement as plain SQL: parameters written as literals that
@@ -87,8 +88,13 @@ export function prepared(text: string): Prepared {
   return found;
 }
 
-/** `EXECUTE name(args as literals)`; null when an argument has no exact literal. */
-export function executeCall(statement: Prepared, args: readonly unknown[]): string | null {
+/**
+ * `EXECUTE name(args as literals)`; null when an argument has no exact literal. On `db` behind a
+ * pooler in transaction mode (pooled.ts), where a prepared statement may be on another server
+ * connection, the statement's own text with the literals.
+ */
+export function executeCall(statement: Prepared, args: readonly unknown[], db?: object): string | null {
+  if (db !== undefined && isTransactionPooled(db)) return withLiterals(statement.text, args);
   const literals: string[] = [];
   for (const arg of args) {
     const literal = sqlLiteral(arg);
@@ -103,6 +109,8 @@ export function executeCall(statement: Prepared, args: readonly unknown[]): stri
  * PREPARE that fails created nothing, so the next use tries again.
  */
 export async function ensurePrepared(client: pg.ClientBase, statements: readonly Prepared[]): Promise<void> {
+  // Behind a pooler in transaction mode the statements travel as text (`executeCall`).
+  if (isTransactionPooled(client)) return;
   let have = preparedOn.get(client);
   if (have === undefined) {
     have = new Set();

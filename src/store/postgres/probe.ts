@@ -1,6 +1,8 @@
 import pg from 'pg';
 import type { StoreProbe } from '../task-operations.js';
 import { parsePostgresUrl, unavailable } from './connection.js';
+import { localSettings, poolClient } from './pooled.js';
+import { withLiterals } from './prepared.js';
 import { CHANGES_CHANNEL } from './listener.js';
 import { schemaStateOf } from './operations.js';
 
@@ -11,7 +13,9 @@ import { schemaStateOf } from './operations.js';
 export async function probePostgres(url: string, timeoutMs = 5000): Promise<StoreProbe> {
   const target = parsePostgresUrl(url);
   const where = `PostgreSQL at ${target.address}${target.schema === null ? '' : `, schema ${target.schema}`}`;
-  const options = [target.options, target.schema === null ? null : `-c search_path=${target.schema}`].filter((o) => o !== null);
+  const searchPath = target.schema === null ? [] : [`search_path=${target.schema}`];
+  // Behind a pooler in transaction mode the schema is set per transaction (pooled.ts).
+  const options = target.pgbouncer ? [] : [target.options, ...searchPath.map((s) => `-c ${s}`)].filter((o) => o !== null);
   const client = new pg.Client({
     connectionString: target.connectionString,
     connectionTimeoutMillis: timeoutMs,
@@ -19,6 +23,7 @@ export async function probePostgres(url: string, timeoutMs = 5000): Promise<Stor
     ...(options.length === 0 ? {} : { options: options.join(' ') }),
   });
   client.on('error', () => undefined);
+  if (target.pgbouncer) poolClient(client as pg.PoolClient, localSettings(searchPath), withLiterals);
   try {
     try {
       await client.connect();
@@ -29,6 +34,8 @@ export async function probePostgres(url: string, timeoutMs = 5000): Promise<Stor
       return { where, unreachable: cause, schema: null, notifications: null };
     }
     const schema = await schemaStateOf(client);
+    // No LISTEN through a pooler in transaction mode: the store does not listen there either.
+    if (target.pgbouncer) return { where, unreachable: null, schema, notifications: null };
     let notifications: string | null = null;
     try {
       await client.query(`LISTEN ${CHANGES_CHANNEL}`);

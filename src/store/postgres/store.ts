@@ -37,6 +37,7 @@ import type {
 import type { ParkedCount, ParkInput, ParkOutcome } from '../task-steps.js';
 import { auditTrailIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
+import { listenConfigIn, listenConfigOf } from './listen-config.js';
 import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
 import { announceVersionsIn, liveVersionsIn, withdrawVersionsIn } from './versions.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, seedInputsIn } from './inputs.js';
@@ -58,14 +59,15 @@ import { refuseUnstorable } from '../storable.js';
 
 /** Options of {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
-  /** Most connections the store opens at once (default 20). */
-  poolSize?: number;
+  poolSize?: number; // most connections the store opens at once (default 20)
   /**
    * Group commit of admissions, status writes and cancellations (see {@link WriteBatcher}):
    * batches at the server at once (default 2). `inFlight: 1` batches most; a large value
    * batches least.
    */
   writeBatch?: WriteBatcherOptions;
+  /** A direct URL to LISTEN on when the store URL has `pgbouncer=true` (listen-config.ts); without one, waiters poll. */
+  listenUrl?: string;
 }
 
 /**
@@ -76,7 +78,7 @@ export interface PostgresStoreOptions {
 export class PostgresStore implements TaskStore {
   readonly kind = 'postgres';
   readonly driver = 'pg';
-  readonly supports: StoreCapabilities = { listenNotify: true, shared: true, claimsOnAdmit: true };
+  readonly supports: StoreCapabilities;
 
   private secret: Promise<Uint8Array> | null = null;
   /** Seals the terminal records notifications carry (see change-record.ts); set by `open`. */
@@ -105,9 +107,11 @@ export class PostgresStore implements TaskStore {
      */
     private readonly auditPool: pg.Pool,
     /** Migrations this `open` applied (empty when the schema was current). */
-    readonly migrationsApplied: readonly string[] = [],
-    writeBatch: WriteBatcherOptions = {},
+    readonly migrationsApplied: readonly string[],
+    writeBatch: WriteBatcherOptions,
+    private readonly listenConfig: pg.ClientConfig | null,
   ) {
+    this.supports = { listenNotify: listenConfig !== null, shared: true, claimsOnAdmit: true };
     this.writes = new WriteBatcher(pool, writeBatch);
     this.reads = new ReadBatcher(pool);
     // The audit pool commits asynchronously: a notification needs no flush of its own.
@@ -137,6 +141,7 @@ export class PostgresStore implements TaskStore {
    */
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const target = parsePostgresUrl(url);
+    const listenConfig = listenConfigOf(target, options.listenUrl);
     const pool = createPool(target, options.poolSize ?? 20);
     let applied: string[];
     try {
@@ -149,8 +154,8 @@ export class PostgresStore implements TaskStore {
       await pool.end();
       throw error;
     }
-    const auditPool = createPool(Object.assign({}, target, { options: [target.options, '-c synchronous_commit=off'].filter((o) => o !== null).join(' ') }), 4);
-    const store = new PostgresStore(pool, auditPool, applied, options.writeBatch);
+    const auditPool = createPool(target, 4, ['synchronous_commit=off']);
+    const store = new PostgresStore(pool, auditPool, applied, options.writeBatch ?? {}, listenConfig);
     // Terminal records travel sealed under a key of the schema's secret; without one they do not travel.
     store.recordKey = recordKey(
       await store.sharedSecret().catch(async (error: unknown) => {
@@ -332,7 +337,7 @@ export class PostgresStore implements TaskStore {
     onProgress?: (event: ProgressEvent) => void,
     options: ListenOptions = {},
   ): Promise<() => Promise<void>> {
-    const listener = await ChangeListener.start(this.pool.options, onChange, onError, onProgress ?? null, this.recordKey, options);
+    const listener = await ChangeListener.start(listenConfigIn(this.listenConfig), onChange, onError, onProgress ?? null, this.recordKey, options);
     return () => listener.close();
   }
 

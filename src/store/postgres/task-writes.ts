@@ -50,8 +50,8 @@ export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: Admit
   const bounds = [input.maxActive ?? null, input.now, input.maxStored ?? null];
   const params = [...recordToRow(admitted), ...bounds];
   const bare = input.idempotencyKey === null && input.maxActive == null && input.maxStored == null;
-  const claimed = claimOnAdmission(input, admitted, bounds);
-  const insert = claimed === null ? executeCall(preparedAdmit, params) : claimed.statement;
+  const claimed = claimOnAdmission(pool, input, admitted, bounds);
+  const insert = claimed === null ? executeCall(preparedAdmit, params, pool) : claimed.statement;
   if (insert !== null) {
     const [inserted] = await batcher.run({
       statements: [insert],
@@ -88,6 +88,7 @@ export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: Admit
  * the admission answers.
  */
 function claimOnAdmission(
+  pool: pg.Pool,
   input: AdmitInput,
   admitted: TaskRecord,
   bounds: readonly unknown[],
@@ -102,7 +103,7 @@ function claimOnAdmission(
     leaseOwner: claim.owner,
     leaseExpiresAt: input.now + claim.leaseMs,
   });
-  const statement = executeCall(preparedAdmitClaimed, [...recordToRow(leased), ...bounds, claim.correlationId, `claim ${claim.owner}`]);
+  const statement = executeCall(preparedAdmitClaimed, [...recordToRow(leased), ...bounds, claim.correlationId, `claim ${claim.owner}`], pool);
   if (statement === null) return null;
   return {
     statement,
@@ -268,7 +269,7 @@ export async function cancelIn(
  */
 async function appliedRow(pool: pg.Pool, batcher: WriteBatcher, text: string, params: readonly unknown[], taskId: string): Promise<TaskRow | undefined> {
   const statement = prepared(text);
-  const call = executeCall(statement, params);
+  const call = executeCall(statement, params, pool);
   if (call === null) return (await pool.query<TaskRow>(text, params as unknown[])).rows[0];
   const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${taskId}`, prepared: [statement] });
   return (result?.rows as TaskRow[] | undefined)?.[0];

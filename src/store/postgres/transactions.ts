@@ -157,7 +157,7 @@ export class ShortTransaction {
    */
   private call(text: string, params: readonly unknown[]): string | null {
     const statement = prepared(text);
-    const call = executeCall(statement, params);
+    const call = executeCall(statement, params, this.client);
     if (call !== null) this.needed.push(statement);
     return call;
   }

@@ -116,7 +116,7 @@ async function runTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResu
   if (locks.length > 0) needed.add(preparedLockAll);
   const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...needed]);
   // An array of strings always has its literal.
-  const statements = [...(locks.length === 0 ? [] : [executeCall(preparedLockAll, [locks]) as string]), ...ordered.flatMap((q) => q.write.statements)];
+  const statements = [...(locks.length === 0 ? [] : [executeCall(preparedLockAll, [locks], pool) as string]), ...ordered.flatMap((q) => q.write.statements)];
   const results = await inOneRoundTrip(pool, statements, prepare);
   const byWrite = new Map<Queued, pg.QueryResult[]>();
   let at = locks.length === 0 ? 0 : 1;

@@ -1,4 +1,4 @@
-import { afterEach, describe } from 'vitest';
+import { afterEach, describe, it } from 'vitest';
 import { requestDigest } from '../../../src/core/digest.js';
 import type { WireRequest } from '../../../src/core/types.js';
 import type { AdmitInput, TaskStore } from '../../../src/store/types.js';
@@ -19,7 +19,12 @@ export interface StoreSuite {
  * same behaviour asked of every store, split over several files that run in parallel.
  */
 export function defineStoreSuite(title: string, body: (suite: StoreSuite) => void): void {
-  describe.each(ALL_HARNESSES)(`$name store: ${title}`, (harness) => {
+  describe.each(ALL_HARNESSES.map((harness) => ({ harness, title: harness.title ?? harness.name })))(`$title store: ${title}`, ({ harness }) => {
+    const skip = harness.skip?.() ?? null;
+    if (skip !== null) {
+      it.skip(skip, () => undefined);
+      return;
+    }
     const open: TaskStore[] = [];
     afterEach(async () => {
       // A memory harness hands out one instance several times; close each store once.
