@@ -104,3 +104,17 @@ export function storedParent(request: unknown): Context | null {
   const meta = (request as { params?: { _meta?: TraceCarrier } } | null)?.params?._meta;
   return meta === undefined ? null : remoteParent(meta);
 }
+
+/**
+ * A request whose trace context is one a worker can join: the request as it is when its `_meta`
+ * names none, else a copy with a well-formed one (written back by the propagator) or none at all
+ * (a library admission, `createTask`, stores what `stampTraceContext` would).
+ */
+export function withCheckedTrace(request: WireRequest): WireRequest {
+  const meta = request.params._meta as Record<string, unknown> | undefined;
+  if (meta === undefined || (!(META_KEYS.traceparent in meta) && !(META_KEYS.tracestate in meta))) return request;
+  const parent = remoteParent(meta);
+  const checked: WireRequest = { method: request.method, params: Object.assign({}, request.params) };
+  stampTraceContext(checked, parent === null ? null : traceCarrierOf(parent));
+  return checked;
+}

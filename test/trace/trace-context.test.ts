@@ -9,7 +9,7 @@ import { createLogger } from '../../src/runtime/log.js';
 import { createRuntime, type TaskRuntime } from '../../src/runtime/task-runtime.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { defineTool, type TaskTool, type ToolContext } from '../../src/tools/tool.js';
-import { remoteParent, stampTraceContext, storedParent, traceCarrierOf } from '../../src/trace/trace-context.js';
+import { remoteParent, stampTraceContext, storedParent, traceCarrierOf, withCheckedTrace } from '../../src/trace/trace-context.js';
 import { startSpan, TRACER_VERSION } from '../../src/trace/tracer.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -63,6 +63,18 @@ describe('remoteParent', () => {
     expect(storedParent({ method: 'tools/call', params: { _meta: { traceparent: 'nope' } } })).toBeNull();
     expect(storedParent({ method: 'tools/call', params: {} })).toBeNull();
     expect(storedParent(null)).toBeNull();
+  });
+});
+
+describe('withCheckedTrace', () => {
+  it('keeps a request without trace context as it is, and checks one with', () => {
+    const plain: WireRequest = { method: 'tools/call', params: { name: 't', _meta: { other: 1 } } };
+    expect(withCheckedTrace(plain)).toBe(plain);
+    const sent: WireRequest = { method: 'tools/call', params: { name: 't', _meta: { traceparent: 'nope', tracestate: 'a=b' } } };
+    expect(withCheckedTrace(sent).params._meta).toEqual({});
+    expect(sent.params._meta).toEqual({ traceparent: 'nope', tracestate: 'a=b' });
+    const good: WireRequest = { method: 'tools/call', params: { name: 't', _meta: { traceparent: VALID, tracestate: 'a=b' } } };
+    expect(withCheckedTrace(good).params._meta).toEqual({ traceparent: VALID, tracestate: 'a=b' });
   });
 });
 
