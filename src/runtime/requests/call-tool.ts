@@ -33,7 +33,9 @@ export interface CallToolHost {
  * decision with `RequestorSurface.recordCall` (a plain call's `ACCEPT_NORMAL`, a refusal's
  * `BLOCK_*`, counted in the aggregated audit); an admission's audit line is written in the
  * admission's own transaction. A `ProtocolError` a tool throws, and an unavailable store, are
- * thrown on.
+ * thrown on. The call is a `tools/call` span under the caller's trace context (`_meta`, then the
+ * HTTP headers; one that is malformed is ignored), and an admission stores that span's context
+ * with the task (`stampTraceContext`): the task's first run, in any worker, continues the trace.
  */
 export function callTool(host: CallToolHost, call: ToolCall): Promise<CallOutcome> {
   const parent = parentContext(call.params._meta as TraceCarrier | undefined, call.traceHeaders);
