@@ -33,8 +33,9 @@ describe('the root entry', () => {
     expect(packages.has('@modelcontextprotocol/sdk')).toBe(false);
     expect(packages.has('@modelcontextprotocol/server')).toBe(false);
     expect(packages.has('@modelcontextprotocol/client')).toBe(false);
-    // pino: the runtime's logger.
-    expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['canonicalize', 'pino', 'zod']);
+    // pino: the runtime's logger; the OpenTelemetry API (a no-op until an SDK is registered) and
+    // its W3C trace-context propagator. No SDK: the CLI imports one only when asked.
+    expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['@opentelemetry/api', '@opentelemetry/core', 'canonicalize', 'pino', 'zod']);
   });
 
   it('tasklatch/sdk-v2 loads no MCP SDK (it works on the caller’s McpServer); tasklatch/client only the 2.x client packages', () => {

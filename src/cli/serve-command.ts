@@ -14,6 +14,7 @@ import type { CliIo } from './io.js';
 import { metricsTokenFrom, operatorEndpointsFor, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
 import { listenStoreUrlFrom, storeUrlFrom } from './store-url.js';
 import { parsePrincipalArg } from './task-query-args.js';
+import { startTraceSdk } from './trace-sdk.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
@@ -144,6 +145,8 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   const app = appFrom(values);
   const tools = await toolsFrom(values);
   const storeUrl = storeUrlFrom(values.store);
+  // Traces, when the OpenTelemetry environment asks for them: flushed at the end (`shutdown`).
+  const traces = await startTraceSdk();
   const store = await openStoreWaiting(
     storeUrl,
     waitMs,
@@ -218,6 +221,7 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
   await server.close();
   await runtime.close();
   await store.close();
+  await traces?.shutdown();
   return 0;
 }
 

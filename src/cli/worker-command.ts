@@ -5,6 +5,7 @@ import { describeStoreUrl } from '../store/open-store.js';
 import { listenStoreUrlFrom, storeUrlFrom } from './store-url.js';
 import type { CliIo } from './io.js';
 import { metricsTokenFrom, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
+import { startTraceSdk } from './trace-sdk.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
@@ -51,6 +52,8 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   const logger = createLogger();
   const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const storeUrl = storeUrlFrom(values.store);
+  // Traces, when the OpenTelemetry environment asks for them: flushed at the end (`shutdown`).
+  const traces = await startTraceSdk();
   const store = await openStoreWaiting(
     storeUrl,
     waitMs,
@@ -84,5 +87,6 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   await runtime.close();
   await operator?.close();
   await store.close();
+  await traces?.shutdown();
   return 0;
 }

@@ -25,6 +25,12 @@ export const META_KEYS = {
   prepared: 'io.tasklatch/prepared',
   /** Where a task's stored request keeps its concurrency key and limit (written by admission only). */
   concurrency: 'io.tasklatch/concurrency',
+  /**
+   * The W3C trace context of a request (the OpenTelemetry convention for MCP `_meta`); in a
+   * task's stored request, the admission's (written by admission only).
+   */
+  traceparent: 'traceparent',
+  tracestate: 'tracestate',
 } as const;
 
 /** The tasks extension's identifier, in client capabilities and in `server/discover`. */

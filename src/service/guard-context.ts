@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { isTerminal, type Millis, type TaskCapabilities, type TaskRecord } from '../core/types.js';
 import type { AuditEntry, TaskStore } from '../store/types.js';
+import { endStoreSpan, storeSpan } from '../trace/store-span.js';
 import { AdmissionClaimers } from './admission-claims.js';
 import { ChangeFeed } from './change-feed.js';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.js';
@@ -86,15 +87,23 @@ export class GuardContext {
    * (`storeCall`: its duration, and whether it failed) when it settles; the same promise back.
    * Written at the call site as `ctx.timed('get', ctx.started(), ctx.store.get(input))`:
    * arguments are evaluated left to right, so the clock is read before the store is called.
-   * Unobserved (`started` is -1), it costs one comparison: no closure, no promise of its own
-   * (`tasks/get` passes here on every poll).
+   * Unobserved (`started` is -1) and untraced, it costs one comparison and one look at the active
+   * context: no closure, no promise of its own (`tasks/get` passes here on every poll).
    */
   timed<T>(operation: StoreOperation, started: number, call: Promise<T>): Promise<T> {
-    if (started < 0) return call;
+    // A child span of the active one when a tracer records it (`storeSpan`).
+    const span = storeSpan(operation);
+    if (started < 0 && span === null) return call;
     const { events } = this;
     void call.then(
-      () => events.emit('storeCall', operation, performance.now() - started, false),
-      () => events.emit('storeCall', operation, performance.now() - started, true),
+      () => {
+        if (started >= 0) events.emit('storeCall', operation, performance.now() - started, false);
+        if (span !== null) endStoreSpan(span);
+      },
+      (error: unknown) => {
+        if (started >= 0) events.emit('storeCall', operation, performance.now() - started, true);
+        if (span !== null) endStoreSpan(span, error);
+      },
     );
     return call;
   }

@@ -26,6 +26,7 @@ export async function callTool(session: SessionContext, params: Record<string, u
     // carries its own: a worker in any process then knows what the task may ask its requestor.
     stored: Object.assign({}, params, { _meta: { [META_KEYS.clientCapabilities]: clientCapabilities, ...meta } }),
     headerKey: headerValue(extra, 'idempotency-key'),
+    traceHeaders: { traceparent: headerValue(extra, 'traceparent'), tracestate: headerValue(extra, 'tracestate') },
     asks: isAugmented({ method: 'tools/call', params }) ? 'requested' : 'none',
     clientTakesTasks: clientCapabilities.tasks !== undefined,
     context: () => plainContext(session, principal, extra),

@@ -44,6 +44,7 @@ export async function callTool(runtime: TaskRuntime, call: Call): Promise<Record
     params: call.params,
     stored,
     headerKey: headerValue(call.headers, 'idempotency-key'),
+    traceHeaders: { traceparent: headerValue(call.headers, 'traceparent'), tracestate: headerValue(call.headers, 'tracestate') },
     asks: declared ? 'accepted' : 'none',
     clientTakesTasks: declared,
     context,

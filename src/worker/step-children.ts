@@ -6,6 +6,8 @@ import type { WireRequest } from '../core/types.js';
 import { argumentsMessage, parseArguments } from '../tools/invoke-tool.js';
 import type { ProtocolError } from '../tools/protocol-error.js';
 import { checkStepName, recordableValue, StepFailedError, type ChildOptions, type ChildResult } from '../tools/step.js';
+import { endStep, spanCarrier, stepSpan } from '../trace/run-spans.js';
+import { stampTraceContext } from '../trace/trace-context.js';
 import type { InFlight, Moving, RunJournal } from './step-journal.js';
 import type { StepPort, StepRun } from './step-run.js';
 import type { StepWriter } from './step-writes.js';
@@ -92,7 +94,11 @@ export class ChildSteps {
     if (full !== null) throw new StepFailedError(name, 0, full);
     const request = this.request(name, tool, args, options);
     if (port.startChild === undefined) throw refused(name, 'this worker cannot start child tasks');
+    // The child's first run is a child of this span, in whichever worker it runs.
+    const span = stepSpan(run.trace, 'child', name);
+    if (span !== null) stampTraceContext(request, spanCarrier(run.trace, span));
     const outcome = await port.startChild({ parent: run.record, tool, request, idempotencyKey: childIdempotencyKey(run.taskId, name) });
+    endStep(span, outcome.decision);
     host.throwIfStopped();
     if (outcome.record === null) throw refused(name, admissionMessage(outcome.decision, tool));
     const write: StepWrite = {

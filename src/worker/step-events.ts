@@ -4,6 +4,7 @@ import { stepSizeMessage } from '../core/step-value.js';
 import type { ProtocolError } from '../tools/protocol-error.js';
 import { checkWaitOptions } from '../tools/event-wait.js';
 import { recordableValue, StepFailedError } from '../tools/step.js';
+import { endStep, stepSpan } from '../trace/run-spans.js';
 import type { StepPort, StepRun } from './step-run.js';
 import type { InFlight, RunJournal } from './step-journal.js';
 import type { StepWriter } from './step-writes.js';
@@ -50,6 +51,7 @@ export async function waitForEvent(host: EventWaitHost, name: string, options: u
       return value;
     }
     settle();
+    const span = stepSpan(host.run.trace, 'event', name);
     const row = recorded ?? (await fresh(host, name, timeoutMs));
     const taken = await host.port.takeEvent({ fence: host.run.fence(), type, position: row.position });
     if (taken.decision === 'LOST') {
@@ -60,6 +62,7 @@ export async function waitForEvent(host: EventWaitHost, name: string, options: u
     const base = waitRow(row, host.flag(name, row));
     if (wait.kind === 'SUSPEND') {
       const out = await host.writer.record(base, { wakeAt: wait.wakeAt, statusMessage: waitingMessage(name, type, wait.wakeAt) }, 0, type);
+      endStep(span, 'waiting');
       // An event of its type came meanwhile: the task is due now, and this worker looks at once.
       return host.run.suspend(out.dueNow === true ? host.port.now() : wait.wakeAt);
     }
@@ -70,6 +73,7 @@ export async function waitForEvent(host: EventWaitHost, name: string, options: u
     // The event stays taken at this position: every later run fails the same way.
     if (refused !== null) throw new StepFailedError(name, 0, refused);
     await host.writer.write(Object.assign(base, { status: 'completed' as const, value, wakeAt: null }), null, bytes);
+    endStep(span, wait.kind === 'RECEIVE' ? 'received' : 'timed out');
     // A run that found the wait pending comes after a suspension: its status message goes.
     if (recorded !== undefined) await host.run.passedWait();
     return value;

@@ -4,6 +4,7 @@ import type { WorkerPort } from '../service/worker-port.js';
 import type { Fence } from '../store/types.js';
 import type { ProtocolError } from '../tools/protocol-error.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
+import type { RunTrace } from '../trace/run-spans.js';
 import type { RunLogger } from './run-events.js';
 
 /** How a write that suspends the task says until when, and why (its status message). */
@@ -30,6 +31,8 @@ export interface StepRun {
   fatal: ProtocolError | null;
   /** The run's logger (its worker, task and attempt bound). */
   readonly logger: RunLogger;
+  /** The run's span: its steps' spans are its children (absent: none). */
+  readonly trace?: RunTrace;
   fence(): Fence;
   /** `drained`: the run gives the task back to run again at once (a patch gate revised). */
   stop(reason: 'cancelled' | 'expired' | 'lease lost' | 'drained'): void;

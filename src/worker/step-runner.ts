@@ -34,6 +34,8 @@ import {
   type WaitForEventOptions,
   valueSteps,
 } from '../tools/step.js';
+import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { endStep, stepSpan, within } from '../trace/run-spans.js';
 import type { StepPort, StepRun } from './step-run.js';
 import { InFlight, Moving, readJournal, type RunJournal } from './step-journal.js';
 import { StepWriter, wokeRow } from './step-writes.js';
@@ -181,9 +183,14 @@ export class StepRunner {
       const now = this.port.now();
       const wakeAt = wakeAtFrom(now);
       const base = { position, name, kind: 'sleep' as const, attempts: 0, wakeAt, startedAt: now, concurrent: this.flag(name, undefined) };
+      const span = stepSpan(this.run.trace, 'sleep', name);
       // A time already past is recorded as passed (the position is the journal's) and not waited for.
-      if (wakeAt <= now) return await this.writer.write(Object.assign(base, { status: 'woke' as const }));
+      if (wakeAt <= now) {
+        await this.writer.write(Object.assign(base, { status: 'woke' as const }));
+        return endStep(span, 'passed');
+      }
       await this.writer.write(Object.assign(base, { status: 'sleeping' as const }), { wakeAt, statusMessage: sleepingMessage(name, wakeAt) });
+      endStep(span, 'sleeping');
       return this.run.suspend(wakeAt);
     } finally {
       settle();
@@ -235,12 +242,15 @@ export class StepRunner {
     // the lease the task may be another run's, which may have recorded this step already.
     if (this.port.now() >= this.run.leaseUntil) await this.run.checkpoint();
     const began = performance.now();
+    const span = stepSpan(this.run.trace, 'do', name, attempt);
     let value: T;
     try {
-      value = await runStepAttempt(name, fn, attempt, this.run.signal, config.timeoutMs);
+      value = await within(span, this.run.trace?.context ?? ROOT_CONTEXT, runStepAttempt, name, fn, attempt, this.run.signal, config.timeoutMs);
     } catch (error) {
+      if (this.run.signal.aborted) endStep(span, 'stopped');
       this.run.signal.throwIfAborted();
       const failure = stepErrorOf(error);
+      endStep(span, 'threw', error);
       const retries = config.retries;
       if (retries !== undefined && mayRetry(attempt, retries)) {
         this.ran(name, 'retrying', attempt, began);
@@ -255,6 +265,7 @@ export class StepRunner {
       this.ran(name, 'failed', attempt, began);
       return this.writer.failStep(base(), failure);
     }
+    endStep(span, 'returned');
     let recorded: { value: unknown; bytes: number };
     try {
       recorded = recordableValue(name, attempt, value);

@@ -7,6 +7,7 @@ import { errorResult, invokeTool } from '../tools/invoke-tool.js';
 import { ProtocolError, type StoredError } from '../tools/protocol-error.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import type { ToolResult } from '../tools/tool.js';
+import { endRun, inRun, runSpan } from '../trace/run-spans.js';
 import { parkRun, parks, runVersion } from './park-run.js';
 import { RunLogger, type RunLogSink } from './run-events.js';
 import { TaskRun, type Lease, type StopReason } from './task-run.js';
@@ -79,13 +80,16 @@ export class TaskExecutor {
     }
     // The lease's owner is the worker: every line of the run says whose it is, of which task and claim.
     const run = new TaskRun(record, lease, this.port, this.logger.run(record, lease.owner), this.tools);
+    run.trace = runSpan(record, lease.owner);
     const started = performance.now();
     const outcome = (): RunOutcome => run.stopped ?? run.ended ?? 'unfinished';
     this.handling.add(record.taskId);
-    const done = this.supervise(run)
+    // In the run's context: its store round trips (heartbeats, the terminal write) are its span's children.
+    const done = inRun(run.trace, this.supervise.bind(this), run)
       .finally(() => {
         this.handlerDone(record.taskId);
         this.running.delete(record.taskId);
+        endRun(run.trace, outcome());
         this.port.events.emit('runEnded', { taskId: record.taskId, tool: record.toolName, outcome: outcome(), durationMs: performance.now() - started });
       })
       .then(outcome);
@@ -191,7 +195,7 @@ export class TaskExecutor {
     const request = record.request as WireRequest | null;
     const tool = record.toolName === null ? undefined : this.tools.get(record.toolName);
     if (tool === undefined || request === null) return errorResult(`tool ${record.toolName ?? '(none)'} is not served here`);
-    return invokeTool(tool, request.params.arguments, taskToolContext(run, this.hooks.progress), (error) => {
+    return inRun(run.trace, invokeTool, tool, request.params.arguments, taskToolContext(run, this.hooks.progress), (error: unknown) => {
       // A store fault the handler let through, or wrapped as the cause of its own error: the run
       // stops without a terminal write, and the task runs again (see `TaskRun.storeFailed`).
       if (isStoreFault(error)) return run.stop('store unavailable');

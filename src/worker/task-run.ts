@@ -17,6 +17,7 @@ import { unparkingPort } from './park-run.js';
 import { StepRunner } from './step-runner.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import { retryPause, writeOfUnknownFate } from './unknown-write.js';
+import { endStep, NO_RUN_TRACE, stepSpan, type RunTrace } from '../trace/run-spans.js';
 
 /** The lease a worker holds on a claimed task. */
 export interface Lease {
@@ -59,6 +60,8 @@ export class TaskRun {
   wakeAt: number | null = null;
   /** The handler's durable steps (`ctx.step`). */
   readonly steps: StepRunner;
+  /** The run's span, its steps' parent (a no-op span until the executor starts one). */
+  trace: RunTrace = NO_RUN_TRACE;
   private chain: Promise<unknown> = Promise.resolve();
   /** How many times the handler has asked in this run: the key to its earlier questions. */
   private asks = 0;
@@ -242,6 +245,7 @@ export class TaskRun {
       return this.suspend();
     }
     let out: AskOutcome;
+    const span = stepSpan(this.trace, 'ask', keys.join(','));
     try {
       out = await this.serial(() =>
         this.port.ask({
@@ -253,8 +257,10 @@ export class TaskRun {
         }),
       );
     } catch (error) {
+      endStep(span, 'not stored', error);
       this.storeFailed('question not stored', error);
     }
+    endStep(span, out.decision);
     switch (out.decision) {
       case 'APPLY_ASK':
         if (out.record !== null) this.version = out.record.version;

@@ -2,6 +2,7 @@ import { outstanding, type InputRequest } from '../../core/input-rules.js';
 import { isAnswerTo } from '../../tools/asking.js';
 import type { RequestHost } from './host.js';
 import { couldBeTask } from './task-id.js';
+import { requestSpan, traced } from '../../trace/request-span.js';
 
 /**
  * Why one answer to one question is refused, or null: `not-an-answer` when it is not the kind of
@@ -47,7 +48,11 @@ export type AnswerTaskOutcome = { kind: 'answered'; keys: string[] } | { kind: '
  * they are stored in one write, before this resolves: the next `tasks/get` shows what is left.
  * Only the task's own caller can answer it; the first accepted answer to a key wins.
  */
-export async function answerTask(host: Pick<RequestHost, 'guard'>, request: AnswerTaskRequest): Promise<AnswerTaskOutcome> {
+export function answerTask(host: Pick<RequestHost, 'guard'>, request: AnswerTaskRequest): Promise<AnswerTaskOutcome> {
+  return traced(requestSpan('tasks/update', undefined, request.taskId), undefined, storeAnswers, host, request);
+}
+
+async function storeAnswers(host: Pick<RequestHost, 'guard'>, request: AnswerTaskRequest): Promise<AnswerTaskOutcome> {
   const { auth, taskId } = request;
   if (!couldBeTask(taskId)) return { kind: 'not-found' };
   const { answers, requestor, context } = host.guard;

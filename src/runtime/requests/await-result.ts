@@ -6,6 +6,7 @@ import { rideThrough } from '../../service/ride-through.js';
 import { answerTask } from './answer-task.js';
 import type { RequestHost } from './host.js';
 import { couldBeTask } from './task-id.js';
+import { requestSpan, traced } from '../../trace/request-span.js';
 
 /** Sends one question to the requestor and resolves with its answer (a 2025-11-25 server→client request). */
 export type AskRequestor = (taskId: string, key: string, request: InputRequest) => Promise<unknown>;
@@ -34,7 +35,11 @@ export type AwaitResultOutcome = { kind: 'result'; record: TaskRecord } | { kind
  * each read rides through a store outage shorter than `limits.storeOutageMs`; past it the store's
  * error is thrown, which each wire answers as the retryable `Store unavailable`.
  */
-export async function awaitResult(host: Pick<RequestHost, 'guard' | 'logger'>, request: AwaitResultRequest): Promise<AwaitResultOutcome> {
+export function awaitResult(host: Pick<RequestHost, 'guard' | 'logger'>, request: AwaitResultRequest): Promise<AwaitResultOutcome> {
+  return traced(requestSpan('tasks/result', undefined, request.taskId), undefined, holdResult, host, request);
+}
+
+async function holdResult(host: Pick<RequestHost, 'guard' | 'logger'>, request: AwaitResultRequest): Promise<AwaitResultOutcome> {
   const { auth, taskId, signal } = request;
   if (!couldBeTask(taskId)) return { kind: 'not-found' };
   const onWaitInput = request.ask === undefined ? undefined : questionsFor(host, auth, request.ask);

@@ -3,6 +3,7 @@ import type { TaskRecord } from '../../core/types.js';
 import type { InputNeeded } from '../../tools/asking.js';
 import type { Principal } from '../../tools/principal.js';
 import type { ToolContext, ToolResult } from '../../tools/tool.js';
+import type { TraceCarrier } from '../../trace/trace-context.js';
 
 /** One `tools/call` as a wire hands it to `callTool`: what it carries, in either generation's terms. */
 export interface ToolCall {
@@ -17,6 +18,8 @@ export interface ToolCall {
   stored?: Record<string, unknown>;
   /** The HTTP `Idempotency-Key` header, when there is one. */
   headerKey: string | null;
+  /** The HTTP `traceparent` and `tracestate` headers: the call's trace parent when `params._meta` names none. */
+  traceHeaders?: TraceCarrier;
   /** How this call asks for a task (`decideCallMode`). */
   asks: TaskAsk;
   /** Whether the client can follow a task at all (`decideCallMode`). */

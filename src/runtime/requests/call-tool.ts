@@ -11,6 +11,9 @@ import { authKeyOf } from '../../tools/principal.js';
 import type { ToolRegistry } from '../../tools/tool-registry.js';
 import type { TaskTool } from '../../tools/tool.js';
 import { agreedKey, checkStoredBytes } from './admission-checks.js';
+import { trace } from '@opentelemetry/api';
+import { requestSpan, traced } from '../../trace/request-span.js';
+import { parentContext, stampTraceContext, traceCarrierOf, type StoredTrace, type TraceCarrier } from '../../trace/trace-context.js';
 import { refusalMessage, type CallOutcome, type ToolCall } from './call-outcome.js';
 
 export type { CallOutcome, CallRefusal, ToolCall } from './call-outcome.js';
@@ -30,9 +33,17 @@ export interface CallToolHost {
  * decision with `RequestorSurface.recordCall` (a plain call's `ACCEPT_NORMAL`, a refusal's
  * `BLOCK_*`, counted in the aggregated audit); an admission's audit line is written in the
  * admission's own transaction. A `ProtocolError` a tool throws, and an unavailable store, are
- * thrown on.
+ * thrown on. The call is a `tools/call` span under the caller's trace context (`_meta`, then the
+ * HTTP headers; one that is malformed is ignored), and an admission stores that span's context
+ * with the task (`stampTraceContext`): the task's first run, in any worker, continues the trace.
  */
-export async function callTool(host: CallToolHost, call: ToolCall): Promise<CallOutcome> {
+export function callTool(host: CallToolHost, call: ToolCall): Promise<CallOutcome> {
+  const parent = parentContext(call.params._meta as TraceCarrier | undefined, call.traceHeaders);
+  const span = requestSpan('tools/call', parent);
+  return traced(span, parent, decideCall, host, call, traceCarrierOf(trace.setSpan(parent, span)));
+}
+
+async function decideCall(host: CallToolHost, call: ToolCall, carrier: StoredTrace | null): Promise<CallOutcome> {
   const { requestor, context } = host.guard;
   try {
     checkCallInput(call.params, call.headerKey, context.limits.maxArgumentBytes);
@@ -58,7 +69,7 @@ export async function callTool(host: CallToolHost, call: ToolCall): Promise<Call
     return { kind: 'refused', decision: mode.decision, tool: tool.name, message: refusalMessage(mode.decision, tool.name, context.limits, null) };
   }
   try {
-    if (mode.runs === 'task') return await admitCall(host, call, tool, parsed, mode.followUp);
+    if (mode.runs === 'task') return await admitCall(host, call, tool, parsed, mode.followUp, carrier);
     const ctx = await call.context();
     await requestor.recordCall({ auth, tool: tool.name, decision: mode.decision });
     return { kind: 'result', decision: mode.decision, result: await invokeParsed(tool, parsed, ctx) };
@@ -75,7 +86,14 @@ export async function callTool(host: CallToolHost, call: ToolCall): Promise<Call
  * returned put in the stored request, that request's size, then the guard's admission. A step
  * that refuses ends the call there, with nothing stored and no audit line.
  */
-async function admitCall(host: CallToolHost, call: ToolCall, tool: TaskTool, parsed: ParsedArguments, followUp: boolean): Promise<CallOutcome> {
+async function admitCall(
+  host: CallToolHost,
+  call: ToolCall,
+  tool: TaskTool,
+  parsed: ParsedArguments,
+  followUp: boolean,
+  carrier: StoredTrace | null,
+): Promise<CallOutcome> {
   const { requestor, context } = host.guard;
   if (!parsed.success) return { kind: 'invalid', message: argumentsMessage(tool, parsed.error) };
   const stored: WireRequest = { method: 'tools/call', params: { ...(call.stored ?? call.params) } };
@@ -90,6 +108,7 @@ async function admitCall(host: CallToolHost, call: ToolCall, tool: TaskTool, par
       stored.params._meta = Object.assign({}, meta, { [META_KEYS.prepared]: prepared });
     }
     stampConcurrency(stored, tool, parsed.data, call.principal);
+    stampTraceContext(stored, carrier);
     checkStoredBytes(stored, context.limits.maxRequestBytes);
   } catch (error) {
     if (isTasklatchError(error, 'INVALID_INPUT')) return { kind: 'invalid', message: error.message };

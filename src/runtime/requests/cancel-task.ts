@@ -1,6 +1,7 @@
 import type { TaskRecord } from '../../core/types.js';
 import type { RequestHost } from './host.js';
 import { couldBeTask } from './task-id.js';
+import { requestSpan, traced } from '../../trace/request-span.js';
 
 export interface CancelTaskRequest {
   auth: string;
@@ -23,7 +24,11 @@ export type CancelTaskResult =
  * running in this process is stopped at once; one running elsewhere hears it through the change
  * feed or its next heartbeat.
  */
-export async function cancelTask(host: Pick<RequestHost, 'guard' | 'stopRun'>, request: CancelTaskRequest): Promise<CancelTaskResult> {
+export function cancelTask(host: Pick<RequestHost, 'guard' | 'stopRun'>, request: CancelTaskRequest): Promise<CancelTaskResult> {
+  return traced(requestSpan('tasks/cancel', undefined, request.taskId), undefined, latchCancel, host, request);
+}
+
+async function latchCancel(host: Pick<RequestHost, 'guard' | 'stopRun'>, request: CancelTaskRequest): Promise<CancelTaskResult> {
   if (!couldBeTask(request.taskId)) return { kind: 'not-found' };
   const out = await host.guard.requestor.cancel(request);
   switch (out.decision) {

@@ -4,6 +4,7 @@ import type { Guard } from '../../service/guard.js';
 import type { CreateOutcome } from '../../service/outcomes.js';
 import { agreedKey, checkStoredBytes } from './admission-checks.js';
 import { withoutConcurrency } from './concurrency-stamp.js';
+import { withCheckedTrace } from '../../trace/trace-context.js';
 
 export type { CreateOutcome } from '../../service/outcomes.js';
 
@@ -28,7 +29,7 @@ export interface CreateInput {
 export async function createTask(guard: Pick<Guard, 'context' | 'requestor'>, input: CreateInput): Promise<CreateOutcome> {
   const { capabilities, limits } = guard.context;
   const { auth, correlationId } = input;
-  const request = withoutConcurrency(input.request);
+  const request = withCheckedTrace(withoutConcurrency(input.request));
   const tool = input.tool.name;
   const entry = decideCreateEntry({ capabilities, tool: input.tool, request });
   if (entry !== 'ADMIT') {

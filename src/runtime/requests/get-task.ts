@@ -3,6 +3,7 @@ import type { TaskRecord } from '../../core/types.js';
 import { rideThrough } from '../../service/ride-through.js';
 import type { RequestHost } from './host.js';
 import { couldBeTask } from './task-id.js';
+import { requestSpan, traced } from '../../trace/request-span.js';
 
 export interface GetTaskRequest {
   auth: string;
@@ -31,7 +32,11 @@ const QUESTION_READS = 3;
  * `limits.storeOutageMs` (past it the store's error is thrown, which each wire answers as the
  * retryable `Store unavailable`); the read decision is audited by the guard.
  */
-export async function getTask(host: Pick<RequestHost, 'guard'>, request: GetTaskRequest): Promise<GetTaskOutcome> {
+export function getTask(host: Pick<RequestHost, 'guard'>, request: GetTaskRequest): Promise<GetTaskOutcome> {
+  return traced(requestSpan('tasks/get', undefined, request.taskId), undefined, readTask, host, request);
+}
+
+async function readTask(host: Pick<RequestHost, 'guard'>, request: GetTaskRequest): Promise<GetTaskOutcome> {
   const { auth, taskId } = request;
   if (!couldBeTask(taskId)) return { kind: 'not-found' };
   const { requestor, answers, context } = host.guard;

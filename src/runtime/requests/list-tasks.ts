@@ -2,6 +2,7 @@ import { isTasklatchError } from '../../core/errors.js';
 import type { TaskRecord } from '../../core/types.js';
 import { rideThrough } from '../../service/ride-through.js';
 import type { RequestHost } from './host.js';
+import { requestSpan, traced } from '../../trace/request-span.js';
 
 export interface ListTasksRequest {
   auth: string;
@@ -16,7 +17,11 @@ export interface ListTasksRequest {
 export type ListTasksOutcome = { kind: 'page'; records: TaskRecord[]; nextCursor: string | null } | { kind: 'invalid-cursor' } | { kind: 'not-supported' };
 
 /** `tasks/list`, read through a store outage shorter than `limits.storeOutageMs`. */
-export async function listTasks(host: Pick<RequestHost, 'guard'>, request: ListTasksRequest): Promise<ListTasksOutcome> {
+export function listTasks(host: Pick<RequestHost, 'guard'>, request: ListTasksRequest): Promise<ListTasksOutcome> {
+  return traced(requestSpan('tasks/list'), undefined, readPage, host, request);
+}
+
+async function readPage(host: Pick<RequestHost, 'guard'>, request: ListTasksRequest): Promise<ListTasksOutcome> {
   const { requestor, context } = host.guard;
   try {
     const out = await rideThrough(() => requestor.list({ auth: request.auth, cursor: request.cursor }), context.limits.storeOutageMs);
