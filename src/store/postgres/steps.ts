@@ -140,7 +140,7 @@ export async function recordStepIn(pool: pg.Pool, batcher: WriteBatcher, input: 
   const step = prepareStepWrite(input.step);
   checkSuspension(input.suspend);
   const { fence, now } = input;
-  const fresh = await freshStepIn(batcher, input, step);
+  const fresh = await freshStepIn(pool, batcher, input, step);
   if (fresh !== null) return fresh;
   return inShortTransaction(pool, async (tx) => {
     // The lock and the reads of the journal go with BEGIN in one round trip, as statements of
@@ -216,6 +216,7 @@ const preparedFreshStep = prepared(stepSql.freshStep);
  * transaction of `recordStepIn` then reads and decides, its audit line included.
  */
 async function freshStepIn(
+  pool: pg.Pool,
   batcher: WriteBatcher,
   input: RecordStepInput,
   step: ReturnType<typeof prepareStepWrite>,
@@ -246,7 +247,8 @@ async function freshStepIn(
     input.maxJournalBytes ?? null,
     ...line,
   ];
-  const call = executeCall(preparedFreshStep, params);
+  // Behind a pooler in transaction mode, the statement's own text (no prepared statement by name).
+  const call = executeCall(preparedFreshStep, params, pool);
   if (call === null) return null;
   const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${fence.taskId}`, prepared: [preparedFreshStep] });
   const row = (result?.rows as TaskRow[] | undefined)?.[0];
