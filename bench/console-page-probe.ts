@@ -15,7 +15,8 @@ import { linkMigrations } from './lib/migrations-link.js';
  * statement (four tools, three tenants, statuses mixed, one in a thousand sleeping and one in a
  * thousand waiting for an event), then each page is read through the store's `findTasks` a few
  * times and the median is printed: the first page, a page deep in the list (keyset: after the
- * 500 000th task), and the first page of each filter.
+ * 500 000th task), and the first page of each filter; then the first pages again without the
+ * creation-order index, to show what it saves.
  */
 const TASKS = Number(process.env.TASKLATCH_CONSOLE_TASKS ?? 1_000_000);
 const PAGE = 50;
@@ -59,7 +60,7 @@ async function median(read: () => Promise<unknown>): Promise<number> {
   return times.sort((a, b) => a - b)[2]!;
 }
 
-async function probe(kind: string, store: TaskStore): Promise<void> {
+async function probe(kind: string, store: TaskStore, dropIndex: () => Promise<void>): Promise<void> {
   const lines: string[] = [];
   for (const [name, filter] of FILTERS) {
     const page = await store.findTasks({ filter, after: null, limit: PAGE });
@@ -67,6 +68,11 @@ async function probe(kind: string, store: TaskStore): Promise<void> {
   }
   const middle = { createdAt: T0 + (TASKS / 2) * 10, taskId: `task-${String(TASKS / 2).padStart(8, '0')}` };
   lines.push(`deep page (after task ${TASKS / 2}): ${(await median(() => store.findTasks({ filter: {}, after: middle, limit: PAGE }))).toFixed(2)} ms`);
+  // The same first pages without the creation-order index (018/019_console.sql): what it saves.
+  await dropIndex();
+  for (const [name, filter] of FILTERS.slice(0, 2)) {
+    lines.push(`${name}, without the index: ${(await median(() => store.findTasks({ filter, after: null, limit: PAGE }))).toFixed(2)} ms`);
+  }
   console.log(`${kind}, ${TASKS} tasks, a page of ${PAGE}, median of 5:\n  ${lines.join('\n  ')}`);
 }
 
@@ -84,7 +90,7 @@ async function onSqlite(): Promise<void> {
           sqliteArray(list, at),
         )}; ${fill.steps(series, 'i').replace(/lpad\(i, 8, '0'\)/g, "substr('0000000' || i, -8, 8)")}; COMMIT; ANALYZE;`,
     );
-    await probe('SQLite', store);
+    await probe('SQLite', store, async () => db.exec('DROP INDEX tasks_created_idx'));
     await store.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -110,7 +116,7 @@ async function onPostgres(): Promise<void> {
     await admin.query(fill.steps(`generate_series(1, ${TASKS}) AS g(i)`, 'i'));
     await admin.query('VACUUM ANALYZE tasks');
     await admin.query('VACUUM ANALYZE task_steps');
-    await probe('PostgreSQL', store);
+    await probe('PostgreSQL', store, async () => void (await admin.query('DROP INDEX tasks_created')));
     await store.close();
   } finally {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
