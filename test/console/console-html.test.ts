@@ -9,10 +9,9 @@ import { HOSTILE } from './console-world.js';
 
 describe('the console HTML', () => {
   it('escapes every interpolated string, attribute or text, and joins arrays', () => {
-    const out = html`<a title="${HOSTILE.img}">${HOSTILE.script}</a>
-      <ul>
-        ${[HOSTILE.svg, 1]}
-      </ul>`.text;
+    // Called under another name, so that no formatter reflows the markup.
+    const tag = html;
+    const out = tag`<a title="${HOSTILE.img}">${HOSTILE.script}</a><ul>${[HOSTILE.svg, 1]}</ul>`.text;
     expect(out).not.toMatch(/<script|<img|<svg/);
     expect(out).toBe(`<a title="${escapeHtml(HOSTILE.img)}">${escapeHtml(HOSTILE.script)}</a><ul>${escapeHtml(HOSTILE.svg)}1</ul>`);
     expect(escapeHtml(`&<>"'\``)).toBe('&amp;&lt;&gt;&quot;&#39;&#96;');
