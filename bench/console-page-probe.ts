@@ -25,7 +25,7 @@ const T0 = 1_750_000_000_000;
 const fill = {
   tasks: (series: string, id: string) => `
     INSERT INTO tasks (task_id, auth_key, app, tool_name, status, version, created_at_ms, last_updated_at_ms)
-    SELECT 'task-' || lpad(${id}, 8, '0'),
+    SELECT 'task-' || lpad(${id}::text, 8, '0'),
            (ARRAY['acme/alice', 'globex/bob', 'initech/eve'])[${id} % 3 + 1],
            'default',
            (ARRAY['export_ledger', 'import_csv', 'deploy', 'report'])[${id} % 4 + 1],
@@ -34,7 +34,7 @@ const fill = {
       FROM ${series}`,
   steps: (series: string, id: string) => `
     INSERT INTO task_steps (task_id, position, name, kind, status, attempts, value_bytes, wake_at_ms, started_at_ms, updated_at_ms)
-    SELECT 'task-' || lpad(${id}, 8, '0'), 0, 'wait',
+    SELECT 'task-' || lpad(${id}::text, 8, '0'), 0, 'wait',
            CASE WHEN ${id} % 1000 = 1 THEN 'sleep' ELSE 'event' END,
            CASE WHEN ${id} % 1000 = 1 THEN 'sleeping' ELSE 'waiting' END,
            0, 0, ${T0} + 10 * ${TASKS} + 3600000, ${T0}, ${T0}
@@ -85,10 +85,10 @@ async function onSqlite(): Promise<void> {
     db.exec(
       `BEGIN; ${fill
         .tasks(series, 'i')
-        .replace(/lpad\(i, 8, '0'\)/g, "substr('0000000' || i, -8, 8)")
+        .replace(/lpad\(i::text, 8, '0'\)/g, "substr('0000000' || i, -8, 8)")
         .replace(/\(ARRAY\[([^\]]*)\]\)\[([^\]]*)\]/g, (_m, list: string, at: string) =>
           sqliteArray(list, at),
-        )}; ${fill.steps(series, 'i').replace(/lpad\(i, 8, '0'\)/g, "substr('0000000' || i, -8, 8)")}; COMMIT; ANALYZE;`,
+        )}; ${fill.steps(series, 'i').replace(/lpad\(i::text, 8, '0'\)/g, "substr('0000000' || i, -8, 8)")}; COMMIT; ANALYZE;`,
     );
     await probe('SQLite', store, async () => db.exec('DROP INDEX tasks_created_idx'));
     await store.close();
