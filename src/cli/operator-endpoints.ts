@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { TasklatchError } from '../core/errors.js';
 import { operatorRoutes, type ExtraRoute } from '../http/operator-routes.js';
+import { consoleRoute } from '../console/console-route.js';
 import { eventRoute } from '../http/event-route.js';
 import { sendEvent } from '../runtime/requests/send-event.js';
 import { startOperatorServer, type RunningOperatorServer } from '../http/operator-server.js';
@@ -33,7 +34,8 @@ export function operatorEndpointsFor(runtime: TaskRuntime, options: OperatorOpti
 
 /**
  * `--metrics HOST:PORT` of `tasklatch worker` and `serve`: the operator's routes on a port of their
- * own, and `POST /events` (an operator's send, behind the same token; `eventRoute`).
+ * own, `POST /events` (an operator's send, behind the same token; `eventRoute`) and the web
+ * console under `/console` (`consoleRoute`, behind the same token).
  */
 export async function serveOperatorEndpoints(runtime: TaskRuntime, listen: string, options: OperatorOptions = {}): Promise<RunningOperatorServer> {
   const { host, port } = parseHostPort('--metrics', listen);
@@ -43,7 +45,9 @@ export async function serveOperatorEndpoints(runtime: TaskRuntime, listen: strin
     options.metricsToken,
     runtime.limits.maxEventBytes + 16 * 1024,
   );
-  const route: ExtraRoute = async (req, res, pathname) => (await events(req, res, pathname)) || endpoints.route(req, res, pathname);
+  const pages = consoleRoute({ store: runtime.guard.context.store, requestor: runtime.guard.requestor, token: options.metricsToken });
+  const route: ExtraRoute = async (req, res, pathname) =>
+    (await events(req, res, pathname)) || (await pages(req, res, pathname)) || endpoints.route(req, res, pathname);
   const server = await startOperatorServer(route, host, port, (error) => runtime.logger.error({ err: error }, 'operator endpoint failed'));
   return {
     url: server.url,

@@ -58,10 +58,10 @@ ${WORKER_USAGE_LINES}
   --headers-timeout-ms MS time a request's headers may take to arrive (default 10000)
   --request-timeout-ms MS time a whole request may take to arrive; a response may stream longer (default 30000)
   --keep-alive-ms MS     time a kept-alive connection waits for its next request (default 65000)
-  --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz and /readyz on a listener of their own;
-                         /mcp's listener then serves no /metrics
-  --metrics-token-file F /metrics answers only 'Authorization: Bearer <the token in F>', else 401
-                         (or set TASKLATCH_METRICS_TOKEN)
+  --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz, /readyz and the web console (/console)
+                         on a listener of their own; /mcp's listener then serves no /metrics
+  --metrics-token-file F /metrics and /console answer only 'Authorization: Bearer <the token in F>' (the
+                         console also takes it in a form), else 401 (or set TASKLATCH_METRICS_TOKEN)
   --task-tools           a client without task support calling a 'required' tool gets the task and a text
                          naming it; task_status, task_result and task_cancel are served to follow it
 With --issuer, /.well-known/oauth-protected-resource[/PATH] names the authorization server.

@@ -26,9 +26,10 @@ processes and other workers on the same store. SIGTERM drains: no new claims, ru
 finish (up to --drain-ms), the rest of the leases are given back, then it exits.
 ${WORKER_USAGE_LINES}
   --drain-ms MS          how long SIGTERM lets running tasks finish (default 10000)
-  --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz and /readyz there
+  --metrics [HOST:]PORT  serve GET /metrics (Prometheus), /healthz, /readyz and the web console (/console) there
   --metrics-token-file FILE
-                         /metrics answers only 'Authorization: Bearer <the token in FILE>' (else 401);
+                         /metrics and /console answer only 'Authorization: Bearer <the token in FILE>'
+                         (else 401; the console also takes it in a form);
                          TASKLATCH_METRICS_TOKEN does the same from the environment`;
 
 export async function workerCommand(argv: string[], io: CliIo): Promise<number> {

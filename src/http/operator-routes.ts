@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { headerBearsToken } from '../core/bearer.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readiness } from '../runtime/readiness.js';
 
@@ -47,11 +47,7 @@ export function operatorRoutes(endpoints: OperatorEndpoints): ExtraRoute {
   };
 }
 
-/** Whether the request bears `token`, compared in constant time (digests of equal length). */
+/** Whether the request bears `token`, compared in constant time (`headerBearsToken`). */
 export function bearsToken(req: IncomingMessage, token: string): boolean {
-  const header = req.headers.authorization;
-  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (match === null) return false;
-  const digest = (text: string) => createHash('sha256').update(text).digest();
-  return timingSafeEqual(digest(match[1]!), digest(token));
+  return headerBearsToken(req.headers.authorization, token);
 }

@@ -14,7 +14,8 @@ export async function startOperatorServer(route: ExtraRoute, host: string, port:
     const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
     route(req, res, pathname).then(
       (handled) => {
-        if (!handled) res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found: /metrics, /healthz, /readyz' }));
+        if (!handled)
+          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found: /metrics, /healthz, /readyz, /console' }));
       },
       (error: unknown) => {
         onError(error);

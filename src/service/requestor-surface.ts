@@ -172,12 +172,17 @@ export class RequestorSurface {
     return this.decideFound(input, found, this.readBase(this.ctx.clock(), input));
   }
 
-  /** `tasks/cancel`: latched in one store write, which also writes its audit line. */
-  async cancel(input: { auth: string; taskId: string; correlationId?: string }): Promise<CancelTaskOutcome> {
+  /**
+   * `tasks/cancel`: latched in one store write, which also writes its audit line. `byOperator`:
+   * the store's operator decided it (`cancelAsOperator`), not the task's client, so the
+   * receiver's capabilities do not apply and the audit line says whose decision it was.
+   */
+  async cancel(input: { auth: string; taskId: string; correlationId?: string; byOperator?: boolean }): Promise<CancelTaskOutcome> {
     const { ctx } = this;
     const now = ctx.clock();
     const base = this.readBase(now, input);
-    if (ctx.capabilities.cancel === undefined) {
+    const byOperator = input.byOperator === true;
+    if (ctx.capabilities.cancel === undefined && !byOperator) {
       await ctx.audit(decidedOn(base, 'BLOCK_CAPABILITY'));
       ctx.decided(decidedOn(base, 'BLOCK_CAPABILITY'));
       return { decision: 'BLOCK_CAPABILITY', record: null };
@@ -185,14 +190,25 @@ export class RequestorSurface {
     const cancelled = await ctx.timed(
       'cancel',
       ctx.started(),
-      ctx.store.cancel({ authKey: input.auth, taskId: input.taskId, now, correlationId: base.correlationId }),
+      ctx.store.cancel({ authKey: input.auth, taskId: input.taskId, now, correlationId: base.correlationId, ...(byOperator ? { byOperator } : {}) }),
     );
     if (cancelled.decision === 'CANCEL_TASK') ctx.changes.publish(input.taskId, cancelled.record.version, cancelled.record);
     ctx.decided(decidedOn(base, cancelled.decision, cancelled.record?.status ?? null));
     if (cancelled.decision === 'CANCEL_TASK') ctx.ended(cancelled.record, base.correlationId);
     // A cancelled parent's running children are cancelled with it (child-cascade.ts).
-    if (cancelled.record !== null) await cancelChildren(ctx, cancelled.record, (child) => this.cancel(child), base.correlationId);
+    if (cancelled.record !== null)
+      await cancelChildren(ctx, cancelled.record, (child) => this.cancel(Object.assign(child, { byOperator })), base.correlationId);
     return cancelled;
+  }
+
+  /**
+   * An operator's cancel (the web console): any task of the store, under the auth key it is
+   * stored with, audited as the operator's decision. NOT_FOUND when no task has this id.
+   */
+  async cancelAsOperator(input: { taskId: string; correlationId: string }): Promise<CancelTaskOutcome> {
+    const seen = await this.ctx.timed('inspectTask', this.ctx.started(), this.ctx.store.inspectTask({ taskId: input.taskId }));
+    if (seen === null) return { decision: 'NOT_FOUND', record: null };
+    return this.cancel({ auth: seen.record.authKey, taskId: input.taskId, correlationId: input.correlationId, byOperator: true });
   }
 
   /** `tasks/list`: one page of the caller's unexpired tasks. A bad or foreign cursor throws INVALID_CURSOR. */

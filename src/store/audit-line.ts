@@ -54,6 +54,14 @@ export function boundedAuditLine(entry: AuditEntry): AuditEntry {
   return Object.assign({}, entry, { taskId: null, detail: `task id not kept (${id.length} characters${isStorableText(id) ? '' : ', not storable text'})` });
 }
 
+/** The detail of an audit line of a decision the store's operator made (a cancel from the console). */
+export const OPERATOR_DETAIL = 'by operator';
+
+/** The detail of a cancellation's audit line: the operator's, or none (the task's principal). */
+export function cancelDetail(input: { byOperator?: boolean }): string | null {
+  return input.byOperator === true ? OPERATOR_DETAIL : null;
+}
+
 /**
  * The audit line of a send, the same in every store: the sender's auth key (an operator's send
  * is written under the task's own), the task as the sender may see it after the send, and the

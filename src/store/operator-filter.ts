@@ -27,5 +27,10 @@ export function filterConditions(filter: TaskFilter, dialect: FilterDialect, par
   // A park mark on a working task (park-rules.ts); the partial index tasks_parked holds the few.
   if (filter.parentTaskId !== undefined) where.push(`parent_task_id = ${param(filter.parentTaskId)}`);
   if (filter.parked === true) where.push(`parked_at_ms IS NOT NULL AND status = 'working'`);
+  // Journal rows still pending (a run passes a sleep to 'woke', ends a wait 'completed').
+  if (filter.sleeping === true)
+    where.push(`status = 'working' AND EXISTS (SELECT 1 FROM task_steps s WHERE s.task_id = tasks.task_id AND s.status IN ('sleeping', 'retrying'))`);
+  if (filter.waitingForEvent === true)
+    where.push(`status = 'working' AND EXISTS (SELECT 1 FROM task_steps s WHERE s.task_id = tasks.task_id AND s.kind = 'event' AND s.status = 'waiting')`);
   return where;
 }

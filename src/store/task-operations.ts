@@ -29,6 +29,10 @@ export interface TaskFilter {
   parked?: boolean;
   /** Only the children of this task (`ctx.step.runTool`). */
   parentTaskId?: string;
+  /** Only `working` tasks with a sleep or a retry's wait in their journal not yet passed. */
+  sleeping?: boolean;
+  /** Only `working` tasks whose journal holds a wait for an event not yet ended. */
+  waitingForEvent?: boolean;
 }
 
 /** Keyset position in the operator's order: newest first, (createdAt, taskId) descending. */

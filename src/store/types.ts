@@ -5,6 +5,7 @@ import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../cor
 import type { VersionGrants } from '../core/version-rules.js';
 import type { ChildAdmit, TaskChildren } from './task-children.js';
 import type { TaskOperations } from './task-operations.js';
+import type { CancelInput } from './task-cancel.js';
 import type { TaskSteps } from './task-steps.js';
 import type { TaskEventBox } from './task-event-box.js';
 import type { WorkerVersions } from './worker-versions.js';
@@ -12,7 +13,7 @@ import type { WorkerVersions } from './worker-versions.js';
 export type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome, TaskEventBox } from './task-event-box.js';
 export type { AnnounceVersionsInput, VersionAnnouncement, WorkerVersions } from './worker-versions.js';
 export type { ParkInput, ParkOutcome, RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
-
+export type { CancelInput } from './task-cancel.js';
 /** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
 export type { Fence } from '../core/types.js';
 
@@ -197,7 +198,7 @@ export interface TaskRecords {
    */
   visibleTaskIds(input: { authKey: string; taskIds: readonly string[]; now: Millis }): Promise<string[]>;
   /** Latches `cancelled` (and the cancellation intent) in one conditional write. */
-  cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome>;
+  cancel(input: CancelInput): Promise<CancelOutcome>;
   /** The caller's unexpired tasks after `after`, in (createdAt, taskId) order; children (`parentTaskId`) are left out. */
   list(input: { authKey: string; now: Millis; after: ListPosition | null; limit: number }): Promise<ListPage>;
 }
@@ -375,10 +376,9 @@ export interface TaskUpkeep {
 
 /**
  * The store interface: domain operations, each atomic, in its roles (the operator's reads in
- * `task-operations.ts`). The core decides; the
- * store applies the decision in one conditional write and, when that write changes nothing,
- * reads the stored fact and classifies it with the same rules. Every operation that touches
- * tasks carries the auth key in its query, never as a filter applied afterwards.
+ * `task-operations.ts`). The core decides; the store applies the decision in one conditional
+ * write and, when that write changes nothing, reads the stored fact and classifies it with the
+ * same rules. Every operation that touches tasks carries the auth key in its query.
  */
 export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSteps, TaskEventBox, TaskUpkeep, TaskOperations, WorkerVersions, TaskChildren {
   readonly kind: string;

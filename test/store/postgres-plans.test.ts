@@ -67,7 +67,7 @@ describe('PostgreSQL plans kept from an empty schema', () => {
     const terminal = appliedTransition([], true);
     for (const [text, types, args] of [
       [terminal, 'text, text, int, bigint, text, text', `'t', 'k', 1, 1, 'completed', 'c'`],
-      [sql.applyCancel, 'text, text, bigint, text', `'t', 'k', 1, 'c'`],
+      [sql.applyCancel, 'text, text, bigint, text, text', `'t', 'k', 1, 'c', NULL`],
     ] as const) {
       const plan = await genericPlan(store, text, types, args);
       expect(plan).toMatch(/Update on task_outbox[\s\S]*Index Scan using task_outbox_task_open on task_outbox/);

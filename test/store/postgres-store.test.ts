@@ -65,6 +65,7 @@ const EXPECTED_INDEXES = [
   'tasklatch_migrations USING btree (name)',
   "tasks USING btree (auth_key) WHERE (status = ANY (ARRAY['working'::text, 'input_required'::text]))",
   'tasks USING btree (auth_key, created_at_ms, task_id)',
+  'tasks USING btree (created_at_ms, task_id)',
   'tasks USING btree (auth_key, idempotency_key)',
   'tasks USING btree (expires_at_ms) WHERE (expires_at_ms IS NOT NULL)',
   'tasks USING btree (task_id)',
@@ -137,6 +138,7 @@ describe('PostgresStore schema and migrations', () => {
       '014_task_events.sql',
       '015_task_parents.sql',
       '016_concurrency_keys.sql',
+      '018_console.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -198,6 +200,7 @@ describe('PostgresStore schema and migrations', () => {
         '014_task_events.sql',
         '015_task_parents.sql',
         '016_concurrency_keys.sql',
+        '018_console.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);

@@ -184,6 +184,7 @@ const EXPECTED_INDEXES = [
     'tasks',
     'CREATE INDEX tasks_concurrency ON tasks (app, tool_name, concurrency_key, lease_expires_at_ms) WHERE concurrency_key IS NOT NULL',
   ],
+  ['tasks_created_idx', 'tasks', 'CREATE INDEX tasks_created_idx ON tasks (created_at_ms, task_id)'],
   ['tasks_expires_idx', 'tasks', 'CREATE INDEX tasks_expires_idx ON tasks (expires_at_ms) WHERE expires_at_ms IS NOT NULL'],
   [
     'tasks_finished_idx',
@@ -259,6 +260,7 @@ describe('SQLite migrations', () => {
       '015_task_events.sql',
       '016_task_parents.sql',
       '017_concurrency_keys.sql',
+      '019_console.sql',
     ];
     expect(column(db.prepare('SELECT name FROM tasklatch_migrations ORDER BY name').all())).toEqual(all);
     expect(store.migrationsApplied).toEqual(all);
@@ -345,6 +347,7 @@ describe('SQLite migrations', () => {
         '015_task_events.sql',
         '016_task_parents.sql',
         '017_concurrency_keys.sql',
+        '019_console.sql',
       ]);
       expect((await store.get({ authKey: 'tenant-a/alice', taskId: 'old-task', now: now + 1 })).record).toMatchObject({ app: 'default', toolDigest: null });
       const claim = { now: now + 1, leaseMs: 1000, limit: 5, maxAttempts: 3, abandonedResult: null, correlationId: 'c', tools: ['build_report'] };
@@ -383,6 +386,7 @@ describe('SQLite migrations', () => {
         '015_task_events.sql',
         '016_task_parents.sql',
         '017_concurrency_keys.sql',
+        '019_console.sql',
       ]);
       const rows = () => store.db.prepare('SELECT task_key, count, first_at_ms, last_at_ms FROM task_read_audit ORDER BY rowid').all();
       expect(rows()).toEqual([

@@ -3,6 +3,7 @@ import { compareListOrder } from '../../core/read-rules.js';
 import { isExpired } from '../../core/time.js';
 import type { Millis, TaskRecord } from '../../core/types.js';
 import type { StoredInput } from '../../core/input-rules.js';
+import type { StepRecord } from '../../core/step-rules.js';
 import {
   emptyStats,
   type AuditTally,
@@ -17,6 +18,8 @@ import { parkMarkIn, type MemoryParkState } from './memory-park.js';
 
 /** What the memory store's operator reads see of it. */
 export interface MemoryOperationsState {
+  /** taskId → its journal rows (memory-steps.ts). */
+  journal: ReadonlyMap<string, readonly StepRecord[]>;
   tasks: ReadonlyMap<string, TaskRecord>;
   outbox: ReadonlyMap<string, { createdAt: Millis; availableAt: Millis; doneAt: Millis | null }>;
   questions: ReadonlyMap<string, StoredInput[]>;
@@ -46,8 +49,18 @@ export function findTasksIn(state: MemoryOperationsState, input: { filter: TaskF
     .filter((r) => matchesFilter(r, filter) && (after === null || compareListOrder(r, after) < 0))
     .filter((r) => filter.parked !== true || parkMarkIn(state.parks, r) !== null)
     .filter((r) => filter.parentTaskId === undefined || r.parentTaskId === filter.parentTaskId)
+    .filter(
+      (r) => filter.sleeping !== true || (r.status === 'working' && pendingRow(state, r.taskId, (s) => s.status === 'sleeping' || s.status === 'retrying')),
+    )
+    .filter(
+      (r) => filter.waitingForEvent !== true || (r.status === 'working' && pendingRow(state, r.taskId, (s) => s.kind === 'event' && s.status === 'waiting')),
+    )
     .sort((a, b) => compareListOrder(b, a));
   return { records: rows.slice(0, input.limit).map((r) => structuredClone(r)), hasMore: rows.length > input.limit };
+}
+
+function pendingRow(state: MemoryOperationsState, taskId: string, test: (row: StepRecord) => boolean): boolean {
+  return (state.journal.get(taskId) ?? []).some(test);
 }
 
 export function inspectTaskIn(state: MemoryOperationsState, taskId: string): TaskInspection | null {

@@ -9,7 +9,7 @@ import { classifyMiss } from '../../core/visibility.js';
 import { isTerminal, type Fence, type Millis, type TaskRecord, type TaskStatus } from '../../core/types.js';
 import { deadlineDetail, deadlineOutcome, type StoredInput } from '../../core/input-rules.js';
 import { admissionRecord } from '../admission-record.js';
-import { auditLine } from '../audit-line.js';
+import { auditLine, cancelDetail } from '../audit-line.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import { MemoryAudit } from './memory-audit.js';
 import { childTasksIn, wakeParentIn } from './memory-children.js';
@@ -32,6 +32,7 @@ import type {
   AdmitInput,
   AdmitOutcome,
   AuditEntry,
+  CancelInput,
   CancelOutcome,
   ListPage,
   ListPosition,
@@ -87,15 +88,17 @@ export class MemoryStore implements TaskStore {
   };
   /** Parked tasks' marks (memory-park.ts): gone with the next applied step or ask and with any terminal write (`track`). */
   private readonly parkState: MemoryParkState = { tasks: this.tasks, marks: new Map(), outbox: this.outbox, audit: this.audit };
+  /** taskId → its journal in position order: the task_steps table of the SQL stores. */
+  private readonly journal = new Map<string, StepRecord[]>();
   private readonly operations: MemoryOperationsState = {
+    journal: this.journal,
     tasks: this.tasks,
     outbox: this.outbox,
     questions: this.questions,
     audit: this.audit,
     parks: this.parkState,
   };
-  /** taskId → its journal in position order: the task_steps table of the SQL stores. */
-  private readonly stepState: MemoryStepState = { tasks: this.tasks, journal: new Map<string, StepRecord[]>(), outbox: this.outbox, audit: this.audit };
+  private readonly stepState: MemoryStepState = { tasks: this.tasks, journal: this.journal, outbox: this.outbox, audit: this.audit };
   /** taskId → its events in send order: the task_events table of the SQL stores. */
   // prettier-ignore
   private readonly eventState: MemoryEventState = { tasks: this.tasks, events: new Map<string, MemoryEvent[]>(), journal: this.stepState.journal, outbox: this.outbox, audit: this.audit };
@@ -159,17 +162,19 @@ export class MemoryStore implements TaskStore {
     return [...new Set(taskIds)].filter((taskId) => classifyMiss(this.tasks.get(taskId) ?? null, authKey, now) === null);
   }
 
-  async cancel({ authKey, taskId, now, correlationId }: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
+  async cancel(input: CancelInput): Promise<CancelOutcome> {
+    const { authKey, taskId, now, correlationId } = input;
+    const detail = cancelDetail(input) ?? undefined;
     const stored = this.tasks.get(taskId) ?? null;
     const decision = decideCancel(stored, authKey, now);
     if (decision === 'ALREADY_TERMINAL' && stored !== null) {
-      this.log(now, 'read', decision, authKey, taskId, correlationId, stored);
+      this.log(now, 'read', decision, authKey, taskId, correlationId, stored, detail);
       return { decision, record: copy(stored) };
     }
     if (decision !== 'CANCEL_TASK' || stored === null) {
       // decideCancel answers ALREADY_TERMINAL only for a stored record; the fallback is for tsc.
       const miss = decision === 'CANCEL_TASK' || decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
-      this.log(now, 'read', miss, authKey, taskId, correlationId, null);
+      this.log(now, 'read', miss, authKey, taskId, correlationId, null, detail);
       return { decision: miss, record: null };
     }
     stored.status = 'cancelled';
@@ -181,7 +186,7 @@ export class MemoryStore implements TaskStore {
     stored.leaseOwner = null;
     stored.leaseExpiresAt = null;
     closeEntry(this.outbox, taskId, now);
-    this.log(now, 'read', 'CANCEL_TASK', authKey, taskId, correlationId, stored);
+    this.log(now, 'read', 'CANCEL_TASK', authKey, taskId, correlationId, stored, detail);
     return { decision: 'CANCEL_TASK', record: copy(stored) };
   }
 

@@ -15,6 +15,7 @@ import type {
   AskInput,
   AskOutcome,
   AuditEntry,
+  CancelInput,
   CancelOutcome,
   ClaimInput,
   InputsOutcome,
@@ -192,7 +193,7 @@ export class PostgresStore implements TaskStore {
     return visibleTaskIdsIn(this.pool, input);
   }
 
-  async cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
+  async cancel(input: CancelInput): Promise<CancelOutcome> {
     refuseUnstorable('cancel', input);
     const out = await cancelIn(this.pool, this.writes, input);
     if (out.decision === 'CANCEL_TASK') this.notified([out.record]);

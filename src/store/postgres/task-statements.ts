@@ -185,7 +185,7 @@ export const taskSql = {
     RETURNING *
   )${closeOutboxOf('$3')}, audited AS (
     INSERT INTO task_audit ${AUDIT_COLUMNS}
-    SELECT $3::bigint, 'read', 'CANCEL_TASK', auth_key, task_id, $4::text, status, version, NULL FROM applied
+    SELECT $3::bigint, 'read', 'CANCEL_TASK', auth_key, task_id, $4::text, status, version, $5::text FROM applied
   )
   SELECT applied.* FROM applied`,
 

@@ -8,8 +8,8 @@ import { decideDispatch } from '../../core/dispatch-rules.js';
 import { decideTransition } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
-import { auditLine } from '../audit-line.js';
-import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
+import { auditLine, cancelDetail } from '../audit-line.js';
+import type { AdmitInput, AdmitOutcome, AuditEntry, CancelInput, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
 import { executeCall, prepared, withLiterals } from './prepared.js';
 import { readById, readGuard } from './reads.js';
 import { auditToRow, isInt4, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
@@ -240,12 +240,9 @@ export async function transitionIn(pool: pg.Pool, batcher: WriteBatcher, input: 
 }
 
 /** Cancellation: one statement when it applies; a miss is read, classified and audited after it. */
-export async function cancelIn(
-  pool: pg.Pool,
-  batcher: WriteBatcher,
-  input: { authKey: string; taskId: string; now: Millis; correlationId: string },
-): Promise<CancelOutcome> {
-  const cancelled = await appliedRow(pool, batcher, sql.applyCancel, [input.taskId, input.authKey, input.now, input.correlationId], input.taskId);
+export async function cancelIn(pool: pg.Pool, batcher: WriteBatcher, input: CancelInput): Promise<CancelOutcome> {
+  const detail = cancelDetail(input);
+  const cancelled = await appliedRow(pool, batcher, sql.applyCancel, [input.taskId, input.authKey, input.now, input.correlationId, detail], input.taskId);
   if (cancelled !== undefined) return { decision: 'CANCEL_TASK', record: rowToRecord(cancelled) };
   const decision = decideCancel(await readGuard(pool, input.taskId), input.authKey, input.now);
   if (decision === 'CANCEL_TASK') {
@@ -254,11 +251,11 @@ export async function cancelIn(
   // Only the caller's own finished task is read in full, for the answer.
   const stored = decision === 'ALREADY_TERMINAL' ? await readById(pool, input.taskId) : null;
   if (decision === 'ALREADY_TERMINAL' && stored !== null) {
-    await audit(pool, 'read', input, decision, input.taskId, stored);
+    await audit(pool, 'read', input, decision, input.taskId, stored, detail);
     return { decision, record: stored };
   }
   const miss = decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
-  await audit(pool, 'read', input, miss, input.taskId, null);
+  await audit(pool, 'read', input, miss, input.taskId, null, detail);
   return { decision: miss, record: null };
 }
 
@@ -294,7 +291,8 @@ async function audit(
   decision: Decision,
   taskId: string | null,
   record: TaskRecord | null,
+  detail: string | null = null,
 ): Promise<void> {
-  const line = auditLine({ at: input.now, surface, decision, authKey: input.authKey, taskId, correlationId: input.correlationId, record });
+  const line = auditLine({ at: input.now, surface, decision, authKey: input.authKey, taskId, correlationId: input.correlationId, record, detail });
   await client.query(sql.insertAudit, auditToRow(line));
 }

@@ -14,6 +14,7 @@ import type {
   AskInput,
   AskOutcome,
   AuditEntry,
+  CancelInput,
   CancelOutcome,
   ClaimInput,
   InputsOutcome,
@@ -172,7 +173,7 @@ export class SqliteStore implements TaskStore {
     return visibleTaskIdsIn(this.sql, input);
   }
 
-  async cancel(input: TaskRef & { now: Millis; correlationId: string }): Promise<CancelOutcome> {
+  async cancel(input: CancelInput): Promise<CancelOutcome> {
     refuseUnstorable('cancel', input);
     return this.write(() => cancelIn(this.sql, input));
   }

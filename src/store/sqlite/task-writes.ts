@@ -6,9 +6,9 @@ import { decideCancel } from '../../core/read-rules.js';
 import { decideTransition } from '../../core/transition-rules.js';
 import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../core/types.js';
 import { admissionRecord } from '../admission-record.js';
-import { auditLine } from '../audit-line.js';
+import { auditLine, cancelDetail } from '../audit-line.js';
 import { TASK_COLUMNS } from '../task-columns.js';
-import type { AdmitInput, AdmitOutcome, AuditEntry, CancelOutcome, TaskRef, TransitionInput, TransitionOutcome } from '../types.js';
+import type { AdmitInput, AdmitOutcome, AuditEntry, CancelInput, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
 import { readById, readGuard } from './reads.js';
 import { auditToRow, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import type { Statements } from './statements.js';
@@ -111,13 +111,14 @@ export function transitionIn(sql: Statements, input: TransitionInput): Transitio
   return { decision, record: visible };
 }
 
-export function cancelIn(sql: Statements, input: TaskRef & { now: Millis; correlationId: string }): CancelOutcome {
+export function cancelIn(sql: Statements, input: CancelInput): CancelOutcome {
+  const detail = cancelDetail(input);
   const { authKey, taskId, now } = input;
   const row = sql.applyCancel.get({ task_id: taskId, auth_key: authKey, now }) as TaskRow | undefined;
   if (row !== undefined) {
     const record = rowToRecord(row);
     sql.closeDispatch.run({ task_id: taskId, now });
-    audit(sql, input, 'read', 'CANCEL_TASK', taskId, record);
+    audit(sql, input, 'read', 'CANCEL_TASK', taskId, record, detail);
     return { decision: 'CANCEL_TASK', record };
   }
   const decision = decideCancel(readGuard(sql, taskId), authKey, now);
@@ -125,11 +126,11 @@ export function cancelIn(sql: Statements, input: TaskRef & { now: Millis; correl
   // Only the caller's own finished task is read in full, for the answer.
   const stored = decision === 'ALREADY_TERMINAL' ? readById(sql, taskId) : null;
   if (decision === 'ALREADY_TERMINAL' && stored !== null) {
-    audit(sql, input, 'read', decision, taskId, stored);
+    audit(sql, input, 'read', decision, taskId, stored, detail);
     return { decision, record: stored };
   }
   const miss = decision === 'ALREADY_TERMINAL' ? 'NOT_FOUND' : decision;
-  audit(sql, input, 'read', miss, taskId, null);
+  audit(sql, input, 'read', miss, taskId, null, detail);
   return { decision: miss, record: null };
 }
 
@@ -154,6 +155,9 @@ function audit(
   decision: Decision,
   taskId: string | null,
   record: TaskRecord | null,
+  detail: string | null = null,
 ): void {
-  sql.insertAudit.run(auditToRow(auditLine({ at: input.now, surface, decision, authKey: input.authKey, taskId, correlationId: input.correlationId, record })));
+  sql.insertAudit.run(
+    auditToRow(auditLine({ at: input.now, surface, decision, authKey: input.authKey, taskId, correlationId: input.correlationId, record, detail })),
+  );
 }

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import type { StepRecord } from '../../../src/core/step-rules.js';
 import type { TaskStore } from '../../../src/store/types.js';
 import { HOUR, T0 } from '../../support/records.js';
 import { A, B, admission, defineStoreSuite, ok } from './store-suite.js';
@@ -49,6 +50,46 @@ defineStoreSuite('operations', ({ fresh }) => {
     expect(await ids({ createdSince: T0 + 2000, createdBefore: T0 + 4000 })).toEqual(['op-3', 'op-2']);
     expect(await ids({ tenant: 'tenant', subject: 'a/alice' })).toEqual([]);
     expect(await ids({ tenant: 'nobody' })).toEqual([]);
+  });
+
+  it('narrows to sleeping tasks and to tasks waiting for an event (working, a pending row in the journal)', async () => {
+    const store = await fresh('ops-waits');
+    await seeded(store);
+    const row = (taskId: string, kind: StepRecord['kind'], status: StepRecord['status']): StepRecord => ({
+      taskId,
+      position: 0,
+      name: 'wait',
+      kind,
+      status,
+      attempts: 0,
+      value: undefined,
+      error: null,
+      valueBytes: 0,
+      wakeAt: T0 + HOUR,
+      concurrent: false,
+      startedAt: T0,
+      updatedAt: T0,
+    });
+    await store.seed(
+      [],
+      [],
+      [row('op-2', 'sleep', 'sleeping'), row('op-3', 'event', 'waiting'), row('op-1', 'event', 'waiting'), row('op-0', 'sleep', 'woke')],
+    );
+    const ids = async (filter: Parameters<TaskStore['findTasks']>[0]['filter']) =>
+      (await store.findTasks({ filter, after: null, limit: 50 })).records.map((r) => r.taskId);
+    expect(await ids({ sleeping: true })).toEqual(['op-2']);
+    expect(await ids({ waitingForEvent: true })).toEqual(['op-3']);
+    expect(await ids({ waitingForEvent: true, tenant: 'tenant-b' })).toEqual([]);
+  });
+
+  it("audits an operator's cancel under the task's auth key, saying it was the operator's", async () => {
+    const store = await fresh('ops-cancel');
+    await seeded(store);
+    expect((await store.cancel({ authKey: A, taskId: 'op-0', now: T0 + 20_000, correlationId: 'operator:x', byOperator: true })).decision).toBe('CANCEL_TASK');
+    expect((await store.cancel({ authKey: A, taskId: 'op-5', now: T0 + 20_000, correlationId: 'client' })).decision).toBe('CANCEL_TASK');
+    const cancelLine = async (taskId: string) => (await store.auditTrail({ taskId })).find((l) => l.decision === 'CANCEL_TASK');
+    expect(await cancelLine('op-0')).toMatchObject({ authKey: A, correlationId: 'operator:x', detail: 'by operator', status: 'cancelled' });
+    expect((await cancelLine('op-5'))?.detail ?? null).toBeNull();
   });
 
   it('pages by keyset without repeating or skipping, also among tasks created at the same millisecond', async () => {
