@@ -6,8 +6,8 @@ import { startLoad, startServer, type PollStore } from './scenarios/http/servers
 import { linkMigrations } from './lib/migrations-link.js';
 
 /**
- * `node dist/bench/bench/get-probe.js [sqlite|postgres|memory] [bare]`: 2026-07-28 `tasks/get` over
- * HTTP @16, closed loop, against one server process (tasklatch on the store, or the bare
+ * `node dist/bench/bench/get-probe.js [sqlite|postgres|memory] [bare|2025]`: `tasks/get` over
+ * HTTP @16 (2026-07-28, or a 2025-11-25 session with `2025`), closed loop, against one server process (tasklatch on the store, or the bare
  * `node:http` server answering a reply of the same size), with the server's CPU per request
  * from /proc, the kernel's part of it, its PostgreSQL round trips per request and the CPU of the
  * database's backends per request (every backend of the bench database: run it alone). `memory`
@@ -33,6 +33,7 @@ async function main(): Promise<void> {
   linkMigrations();
   const store: PollStore = process.argv[2] === 'postgres' ? 'postgres' : process.argv[2] === 'memory' ? 'memory' : 'sqlite';
   const bare = process.argv[3] === 'bare';
+  const generation = bare ? 'bare' : process.argv[3] === '2025' ? '2025' : '2026';
   const benchPg = await openBenchPostgres();
   // The bare server reads the same targets' polls: tasklatch seeds them, then stops.
   let targets: PollTarget[] = [];
@@ -53,7 +54,7 @@ async function main(): Promise<void> {
       const report = await load.ask<LoadReport>({
         op: 'closed',
         url: server.url,
-        generation: bare ? 'bare' : '2026',
+        generation,
         targets,
         concurrency: 16,
         warmupMs: 300,

@@ -147,6 +147,8 @@ describe('the import graph of src/', () => {
       'envelope-check.ts': 'refuses a body the SDK 1.x transport would answer wrongly; 2026-07-28 parses its own envelope in server.ts with messages.ts',
       'session.ts': 'per-session state (progress tokens, status watches): 2025-11-25 has sessions, 2026-07-28 is stateless',
       'session-limits.ts': 'bounds on open sessions: 2026-07-28 has no sessions to bound',
+      'session-reads.ts':
+        'the reads of an established session answered off the SDK transport, in its bytes and by the same handlers; 2026-07-28 has no session and no SDK transport to go around',
       'session-transports.ts': 'the SDK transports of the sessions over HTTP: 2026-07-28 answers each POST by itself',
       'sdk/request-auth.ts': "binds a transport's requests to their caller for the SDK 1.x task store; SDK 2.x has no task store to bind",
       'sdk/sdk-task-store.ts': 'the SDK 1.x experimental TaskStore on a tasklatch store; SDK 2.x has no such interface',

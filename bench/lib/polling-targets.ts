@@ -4,7 +4,7 @@ import { fmt } from './stats.js';
 /** Variant names of the tasks/get-over-HTTP groups. */
 export const POLL = {
   modern: 'tasks/get 2026-07-28 (stateless POST)',
-  legacy: 'tasks/get 2025-11-25 (session, SDK transport)',
+  legacy: 'tasks/get 2025-11-25 (session)',
   bare: 'bare node:http, same reply body (transport ceiling)',
 } as const;
 
@@ -15,6 +15,13 @@ export const MEMORY_SCENARIO = 'server memory';
 
 /** Pollers the HTTP target is judged at. */
 const AT = 16;
+
+/** The server's CPU per request at the judged pollers on `wire`, as measured beside the ratio. */
+function cpuNote(results: Results, store: string, wire: '2026-07-28' | '2025-11-25'): string {
+  const variant = wire === '2026-07-28' ? POLL.modern : POLL.legacy;
+  const fact = results.facts.find((f) => f.scenario === pollGroup(store) && f.name === `server CPU per request: ${variant} @${AT}`);
+  return fact === undefined ? '' : `; server CPU ${fmt(fact.value)} µs per request`;
+}
 
 /** Ratios of the polling scenarios and their targets, appended to the run's. */
 export function addPollingTargets(results: Results): void {
@@ -27,13 +34,17 @@ export function addPollingTargets(results: Results): void {
   }
   const targets: Target[] = [];
   for (const store of ['sqlite', 'postgres']) {
-    const modern = results.ratios.find((r) => r.name === `${store} HTTP tasks/get 2026-07-28 ÷ bare node:http` && r.concurrency === AT);
-    const legacy = results.ratios.find((r) => r.name === `${store} HTTP tasks/get 2025-11-25 ÷ bare node:http` && r.concurrency === AT);
-    if (modern !== undefined) {
+    for (const [wire, other] of [
+      ['2026-07-28', '2025-11-25 session'],
+      ['2025-11-25', '2026-07-28'],
+    ] as const) {
+      const ratio = results.ratios.find((r) => r.name === `${store} HTTP tasks/get ${wire} ÷ bare node:http` && r.concurrency === AT);
+      const beside = results.ratios.find((r) => r.name === `${store} HTTP tasks/get ${other.slice(0, 10)} ÷ bare node:http` && r.concurrency === AT);
+      if (ratio === undefined) continue;
       targets.push({
-        name: `${store} HTTP tasks/get 2026-07-28 ≥ 0.6× bare node:http @${AT}, reads of the stored record`,
-        pass: modern.value >= 0.6,
-        figure: `${fmt(modern.value)}×${modern.trials === undefined ? '' : `, median of runs ${modern.trials.map((t) => `${fmt(t)}×`).join(' / ')}`} (2025-11-25 session: ${legacy === undefined ? '–' : `${fmt(legacy.value)}×`})`,
+        name: `${store} HTTP tasks/get ${wire} ≥ 0.6× bare node:http @${AT}, reads of the stored record`,
+        pass: ratio.value >= 0.6,
+        figure: `${fmt(ratio.value)}×${ratio.trials === undefined ? '' : `, median of runs ${ratio.trials.map((t) => `${fmt(t)}×`).join(' / ')}`} (${other}: ${beside === undefined ? '–' : `${fmt(beside.value)}×`}${cpuNote(results, store, wire)})`,
       });
     }
   }

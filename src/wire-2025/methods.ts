@@ -19,6 +19,33 @@ import { callTool } from './tool-call.js';
 
 export type { Register, SessionContext, SessionHost } from './session.js';
 
+/** What a read of a session is asked with besides its params: the request's auth info and abort signal. */
+export interface ReadCall {
+  authInfo?: Extra['authInfo'];
+  signal: AbortSignal;
+}
+
+/**
+ * The reads of a session (`tasks/get`, `tasks/list`, `tasks/cancel`): params, already checked
+ * against the SDK's schema, to the JSON-RPC result. The SDK `Server` of a session runs them as
+ * its handlers, and `session-reads.ts` runs the same functions for a plain read of an
+ * established session, off the SDK transport: both answer alike because both run these.
+ */
+export const SESSION_READS = {
+  'tasks/get': async (session: SessionContext, params: { taskId: string }, call: ReadCall) =>
+    encodeTask(await getTask(session.server.runtime, { auth: await authOf(session, call), taskId: params.taskId, signal: call.signal })),
+  'tasks/cancel': async (session: SessionContext, params: { taskId: string }, call: ReadCall) =>
+    encodeCancel(await cancelTask(session.server.runtime, { auth: await authOf(session, call), taskId: params.taskId })),
+  'tasks/list': async (session: SessionContext, params: { cursor?: string } | undefined, call: ReadCall) =>
+    encodePage(await listTasks(session.server.runtime, { auth: await authOf(session, call), cursor: params?.cursor })),
+} as const;
+
+export type SessionReadMethod = keyof typeof SESSION_READS;
+
+async function authOf(session: SessionContext, call: ReadCall): Promise<string> {
+  return authKeyOf(await session.server.principalFor(session, call.authInfo));
+}
+
 /**
  * The 2025-11-25 methods of one session: each decodes its params (already checked against the
  * SDK's schema), asks the request layer (`src/runtime/requests/`, with the runtime as host) and
@@ -36,23 +63,17 @@ export function registerTaskHandlers(session: SessionContext, register: Register
 
   register(CallToolRequestSchema, (request: { params: Record<string, unknown> & { name: string } }, extra) => callTool(session, request.params, extra));
 
-  register(GetTaskRequestSchema, async (request: { params: { taskId: string } }, extra) =>
-    encodeTask(await getTask(runtime, { auth: await auth(extra), taskId: request.params.taskId, signal: extra.signal })),
-  );
+  register(GetTaskRequestSchema, (request: { params: { taskId: string } }, extra) => SESSION_READS['tasks/get'](session, request.params, extra));
 
   register(GetTaskPayloadRequestSchema, async (request: { params: { taskId: string } }, extra) =>
     encodeResult(await awaitResult(runtime, { auth: await auth(extra), taskId: request.params.taskId, signal: extra.signal, ask: askOnStream(extra) })),
   );
 
   if (capabilities.cancel !== undefined) {
-    register(CancelTaskRequestSchema, async (request: { params: { taskId: string } }, extra) =>
-      encodeCancel(await cancelTask(runtime, { auth: await auth(extra), taskId: request.params.taskId })),
-    );
+    register(CancelTaskRequestSchema, (request: { params: { taskId: string } }, extra) => SESSION_READS['tasks/cancel'](session, request.params, extra));
   }
 
   if (capabilities.list !== undefined) {
-    register(ListTasksRequestSchema, async (request: { params?: { cursor?: string } }, extra) =>
-      encodePage(await listTasks(runtime, { auth: await auth(extra), cursor: request.params?.cursor })),
-    );
+    register(ListTasksRequestSchema, (request: { params?: { cursor?: string } }, extra) => SESSION_READS['tasks/list'](session, request.params, extra));
   }
 }

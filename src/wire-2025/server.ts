@@ -127,6 +127,11 @@ export class TaskServer implements SessionHost {
     this.sessions.set(server, session);
   }
 
+  /** The state of an open session, by the SDK `Server` that serves it. */
+  sessionOf(server: Server): SessionContext | undefined {
+    return this.sessions.get(server);
+  }
+
   /**
    * Resolves the caller of a request in a session. A principal from `authenticate` that fails the
    * core's check is refused (invalid request, naming the part) before the request touches the store.
@@ -180,18 +185,29 @@ export function checkedHandler<Extra>(schema: unknown, handler: (request: never,
     try {
       return await handler(parsed.data as never, extra);
     } catch (error) {
-      if (error instanceof ProtocolError || error instanceof McpError) throw error;
-      // An outage, not a fault of this server: one line without a stack, and an answer to retry.
-      if (isStoreFault(error)) {
-        logger.warn({ reason: (error as Error).message, method }, 'store unavailable');
-        throw storeUnavailable();
-      }
-      // A server fault: logged with its stack, answered without its text (which may be a database's).
-      const { requestId, sessionId } = extra as { requestId?: unknown; sessionId?: unknown };
-      logger.error({ err: error, method, id: requestId, sessionId }, `request failed: ${JSON_RPC_CODES.internalError}`);
-      throw new ProtocolError(JSON_RPC_CODES.internalError, 'Internal error');
+      throw requestFailure(error, method, logger, extra as { requestId?: unknown; sessionId?: unknown });
     }
   };
+}
+
+/**
+ * What a handler's failure is answered with: a JSON-RPC error it threw as it is; a store fault
+ * as the retryable `Store unavailable` (one line, no stack); anything else as internal error,
+ * logged with its stack and answered without its text (which may be a database's).
+ */
+export function requestFailure(
+  error: unknown,
+  method: string,
+  logger: Logger,
+  request: { requestId?: unknown; sessionId?: unknown },
+): ProtocolError | McpError {
+  if (error instanceof ProtocolError || error instanceof McpError) return error;
+  if (isStoreFault(error)) {
+    logger.warn({ reason: (error as Error).message, method }, 'store unavailable');
+    return storeUnavailable();
+  }
+  logger.error({ err: error, method, id: request.requestId, sessionId: request.sessionId }, `request failed: ${JSON_RPC_CODES.internalError}`);
+  return new ProtocolError(JSON_RPC_CODES.internalError, 'Internal error');
 }
 
 /** Builds a task server; see `TaskServerOptions`. */

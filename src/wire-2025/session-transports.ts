@@ -4,12 +4,17 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { checkEnvelope } from './envelope-check.js';
+import type { ReadCall } from './methods.js';
+import type { SessionContext } from './session.js';
+import { answerRead, logRefused, plainRead, sendEvent, type SessionRead } from './session-reads.js';
 import { DEFAULT_SESSION_LIMITS, mediaTypeProblem, type SessionLimits } from './session-limits.js';
 import type { TaskServer } from './server.js';
 
 /** One session: its transport, the caller it belongs to, and its requests in flight. */
 interface Session {
   transport: StreamableHTTPServerTransport;
+  /** The session's state in the task server: its plain reads are answered with it. */
+  context: SessionContext;
   /** The auth key of the caller whose `initialize` opened it. */
   owner: string;
   /** JSON-RPC ids of requests not yet answered: a second request with one of them is refused. */
@@ -35,9 +40,14 @@ export class SessionTransports {
   private readonly limits: SessionLimits;
   private readonly sweep: NodeJS.Timeout;
 
+  /**
+   * `plainReads` false: every request goes through the SDK transport, plain reads too (the
+   * reference their answers off the transport are held to).
+   */
   constructor(
     private readonly taskServer: TaskServer,
     limits: Partial<SessionLimits> = {},
+    private readonly plainReads = true,
   ) {
     this.limits = { ...DEFAULT_SESSION_LIMITS, ...limits };
     this.sweep = setInterval(() => void this.closeIdle(), Math.max(10, Math.min(this.limits.idleMs / 2, 60_000)));
@@ -54,23 +64,24 @@ export class SessionTransports {
     return this.sessions.size;
   }
 
-  /** Hands a request (its body already read) to its session, or opens one for an `initialize`. */
-  async handle(req: IncomingMessage, res: ServerResponse, body: unknown, sessionId: string | null, caller: string): Promise<void> {
+  /**
+   * Hands a request (its body already read) to its session, or opens one for an `initialize`. A
+   * plain read of an established session (`plainRead`) is answered here, by the handler its SDK
+   * `Server` would run and in the bytes its transport would write; anything else goes through
+   * the transport.
+   */
+  async handle(req: IncomingMessage, res: ClientResponse, body: unknown, sessionId: string | null, caller: string): Promise<void> {
     const found = sessionId === null ? undefined : this.sessions.get(sessionId);
     if (sessionId !== null && (found === undefined || found.owner !== caller))
       return sendJson(res, 404, jsonRpcError(JSON_RPC_CODES.sessionNotFound, 'Session not found'));
+    const read = found === undefined || sessionId === null || !this.plainReads ? null : plainRead(req.method, req.headers, body, this.taskServer.capabilities);
+    if (read !== null && found !== undefined && sessionId !== null) return this.serveRead(found, sessionId, req, res, read);
     const problem = req.method === 'POST' ? checkEnvelope(body) : null;
     if (problem !== null) return sendJson(res, 400, { jsonrpc: '2.0', id: problem.id, error: { code: problem.code, message: problem.message } });
     if (found === undefined) return this.open(req, res, body, caller);
     const ids = requestIds(body);
     const duplicate = ids.find((id) => found.inFlight.has(id));
-    if (duplicate !== undefined) {
-      return sendJson(res, 409, {
-        jsonrpc: '2.0',
-        id: JSON.parse(duplicate) as unknown,
-        error: { code: JSON_RPC_CODES.invalidRequest, message: 'A request with this id is already in flight on this session' },
-      });
-    }
+    if (duplicate !== undefined) return inFlightAlready(res, duplicate);
     for (const id of ids) found.inFlight.add(id);
     found.open += 1;
     found.lastSeen = Date.now();
@@ -91,6 +102,30 @@ export class SessionTransports {
       }
     });
     await found.transport.handleRequest(req, res, body);
+  }
+
+  /**
+   * A plain read, served as the session's SDK path would serve it: the same in-flight and idle
+   * bookkeeping, the same handler, the same reply. A session closed while it was served answers
+   * an empty stream, as its transport's closed stream does.
+   */
+  private async serveRead(found: Session, sessionId: string, req: IncomingMessage, res: ClientResponse, read: SessionRead): Promise<void> {
+    const key = JSON.stringify(read.id);
+    if (found.inFlight.has(key)) return inFlightAlready(res, key);
+    found.inFlight.add(key);
+    found.open += 1;
+    found.lastSeen = Date.now();
+    let message;
+    try {
+      message = await answerRead(found.context, read, new ResponseCall(req, res), sessionId);
+    } finally {
+      found.inFlight.delete(key);
+      found.open -= 1;
+      found.lastSeen = Date.now();
+    }
+    if (this.sessions.get(sessionId) !== found) return sendEvent(res, sessionId, null);
+    logRefused(this.taskServer.logger, message, sessionId);
+    sendEvent(res, sessionId, message);
   }
 
   private async open(req: IncomingMessage, res: ServerResponse, body: unknown, caller: string): Promise<void> {
@@ -118,11 +153,14 @@ export class SessionTransports {
       else this.opening.delete(caller);
     };
     this.opening.set(caller, (this.opening.get(caller) ?? 0) + 1);
+    const server = this.taskServer.createSession();
+    const context = this.taskServer.sessionOf(server);
+    if (context === undefined) throw new Error('a session the task server does not hold');
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       onsessioninitialized: (id) => {
         opened();
-        this.sessions.set(id, { transport, owner: caller, inFlight: new Set(), open: 0, lastSeen: Date.now() });
+        this.sessions.set(id, { transport, context, owner: caller, inFlight: new Set(), open: 0, lastSeen: Date.now() });
       },
     });
     this.logErrors(transport);
@@ -130,7 +168,7 @@ export class SessionTransports {
       if (transport.sessionId !== undefined) this.sessions.delete(transport.sessionId);
     };
     try {
-      await this.taskServer.createSession().connect(transport);
+      await server.connect(transport);
       await transport.handleRequest(req, res, body);
     } finally {
       // Refused by the transport after all: its server and transport are closed and freed.
@@ -148,10 +186,7 @@ export class SessionTransports {
   private logErrors(transport: StreamableHTTPServerTransport): void {
     const send = transport.send.bind(transport);
     transport.send = (message, options) => {
-      if ('error' in message && message.error.code !== JSON_RPC_CODES.internalError) {
-        const { code, message: reason } = message.error;
-        this.taskServer.logger.info({ status: 200, code, reason: reason.slice(0, 300), id: message.id, sessionId: transport.sessionId }, 'request refused');
-      }
+      logRefused(this.taskServer.logger, message, transport.sessionId);
       return send(message, options);
     };
   }
@@ -167,6 +202,44 @@ export class SessionTransports {
     clearInterval(this.sweep);
     await Promise.allSettled([...this.sessions.values()].map((s) => s.transport.close()));
   }
+}
+
+/**
+ * The HTTP response of a request: the endpoint's responses (`RefusalLoggingResponse`) say when
+ * their client went away (`clientGone`); a plain `ServerResponse` is watched for it here.
+ */
+type ClientResponse = ServerResponse & { readonly clientGone?: AbortSignal };
+
+/**
+ * What a read is asked with: the request's auth info (`req.auth`, as the SDK transport hands it
+ * on) and a signal that fires when the client goes away, made only when a read looks at it.
+ */
+class ResponseCall implements ReadCall {
+  readonly authInfo: ReadCall['authInfo'];
+
+  constructor(
+    req: IncomingMessage,
+    private readonly res: ClientResponse,
+  ) {
+    this.authInfo = (req as IncomingMessage & { auth?: ReadCall['authInfo'] }).auth;
+  }
+
+  get signal(): AbortSignal {
+    if (this.res.clientGone !== undefined) return this.res.clientGone;
+    const gone = new AbortController();
+    this.res.once('close', () => {
+      if (!this.res.writableFinished) gone.abort();
+    });
+    return gone.signal;
+  }
+}
+
+function inFlightAlready(res: ServerResponse, id: string): void {
+  sendJson(res, 409, {
+    jsonrpc: '2.0',
+    id: JSON.parse(id) as unknown,
+    error: { code: JSON_RPC_CODES.invalidRequest, message: 'A request with this id is already in flight on this session' },
+  });
 }
 
 /** The id of the JSON-RPC request in a body (a notification or a response has none that counts), as JSON text. */
