@@ -8,7 +8,8 @@
  * at a time (`from`…`to` of `total`), so one table grows by steps to its full size.
  */
 const HASH = 2654435761;
-const h = (i: number) => (i * HASH) % 4294967296;
+// In BigInt: past i ≈ 3.4 million the product exceeds 2^53, where a double loses the low bits SQL keeps.
+const h = (i: number) => Number((BigInt(i) * BigInt(HASH)) % 4294967296n);
 export const isExpired = (i: number) => Math.floor(h(i) / 256) % 10 === 3;
 export const taskIdOf = (i: number) => `${h(i).toString(16).padStart(8, '0')}-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
 export const authKeyOf = (tenant: number) => `tenant-${tenant}/alice`;
