@@ -23,11 +23,13 @@ import { pollingConfig } from './lib/polling-config.js';
 import { inTrials, trialsOf } from './lib/trials.js';
 import { addAuditTargets, auditStorage } from './scenarios/audit-storage.js';
 import { addPollingTargets } from './lib/polling-targets.js';
+import { growth } from './scenarios/growth.js';
+import { addGrowthTargets } from './lib/growth-targets.js';
 
 /**
  * `npm run bench`: every scenario in one process, one after another, against memory, SQLite and
  * PostgreSQL; prints the tables and writes bench/results.json. TASKLATCH_BENCH_QUICK=1 runs the
- * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,pooler,reads,contention,http,polling,memory,steps,audit,fanout runs a subset.
+ * smoke sizes; TASKLATCH_BENCH_ONLY=admission,e2e,lifecycle,pooler,reads,contention,http,polling,memory,steps,audit,fanout,growth runs a subset.
  * The noisy scenarios whose figures decide targets (admission, e2e, lifecycle, http, steps) run
  * three times in a full run (TASKLATCH_BENCH_TRIALS=n to change), their later runs at the
  * targets' concurrency only; a figure is the median of its runs.
@@ -53,7 +55,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   const quick = process.env.TASKLATCH_BENCH_QUICK === '1';
   const only = new Set(
-    (process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,pooler,reads,contention,http,polling,memory,steps,audit,fanout')
+    (process.env.TASKLATCH_BENCH_ONLY ?? 'admission,e2e,lifecycle,pooler,reads,contention,http,polling,memory,steps,audit,fanout,growth')
       .split(',')
       .map((s) => s.trim()),
   );
@@ -79,6 +81,7 @@ async function main(): Promise<void> {
     if (only.has('steps')) await inTrials(results, trials, (r, t) => steps(r, quick, forTrial(pg, t)));
     if (only.has('audit')) await auditStorage(results, quick, pg);
     if (only.has('fanout')) await fanOut(results, quick, pg);
+    if (only.has('growth')) await growth(results, config, pg);
   } finally {
     await pg.close();
   }
@@ -88,6 +91,7 @@ async function main(): Promise<void> {
   addLifecycleTargets(results);
   addStepsTargets(results);
   addAuditTargets(results);
+  addGrowthTargets(results, quick);
   const wallMs = performance.now() - started;
   const meta = {
     ...(await machine(pg.version)),

@@ -110,7 +110,7 @@ export function computeRatiosAndTargets(results: Results, config: BenchConfig): 
       targets.push({
         name: `${store} ${label} p99 < ${max} ms`,
         pass: a.p99 < max,
-        figure: `p99 ${fmt(a.p99)} ms (auditReads off: ${q === undefined ? '–' : fmt(q.p99)} ms)`,
+        figure: `p99 ${fmt(a.p99)} ms${runsOf(a)} (auditReads off: ${q === undefined ? '–' : fmt(q.p99)} ms)`,
       });
     };
     latencyTarget('tasks/get at scale', READ.getAudited, READ.getQuiet, 2);

@@ -1,5 +1,5 @@
 import { Results, type Fact, type LatencyRow, type Ratio, type ThroughputCell } from './results.js';
-import { fmt, median } from './stats.js';
+import { fmt, median, summarize } from './stats.js';
 
 /** Runs of each noisy scenario in a full run (TASKLATCH_BENCH_TRIALS overrides; quick runs once). */
 export function trialsOf(quick: boolean): number {
@@ -112,4 +112,26 @@ export function mergeTrials(into: Results, parts: readonly Results[]): void {
 /** The runs behind a latency row measured several times (p50/p99/max of each), as text. */
 export function runsOf(row: LatencyRow): string {
   return row.trials === undefined ? '' : ` (runs p50/p99/max: ${row.trials.map((t) => `${fmt(t.p50)}/${fmt(t.p99)}/${fmt(t.max)}`).join(' · ')} ms)`;
+}
+
+/**
+ * A latency row from several runs of one measurement within one run of its scenario (each run's
+ * samples apart): p50 and p99 the median of the runs', max the largest, every run kept
+ * (`trials`), as `mergeTrials` makes of runs of a whole scenario.
+ */
+export function addRunsLatency(results: Results, scenario: string, name: string, runs: ReadonlyArray<readonly number[]>, note?: string): LatencyRow {
+  const parts = runs.map((samples) => summarize(samples));
+  const row: LatencyRow = {
+    scenario,
+    name,
+    n: parts.reduce((a, s) => a + s.n, 0),
+    p50: median(parts.map((s) => s.p50)),
+    p99: median(parts.map((s) => s.p99)),
+    max: Math.max(...parts.map((s) => s.max)),
+    ...(note === undefined ? {} : { note }),
+    trials: parts.map((s) => ({ p50: s.p50, p99: s.p99, max: s.max })),
+  };
+  results.latency.push(row);
+  console.log(`  ${scenario} | ${name}: p50 ${fmt(row.p50)} ms, p99 ${fmt(row.p99)} ms${runsOf(row)}`);
+  return row;
 }

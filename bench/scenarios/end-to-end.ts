@@ -222,9 +222,10 @@ async function acrossProcesses(results: Results, config: BenchConfig, pg: BenchP
       const taskId = await pair.createRunning(n);
       return wakeSample(pair.viaB, taskId, () => pair.complete(taskId));
     };
-    for (let i = 0; i < 10; i++) await wake(i);
+    // Both serve processes and their connections warm (code compiled, statements prepared) first.
+    for (let i = 0; i < 30; i++) await wake(i);
     const woken: number[] = [];
-    for (let i = 0; i < config.latencySamples; i++) woken.push(await wake(i));
+    for (let i = 0; i < config.crossWakeSamples; i++) woken.push(await wake(i));
     results.addLatency(WAKE_SCENARIO, 'postgres, across processes (waiter in serve B, write by a third process, HTTP)', woken);
   } finally {
     await pair.close();
