@@ -103,6 +103,18 @@ describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transacti
     }
   });
 
+  it('processes opening one fresh schema at once through the pooler: one migrates, the others find it current', async () => {
+    // Each open migrates under the schema's advisory lock; one that had looked the schema up
+    // before the lock would still see it absent after the other's commit and collide on CREATE
+    // SCHEMA (seen as a duplicate key in pg_namespace).
+    for (let round = 0; round < 3; round++) {
+      const urls = (await freshPooledUrl(`pooled_race_${round}`))!;
+      const stores = await Promise.all(Array.from({ length: 6 }, () => PostgresStore.open(urls.pooled)));
+      opened.push(...stores);
+      expect(stores.map((s) => s.migrationsApplied.length > 0).filter(Boolean)).toHaveLength(1);
+    }
+  });
+
   it('doctor’s probe reads the schema through the pooler and skips LISTEN there', async () => {
     const urls = (await freshPooledUrl('pooled_probe'))!;
     opened.push(await PostgresStore.open(urls.pooled));

@@ -29,7 +29,10 @@ export async function migratePostgres(target: pg.Pool | string, schema?: string 
   if (typeof target !== 'string') return migratePool(target, schema === undefined || schema === null ? null : checkSchemaName(schema));
   const parsed = parsePostgresUrl(target);
   const chosen = schema === undefined || schema === null ? parsed.schema : checkSchemaName(schema);
-  const pool = createPool(Object.assign({}, parsed, { schema: chosen }), 1);
+  // Without the schema on the connection: nothing resolves the schema's name before the lock
+  // (a lookup made before it, while another process creates the schema, stays cached as absent
+  // for the transaction: CREATE SCHEMA IF NOT EXISTS would then collide); the run sets it itself.
+  const pool = createPool(Object.assign({}, parsed, { schema: null }), 1);
   try {
     await probe(pool).catch((cause: unknown) => {
       throw unavailable(parsed, cause);

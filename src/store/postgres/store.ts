@@ -61,11 +61,7 @@ import { refuseUnstorable } from '../storable.js';
 /** Options of {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
   poolSize?: number; // most connections the store opens at once (default 20)
-  /**
-   * Group commit of admissions, status writes and cancellations (see {@link WriteBatcher}):
-   * batches at the server at once (default 2). `inFlight: 1` batches most; a large value
-   * batches least.
-   */
+  /** Group commit of admissions, status writes, cancellations and fresh steps ({@link WriteBatcher}): batches at the server at once (default 2; `inFlight: 1` batches most). */
   writeBatch?: WriteBatcherOptions;
   /** A direct URL to LISTEN on when the store URL has `pgbouncer=true` (listen-config.ts); without one, waiters poll. */
   listenUrl?: string;
@@ -150,7 +146,7 @@ export class PostgresStore implements TaskStore {
         throw unavailable(target, cause);
       });
       client.release();
-      applied = await migratePostgres(pool, target.schema);
+      applied = await migratePostgres(url);
     } catch (error) {
       await pool.end();
       throw error;
