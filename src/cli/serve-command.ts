@@ -12,14 +12,12 @@ import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
 import type { CliIo } from './io.js';
 import { metricsTokenFrom, operatorEndpointsFor, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
-import { listenStoreUrlFrom, storeUrlFrom } from './store-url.js';
 import { parsePrincipalArg } from './task-query-args.js';
-import { startTraceSdk } from './trace-sdk.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
   journalLimitsFrom,
-  openStoreWaiting,
+  openCommandStore,
   positiveInt,
   retentionFrom,
   toolsFrom,
@@ -139,20 +137,11 @@ export async function serveCommand(argv: string[], io: CliIo): Promise<number> {
     },
     connections: connectionsFrom(values),
   };
-  const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
   const workerSettings = workerOptionsFrom(values);
   const retention = retentionFrom(values);
   const app = appFrom(values);
   const tools = await toolsFrom(values);
-  const storeUrl = storeUrlFrom(values.store);
-  // Traces, when the OpenTelemetry environment asks for them: flushed at the end (`shutdown`).
-  const traces = await startTraceSdk();
-  const store = await openStoreWaiting(
-    storeUrl,
-    waitMs,
-    (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'),
-    listenStoreUrlFrom(values['listen-store']),
-  );
+  const { store, storeUrl, traces } = await openCommandStore(values, logger);
   const authenticate: Authenticate | undefined =
     tokens !== undefined || oauth !== undefined
       ? ({ authInfo }) => (authInfo?.extra?.principal as Principal | undefined) ?? null

@@ -2,14 +2,12 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../runtime/log.js';
 import { createRuntime } from '../runtime/task-runtime.js';
 import { describeStoreUrl } from '../store/open-store.js';
-import { listenStoreUrlFrom, storeUrlFrom } from './store-url.js';
 import type { CliIo } from './io.js';
 import { metricsTokenFrom, parseHostPort, serveOperatorEndpoints } from './operator-endpoints.js';
-import { startTraceSdk } from './trace-sdk.js';
 import { untilStopped } from './until-stopped.js';
 import {
   appFrom,
-  openStoreWaiting,
+  openCommandStore,
   journalLimitsFrom,
   positiveInt,
   retentionFrom,
@@ -51,16 +49,7 @@ export async function workerCommand(argv: string[], io: CliIo): Promise<number> 
   const app = appFrom(values);
   const tools = await toolsFrom(values);
   const logger = createLogger();
-  const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
-  const storeUrl = storeUrlFrom(values.store);
-  // Traces, when the OpenTelemetry environment asks for them: flushed at the end (`shutdown`).
-  const traces = await startTraceSdk();
-  const store = await openStoreWaiting(
-    storeUrl,
-    waitMs,
-    (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'),
-    listenStoreUrlFrom(values['listen-store']),
-  );
+  const { store, storeUrl, traces } = await openCommandStore(values, logger);
   // The same composition as `serve`, without a wire in front of it.
   const runtime = createRuntime({
     store,

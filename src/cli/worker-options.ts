@@ -9,7 +9,9 @@ import type { ExecutionHooks } from '../worker/task-executor.js';
 import type { WorkerOptions } from '../worker/worker.js';
 import { openStore } from '../store/open-store.js';
 import type { TaskStore } from '../store/types.js';
-import { STORE_USAGE_LINE } from './store-url.js';
+import type { Logger } from '../runtime/log.js';
+import { listenStoreUrlFrom, STORE_USAGE_LINE, storeUrlFrom } from './store-url.js';
+import { startTraceSdk, type TraceSdk } from './trace-sdk.js';
 import { appOfToolsModule, isToolsPath, loadToolsModule } from './tools-module.js';
 
 /** parseArgs options shared by `serve` and `worker`: where tasks live, which tools, how they run. */
@@ -64,6 +66,7 @@ export interface WorkerArgs {
   concurrency?: string | undefined;
   'lease-ms'?: string | undefined;
   'version-silence-ms'?: string | undefined;
+  'wait-for-store'?: string | undefined;
 }
 
 /** The named tool sets of `--tools`. */
@@ -170,7 +173,7 @@ export function positiveInt(flag: string, text: string): number {
  * Opens the store, retrying while it is unreachable (a database restarting, a container
  * starting in the wrong order) for up to `waitMs`; any other error, or the last one, is thrown.
  */
-export async function openStoreWaiting(url: string, waitMs: number, onRetry: (error: Error) => void, listenUrl?: string): Promise<TaskStore> {
+async function openStoreWaiting(url: string, waitMs: number, onRetry: (error: Error) => void, listenUrl?: string): Promise<TaskStore> {
   const giveUpAt = Date.now() + waitMs;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -181,4 +184,18 @@ export async function openStoreWaiting(url: string, waitMs: number, onRetry: (er
       await sleep(Math.min(250 * 2 ** attempt, 2000, Math.max(0, giveUpAt - Date.now())));
     }
   }
+}
+
+/**
+ * What `serve` and `worker` open before their runtime, in this order: the tracing SDK when the
+ * OpenTelemetry environment asks for it (its `shutdown` flushes the spans at the end), then the
+ * store of --store (and --listen-store), retried while unreachable for --wait-for-store.
+ */
+export async function openCommandStore(values: WorkerArgs, logger: Logger): Promise<{ store: TaskStore; storeUrl: string; traces: TraceSdk | null }> {
+  const waitMs = values['wait-for-store'] === undefined ? 30_000 : positiveInt('--wait-for-store', values['wait-for-store']);
+  const storeUrl = storeUrlFrom(values.store);
+  const listenUrl = listenStoreUrlFrom(values['listen-store']);
+  const traces = await startTraceSdk();
+  const store = await openStoreWaiting(storeUrl, waitMs, (error) => logger.warn({ err: error.message }, 'store unreachable; retrying'), listenUrl);
+  return { store, storeUrl, traces };
 }

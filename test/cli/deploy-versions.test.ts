@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, ROOT } from '../support/cli.js';
+import { ROOT } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 import { rpc } from '../support/stateless.js';
 import { until } from '../support/until.js';
 
@@ -62,12 +62,6 @@ export default [
 `;
 }
 
-interface WorkerProcess {
-  child: ChildProcess;
-  ready: Promise<void>;
-  exited: Promise<number | null>;
-}
-
 let dir: string;
 let url: string;
 let serve: ServeProcess;
@@ -76,7 +70,6 @@ const workers: WorkerProcess[] = [];
 /** Every worker counts another as gone after 2 s of silence, and a dead worker's lease lapses after 1 s. */
 function startWorker(version: 1 | 2 | 3, env: NodeJS.ProcessEnv = {}): WorkerProcess {
   const args = [
-    'worker',
     '--store',
     url,
     '--tools',
@@ -90,16 +83,7 @@ function startWorker(version: 1 | 2 | 3, env: NodeJS.ProcessEnv = {}): WorkerPro
     '--concurrency',
     '8',
   ];
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn', DEPLOY_LOG: join(dir, 'deploy.log'), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => /running/.test(d.toString()) && resolve());
-    void exited.then(() => reject(new Error('worker exited before it ran')));
-  });
-  const worker = { child, ready, exited };
+  const worker = spawnWorker(args, { env: { DEPLOY_LOG: join(dir, 'deploy.log'), ...env } });
   workers.push(worker);
   return worker;
 }

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,9 +6,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from '../support/cli.js';
 import { freshPooledUrl, poolerSkipReason } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
 // Servers and workers given only the URL of PgBouncer in transaction mode with pgbouncer=true
 // (the run's pooler runs DISCARD ALL after every transaction: whatever a process left in a
@@ -18,7 +17,7 @@ import { spawnServe, type ServeProcess } from '../support/serve-process.js';
 const skip = poolerSkipReason();
 let dir: string;
 let tokens: string;
-const running: Array<ServeProcess | ChildProcess> = [];
+const running: Array<ServeProcess | WorkerProcess> = [];
 const clients: Client[] = [];
 
 async function httpClient(url: string, headers: Record<string, string> = {}): Promise<Client> {
@@ -34,31 +33,17 @@ async function serve(args: string[]): Promise<ServeProcess> {
   return process;
 }
 
-function startWorker(args: string[]): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [BIN, 'worker', ...args, '--exports', join(dir, 'exports')], {
-    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.push(child);
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      if (/running/.test(d.toString())) resolve(child);
-    });
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${err}`)));
-  });
+async function startWorker(args: string[]): Promise<void> {
+  const worker = spawnWorker([...args, '--exports', join(dir, 'exports')]);
+  running.push(worker);
+  await worker.ready;
 }
 
 async function stopAll(): Promise<void> {
   await Promise.all(clients.splice(0).map((c) => c.close().catch(() => undefined)));
   await Promise.all(
     running.splice(0).map(async (p) => {
-      if ('stop' in p) return p.stop();
-      if (p.exitCode !== null) return;
-      const exited = new Promise((r) => p.once('exit', r));
-      p.kill('SIGTERM');
-      await exited;
+      await p.stop();
     }),
   );
 }

@@ -1,13 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BIN, ROOT } from '../support/cli.js';
+import { ROOT } from '../support/cli.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 import { rpc } from '../support/stateless.js';
 import { until } from '../support/until.js';
 
@@ -59,18 +60,10 @@ afterEach(async () => {
   await receiver.close();
 });
 
-function startWorker(): { child: ChildProcess; ready: Promise<void>; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [BIN, 'worker', '--store', url, '--tools', join(dir, 'tools.mjs'), '--app', APP], {
-    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn', ...otelEnv() },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => /running/.test(d.toString()) && resolve());
-    void exited.then(() => reject(new Error('worker exited before it ran')));
-  });
-  return { child, ready, exited };
+function startWorker(): WorkerProcess {
+  const worker = spawnWorker(['--store', url, '--tools', join(dir, 'tools.mjs'), '--app', APP], { env: otelEnv() });
+  children.add(worker.child);
+  return worker;
 }
 
 /** The spans from `span` up its parents, as far as the received spans go. */

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +8,10 @@ import { createTask } from '../../src/runtime/requests/create-task.js';
 import { openGuard } from '../../src/service/guard.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { ToolRegistry } from '../../src/tools/tool-registry.js';
-import { BIN, ROOT } from '../support/cli.js';
+import { ROOT } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { ALL_CAPS } from '../support/records.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 import { until } from '../support/until.js';
 
 // A rolling deploy of `tasklatch worker --tools` processes on one PostgreSQL schema: two modules
@@ -54,20 +55,11 @@ afterEach(async () => {
   await store.close();
 });
 
-function startWorker(module: string): { child: ChildProcess; exited: Promise<number | null> } {
-  const child = spawn(
-    process.execPath,
-    [BIN, 'worker', '--store', url, '--tools', join(dir, module), '--app', APP, '--lease-ms', '2000', '--version-silence-ms', '2000'],
-    { env: Object.assign({}, process.env, { TASKLATCH_LOG_LEVEL: 'warn' }), stdio: ['ignore', 'ignore', 'ignore'] },
-  );
-  children.add(child);
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => {
-      children.delete(child);
-      resolve(code);
-    }),
-  );
-  return { child, exited };
+function startWorker(module: string): WorkerProcess {
+  const worker = spawnWorker(['--store', url, '--tools', join(dir, module), '--app', APP, '--lease-ms', '2000', '--version-silence-ms', '2000']);
+  children.add(worker.child);
+  void worker.exited.then(() => children.delete(worker.child));
+  return worker;
 }
 
 /** The version a process loading `module` runs: computed here from the same file, as every process does. */

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, ROOT, runCli } from '../support/cli.js';
+import { ROOT, runCli } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 import { rpc } from '../support/stateless.js';
 import { until } from '../support/until.js';
 
@@ -76,29 +76,15 @@ export default [
 ];
 `;
 
-interface WorkerProcess {
-  child: ChildProcess;
-  ready: Promise<void>;
-  exited: Promise<number | null>;
-}
-
 let dir: string;
 let url: string;
 let serve: ServeProcess;
 const workers: WorkerProcess[] = [];
 
 function startWorker(): WorkerProcess {
-  const args = ['worker', '--store', url, '--tools', join(dir, 'tools.mjs'), '--app', APP, '--lease-ms', '1000'];
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn', WORLD_LOG: join(dir, 'world.log') },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const worker = spawnWorker(['--store', url, '--tools', join(dir, 'tools.mjs'), '--app', APP, '--lease-ms', '1000'], {
+    env: { WORLD_LOG: join(dir, 'world.log') },
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => /running/.test(d.toString()) && resolve());
-    void exited.then(() => reject(new Error('worker exited before it ran')));
-  });
-  const worker = { child, ready, exited };
   workers.push(worker);
   return worker;
 }
