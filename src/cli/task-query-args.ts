@@ -24,6 +24,8 @@ export interface TaskQueryArgs {
   limit?: string | undefined;
   page?: string | undefined;
   parked?: boolean | undefined;
+  sleeping?: boolean | undefined;
+  'waiting-event'?: boolean | undefined;
   parent?: string | undefined;
 }
 
@@ -61,6 +63,8 @@ export function parseTaskQuery(args: TaskQueryArgs, now: Millis): TaskQuery {
   if (args.since !== undefined) filter.createdSince = parseTime('--since', args.since, now);
   if (args.before !== undefined) filter.createdBefore = parseTime('--before', args.before, now);
   if (args.parked === true) filter.parked = true;
+  if (args.sleeping === true) filter.sleeping = true;
+  if (args['waiting-event'] === true) filter.waitingForEvent = true;
   if (args.parent !== undefined) filter.parentTaskId = nonEmpty('--parent', args.parent);
   const limit = args.limit === undefined ? 50 : Number(args.limit);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) {

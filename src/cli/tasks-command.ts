@@ -19,6 +19,8 @@ Looks at the tasks of every tenant in a store, and repairs them through the guar
     --tenant T --subject S --status S --app NAME --tool NAME --version V (the tool version it was admitted with)
     --since TIME --before TIME   created at/after, before (ISO date-time, or 15m, 2h, 7d ago)
     --parked             only tasks parked because their handler disagrees with their journal
+    --sleeping           only tasks in a durable sleep (or a retry's wait) that has not ended yet
+    --waiting-event      only tasks waiting in ctx.step.waitForEvent
     --parent ID          only the child tasks of task ID (started by its ctx.step.runTool)
     --limit N (default 50, at most 500)   --page TOKEN (printed after a page that has more)
   show ID                the record, lease, attempts and takeovers, parking, outbox entry, questions, steps,
@@ -49,6 +51,8 @@ const OPTIONS = {
   limit: { type: 'string' },
   page: { type: 'string' },
   parked: { type: 'boolean' },
+  sleeping: { type: 'boolean' },
+  'waiting-event': { type: 'boolean' },
   parent: { type: 'string' },
   as: { type: 'string' },
   data: { type: 'string' },
@@ -58,7 +62,7 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositi
 
 /** Flags that only some subcommands take: given to another, they are a mistake, said so. */
 const ONLY: Record<string, readonly (keyof Values)[]> = {
-  ls: ['tenant', 'subject', 'status', 'app', 'tool', 'version', 'since', 'before', 'limit', 'page', 'parked', 'parent'],
+  ls: ['tenant', 'subject', 'status', 'app', 'tool', 'version', 'since', 'before', 'limit', 'page', 'parked', 'sleeping', 'waiting-event', 'parent'],
   cancel: ['as'],
   'send-event': ['as', 'data'],
 };
