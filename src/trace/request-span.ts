@@ -21,6 +21,17 @@ export function requestSpan(method: RequestMethod, parent?: Context, taskId?: st
 }
 
 /**
+ * A span of an event sent to a task (`runtime.sendEvent`, `tasks send-event`, the operator's
+ * POST): not an MCP method, so an internal span named `send event` with no `mcp.method.name`,
+ * carrying the task it names; it ends with the outcome (`sent` or `refused`).
+ */
+export function sendEventSpan(taskId: string | undefined): Span {
+  const span = startSpan('send event', SpanKind.INTERNAL);
+  if (span.isRecording() && taskId !== undefined) span.setAttribute(SPAN_ATTRIBUTES.taskId, taskId);
+  return span;
+}
+
+/**
  * `fn(...args)`, a request's decision, under `span` (active while it runs when the span records,
  * so the store's round trips are its children); the span ends with the outcome's attributes
  * (`outcomeAttributes`) or its error. A span that records nothing costs no promise of its own.

@@ -121,4 +121,30 @@ describe('spans with an SDK registered', () => {
     expect(firstRun!.links).toEqual([]);
     expect(firstRun!.status.code).toBe(2);
   });
+
+  it('an event sent to a task: one internal span with the task and the outcome, its store round trips under it', async () => {
+    const r = createRuntime({ store: new MemoryStore(), tools: [twoSteps], logger: createLogger('silent'), sweepIntervalMs: 0, execute: false });
+    runtimes.push(r);
+    await r.start();
+    const created = await callTool(r, {
+      principal: { tenant: 'acme', subject: 'alice' },
+      params: { name: 'two_steps', arguments: {} },
+      headerKey: null,
+      asks: 'accepted',
+      clientTakesTasks: true,
+      context: () => ({}) as unknown as ToolContext,
+    });
+    if (created.kind !== 'task') throw new Error(`expected a task, got ${created.kind}`);
+    const { taskId } = created.record;
+    exporter.reset();
+    expect(await r.sendEvent({ taskId, type: 'approved', authKey: AUTH })).toMatchObject({ kind: 'sent', seq: 1 });
+    expect(await r.sendEvent({ taskId: 'no-such-task', type: 'approved', authKey: AUTH })).toMatchObject({ kind: 'refused', reason: 'not-found' });
+    const sends = exporter.getFinishedSpans().filter((s) => s.name === 'send event');
+    expect(sends.map((s) => [s.kind, s.attributes['tasklatch.task.id'], s.attributes['tasklatch.outcome'], s.attributes['mcp.method.name']])).toEqual([
+      [0, taskId, 'sent', undefined],
+      [0, 'no-such-task', 'refused', undefined],
+    ]);
+    const stores = exporter.getFinishedSpans().filter((s) => s.name.startsWith('store ') && parentOf(s) === sends[0]!.spanContext().spanId);
+    expect(stores.length).toBeGreaterThan(0);
+  });
 });

@@ -4,6 +4,7 @@ import { authKeyOf, type Principal } from '../../core/principal.js';
 import { encodeStepValue } from '../../core/step-value.js';
 import type { RequestHost } from './host.js';
 import { couldBeTask } from './task-id.js';
+import { sendEventSpan, traced } from '../../trace/request-span.js';
 
 /**
  * An event sent to a task (`runtime.sendEvent`): `type` is what the task's wait names
@@ -46,7 +47,11 @@ export function senderOf(request: Pick<SendEventRequest, 'principal' | 'authKey'
  * surface `event`, and the task's outbox entry due now when it waits (published, so a worker of
  * this process looks at once; other processes hear it from the store).
  */
-export async function sendEvent(host: Pick<RequestHost, 'guard'>, sender: EventSender, request: SendEventRequest): Promise<SendEventResult> {
+export function sendEvent(host: Pick<RequestHost, 'guard'>, sender: EventSender, request: SendEventRequest): Promise<SendEventResult> {
+  return traced(sendEventSpan(couldBeTask(request.taskId) ? request.taskId : undefined), undefined, storeEvent, host, sender, request);
+}
+
+async function storeEvent(host: Pick<RequestHost, 'guard'>, sender: EventSender, request: SendEventRequest): Promise<SendEventResult> {
   const { context: ctx } = host.guard;
   const invalid = (message: string): SendEventResult => ({ kind: 'refused', reason: 'invalid', message });
   if (!isEventType(request.type)) return invalid('an event type is text of 1 to 200 characters without control characters');
