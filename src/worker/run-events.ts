@@ -54,7 +54,7 @@ export interface RunEventMap {
   'run:waitsForInput': Record<string, never>;
   /** The run stopped at a store fault; the task runs again once the store is back. */
   'run:storeUnavailable': Record<string, never>;
-  /** The run stopped without a terminal write (its lease lost, its task expired). */
+  /** The run stopped without a terminal write (its lease lost, its task expired, ended otherwise or gone). */
   'run:stopped': { reason: string };
   /** The journal could not be read; it is read again while the lease holds. */
   'step:journalRetry': { err: Error; retry: number };

@@ -168,7 +168,10 @@ export class TaskExecutor {
       if (run.stopped === 'store unavailable') logger.emit('run:storeUnavailable', {});
       return;
     }
-    if (run.stopped === 'lease lost' || run.stopped === 'expired') {
+    // Stopped as `cancelled`, the run saw its task terminal (cancelled, or ended by another
+    // writer: final) or gone: a terminal or park write could only be refused. Sent, it cost a
+    // write and the read classifying its refusal, in the very moment the task's waiters are answered.
+    if (run.stopped === 'lease lost' || run.stopped === 'expired' || run.stopped === 'cancelled') {
       logger.emit('run:stopped', { reason: run.stopped });
       return;
     }

@@ -166,9 +166,11 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     expect((await stored(guard, taskId))?.status).toBe('cancelled');
   });
 
-  it('stops a handler from the terminal record its change carried, without reading the task again', async () => {
+  it('stops a handler from the terminal record its change carried, without reading the task again or writing after it', async () => {
     const store = await fresh('carried');
     const guard = guardOn(store);
+    const ended: string[] = [];
+    guard.context.events.add({ runEnded: (event) => ended.push(event.outcome) });
     const { tool, runs } = steeredTool();
     startWorker(guard, [tool], { pollMs: 60_000, heartbeatMs: 60_000, leaseMs: 180_000 });
     const taskId = await admit(guard);
@@ -184,11 +186,11 @@ describe.each(ALL_HARNESSES)('Worker on the $name store', (harness) => {
     await until(() => (run.signal.aborted ? true : undefined));
     expect(lookups).toEqual([]);
     guard.worker.lookup = lookup;
-    // Its result, offered after the stop, is refused by the stored terminal status.
-    await until(
-      async () => ((await store.auditTrail({ taskId })).some((e) => e.surface === 'transition' && e.decision.startsWith('BLOCK_')) ? true : undefined),
-      2000,
-    );
+    // Its result, offered after the stop, could only be refused by the stored terminal status: the run ends without writing it.
+    run.release();
+    await until(() => ended[0]);
+    expect(ended).toEqual(['cancelled']);
+    expect((await store.auditTrail({ taskId })).filter((e) => e.surface === 'transition' && e.decision !== 'APPLY_TRANSITION')).toEqual([]);
     expect((await stored(guard, taskId))?.status).toBe('cancelled');
   });
 

@@ -168,7 +168,9 @@ export class PostgresStore implements TaskStore {
   async admit(input: AdmitInput): Promise<AdmitOutcome> {
     refuseUnstorable('admit', input);
     const out = await admitIn(this.pool, this.writes, input);
-    if (out.decision === 'ACCEPT_TASK') this.notified(out.claimed == null ? [out.record] : [out.record, out.claimed]);
+    // Leased to this process's worker as admitted, the task is no other process's news: none can wait
+    // on it before this answers, nor claim it under the lease (told, each idle worker claimed in vain).
+    if (out.decision === 'ACCEPT_TASK' && out.claimed == null) this.notified([out.record]);
     return out;
   }
 
