@@ -8,7 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { awaitResult } from '../runtime/requests/await-result.js';
 import { cancelTask } from '../runtime/requests/cancel-task.js';
-import { getTask } from '../runtime/requests/get-task.js';
+import { getTask, ReadOfCaller } from '../runtime/requests/get-task.js';
 import { listTasks } from '../runtime/requests/list-tasks.js';
 import { listTools } from '../runtime/requests/list-tools.js';
 import { authKeyOf } from '../tools/principal.js';
@@ -33,7 +33,7 @@ export interface ReadCall {
  */
 export const SESSION_READS = {
   'tasks/get': async (session: SessionContext, params: { taskId: string }, call: ReadCall) =>
-    encodeTask(await getTask(session.server.runtime, { auth: await authOf(session, call), taskId: params.taskId, signal: call.signal })),
+    encodeTask(await getTask(session.server.runtime, new ReadOfCaller(await authOf(session, call), params.taskId, false, call))),
   'tasks/cancel': async (session: SessionContext, params: { taskId: string }, call: ReadCall) =>
     encodeCancel(await cancelTask(session.server.runtime, { auth: await authOf(session, call), taskId: params.taskId })),
   'tasks/list': async (session: SessionContext, params: { cursor?: string } | undefined, call: ReadCall) =>

@@ -2,7 +2,7 @@ import { META_KEYS, TASKS_EXTENSION } from '../core/meta-keys.js';
 import type { TaskRuntime } from '../runtime/task-runtime.js';
 import { answerTask } from '../runtime/requests/answer-task.js';
 import { cancelTask } from '../runtime/requests/cancel-task.js';
-import { getTask } from '../runtime/requests/get-task.js';
+import { getTask, ReadOfCaller } from '../runtime/requests/get-task.js';
 import { listTools } from '../runtime/requests/list-tools.js';
 import { acceptWatch } from '../runtime/requests/watch-tasks.js';
 import { authKeyOf } from '../tools/principal.js';
@@ -56,8 +56,7 @@ export function methodTable(runtime: TaskRuntime, options: MethodsOptions): Read
       'resources/read': async () => Promise.reject(invalidParams('Resource not found')),
       'prompts/get': async () => Promise.reject(invalidParams('Prompt not found')),
       'tools/call': (call) => callTool(runtime, call),
-      'tasks/get': async (call) =>
-        encodeTask(await getTask(runtime, { auth: authKeyOf(call.principal), taskId: taskIdOf(call, 'tasks/get'), withQuestions: true, signal: call.signal })),
+      'tasks/get': async (call) => encodeTask(await getTask(runtime, new ReadOfCaller(authKeyOf(call.principal), taskIdOf(call, 'tasks/get'), true, call))),
       'tasks/update': async (call) => {
         if (!declaresTasks(call.capabilities)) throw missingTasksExtension('tasks/update');
         const parsed = UpdateTaskParams.safeParse(call.params);

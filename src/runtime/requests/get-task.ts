@@ -13,8 +13,29 @@ export interface GetTaskRequest {
    * `tasks/get` inlines them; a 2025-11-25 requestor gets them on its `tasks/result` stream).
    */
   withQuestions?: boolean;
-  /** Fires when the requestor goes away: a store outage is then no longer waited out. */
+  /**
+   * Fires when the requestor goes away: a store outage is then no longer waited out. Read only
+   * while the questions of an `input_required` task are looked up (`ReadOfCaller` makes it then).
+   */
   signal?: AbortSignal;
+}
+
+/**
+ * A `tasks/get` whose signal is its caller's, read when the read needs it: the wires make a
+ * request's signal on first use (an `AbortController` each), and a poll of a working task never
+ * looks at it. A class: an object literal with a getter makes a hidden class of its own per request.
+ */
+export class ReadOfCaller implements GetTaskRequest {
+  constructor(
+    readonly auth: string,
+    readonly taskId: string,
+    readonly withQuestions: boolean,
+    private readonly caller: { readonly signal: AbortSignal },
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.caller.signal;
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { getTask } from '../../../src/runtime/requests/get-task.js';
+import { getTask, ReadOfCaller } from '../../../src/runtime/requests/get-task.js';
 import type { TaskRuntime } from '../../../src/runtime/task-runtime.js';
 import { admitted, ALICE, asking, BOB, CONFIRM, decisionsOf, memoryRuntime } from './support.js';
 
@@ -28,5 +28,21 @@ describe('getTask', () => {
     const out = await getTask(runtime, { auth: ALICE, taskId: task.taskId, withQuestions: true });
     expect(out).toMatchObject({ kind: 'task', record: { status: 'input_required' }, questions: { confirm: CONFIRM, again: CONFIRM } });
     expect(await getTask(runtime, { auth: ALICE, taskId: task.taskId })).toMatchObject({ kind: 'task', questions: null });
+  });
+
+  it("reads its caller's signal only to look up the questions of an input_required task", async () => {
+    const task = await admitted(runtime);
+    let reads = 0;
+    const caller = {
+      get signal(): AbortSignal {
+        reads += 1;
+        return new AbortController().signal;
+      },
+    };
+    expect(await getTask(runtime, new ReadOfCaller(ALICE, task.taskId, true, caller))).toMatchObject({ kind: 'task', questions: null });
+    expect(reads).toBe(0);
+    await asking(runtime, task, { confirm: CONFIRM });
+    expect(await getTask(runtime, new ReadOfCaller(ALICE, task.taskId, true, caller))).toMatchObject({ questions: { confirm: CONFIRM } });
+    expect(reads).toBe(1);
   });
 });
