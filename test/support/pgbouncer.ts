@@ -12,6 +12,8 @@ export const PGBOUNCER_BIN = process.env.TASKLATCH_PGBOUNCER ?? '/usr/sbin/pgbou
 export interface Pooler {
   /** `postgres://…` of the pooler, same user and database as the server's URL, no parameters. */
   url: string;
+  /** The PgBouncer process's id (its CPU in /proc/<pid>/stat). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -86,7 +88,7 @@ export async function startPgbouncer(serverUrl: string, options: PoolerOptions =
   url.port = String(port);
   url.hostname = '127.0.0.1';
   url.search = '';
-  return { url: url.toString(), stop };
+  return { url: url.toString(), pid: child.pid, stop };
 }
 
 /** Resolves when PgBouncer logs that it is up; rejects when it exits first or takes 15 s. */
