@@ -185,6 +185,42 @@ describe('PostgreSQL claim round trips', () => {
     expect(problems).toEqual(['second claim walk failed']);
     expect((await store.get({ authKey: b.authKey, taskId: b.taskId, now: NOW })).record).toMatchObject({ version: b.version, attempt: 0, leaseOwner: null });
   });
+
+  it('a walk PostgreSQL rolled back to break a deadlock runs again; past three, the error is the caller’s', async () => {
+    const store = await fresh('claim_deadlock_victim');
+    // The server's own 40P01 on the claim's task write, for the first `faults` walks: a sequence
+    // counts them, since nothing else a rolled-back transaction wrote is kept.
+    const failFirst = async (faults: number) => {
+      await store.pool.query(`
+        DROP TRIGGER IF EXISTS deadlock_victim ON tasks;
+        DROP SEQUENCE IF EXISTS walks;
+        CREATE SEQUENCE walks;
+        CREATE OR REPLACE FUNCTION deadlock_victim() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.lease_owner IS NOT NULL AND nextval('walks') <= ${faults} THEN
+            RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01';
+          END IF;
+          RETURN NEW;
+        END $$;
+        CREATE TRIGGER deadlock_victim BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION deadlock_victim();`);
+    };
+    const walks = async () => Number((await store.pool.query<{ n: string }>('SELECT last_value AS n FROM walks')).rows[0]!.n);
+    const a = (await store.admit(admission())).record!;
+    await failFirst(2);
+    const claimed = await store.claim(claimOf('w1'));
+    expect(claimed.map((r) => [r.taskId, r.leaseOwner, r.attempt])).toEqual([[a.taskId, 'w1', 1]]);
+    expect(await walks()).toBe(3);
+    // One claim, one audit line: the rolled-back walks left nothing.
+    const trail = (await store.auditTrail({ taskId: a.taskId })).filter((l) => l.detail?.startsWith('claim ') === true);
+    expect(trail).toHaveLength(1);
+
+    const b = (await store.admit(admission({ now: NOW + 1 }))).record!;
+    await failFirst(3);
+    const error = await store.claim(claimOf('w2')).catch((e: unknown) => e);
+    expect((error as { code?: unknown }).code).toBe('40P01');
+    expect(await walks()).toBe(3);
+    expect((await store.get({ authKey: b.authKey, taskId: b.taskId, now: NOW })).record).toMatchObject({ version: b.version, attempt: 0, leaseOwner: null });
+  });
 });
 
 describe('SQL literals of arrays', () => {

@@ -69,17 +69,13 @@ export async function claimIn(
   abandoned: Change[],
   onProblem: (message: string, fields: Record<string, unknown>) => void,
 ): Promise<TaskRecord[]> {
-  const walk = await inShortTransaction(pool, (tx) => claimWalk(tx, input, abandoned, true), CLAIM_SETTINGS);
+  const walk = await walkCommitted(pool, input, abandoned, true);
   let claimed = walk.claimed;
   if (walk.refused > 0) {
     // The guard refused a claim in the write that committed, where it could not be judged
     // again; a second walk keeps every write before its COMMIT and judges such an entry anew.
     try {
-      const again = await inShortTransaction(
-        pool,
-        (tx) => claimWalk(tx, Object.assign({}, input, { limit: input.limit - claimed.length }), abandoned, false),
-        CLAIM_SETTINGS,
-      );
+      const again = await walkCommitted(pool, Object.assign({}, input, { limit: input.limit - claimed.length }), abandoned, false);
       claimed = [...claimed, ...again.claimed];
     } catch (error) {
       // The first walk's claims are committed: returned, they run now instead of after their leases.
@@ -88,6 +84,29 @@ export async function claimIn(
     }
   }
   return claimed;
+}
+
+/**
+ * SQLSTATEs of a transaction PostgreSQL rolled back whole to break a deadlock or a serialization
+ * conflict: nothing of it is stored, so the walk runs again at once, as the claimer's next poll
+ * would, instead of failing the claim. Up to WALK_ATTEMPTS walks; then the error is thrown.
+ */
+const ROLLED_BACK_WHOLE = new Set(['40P01', '40001']);
+const WALK_ATTEMPTS = 3;
+
+/** One claim walk in its own transaction, run again when PostgreSQL rolled it back whole; what it abandoned is added once it committed. */
+async function walkCommitted(pool: pg.Pool, input: ClaimInput, abandoned: Change[], fast: boolean): Promise<ClaimWalk> {
+  for (let attempt = 1; ; attempt++) {
+    const ended: Change[] = [];
+    try {
+      const walk = await inShortTransaction(pool, (tx) => claimWalk(tx, input, ended, fast), CLAIM_SETTINGS);
+      abandoned.push(...ended);
+      return walk;
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (attempt >= WALK_ATTEMPTS || typeof code !== 'string' || !ROLLED_BACK_WHOLE.has(code)) throw error;
+    }
+  }
 }
 
 /**
