@@ -84,11 +84,13 @@ interface AdmittedRow {
 }
 
 /**
- * The record as the admission statement stored it: `written`, whose columns went in as its
- * parameters and read back as they went in, with the request as the store gave it back.
+ * The record as the admission statement stored it: `written` (this admission's own record, set
+ * in place), whose columns went in as its parameters and read back as they went in, with the
+ * request as the store gave it back.
  */
 function asStored(written: TaskRecord, row: AdmittedRow): TaskRecord {
-  return Object.assign({}, written, { request: row.request });
+  written.request = row.request;
+  return written;
 }
 
 /**
