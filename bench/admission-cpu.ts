@@ -27,12 +27,13 @@ import { roundTrips } from './lib/round-trips.js';
 import { linkMigrations } from './lib/migrations-link.js';
 import { wireAdmitter } from './lib/wire-admission.js';
 import { createTask } from '../src/runtime/requests/create-task.js';
+import { startCpuWindow, type CpuSample } from './lib/backend-cpu.js';
 
 /**
  * `node dist/bench/bench/admission-cpu.js <sqlite|postgres> <mcp|http|wire|service|ceiling> [ops] [requestors]`:
  * one admission variant alone, `requestors` at once, and per admission: this process's CPU, the
  * SQLite statements run (transactions' BEGIN and COMMIT not counted) or the PostgreSQL round
- * trips. Run it under `node --cpu-prof` to see where the CPU goes.
+ * trips and the CPU of the store's backends. Run it under `node --cpu-prof` to see where the CPU goes.
  */
 
 let statements = 0;
@@ -71,6 +72,8 @@ async function main(): Promise<void> {
   const cleanups: Array<() => Promise<void>> = [];
   let server: TaskServer;
   let ceiling: (w: number, n: number) => Promise<void>;
+  // The store's backends (PostgreSQL), told apart by their application name.
+  let backendWindow: (() => Promise<() => Promise<CpuSample>>) | null = null;
   if (kind === 'sqlite') {
     const dir = await mkdtemp(join(tmpdir(), 'tasklatch-cpu-'));
     const path = join(dir, 'admission.db');
@@ -88,11 +91,16 @@ async function main(): Promise<void> {
     const schema = `tlcpu_${process.pid}`;
     const url = new URL(process.env.TASKLATCH_BENCH_PG_URL ?? DEFAULT_BENCH_PG_URL);
     url.searchParams.set('schema', schema);
+    url.searchParams.set('application_name', schema);
     const store = await PostgresStore.open(url.toString());
     server = await tasklatchServer(store, { execute: false, rotateAuthKeys: true });
     const pool = schemaPool(process.env.TASKLATCH_BENCH_PG_URL ?? DEFAULT_BENCH_PG_URL, schema, 20);
     ceiling = (w, n) => pgCeiling(pool, `ceiling/${w}`, n);
+    const monitor = new pg.Client({ connectionString: process.env.TASKLATCH_BENCH_PG_URL ?? DEFAULT_BENCH_PG_URL });
+    await monitor.connect();
+    backendWindow = () => startCpuWindow(monitor, { applicationName: schema });
     cleanups.push(async () => {
+      await monitor.end();
       await pool.end();
       await server.close();
       await store.close();
@@ -148,15 +156,18 @@ async function main(): Promise<void> {
   timings.clear();
   const s0 = statements;
   const r0 = roundTrips();
+  const backends = await backendWindow?.();
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   await run(ops);
   const wall = performance.now() - t0;
   const cpu = process.cpuUsage(c0);
+  const pgCpu = await backends?.();
   const perOp = (x: number) => (x / ops).toFixed(2);
   console.log(
     `${kind} ${variant} @${requestors}: ${Math.round((ops * 1000) / wall)}/s, node CPU ${perOp(cpu.user + cpu.system)} µs/op,` +
-      ` ${perOp(statements - s0)} statements/op, ${perOp(roundTrips() - r0)} pg round trips/op`,
+      ` ${perOp(statements - s0)} statements/op, ${perOp(roundTrips() - r0)} pg round trips/op` +
+      (pgCpu === undefined ? '' : `, backends' CPU ${perOp(pgCpu.pgMs * 1000)} µs/op`),
   );
   for (const [sql, ms] of [...timings].sort((a, b) => b[1] - a[1])) console.log(`  ${((ms * 1000) / ops).toFixed(1).padStart(7)} µs/op  ${sql}`);
   await Promise.allSettled(clients.map((c) => c.close()));

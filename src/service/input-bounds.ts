@@ -38,21 +38,40 @@ function checkKey(key: unknown, where: string): void {
   if (!isStorableText(key)) throw new TasklatchError('INVALID_INPUT', `${where} holds a NUL or an unpaired surrogate`);
 }
 
+/** A value of the walk, with where it is: its path is spelled out only for the message of a refusal. */
+interface Walked {
+  value: unknown;
+  depth: number;
+  /** The object or array holding it (null for the walk's root), and its key or index there. */
+  parent: Walked | null;
+  name: string;
+}
+
+/** `where`, then `.name` (its first 40 characters) for each step down to `at`. */
+function pathOf(where: string, at: Walked): string {
+  return at.parent === null ? where : `${pathOf(where, at.parent)}.${at.name.slice(0, 40)}`;
+}
+
 /** An iterative walk: a recursive one is what deep input would overflow. */
 function checkJson(value: unknown, where: string): void {
-  const stack: Array<{ value: unknown; depth: number; path: string }> = [{ value, depth: 0, path: where }];
+  const stack: Walked[] = [{ value, depth: 0, parent: null, name: '' }];
   while (stack.length > 0) {
-    const { value: v, depth, path } = stack.pop()!;
+    const at = stack.pop()!;
+    const { value: v, depth } = at;
     if (typeof v === 'string') {
-      if (!isStorableText(v)) throw new TasklatchError('INVALID_INPUT', `${path} holds a NUL or an unpaired surrogate`);
+      if (!isStorableText(v)) throw new TasklatchError('INVALID_INPUT', `${pathOf(where, at)} holds a NUL or an unpaired surrogate`);
       continue;
     }
     if (typeof v !== 'object' || v === null) continue;
     if (depth >= INPUT_BOUNDS.jsonDepth) throw new TasklatchError('INVALID_INPUT', `${where} is nested deeper than ${INPUT_BOUNDS.jsonDepth} levels`);
-    const entries = Array.isArray(v) ? v.map((item, i) => [String(i), item] as const) : Object.entries(v);
-    for (const [name, item] of entries) {
-      if (!isStorableText(name)) throw new TasklatchError('INVALID_INPUT', `${path} has a key with a NUL or an unpaired surrogate`);
-      stack.push({ value: item, depth: depth + 1, path: `${path}.${name.slice(0, 40)}` });
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) stack.push({ value: v[i] as unknown, depth: depth + 1, parent: at, name: String(i) });
+      continue;
+    }
+    for (const name in v) {
+      if (!Object.hasOwn(v, name)) continue;
+      if (!isStorableText(name)) throw new TasklatchError('INVALID_INPUT', `${pathOf(where, at)} has a key with a NUL or an unpaired surrogate`);
+      stack.push({ value: (v as Record<string, unknown>)[name], depth: depth + 1, parent: at, name });
     }
   }
 }

@@ -93,4 +93,30 @@ describe('PostgreSQL admission with its claim in one statement', () => {
     const outbox = (await store.pool.query('SELECT task_id, claimed_by FROM task_outbox')).rows;
     expect(outbox).toEqual([{ task_id: 'keyed', claimed_by: 'w1' }]);
   });
+
+  it('answers each admission with the record a read of the stored task gives, the request as jsonb orders its keys', async () => {
+    const store = await storeAt('admit_answer');
+    // Keys out of jsonb's order (shorter keys first): the answer has them as the store keeps them.
+    const request = { method: 'tools/call', params: { name: 'slow', arguments: { zz: 1, a: { yy: 2, b: 3 } }, _meta: { x: 1 } } };
+    const stored = async (taskId: string, now = PG_NOW) => {
+      const found = await store.get({ authKey: 'tenant-a/alice', taskId, now });
+      if (found.decision !== 'FOUND') throw new Error(`expected FOUND, got ${found.decision}`);
+      return JSON.stringify(found.record);
+    };
+    const bare = admitted(await store.admit(pgAdmission({ taskId: 'bare', request })));
+    expect(JSON.stringify(bare.record)).toBe(await stored('bare'));
+    expect(JSON.stringify(bare.record.request)).toBe(
+      '{"method":"tools/call","params":{"name":"slow","_meta":{"x":1},"arguments":{"a":{"b":3,"yy":2},"zz":1}}}',
+    );
+    const keyed = admitted(await store.admit(pgAdmission({ taskId: 'keyed', request, idempotencyKey: 'k', ttl: 1000, maxActive: 10 })));
+    expect(JSON.stringify(keyed.record)).toBe(await stored('keyed'));
+    const claimed = admitted(await store.admit(pgAdmission({ taskId: 'claimed', request, claim: CLAIM })));
+    expect(JSON.stringify(claimed.claimed)).toBe(await stored('claimed'));
+    expect(JSON.stringify(claimed.record.request)).toBe(JSON.stringify(bare.record.request));
+    // The key's holder expired: the insert finds the key taken, and the transaction that
+    // releases it admits the task.
+    const later = PG_NOW + 5000;
+    const again = admitted(await store.admit(pgAdmission({ taskId: 'again', request, idempotencyKey: 'k', ttl: 1000, maxActive: 10, now: later })));
+    expect(JSON.stringify(again.record)).toBe(await stored('again', later));
+  });
 });

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { prepared, sqlLiteral, withLiterals } from '../../src/store/postgres/prepared.js';
@@ -245,5 +245,17 @@ describe('SQL literals of arrays', () => {
     expect(sqlLiteral([0.5])).toBeNull();
     expect(sqlLiteral([{ a: 1 }])).toBeNull();
     expect(sqlLiteral([2 ** 60])).toBeNull();
+  });
+});
+
+describe('SQL literals of strings', () => {
+  it("are pg's own escapeLiteral, and read back as the parameter would", async () => {
+    const store = await fresh('string_literals');
+    const texts = ['', 'plain', "it's", "''", 'back\\slash', "both ' and \\ and \\'", '{"a":"x\\"y","b":"it\'s"}', 'ünï ✓ 😀'];
+    for (const text of texts) {
+      expect(sqlLiteral(text)).toBe(pg.escapeLiteral(text));
+      const read = (await store.pool.query<{ v: string }>(`SELECT ${sqlLiteral(text)}::text AS v`)).rows[0]!.v;
+      expect(read).toBe(text);
+    }
   });
 });

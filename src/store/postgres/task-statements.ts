@@ -100,6 +100,11 @@ export function appliedTransition(sets: readonly string[], terminal: boolean): s
  * correlation id, $29 its detail). The committed state is the one an insert and then the claim's
  * UPDATE leave in one transaction, without the row version, index entries and outbox update the
  * UPDATE cost.
+ *
+ * It answers with the stored request alone, one row when the task was inserted: every other
+ * column holds the parameter as given, which the caller has already; the request comes back as
+ * jsonb keeps it (its keys in jsonb's order), as any later read of the task gives it. A row of
+ * every column cost the caller more to decode than the rest of the admission's answer.
  */
 function admission(claimed: boolean): string {
   const outbox = claimed
@@ -131,7 +136,7 @@ function admission(claimed: boolean): string {
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT created_at_ms, 'create', 'ACCEPT_TASK', auth_key, task_id, correlation_id, NULL, NULL, NULL FROM inserted${claimLine}
   )
-  SELECT inserted.* FROM inserted`;
+  SELECT inserted.request FROM inserted`;
 }
 
 /** The records role's statements, by name. */

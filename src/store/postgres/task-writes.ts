@@ -59,24 +59,38 @@ export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: Admit
       orderKey: `0:${input.authKey}`,
       prepared: [claimed === null ? preparedAdmit : preparedAdmitClaimed],
     });
-    const row = (inserted?.rows as TaskRow[] | undefined)?.[0];
+    const row = (inserted?.rows as AdmittedRow[] | undefined)?.[0];
     if (row !== undefined) {
-      const record = rowToRecord(row);
-      return claimed === null
-        ? { decision: 'ACCEPT_TASK', record, claimed: null }
-        : { decision: 'ACCEPT_TASK', record: claimed.admitted(record), claimed: record };
+      if (claimed === null) return { decision: 'ACCEPT_TASK', record: asStored(admitted, row), claimed: null };
+      const record = asStored(claimed.leased, row);
+      return { decision: 'ACCEPT_TASK', record: claimed.admitted(record), claimed: record };
     }
   } else if (bare) {
     // A value without an exact literal: the parameterised insert (it cannot conflict: task ids are unique).
-    const inserted = await pool.query<TaskRow>(sql.admitTask, params);
-    if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
+    const inserted = await pool.query<AdmittedRow>(sql.admitTask, params);
+    if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: asStored(admitted, inserted.rows[0]) };
   }
   if (bare) throw new TasklatchError('INTERNAL', `admission of task ${input.taskId} inserted nothing`);
   return inTransaction(
     pool,
-    (client) => admitInTransaction(client, input, params),
+    (client) => admitInTransaction(client, input, admitted, params),
     () => admissionPrelude(input),
   );
+}
+
+/** What the admission statement answers for an inserted task (see `sql.admitTask`). */
+interface AdmittedRow {
+  request: unknown;
+}
+
+/**
+ * The record as the admission statement stored it: `written` (this admission's own record, set
+ * in place), whose columns went in as its parameters and read back as they went in, with the
+ * request as the store gave it back.
+ */
+function asStored(written: TaskRecord, row: AdmittedRow): TaskRecord {
+  written.request = row.request;
+  return written;
 }
 
 /**
@@ -92,7 +106,7 @@ function claimOnAdmission(
   input: AdmitInput,
   admitted: TaskRecord,
   bounds: readonly unknown[],
-): { statement: string; admitted: (claimed: TaskRecord) => TaskRecord } | null {
+): { statement: string; leased: TaskRecord; admitted: (claimed: TaskRecord) => TaskRecord } | null {
   const claim = input.claim;
   if (claim == null) return null;
   if (decideDispatch(admitted, input.now, claim.maxAttempts).kind !== 'claim') return null;
@@ -107,6 +121,7 @@ function claimOnAdmission(
   if (statement === null) return null;
   return {
     statement,
+    leased,
     admitted: (stored) =>
       Object.assign({}, stored, {
         version: admitted.version,
@@ -161,15 +176,15 @@ function admitLockKey(authKey: string): string {
   return `tasklatch:admit:${authKey}`;
 }
 
-async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, params: unknown[]): Promise<AdmitOutcome> {
+async function admitInTransaction(client: pg.PoolClient, input: AdmitInput, admitted: TaskRecord, params: unknown[]): Promise<AdmitOutcome> {
   for (let attempt = 0; attempt < ADMIT_ATTEMPTS; attempt++) {
     if (attempt > 0 && input.idempotencyKey !== null) {
       await client.query(sql.releaseExpiredKey, [input.authKey, input.idempotencyKey, input.now]);
     }
     // The insert checks both bounds itself, under the per-auth-key lock; the counts below only
     // classify an insert that did not happen.
-    const inserted = await client.query<TaskRow>(sql.admitTask, params);
-    if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: rowToRecord(inserted.rows[0]) };
+    const inserted = await client.query<AdmittedRow>(sql.admitTask, params);
+    if (inserted.rows[0] !== undefined) return { decision: 'ACCEPT_TASK', record: asStored(admitted, inserted.rows[0]) };
     const found = input.idempotencyKey === null ? null : await client.query<TaskRow>(sql.selectByKey, [input.authKey, input.idempotencyKey]);
     const prior = found?.rows[0] === undefined ? null : rowToRecord(found.rows[0]);
     const activeCount = input.maxActive == null ? 0 : await countActive(client, input);
