@@ -34,6 +34,32 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
   return new Html(out);
 }
 
+/** A `<table id>` of `rows`, under a header row of `headings` (none when there are none). */
+export function table(id: string, headings: readonly string[], rows: readonly Html[]): Html {
+  return html`<table id="${id}">
+    ${
+      headings.length === 0
+        ? ''
+        : html`<thead>
+            <tr>
+              ${headings.map((h) => html`<th>${h}</th>`)}
+            </tr>
+          </thead>`
+    }
+    <tbody>
+      ${rows}
+    </tbody>
+  </table>`;
+}
+
+/** A page section titled `title`: `none` (muted) when `rows` is empty, else their table. */
+export function tableSection(title: string, none: string, id: string, headings: readonly string[], rows: readonly Html[]): Html {
+  return html`<section>
+    <h2>${title}</h2>
+    ${rows.length === 0 ? html`<p class="muted">${none}</p>` : table(id, headings, rows)}
+  </section>`;
+}
+
 /** A value as indented JSON text, for a `<pre>` (escaped like any other text when interpolated). */
 export function jsonText(value: unknown): string {
   if (value === undefined) return '(none)';

@@ -1,7 +1,7 @@
 import { principalOf } from '../core/principal.js';
 import { TASK_STATUSES, type Millis, type TaskRecord } from '../core/types.js';
 import type { OperatorPage } from '../store/task-operations.js';
-import { html, taskPath, type Html } from './html.js';
+import { html, table, taskPath, type Html } from './html.js';
 import { at, duration, page } from './layout.js';
 import { encodeAfter, LIST_STATES } from './list-query.js';
 
@@ -71,24 +71,7 @@ export function listPage(params: URLSearchParams, found: OperatorPage, now: Mill
   });
   const body: Html = html`<h1>Tasks</h1>
     ${filters} ${problem === null ? '' : html`<p class="error" role="alert">${problem}</p>`}
-    <table id="tasks">
-      <thead>
-        <tr>
-          <th>task</th>
-          <th>status</th>
-          <th>tenant</th>
-          <th>subject</th>
-          <th>app</th>
-          <th>tool</th>
-          <th>version</th>
-          <th>created</th>
-          <th></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${rows}
-      </tbody>
-    </table>
+    ${table('tasks', ['task', 'status', 'tenant', 'subject', 'app', 'tool', 'version', 'created', ''], rows)}
     ${found.records.length === 0 ? html`<p class="muted" id="empty">no tasks match</p>` : ''}
     <nav class="pages">
       ${params.has('after') ? html`<a href="/console?${new URLSearchParams([...params].filter(([k]) => k !== 'after')).toString()}">first page</a> ` : ''}${next === null ? '' : html`<a id="next" href="/console?${nextParams.toString()}">next page</a>`}

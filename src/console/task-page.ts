@@ -1,6 +1,6 @@
 import { principalOf } from '../core/principal.js';
 import { isTerminal, type Millis } from '../core/types.js';
-import { html, jsonText, taskPath, type Html } from './html.js';
+import { html, jsonText, table, tableSection, taskPath, type Html } from './html.js';
 import { at, duration, page } from './layout.js';
 import { statusHistory, type TaskView } from './task-view.js';
 
@@ -71,61 +71,43 @@ export function taskPage(view: TaskView, now: Millis): string {
     </table>
     ${terminal ? '' : html`<p><a id="cancel" href="${taskPath(record.taskId, '/cancel')}">Cancel this task…</a></p>`}`;
   const body = html`${summary} ${outcomeSection(view)} ${timelineSection(view)} ${historySection(view)}
-    <section>
-      <h2>Questions and answers</h2>
-      ${
-        inputs.length === 0
-          ? html`<p class="muted">none</p>`
-          : html`<table id="questions">
-              <thead>
-                <tr>
-                  <th>key</th>
-                  <th>asked</th>
-                  <th>question</th>
-                  <th>answer</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${inputs.map(
-                  (q) =>
-                    html`<tr>
-                      <td class="mono">${q.key}</td>
-                      <td>${at(q.askedAt)}</td>
-                      <td><pre>${jsonText(q.request)}</pre></td>
-                      <td>
-                        ${
-                          q.answeredAt === null
-                            ? html`<span class="muted">waiting${q.deadlineAt === null ? '' : html` until ${at(q.deadlineAt)}`}</span>`
-                            : html`${at(q.answeredAt)}
-                                <pre>${jsonText(q.response)}</pre>`
-                        }
-                      </td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>`
-      }
-    </section>
-    <section>
-      <h2>Children</h2>
-      ${
-        view.children.length === 0
-          ? html`<p class="muted">none</p>`
-          : html`<table id="children">
-              <tbody>
-                ${view.children.map(
-                  (c) =>
-                    html`<tr>
-                      <td class="id"><a href="${taskPath(c.taskId)}">${c.taskId}</a></td>
-                      <td><span class="status status-${c.status}">${c.status}</span></td>
-                      <td>${c.toolName ?? ''}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>`
-      }
-    </section>
-    ${eventsSection(view)} ${auditSection(view)}`;
+  ${tableSection(
+    'Questions and answers',
+    'none',
+    'questions',
+    ['key', 'asked', 'question', 'answer'],
+    inputs.map(
+      (q) =>
+        html`<tr>
+          <td class="mono">${q.key}</td>
+          <td>${at(q.askedAt)}</td>
+          <td><pre>${jsonText(q.request)}</pre></td>
+          <td>
+            ${
+              q.answeredAt === null
+                ? html`<span class="muted">waiting${q.deadlineAt === null ? '' : html` until ${at(q.deadlineAt)}`}</span>`
+                : html`${at(q.answeredAt)}
+                    <pre>${jsonText(q.response)}</pre>`
+            }
+          </td>
+        </tr>`,
+    ),
+  )}
+  ${tableSection(
+    'Children',
+    'none',
+    'children',
+    [],
+    view.children.map(
+      (c) =>
+        html`<tr>
+          <td class="id"><a href="${taskPath(c.taskId)}">${c.taskId}</a></td>
+          <td><span class="status status-${c.status}">${c.status}</span></td>
+          <td>${c.toolName ?? ''}</td>
+        </tr>`,
+    ),
+  )}
+  ${eventsSection(view)} ${auditSection(view)}`;
   return page(`Task ${record.taskId}`, body, terminal ? null : { url: `/console/api${taskPath(record.taskId).slice('/console'.length)}` });
 }
 
@@ -204,108 +186,68 @@ function timelineSection(view: TaskView): Html {
   });
   return html`<section>
     <h2>Steps</h2>
-    <table id="steps">
-      <thead>
-        <tr>
-          <th>#</th>
-          <th>name</th>
-          <th>kind</th>
-          <th>status</th>
-          <th>attempts</th>
-          <th>started</th>
-          <th>took</th>
-          <th>wait</th>
-          <th>timeline</th>
-          <th>value / error</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${rows}
-      </tbody>
-    </table>
+    ${table('steps', ['#', 'name', 'kind', 'status', 'attempts', 'started', 'took', 'wait', 'timeline', 'value / error'], rows)}
   </section>`;
 }
 
 function historySection(view: TaskView): Html {
   const history = statusHistory(view.audit);
-  return html`<section>
-    <h2>Status history</h2>
-    ${
-      history.length === 0
-        ? html`<p class="muted">no status written</p>`
-        : html`<table id="history">
-            <tbody>
-              ${history.map(
-                (h) =>
-                  html`<tr>
-                    <td>${at(h.at)}</td>
-                    <td><span class="status status-${h.status}">${h.status}</span></td>
-                    <td>v${h.version ?? ''}</td>
-                    <td>${h.decision}${h.takeover ? html` <strong>takeover</strong>` : ''}</td>
-                    <td class="mono">${h.correlationId}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>`
-    }
-  </section>`;
+  return tableSection(
+    'Status history',
+    'no status written',
+    'history',
+    [],
+    history.map(
+      (h) =>
+        html`<tr>
+          <td>${at(h.at)}</td>
+          <td><span class="status status-${h.status}">${h.status}</span></td>
+          <td>v${h.version ?? ''}</td>
+          <td>${h.decision}${h.takeover ? html` <strong>takeover</strong>` : ''}</td>
+          <td class="mono">${h.correlationId}</td>
+        </tr>`,
+    ),
+  );
 }
 
 function eventsSection(view: TaskView): Html {
   const events = view.audit.filter((l) => l.surface === 'event');
-  return html`<section>
-    <h2>Events</h2>
-    ${
-      events.length === 0
-        ? html`<p class="muted">none</p>`
-        : html`<table id="events">
-            <tbody>
-              ${events.map(
-                (e) =>
-                  html`<tr>
-                    <td>${at(e.at)}</td>
-                    <td class="mono">${e.detail ?? ''}</td>
-                    <td>${e.decision}</td>
-                    <td>${e.authKey}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>`
-    }
-  </section>`;
+  return tableSection(
+    'Events',
+    'none',
+    'events',
+    [],
+    events.map(
+      (e) =>
+        html`<tr>
+          <td>${at(e.at)}</td>
+          <td class="mono">${e.detail ?? ''}</td>
+          <td>${e.decision}</td>
+          <td>${e.authKey}</td>
+        </tr>`,
+    ),
+  );
 }
 
 function auditSection(view: TaskView): Html {
   return html`<section>
     <h2>Audit</h2>
-    <table id="audit">
-      <thead>
-        <tr>
-          <th>at</th>
-          <th>surface</th>
-          <th>decision</th>
-          <th>auth key</th>
-          <th>status</th>
-          <th>correlation</th>
-          <th>detail</th>
-          <th>count</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${view.audit.map(
-          (l) =>
-            html`<tr>
-              <td>${at(l.at)}${l.lastAt === undefined || l.lastAt === l.at ? '' : html` – ${at(l.lastAt)}`}</td>
-              <td>${l.surface}</td>
-              <td>${l.decision}</td>
-              <td>${l.authKey}</td>
-              <td>${l.status ?? ''}${l.version === null || l.version === undefined ? '' : html` v${l.version}`}</td>
-              <td class="mono">${l.correlationId}</td>
-              <td>${l.detail ?? ''}</td>
-              <td>${l.count ?? ''}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
+    ${table(
+      'audit',
+      ['at', 'surface', 'decision', 'auth key', 'status', 'correlation', 'detail', 'count'],
+      view.audit.map(
+        (l) =>
+          html`<tr>
+            <td>${at(l.at)}${l.lastAt === undefined || l.lastAt === l.at ? '' : html` – ${at(l.lastAt)}`}</td>
+            <td>${l.surface}</td>
+            <td>${l.decision}</td>
+            <td>${l.authKey}</td>
+            <td>${l.status ?? ''}${l.version === null || l.version === undefined ? '' : html` v${l.version}`}</td>
+            <td class="mono">${l.correlationId}</td>
+            <td>${l.detail ?? ''}</td>
+            <td>${l.count ?? ''}</td>
+          </tr>`,
+      ),
+    )}
   </section>`;
 }
