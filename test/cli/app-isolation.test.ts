@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,9 +6,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, ROOT, runCli } from '../support/cli.js';
+import { ROOT, runCli } from '../support/cli.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
 // Two applications on one PostgreSQL schema, each with a tool named `build_report` (other
 // arguments, another result), each served by `serve --no-workers` and run by `worker`: every
@@ -37,35 +37,11 @@ export default [{
 }];
 `;
 
-interface WorkerProcess {
-  child: ChildProcess;
-  out: () => string;
-  exited: Promise<number | null>;
-}
-
 /** Starts `tasklatch worker …` and waits for its line saying which app it runs. */
-function startWorker(args: string[]): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [BIN, 'worker', '--lease-ms', '5000', ...args], {
-    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start: ${err}`)), 60_000);
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (!/running/.test(out)) return;
-      clearTimeout(timer);
-      resolve({ child, out: () => out, exited });
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`worker exited with ${code}: ${err}`));
-    });
-  });
+async function startWorker(args: string[]): Promise<WorkerProcess> {
+  const worker = spawnWorker(['--lease-ms', '5000', ...args]);
+  await worker.ready;
+  return worker;
 }
 
 describe('two applications with a tool of the same name on one PostgreSQL schema', () => {
@@ -120,8 +96,8 @@ describe('two applications with a tool of the same name on one PostgreSQL schema
     workers.push(salesWorker);
     const billingWorker = await startWorker(['--store', store, '--tools', join(dir, 'billing', 'tools.mjs')]);
     workers.push(billingWorker);
-    expect(salesWorker.out()).toMatch(/running for app sales$/m);
-    expect(billingWorker.out()).toMatch(/running for app billing-reports$/m);
+    expect(salesWorker.stdout()).toMatch(/running for app sales$/m);
+    expect(billingWorker.stdout()).toMatch(/running for app billing-reports$/m);
 
     for (const [i, created] of billed.entries()) {
       const result = await billing.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
@@ -175,8 +151,8 @@ describe('--app on the command line', () => {
     const derived = await startWorker(['--store', `sqlite:${join(dir, 'derived.db')}`, '--tools', join(dir, 'reports.mjs')]);
     const demo = await startWorker(['--store', `sqlite:${join(dir, 'demo.db')}`, '--exports', join(dir, 'exports')]);
     try {
-      expect(derived.out()).toMatch(/running for app reports$/m);
-      expect(demo.out()).toMatch(/running for app tasklatch-demo$/m);
+      expect(derived.stdout()).toMatch(/running for app reports$/m);
+      expect(demo.stdout()).toMatch(/running for app tasklatch-demo$/m);
     } finally {
       derived.child.kill('SIGTERM');
       demo.child.kill('SIGTERM');

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -31,6 +31,29 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?:
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** A `tasklatch` process started by `spawnTasklatch`, and what it has printed so far. */
+export interface CliProcess {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  stdout(): string;
+  stderr(): string;
+}
+
+/** Starts the built `tasklatch …args` with TASKLATCH_LOG_LEVEL=warn and `env` on top of this process's. */
+export function spawnTasklatch(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): CliProcess {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: options.cwd ?? ROOT,
+    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, stdout: () => out, stderr: () => err };
 }
 
 /**

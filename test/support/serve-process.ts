@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { BIN, ROOT } from './cli.js';
+import type { ChildProcess } from 'node:child_process';
+import { spawnTasklatch } from './cli.js';
 
 export interface ServeProcess {
   url: string;
@@ -12,27 +12,18 @@ export interface ServeProcess {
 
 /** Starts `tasklatch serve --http 127.0.0.1:0 …` and waits for the URL it prints. */
 export function spawnServe(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--http', '127.0.0.1:0', ...args], {
-    cwd: options.cwd ?? ROOT,
-    env: { ...process.env, TASKLATCH_LOG_LEVEL: 'warn', ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const { child, exited, stdout, stderr } = spawnTasklatch(['serve', '--http', '127.0.0.1:0', ...args], options);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 60_000);
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const match = /listening on (\S+)/.exec(out);
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr()}`)), 60_000);
+    child.stdout!.on('data', () => {
+      const match = /listening on (\S+)/.exec(stdout());
       if (match === null) return;
       clearTimeout(timer);
       resolve({
         url: match[1]!,
         child,
-        stderr: () => err,
-        stdout: () => out,
+        stderr,
+        stdout,
         stop: async (signal = 'SIGTERM') => {
           if (child.exitCode === null) child.kill(signal);
           return exited;
@@ -41,7 +32,7 @@ export function spawnServe(args: string[], options: { cwd?: string; env?: NodeJS
     });
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}: ${err}`));
+      reject(new Error(`serve exited with ${code}: ${stderr()}`));
     });
   });
 }
