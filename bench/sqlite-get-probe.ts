@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { getTask } from '../src/runtime/requests/get-task.js';
 import { openGuard } from '../src/service/guard.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import { linkMigrations } from './lib/migrations-link.js';
-import { randomLiveTask, sqliteLoad, sqliteOutbox } from './lib/population.js';
+import { sqliteLoad, sqliteOutbox } from './lib/population.js';
+import { randomGets, TENANTS } from './scenarios/growth.js';
 import { fmt, summarize } from './lib/stats.js';
 
 /**
@@ -18,7 +18,6 @@ import { fmt, summarize } from './lib/stats.js';
  * each size: 500 unmeasured reads, then three runs of 2,000, each run's p50/p99/max and the
  * reads over 1 ms. TASKLATCH_PROBE_AUDIT=0 leaves the reads unaudited (the guard's `auditReads`).
  */
-const TENANTS = 1_000;
 const CHUNK = 500_000;
 const RUNS = 3;
 const SAMPLES = 2_000;
@@ -52,17 +51,7 @@ async function measure(path: string, n: number, settings: string): Promise<void>
     for (const pragma of settings === 'store' ? [] : settings.split(';')) if (pragma.trim() !== '') store.db.pragma(pragma.trim());
     const auditReads = process.env.TASKLATCH_PROBE_AUDIT !== '0';
     const guard = openGuard({ store, auditReads, capabilities: { list: {}, cancel: {}, requests: { tools: { call: {} } } } });
-    const one = async (count: number): Promise<number[]> => {
-      const out: number[] = [];
-      for (let k = 0; k < count; k++) {
-        const target = randomLiveTask(n, TENANTS);
-        const t0 = performance.now();
-        const found = await getTask({ guard }, { auth: target.auth, taskId: target.taskId });
-        out.push(performance.now() - t0);
-        if (found.kind !== 'task') throw new Error(`tasks/get of ${target.taskId}: ${found.kind}`);
-      }
-      return out;
-    };
+    const one = (count: number) => randomGets(guard, n, count);
     await one(500);
     const runs: string[] = [];
     for (let r = 0; r < RUNS; r++) {

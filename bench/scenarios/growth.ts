@@ -32,7 +32,7 @@ export const GROWTH = {
 } as const;
 
 const CAPABILITIES = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
-const TENANTS = 1_000;
+export const TENANTS = 1_000;
 /** Rows one load statement inserts at most; two statements run at once on PostgreSQL. */
 const CHUNK = 500_000;
 /** Runs of each measurement at one size. */
@@ -118,19 +118,22 @@ async function grownSqlite(): Promise<Grown> {
 
 const runsText = (values: readonly number[], unit: string) => `runs ${values.map((v) => `${fmt(v)}${unit}`).join(' / ')}`;
 
+/** The time (ms) of each of `count` tasks/get of a random live task of the `n` loaded ones, one after another. */
+export async function randomGets(guard: Guard, n: number, count: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let k = 0; k < count; k++) {
+    const target = randomLiveTask(n, TENANTS);
+    const t0 = performance.now();
+    const found = await getTask({ guard }, { auth: target.auth, taskId: target.taskId });
+    out.push(performance.now() - t0);
+    if (found.kind !== 'task') throw new Error(`tasks/get of ${target.taskId}: ${found.kind}`);
+  }
+  return out;
+}
+
 /** tasks/get in RUNS runs of `samples` random live tasks each, after a warm-up: the median run's p99, every run kept. */
 async function measureGets(results: Results, scenario: string, guard: Guard, n: number, samples: number, size: string): Promise<void> {
-  const one = async (count: number) => {
-    const out: number[] = [];
-    for (let k = 0; k < count; k++) {
-      const target = randomLiveTask(n, TENANTS);
-      const t0 = performance.now();
-      const found = await getTask({ guard }, { auth: target.auth, taskId: target.taskId });
-      out.push(performance.now() - t0);
-      if (found.kind !== 'task') throw new Error(`tasks/get of ${target.taskId}: ${found.kind}`);
-    }
-    return out;
-  };
+  const one = (count: number) => randomGets(guard, n, count);
   await one(500);
   const runs = [];
   for (let r = 0; r < RUNS; r++) runs.push(await one(samples));
