@@ -1,13 +1,6 @@
 import { TasklatchError } from '../core/errors.js';
 import { processIo, type CliIo } from './io.js';
-import { doctorCommand } from './doctor-command.js';
-import { migrateCommand } from './migrate-command.js';
-import { pruneCommand } from './prune-command.js';
-import { replayCommand } from './replay-command.js';
-import { serveCommand } from './serve-command.js';
-import { tasksCommand } from './tasks-command.js';
 import { packageVersion } from './version.js';
-import { workerCommand } from './worker-command.js';
 
 const USAGE = `tasklatch: durable, race-safe MCP tasks
 
@@ -27,14 +20,19 @@ Run 'tasklatch <command> --help' for a command's options.`;
 
 type Command = (argv: string[], io: CliIo) => Promise<number>;
 
-const COMMANDS: Record<string, Command> = {
-  replay: replayCommand,
-  serve: serveCommand,
-  migrate: migrateCommand,
-  worker: workerCommand,
-  tasks: tasksCommand,
-  prune: pruneCommand,
-  doctor: doctorCommand,
+/**
+ * Each command's module, loaded when it runs: `serve` and `worker` load the MCP SDK, the HTTP
+ * front and the runtime (about half a second), which `tasks`, `replay`, `migrate`, `prune`,
+ * `doctor` and `--version` have no use for.
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  replay: async () => (await import('./replay-command.js')).replayCommand,
+  serve: async () => (await import('./serve-command.js')).serveCommand,
+  migrate: async () => (await import('./migrate-command.js')).migrateCommand,
+  worker: async () => (await import('./worker-command.js')).workerCommand,
+  tasks: async () => (await import('./tasks-command.js')).tasksCommand,
+  prune: async () => (await import('./prune-command.js')).pruneCommand,
+  doctor: async () => (await import('./doctor-command.js')).doctorCommand,
 };
 
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
@@ -47,11 +45,12 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     io.out(await packageVersion());
     return 0;
   }
-  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (command === undefined) {
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (load === undefined) {
     io.err(`tasklatch: unknown command ${JSON.stringify(name)}\n\n${USAGE}`);
     return 2;
   }
+  const command = await load();
   try {
     return await command(rest, io);
   } catch (error) {
