@@ -49,22 +49,28 @@ afterEach(async () => {
   exporter.reset();
 });
 
+/** A started runtime of `two_steps` on a memory store (closed after the test), and its task call with `meta`. */
+async function callTwoSteps(meta: Record<string, unknown> | undefined, options: { execute?: boolean } = {}) {
+  const r = createRuntime({ store: new MemoryStore(), tools: [twoSteps], logger: createLogger('silent'), sweepIntervalMs: 0, ...options });
+  runtimes.push(r);
+  await r.start();
+  const out = await callTool(r, {
+    principal: { tenant: 'acme', subject: 'alice' },
+    params: meta === undefined ? { name: 'two_steps', arguments: {} } : { name: 'two_steps', arguments: {}, _meta: meta },
+    headerKey: null,
+    asks: 'accepted',
+    clientTakesTasks: true,
+    context: () => ({}) as unknown as ToolContext,
+  });
+  if (out.kind !== 'task') throw new Error(`expected a task, got ${out.kind}`);
+  return { r, out };
+}
+
 const parentOf = (span: ReadableSpan): string | undefined => span.parentSpanContext?.spanId;
 
 describe('spans with an SDK registered', () => {
   it("a call, its task's run and each step, under the caller's traceparent", async () => {
-    const r = createRuntime({ store: new MemoryStore(), tools: [twoSteps], logger: createLogger('silent'), sweepIntervalMs: 0 });
-    runtimes.push(r);
-    await r.start();
-    const out = await callTool(r, {
-      principal: { tenant: 'acme', subject: 'alice' },
-      params: { name: 'two_steps', arguments: {}, _meta: { traceparent: TRACEPARENT } },
-      headerKey: null,
-      asks: 'accepted',
-      clientTakesTasks: true,
-      context: () => ({}) as unknown as ToolContext,
-    });
-    if (out.kind !== 'task') throw new Error(`expected a task, got ${out.kind}`);
+    const { r, out } = await callTwoSteps({ traceparent: TRACEPARENT });
     const { taskId } = out.record;
     const finished = () => exporter.getFinishedSpans();
     await until(() => (finished().some((s) => s.name === 'run two_steps') ? true : undefined));
@@ -123,18 +129,7 @@ describe('spans with an SDK registered', () => {
   });
 
   it('an event sent to a task: one internal span with the task and the outcome, its store round trips under it', async () => {
-    const r = createRuntime({ store: new MemoryStore(), tools: [twoSteps], logger: createLogger('silent'), sweepIntervalMs: 0, execute: false });
-    runtimes.push(r);
-    await r.start();
-    const created = await callTool(r, {
-      principal: { tenant: 'acme', subject: 'alice' },
-      params: { name: 'two_steps', arguments: {} },
-      headerKey: null,
-      asks: 'accepted',
-      clientTakesTasks: true,
-      context: () => ({}) as unknown as ToolContext,
-    });
-    if (created.kind !== 'task') throw new Error(`expected a task, got ${created.kind}`);
+    const { r, out: created } = await callTwoSteps(undefined, { execute: false });
     const { taskId } = created.record;
     exporter.reset();
     expect(await r.sendEvent({ taskId, type: 'approved', authKey: AUTH })).toMatchObject({ kind: 'sent', seq: 1 });
