@@ -85,6 +85,8 @@ describe('the import graph of src/', () => {
       'listen-config.ts': 'the connection LISTEN opens, direct when the store goes through a pooler: SQLite polls its file',
       'prepared.ts':
         'parameters inlined as literals and session-level prepared statements: several statements in one message, a round trip SQLite does not have',
+      'statement-functions.ts':
+        'a PL/pgSQL function per statement behind a pooler in transaction mode, whose plans each server connection keeps: SQLite plans in the process, once per statement',
       'concurrency.ts':
         "concurrency keys under concurrent claimers: a per-key advisory lock before the count (SQLite's one writer makes its count exact; two statements in its dispatch.ts)",
     },

@@ -22,7 +22,7 @@ afterEach(async () => {
  * Every query config pg clients send while `work` runs: `work` opens its store, so every
  * connection of it is made (and binds `query`) while the prototype records.
  */
-async function sent(work: () => Promise<void>): Promise<Array<{ text: string; name?: string }>> {
+async function sent(work: (seen: ReadonlyArray<{ text: string; name?: string }>) => Promise<void>): Promise<Array<{ text: string; name?: string }>> {
   const seen: Array<{ text: string; name?: string }> = [];
   const original = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
@@ -31,7 +31,7 @@ async function sent(work: () => Promise<void>): Promise<Array<{ text: string; na
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as never;
   try {
-    await work();
+    await work(seen);
   } finally {
     pg.Client.prototype.query = original;
   }
@@ -80,6 +80,58 @@ describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transacti
     expect(sessionBound(await sent(run(directUrl))).length).toBeGreaterThan(0);
     // The pooler runs DISCARD ALL after every transaction: a statement prepared in one would be
     // gone in the next, so the lifecycle above completing through it is the server's side of this.
+  });
+
+  it('sends each write through a function of the schema once it has one, with the answers the statement’s text gave', async () => {
+    const urls = (await freshPooledUrl('pooled_functions'))!;
+    /** Admit, claim and complete one task: the records its writes answered with, and the record read back. */
+    const oneTask = async (store: PostgresStore) => {
+      const input = admission();
+      expect((await store.admit(input)).decision).toBe('ACCEPT_TASK');
+      const [claimed] = await store.claim({ owner: 'w1', now: NOW, leaseMs: 30_000, limit: 1, maxAttempts: 3, abandonedResult: null, correlationId: 'c1' });
+      expect(claimed?.taskId).toBe(input.taskId);
+      const write = { status: 'completed' as const, expectedVersion: claimed!.version, result: { content: [{ type: 'text', text: 'ok' }], isError: false } };
+      const done = await store.transition({ taskId: input.taskId, authKey: input.authKey, write, correlationId: 'c2', now: NOW + 1 });
+      expect(done.decision).toBe('APPLY_TRANSITION');
+      const read = await store.get({ taskId: input.taskId, authKey: input.authKey, now: NOW + 2, correlationId: 'c3' } as never);
+      return { claimed: claimed!, done: done.record!, read: read.record! };
+    };
+    const calls = (queries: Array<{ text: string }>) =>
+      queries.flatMap((q) => (typeof q.text === 'string' ? [...q.text.matchAll(/SELECT \* FROM (tl_[0-9a-f]{16})\(/g)].map((m) => m[1]) : []));
+    let first: Awaited<ReturnType<typeof oneTask>> | undefined;
+    let later: Awaited<ReturnType<typeof oneTask>> | undefined;
+    const queries = await sent(async (seen) => {
+      const store = await PostgresStore.open(urls.pooled);
+      opened.push(store);
+      first = await oneTask(store);
+      // Each write statement's first use sends its text and starts the creation of its function;
+      // a later task finds the admission, the claim's two statements and the status write there.
+      await until(async () => {
+        const from = seen.length;
+        later = await oneTask(store);
+        return new Set(calls(seen.slice(from))).size >= 4 ? true : undefined;
+      });
+    });
+    expect(calls(queries).length).toBeGreaterThan(0);
+    expect(sessionBound(queries)).toEqual([]);
+    // The rows a function returns reach pg as the statement's own would: every field of the same type.
+    for (const key of ['claimed', 'done', 'read'] as const) {
+      const types = (r: object) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === null ? 'null' : typeof v]));
+      expect(types(later![key])).toEqual(types(first![key]));
+    }
+    expect(later!.done).toEqual(later!.read);
+    // In the store's schema, where DROP SCHEMA … CASCADE takes them.
+    const direct = new pg.Client({ connectionString: urls.direct });
+    await direct.connect();
+    try {
+      const schema = new URL(urls.direct).searchParams.get('schema');
+      const made = await direct.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_proc WHERE pronamespace = $1::regnamespace AND proname LIKE 'tl\\_%'`, [
+        schema,
+      ]);
+      expect(made.rows[0]?.n).toBeGreaterThanOrEqual(4);
+    } finally {
+      await direct.end();
+    }
   });
 
   it('resolves names in the store’s schema in every transaction, whatever carries the values', async () => {

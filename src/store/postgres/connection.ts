@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { isTasklatchError, TasklatchError } from '../../core/errors.js';
 import { localSettings, markPooled, poolClient } from './pooled.js';
+import { StatementFunctions } from './statement-functions.js';
 import { withLiterals } from './prepared.js';
 
 /**
@@ -92,6 +93,7 @@ export function createPool(target: PostgresTarget, max: number, settings: readon
     // connection, with no window in which a query could run against the wrong schema.
     ...(options.length === 0 ? {} : { options: options.join(' ') }),
   });
+  const functions = new StatementFunctions(pool, isConnectionFailure);
   // An idle client that loses its server emits 'error' on the pool; unhandled, that would
   // crash the process. The pool already discards the client; the next query reconnects.
   pool.on('error', () => undefined);
@@ -102,10 +104,18 @@ export function createPool(target: PostgresTarget, max: number, settings: readon
   // handles that; every client gets a listener for its whole life.
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
-    if (pooled !== null) poolClient(client, pooled, withLiterals);
+    if (pooled !== null) poolClient(client, pooled, withLiterals, functions);
     raisingUnavailableOn(client, target);
   });
-  if (pooled !== null) markPooled(pool);
+  if (pooled !== null) {
+    markPooled(pool, functions);
+    // No statement function is created on a pool that is ending.
+    const end = pool.end.bind(pool) as (...args: unknown[]) => unknown;
+    pool.end = ((...args: unknown[]) => {
+      functions.close();
+      return end(...args);
+    }) as typeof pool.end;
+  }
   return raisingUnavailable(pool, target);
 }
 

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { StatementFunctions } from './statement-functions.js';
 
 /**
  * Connections through a pooler in transaction mode (PgBouncer's `pool_mode = transaction`, RDS
@@ -14,16 +15,22 @@ import type pg from 'pg';
  *   poll (the store's `listenNotify` is false).
  */
 
-const pooled = new WeakSet<object>();
+/** Each transaction-pooled pool and client, with the statement functions of its pool (none for a lone client). */
+const pooled = new WeakMap<object, StatementFunctions | null>();
 
 /** Whether `db` (a pool or a client of one) is behind a transaction-pooling proxy. */
 export function isTransactionPooled(db: object): boolean {
   return pooled.has(db);
 }
 
-/** Marks `pool` as transaction-pooled. */
-export function markPooled(pool: pg.Pool): void {
-  pooled.add(pool);
+/** The statement functions of `db`'s pool (statement-functions.ts); null off a pooler and for a client of no pool. */
+export function functionsOf(db: object): StatementFunctions | null {
+  return pooled.get(db) ?? null;
+}
+
+/** Marks `pool` as transaction-pooled, with its statement functions. */
+export function markPooled(pool: pg.Pool, functions: StatementFunctions): void {
+  pooled.set(pool, functions);
 }
 
 /** `SET LOCAL` of each `name=value` setting: what a direct connection's startup `-c` options set. */
@@ -49,8 +56,10 @@ export function poolClient(
   settings: readonly string[],
   /** `text` with each `$n` replaced by its literal; null when one has none (prepared.ts `withLiterals`). */
   withLiterals: (text: string, values: readonly unknown[]) => string | null,
+  /** Its pool's statement functions (statement-functions.ts); none for a client of no pool. */
+  functions: StatementFunctions | null = null,
 ): void {
-  pooled.add(client);
+  pooled.set(client, functions);
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   const send = (config: QueryConfig): Promise<unknown> => query(config) as Promise<unknown>;
   client.query = ((...args: unknown[]) => {

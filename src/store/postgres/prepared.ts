@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { isStorableText } from '../../core/text.js';
 import { unstorableError } from '../storable.js';
-import { isTransactionPooled } from './pooled.js';
+import { functionsOf, isTransactionPooled } from './pooled.js';
 
 /**
  * How the PostgreSQL store sends a statement as plain SQL: parameters written as literals that
@@ -68,6 +68,11 @@ function storable(text: string): string {
 export function withLiterals(text: string, params: readonly unknown[]): string | null {
   const literals = params.map((value) => sqlLiteral(value));
   if (literals.some((literal) => literal === null)) return null;
+  return filledIn(text, literals as string[]);
+}
+
+/** `text` with each `$n` replaced by `literals[n - 1]`. */
+function filledIn(text: string, literals: readonly string[]): string {
   return text.replace(/\$(\d+)/g, (whole, n: string) => literals[Number(n) - 1] ?? whole);
 }
 
@@ -101,15 +106,18 @@ export function prepared(text: string): Prepared {
 /**
  * `EXECUTE name(args as literals)`; null when an argument has no exact literal. On `db` behind a
  * pooler in transaction mode (pooled.ts), where a prepared statement may be on another server
- * connection, the statement's own text with the literals.
+ * connection, the call of the statement's function once it has one (statement-functions.ts), else
+ * the statement's own text with the literals.
  */
 export function executeCall(statement: Prepared, args: readonly unknown[], db?: object): string | null {
-  if (db !== undefined && isTransactionPooled(db)) return withLiterals(statement.text, args);
   const literals: string[] = [];
   for (const arg of args) {
     const literal = sqlLiteral(arg);
     if (literal === null) return null;
     literals.push(literal);
+  }
+  if (db !== undefined && isTransactionPooled(db)) {
+    return functionsOf(db)?.callOf(statement, literals) ?? filledIn(statement.text, literals);
   }
   return `EXECUTE ${statement.name}(${literals.join(', ')})`;
 }
