@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { parsePostgresUrl } from '../../src/store/postgres/connection.js';
+import { executeCall, prepared } from '../../src/store/postgres/prepared.js';
 import { probePostgres } from '../../src/store/postgres/probe.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPooledUrl, freshPostgresUrl, poolerSkipReason } from '../support/postgres.js';
@@ -132,6 +133,27 @@ describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transacti
     } finally {
       await direct.end();
     }
+  });
+
+  it('a function a migration left behind fails one call, then its statement goes as text until its new function is made', async () => {
+    const urls = (await freshPooledUrl('pooled_fn_migrated'))!;
+    const store = await PostgresStore.open(urls.pooled);
+    opened.push(store);
+    await store.pool.query('CREATE TABLE scratch (id int PRIMARY KEY, v int NOT NULL)');
+    await store.pool.query('INSERT INTO scratch VALUES (1, 0)');
+    const statement = prepared('WITH a AS (UPDATE scratch SET v = v + 1 WHERE id = $1 RETURNING *) SELECT a.* FROM a');
+    const functionCall = async () => {
+      const call = executeCall(statement, [1], store.pool)!;
+      return call.startsWith('SELECT * FROM tl_') ? call : (await store.pool.query(call), undefined);
+    };
+    const before = await until(functionCall);
+    expect((await store.pool.query(before)).rows).toEqual([{ id: 1, v: expect.any(Number) as number }]);
+    await store.pool.query('ALTER TABLE scratch ADD COLUMN w text');
+    await expect(store.pool.query(before)).rejects.toMatchObject({ code: '42804' });
+    expect(executeCall(statement, [1], store.pool)!.startsWith('WITH a AS')).toBe(true);
+    const after = await until(functionCall);
+    expect(after).not.toBe(before);
+    expect((await store.pool.query(after)).rows).toEqual([{ id: 1, v: expect.any(Number) as number, w: null }]);
   });
 
   it('resolves names in the store’s schema in every transaction, whatever carries the values', async () => {

@@ -73,4 +73,31 @@ describe('statement functions', () => {
     expect(calls[1]).toBe(calls[0]);
     expect((await store.pool.query<{ next: number }>(calls[0]!)).rows).toEqual([{ next: 42 }]);
   });
+
+  it('a function whose statement a migration gave another column is made again, under another name', async () => {
+    const { store, functions } = await setUp('fn_migrated');
+    await store.pool.query('CREATE TABLE scratch (id int PRIMARY KEY, v int NOT NULL)');
+    await store.pool.query('INSERT INTO scratch VALUES (1, 0)');
+    const statement = prepared('WITH a AS (UPDATE scratch SET v = v + 1 WHERE id = $1 RETURNING *) SELECT a.* FROM a');
+    expect(functions.callOf(statement, ['1'])).toBeNull();
+    await functions.settled();
+    const before = functions.callOf(statement, ['1'])!;
+    expect((await store.pool.query(before)).rows).toEqual([{ id: 1, v: 1 }]);
+    await store.pool.query('ALTER TABLE scratch ADD COLUMN w text');
+    const failed: unknown = await store.pool.query(before).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(failed).toMatchObject({ code: '42804' });
+    expect(() => functions.forgetFailed(failed)).toThrow(failed);
+    // Its text again at once; its new function once made.
+    expect(functions.callOf(statement, ['1'])).toBeNull();
+    await functions.settled();
+    const after = functions.callOf(statement, ['1'])!;
+    expect(after.slice(0, 30)).not.toBe(before.slice(0, 30));
+    expect((await store.pool.query(after)).rows).toEqual([{ id: 1, v: 2, w: null }]);
+    // Any other error leaves the functions as they are.
+    expect(() => functions.forgetFailed(new Error('other'))).toThrow('other');
+    expect(functions.callOf(statement, ['1'])).toBe(after);
+  });
 });

@@ -86,6 +86,8 @@ export function poolClient(
         run = inOwnTransaction(send, settings, config);
       }
     }
+    // A function whose columns a migration changed since it was made is made again.
+    if (functions !== null) run = run.catch((error: unknown) => functions.forgetFailed(error));
     if (callback === undefined) return run;
     run.then(
       (result) => callback(undefined, result),

@@ -63,6 +63,26 @@ export class StatementFunctions {
     return null;
   }
 
+  /**
+   * Rethrows `error`. When it is a function's answer that its statement no longer returns the
+   * columns it was made with (a migration added one under `RETURNING *` since: 42804, "structure
+   * of query does not match function result type"), the statement goes back to its text and
+   * gets a function of its new columns on its next use: the call that failed fails, the next
+   * ones do not.
+   */
+  forgetFailed(error: unknown): never {
+    const { code, where } = (error ?? {}) as { code?: unknown; where?: unknown };
+    const failed = code === '42804' && typeof where === 'string' ? /PL\/pgSQL function (tl_[0-9a-f]{16})\(/.exec(where)?.[1] : undefined;
+    if (failed !== undefined) {
+      for (const [statement, name] of this.ready) {
+        if (name !== failed) continue;
+        this.ready.delete(statement);
+        this.tried.delete(statement);
+      }
+    }
+    throw error;
+  }
+
   /** No more functions are created (the store is closing). */
   close(): void {
     this.closed = true;
