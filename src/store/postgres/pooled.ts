@@ -7,6 +7,7 @@ import type { StatementFunctions } from './statement-functions.js';
  * outlive one. A store URL says so with `pgbouncer=true`; its pools and their clients are then
  * marked here, and
  * - no statement is prepared by name: pg's `name:` is dropped, `PREPARE`/`EXECUTE` become the
+ *   call of the statement's function once it has one (statement-functions.ts), else the
  *   statement's text with its literals (see `executeCall`, `ensurePrepared`);
  * - what a direct connection sets once per session (the `?schema=` search_path, the audit pool's
  *   asynchronous commit) is set per transaction instead: `SET LOCAL …` goes ahead of every

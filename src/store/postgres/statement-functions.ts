@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 
+/** A statement the store executes by name (prepared.ts `Prepared`): its name and text. */
+interface Statement {
+  name: string;
+  text: string;
+}
+
 /**
  * Behind a pooler in transaction mode (pooled.ts) no statement can be prepared by name: a
  * prepared statement is session state, and the next transaction may run on another server
@@ -10,8 +16,8 @@ import type pg from 'pg';
  * A PL/pgSQL function is not session state: it lives in the schema, and each server connection
  * keeps the plan of the statement in its body, as it keeps a prepared statement's (custom plans
  * first, then the generic plan once it costs no more). So on a transaction-pooled store, each
- * statement the store would execute by name (`executeCall`) gets a function of the same name in
- * the store's schema, created the first time the statement is sent:
+ * statement the store would execute by name (`executeCall`) gets a function in the store's
+ * schema, created the first time the statement is sent:
  * - its parameters have the types PostgreSQL infers for the statement's, and it returns a table
  *   of the statement's own columns and types, so its rows reach pg exactly as the statement's
  *   would (RETURN QUERY of the statement's text);
@@ -27,12 +33,6 @@ import type pg from 'pg';
  *   changed the columns it returns (`RETURNING *`), gets a function of its own. A function left
  *   by an older version stays unused; `DROP SCHEMA … CASCADE` takes them all with the tables.
  */
-/** A statement the store executes by name (prepared.ts `Prepared`): its name and text. */
-interface Statement {
-  name: string;
-  text: string;
-}
-
 export class StatementFunctions {
   /** The function of each statement (by the statement's name) that exists in the schema. */
   private readonly ready = new Map<string, string>();
