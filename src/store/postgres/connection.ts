@@ -93,7 +93,10 @@ export function createPool(target: PostgresTarget, max: number, settings: readon
     // connection, with no window in which a query could run against the wrong schema.
     ...(options.length === 0 ? {} : { options: options.join(' ') }),
   });
-  const functions = new StatementFunctions(pool, isConnectionFailure);
+  // A refused or lost connection reaches the functions raised as STORE_UNAVAILABLE (the pool's
+  // `connect`, a client's query) or as it is (a description, which pg answers on the connection).
+  const functions =
+    pooled === null ? null : new StatementFunctions(pool, (error) => isTasklatchError(error, 'STORE_UNAVAILABLE') || isConnectionFailure(error));
   // An idle client that loses its server emits 'error' on the pool; unhandled, that would
   // crash the process. The pool already discards the client; the next query reconnects.
   pool.on('error', () => undefined);
@@ -107,7 +110,7 @@ export function createPool(target: PostgresTarget, max: number, settings: readon
     if (pooled !== null) poolClient(client, pooled, withLiterals, functions);
     raisingUnavailableOn(client, target);
   });
-  if (pooled !== null) {
+  if (functions !== null) {
     markPooled(pool, functions);
     // No statement function is created on a pool that is ending.
     const end = pool.end.bind(pool) as (...args: unknown[]) => unknown;

@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import type { StatementFunctions } from './statement-functions.js';
 
 /**
  * Connections through a pooler in transaction mode (PgBouncer's `pool_mode = transaction`, RDS
@@ -16,8 +15,19 @@ import type { StatementFunctions } from './statement-functions.js';
  *   poll (the store's `listenNotify` is false).
  */
 
+/**
+ * What a pooled pool and its clients ask of the pool's statement functions
+ * (statement-functions.ts `StatementFunctions`), which build their transactions on this file.
+ */
+export interface FunctionCalls {
+  /** The call of the statement's function with `literals`, or null while it has none. */
+  callOf(statement: { name: string; text: string }, literals: readonly string[]): string | null;
+  /** Rethrows `error`, forgetting the function it names when its columns no longer match. */
+  forgetFailed(error: unknown): never;
+}
+
 /** Each transaction-pooled pool and client, with the statement functions of its pool (none for a lone client). */
-const pooled = new WeakMap<object, StatementFunctions | null>();
+const pooled = new WeakMap<object, FunctionCalls | null>();
 
 /** Whether `db` (a pool or a client of one) is behind a transaction-pooling proxy. */
 export function isTransactionPooled(db: object): boolean {
@@ -25,12 +35,12 @@ export function isTransactionPooled(db: object): boolean {
 }
 
 /** The statement functions of `db`'s pool (statement-functions.ts); null off a pooler and for a client of no pool. */
-export function functionsOf(db: object): StatementFunctions | null {
+export function functionsOf(db: object): FunctionCalls | null {
   return pooled.get(db) ?? null;
 }
 
 /** Marks `pool` as transaction-pooled, with its statement functions. */
-export function markPooled(pool: pg.Pool, functions: StatementFunctions): void {
+export function markPooled(pool: pg.Pool, functions: FunctionCalls): void {
   pooled.set(pool, functions);
 }
 
@@ -58,7 +68,7 @@ export function poolClient(
   /** `text` with each `$n` replaced by its literal; null when one has none (prepared.ts `withLiterals`). */
   withLiterals: (text: string, values: readonly unknown[]) => string | null,
   /** Its pool's statement functions (statement-functions.ts); none for a client of no pool. */
-  functions: StatementFunctions | null = null,
+  functions: FunctionCalls | null = null,
 ): void {
   pooled.set(client, functions);
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import type { FunctionCalls } from './pooled.js';
+import { inTransaction } from './transactions.js';
 
 /** A statement the store executes by name (prepared.ts `Prepared`): its name and text. */
 interface Statement {
@@ -33,7 +35,7 @@ interface Statement {
  *   changed the columns it returns (`RETURNING *`), gets a function of its own. A function left
  *   by an older version stays unused; `DROP SCHEMA … CASCADE` takes them all with the tables.
  */
-export class StatementFunctions {
+export class StatementFunctions implements FunctionCalls {
   /** The function of each statement (by the statement's name) that exists in the schema. */
   private readonly ready = new Map<string, string>();
   /** Statement names being created, or that cannot have one: not tried again by this process. */
@@ -44,7 +46,7 @@ export class StatementFunctions {
 
   constructor(
     private readonly pool: pg.Pool,
-    /** Whether an error means the server was out of reach (connection.ts `isConnectionFailure`). */
+    /** Whether an error means the server was out of reach (connection.ts: `STORE_UNAVAILABLE`, `isConnectionFailure`). */
     private readonly isOutage: (error: unknown) => boolean,
   ) {}
 
@@ -94,26 +96,15 @@ export class StatementFunctions {
   }
 
   private async create(statement: Statement): Promise<void> {
-    let client: pg.PoolClient;
     try {
-      client = await this.pool.connect();
-    } catch {
-      if (!this.closed) this.tried.delete(statement.name);
-      return;
-    }
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const shape = await describe(client, statement.text);
-      const name = shape === null ? null : await createIn(client, statement.text, shape);
-      await client.query('COMMIT');
+      const name = await inTransaction(this.pool, async (client) => {
+        const shape = await describe(client, statement.text);
+        return shape === null ? null : createIn(client, statement.text, shape);
+      });
       if (name !== null) this.ready.set(statement.name, name);
     } catch (error) {
-      await client.query('ROLLBACK').catch((rollback: unknown) => (broken = rollback as Error));
       // An outage: tried again on the next call. Any other refusal stands for this process.
       if (this.isOutage(error) && !this.closed) this.tried.delete(statement.name);
-    } finally {
-      client.release(broken);
     }
   }
 }
