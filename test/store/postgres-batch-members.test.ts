@@ -95,10 +95,10 @@ describe('a member of a PostgreSQL batch fails alone', () => {
     await store.pool.query('CREATE TABLE notes (n int PRIMARY KEY)');
     const batcher = new WriteBatcher(store.pool, { inFlight: 1 });
     // Held at the server so that the next writes queue into one batch behind it.
-    const first = batcher.run({ statements: ['SELECT pg_sleep(0.2)'], locks: [], orderKey: 'a', prepared: [] });
-    const note = (n: number) => ({ statements: [`INSERT INTO notes (n) VALUES (${n})`], locks: [], orderKey: String(n), prepared: [] });
+    const first = batcher.run({ statements: ['SELECT pg_sleep(0.2)'], locks: [], orderKey: 'a' });
+    const note = (n: number) => ({ statements: [`INSERT INTO notes (n) VALUES (${n})`], locks: [], orderKey: String(n) });
     // Past the store's own checks (a statement written by hand): a NUL inside the message.
-    const broken = { statements: ["SELECT 'a\u0000b'"], locks: [], orderKey: '2', prepared: [] };
+    const broken = { statements: ["SELECT 'a\u0000b'"], locks: [], orderKey: '2' };
     const outcomes = Promise.allSettled([batcher.run(note(1)), batcher.run(broken), batcher.run(note(3))]);
     await first;
     const settled = await outcomes;

@@ -65,6 +65,38 @@ function sessionBound(queries: Array<{ text: string; name?: string }>): string[]
     .map((q) => q.name ?? q.text.slice(0, 80));
 }
 
+/** Admit, claim and complete one task: the records its writes answered with, and the record read back. */
+async function oneTask(store: PostgresStore) {
+  const input = admission();
+  expect((await store.admit(input)).decision).toBe('ACCEPT_TASK');
+  const [claimed] = await store.claim({ owner: 'w1', now: NOW, leaseMs: 30_000, limit: 1, maxAttempts: 3, abandonedResult: null, correlationId: 'c1' });
+  expect(claimed?.taskId).toBe(input.taskId);
+  const write = { status: 'completed' as const, expectedVersion: claimed!.version, result: { content: [{ type: 'text', text: 'ok' }], isError: false } };
+  const done = await store.transition({ taskId: input.taskId, authKey: input.authKey, write, correlationId: 'c2', now: NOW + 1 });
+  expect(done.decision).toBe('APPLY_TRANSITION');
+  const read = await store.get({ taskId: input.taskId, authKey: input.authKey, now: NOW + 2, correlationId: 'c3' } as never);
+  return { claimed: claimed!, done: done.record!, read: read.record! };
+}
+
+/** The statement functions `queries` called. */
+function calls(queries: ReadonlyArray<{ text: string }>): string[] {
+  return queries.flatMap((q) => (typeof q.text === 'string' ? [...q.text.matchAll(/SELECT \* FROM (tl_[0-9a-f]{16})\(/g)].map((m) => m[1] as string) : []));
+}
+
+/**
+ * Runs one task after another on `store` until the admission, the claim's two statements and the
+ * status write go through functions (each statement's first use sends its text and starts the
+ * creation of its function); the functions the last task called.
+ */
+async function untilCalledThroughFunctions(store: PostgresStore, seen: ReadonlyArray<{ text: string }>): Promise<Set<string>> {
+  return until(async () => {
+    const from = seen.length;
+    await oneTask(store);
+    const called = new Set(calls(seen.slice(from)));
+    return called.size >= 4 ? called : undefined;
+  });
+}
+
 describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transaction mode${skip === null ? '' : ` (skipped: ${skip})`}`, () => {
   it('sends nothing that outlives a transaction, where a direct store prepares statements by name', async () => {
     const urls = (await freshPooledUrl('pooled_sent'))!;
@@ -85,33 +117,15 @@ describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transacti
 
   it('sends each write through a function of the schema once it has one, with the answers the statement’s text gave', async () => {
     const urls = (await freshPooledUrl('pooled_functions'))!;
-    /** Admit, claim and complete one task: the records its writes answered with, and the record read back. */
-    const oneTask = async (store: PostgresStore) => {
-      const input = admission();
-      expect((await store.admit(input)).decision).toBe('ACCEPT_TASK');
-      const [claimed] = await store.claim({ owner: 'w1', now: NOW, leaseMs: 30_000, limit: 1, maxAttempts: 3, abandonedResult: null, correlationId: 'c1' });
-      expect(claimed?.taskId).toBe(input.taskId);
-      const write = { status: 'completed' as const, expectedVersion: claimed!.version, result: { content: [{ type: 'text', text: 'ok' }], isError: false } };
-      const done = await store.transition({ taskId: input.taskId, authKey: input.authKey, write, correlationId: 'c2', now: NOW + 1 });
-      expect(done.decision).toBe('APPLY_TRANSITION');
-      const read = await store.get({ taskId: input.taskId, authKey: input.authKey, now: NOW + 2, correlationId: 'c3' } as never);
-      return { claimed: claimed!, done: done.record!, read: read.record! };
-    };
-    const calls = (queries: Array<{ text: string }>) =>
-      queries.flatMap((q) => (typeof q.text === 'string' ? [...q.text.matchAll(/SELECT \* FROM (tl_[0-9a-f]{16})\(/g)].map((m) => m[1]) : []));
     let first: Awaited<ReturnType<typeof oneTask>> | undefined;
     let later: Awaited<ReturnType<typeof oneTask>> | undefined;
     const queries = await sent(async (seen) => {
       const store = await PostgresStore.open(urls.pooled);
       opened.push(store);
       first = await oneTask(store);
-      // Each write statement's first use sends its text and starts the creation of its function;
-      // a later task finds the admission, the claim's two statements and the status write there.
-      await until(async () => {
-        const from = seen.length;
-        later = await oneTask(store);
-        return new Set(calls(seen.slice(from))).size >= 4 ? true : undefined;
-      });
+      await untilCalledThroughFunctions(store, seen);
+      later = await oneTask(store);
+      expect(new Set(calls(seen)).size).toBeGreaterThanOrEqual(4);
     });
     expect(calls(queries).length).toBeGreaterThan(0);
     expect(sessionBound(queries)).toEqual([]);
@@ -154,6 +168,43 @@ describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transacti
     const after = await until(functionCall);
     expect(after).not.toBe(before);
     expect((await store.pool.query(after)).rows).toEqual([{ id: 1, v: expect.any(Number) as number, w: null }]);
+  });
+
+  it('a migration that adds a column to tasks while the store runs: its writes and claims go on without an error, then through new functions', async () => {
+    const urls = (await freshPooledUrl('pooled_fn_tasks_migrated'))!;
+    const queries = await sent(async (seen) => {
+      const store = await PostgresStore.open(urls.pooled);
+      opened.push(store);
+      const before = await untilCalledThroughFunctions(store, seen);
+      // What a newer version's migration does while this one runs: the claim and the status
+      // write return every column of tasks (RETURNING *), so their functions no longer match.
+      await store.pool.query('ALTER TABLE tasks ADD COLUMN added_by_a_migration text');
+      const from = seen.length;
+      // Four tasks at once: their admissions, claims and status writes share batches and walks.
+      const inputs = Array.from({ length: 4 }, () => admission());
+      for (const a of await Promise.all(inputs.map((input) => store.admit(input)))) expect(a.decision).toBe('ACCEPT_TASK');
+      const claimed = await store.claim({ owner: 'w1', now: NOW, leaseMs: 30_000, limit: 4, maxAttempts: 3, abandonedResult: null, correlationId: 'c1' });
+      expect(claimed.map((c) => c.taskId).sort()).toEqual(inputs.map((i) => i.taskId).sort());
+      const done = await Promise.all(
+        claimed.map((c) =>
+          store.transition({
+            taskId: c.taskId,
+            authKey: c.authKey,
+            write: { status: 'completed', expectedVersion: c.version, result: { content: [], isError: false } },
+            correlationId: 'c2',
+            now: NOW + 1,
+          }),
+        ),
+      );
+      expect(done.map((d) => d.decision)).toEqual(claimed.map(() => 'APPLY_TRANSITION'));
+      expect(done.map((d) => d.record?.status)).toEqual(claimed.map(() => 'completed'));
+      // The stale functions failed where they were called (so the check above met them), and the
+      // statements that had them get functions of the new columns.
+      expect(calls(seen.slice(from)).some((name) => before.has(name))).toBe(true);
+      const after = await untilCalledThroughFunctions(store, seen);
+      expect([...after].filter((name) => !before.has(name)).length).toBeGreaterThanOrEqual(2);
+    });
+    expect(sessionBound(queries)).toEqual([]);
   });
 
   it('resolves names in the store’s schema in every transaction, whatever carries the values', async () => {

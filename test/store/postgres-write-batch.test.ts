@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import { prepared, executeCall } from '../../src/store/postgres/prepared.js';
+import { callWith, prepared } from '../../src/store/postgres/prepared.js';
 import { WriteBatcher, type BatchedWrite } from '../../src/store/postgres/write-batcher.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { holdWriteSlot } from '../support/write-slot.js';
@@ -21,7 +21,7 @@ async function storeAt(label: string, inFlight = 1): Promise<PostgresStore> {
 const insertNote = prepared('INSERT INTO notes (n) VALUES ($1) RETURNING n, txid_current()::text AS tx');
 
 function note(n: number): BatchedWrite {
-  return { statements: [executeCall(insertNote, [n]) as string], locks: [`notes:${n % 3}`], orderKey: String(n), prepared: [insertNote] };
+  return { statements: [callWith(insertNote, [n])!], locks: [`notes:${n % 3}`], orderKey: String(n) };
 }
 
 describe('PostgreSQL write batches', () => {
@@ -50,7 +50,7 @@ describe('PostgreSQL write batches', () => {
     await store.pool.query('INSERT INTO notes (n) VALUES (7)');
     const batcher = new WriteBatcher(store.pool, { inFlight: 1 });
     // Held at the server so that the next writes queue into one batch behind it.
-    const first = batcher.run({ statements: ['SELECT pg_sleep(0.2)'], locks: [], orderKey: 'a', prepared: [] });
+    const first = batcher.run({ statements: ['SELECT pg_sleep(0.2)'], locks: [], orderKey: 'a' });
     const outcomes = await Promise.allSettled([5, 6, 7, 8].map((n) => batcher.run(note(n))));
     await first;
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
@@ -63,10 +63,10 @@ describe('PostgreSQL write batches', () => {
     const store = await storeAt('batch_lost');
     await store.pool.query('CREATE TABLE notes (n int PRIMARY KEY)');
     const batcher = new WriteBatcher(store.pool, { inFlight: 1 });
-    const first = batcher.run({ statements: ['SELECT pg_sleep(0.2)'], locks: [], orderKey: 'a', prepared: [] });
+    const first = batcher.run({ statements: ['SELECT pg_sleep(0.2)'], locks: [], orderKey: 'a' });
     const doomed = [1, 2, 3].map((n) => batcher.run(note(n)));
     // The batch of 1–3 ends its own connection before COMMIT.
-    const killer = batcher.run({ statements: ['SELECT pg_terminate_backend(pg_backend_pid())'], locks: [], orderKey: '9', prepared: [] });
+    const killer = batcher.run({ statements: ['SELECT pg_terminate_backend(pg_backend_pid())'], locks: [], orderKey: '9' });
     await first;
     const outcomes = await Promise.allSettled([...doomed, killer]);
     expect(outcomes.every((o) => o.status === 'rejected')).toBe(true);

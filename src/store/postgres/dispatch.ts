@@ -99,7 +99,15 @@ async function walkCommitted(pool: pg.Pool, input: ClaimInput, abandoned: Change
   for (let attempt = 1; ; attempt++) {
     const ended: Change[] = [];
     try {
-      const walk = await inShortTransaction(pool, (tx) => claimWalk(tx, input, ended, fast), CLAIM_SETTINGS);
+      // A walk that runs again (inShortTransaction) keeps nothing of the run that failed.
+      const walk = await inShortTransaction(
+        pool,
+        (tx) => {
+          ended.length = 0;
+          return claimWalk(tx, input, ended, fast);
+        },
+        CLAIM_SETTINGS,
+      );
       abandoned.push(...ended);
       return walk;
     } catch (error) {

@@ -7,7 +7,7 @@ import type pg from 'pg';
  * marked here, and
  * - no statement is prepared by name: pg's `name:` is dropped, `PREPARE`/`EXECUTE` become the
  *   call of the statement's function once it has one (statement-functions.ts), else the
- *   statement's text with its literals (see `executeCall`, `ensurePrepared`);
+ *   statement's text with its literals (see `callText`, `ensurePrepared`);
  * - what a direct connection sets once per session (the `?schema=` search_path, the audit pool's
  *   asynchronous commit) is set per transaction instead: `SET LOCAL …` goes ahead of every
  *   message that begins one, in the same message;
@@ -24,6 +24,36 @@ export interface FunctionCalls {
   callOf(statement: { name: string; text: string }, literals: readonly string[]): string | null;
   /** Rethrows `error`, forgetting the function it names when its columns no longer match. */
   forgetFailed(error: unknown): never;
+}
+
+/**
+ * The name of the statement function that `error` says no longer returns its statement's columns
+ * (42804, "structure of query does not match function result type", raised from its body: a
+ * migration added a column under `RETURNING *` since it was made); undefined for any other error.
+ * Nothing of the transaction it failed was stored.
+ */
+export function staleFunctionOf(error: unknown): string | undefined {
+  const { code, where } = (error ?? {}) as { code?: unknown; where?: unknown };
+  return code === '42804' && typeof where === 'string' ? /PL\/pgSQL function (tl_[0-9a-f]{16})\(/.exec(where)?.[1] : undefined;
+}
+
+/**
+ * `send()`, sent again each time it fails on a statement function that a migration left behind
+ * (`staleFunctionOf`: the transaction that failed stored nothing, and the function is forgotten
+ * where it failed, so the next try sends its statement as text), once per function: a message
+ * with two such functions fails on the first, then on the second, then goes through.
+ */
+export async function pastStaleFunctions<T>(send: () => Promise<T>): Promise<T> {
+  const forgotten = new Set<string>();
+  for (;;) {
+    try {
+      return await send();
+    } catch (error) {
+      const name = staleFunctionOf(error);
+      if (name === undefined || forgotten.has(name)) throw error;
+      forgotten.add(name);
+    }
+  }
 }
 
 /** Each transaction-pooled pool and client, with the statement functions of its pool (none for a lone client). */

@@ -104,22 +104,42 @@ export function prepared(text: string): Prepared {
 }
 
 /**
- * `EXECUTE name(args as literals)`; null when an argument has no exact literal. On `db` behind a
- * pooler in transaction mode (pooled.ts), where a prepared statement may be on another server
- * connection, the call of the statement's function once it has one (statement-functions.ts), else
- * the statement's own text with the literals.
+ * A prepared statement with its arguments written as literals (`sqlLiteral`). Its text is formed
+ * each time it is sent (`callText`), so a write sent again after its statement's function was
+ * forgotten (statement-functions.ts) goes as the statement's text.
  */
-export function executeCall(statement: Prepared, args: readonly unknown[], db?: object): string | null {
+export interface Call {
+  statement: Prepared;
+  literals: readonly string[];
+}
+
+/** `statement` with `args` as literals; null when an argument has no exact literal. */
+export function callWith(statement: Prepared, args: readonly unknown[]): Call | null {
   const literals: string[] = [];
   for (const arg of args) {
     const literal = sqlLiteral(arg);
     if (literal === null) return null;
     literals.push(literal);
   }
+  return { statement, literals };
+}
+
+/**
+ * `EXECUTE name(literals)`. On `db` behind a pooler in transaction mode (pooled.ts), where a
+ * prepared statement may be on another server connection, the call of the statement's function
+ * once it has one (statement-functions.ts), else the statement's own text with the literals.
+ */
+export function callText(call: Call, db?: object): string {
   if (db !== undefined && isTransactionPooled(db)) {
-    return functionsOf(db)?.callOf(statement, literals) ?? filledIn(statement.text, literals);
+    return functionsOf(db)?.callOf(call.statement, call.literals) ?? filledIn(call.statement.text, call.literals);
   }
-  return `EXECUTE ${statement.name}(${literals.join(', ')})`;
+  return `EXECUTE ${call.statement.name}(${call.literals.join(', ')})`;
+}
+
+/** `callText` of `statement` with `args`; null when an argument has no exact literal. */
+export function executeCall(statement: Prepared, args: readonly unknown[], db?: object): string | null {
+  const call = callWith(statement, args);
+  return call === null ? null : callText(call, db);
 }
 
 /**

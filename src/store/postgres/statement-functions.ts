@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import type { FunctionCalls } from './pooled.js';
+import { staleFunctionOf, type FunctionCalls } from './pooled.js';
 import { inTransaction } from './transactions.js';
 
 /** A statement the store executes by name (prepared.ts `Prepared`): its name and text. */
@@ -18,7 +18,7 @@ interface Statement {
  * A PL/pgSQL function is not session state: it lives in the schema, and each server connection
  * keeps the plan of the statement in its body, as it keeps a prepared statement's (custom plans
  * first, then the generic plan once it costs no more). So on a transaction-pooled store, each
- * statement the store would execute by name (`executeCall`) gets a function in the store's
+ * statement the store would execute by name (`callText`) gets a function in the store's
  * schema, created the first time the statement is sent:
  * - its parameters have the types PostgreSQL infers for the statement's, and it returns a table
  *   of the statement's own columns and types, so its rows reach pg exactly as the statement's
@@ -69,12 +69,11 @@ export class StatementFunctions implements FunctionCalls {
    * Rethrows `error`. When it is a function's answer that its statement no longer returns the
    * columns it was made with (a migration added one under `RETURNING *` since: 42804, "structure
    * of query does not match function result type"), the statement goes back to its text and
-   * gets a function of its new columns on its next use: the call that failed fails, the next
-   * ones do not.
+   * gets a function of its new columns on its next use. The call that failed fails; a write
+   * batch is then sent again, its statements formed anew (write-batcher.ts), so no write fails.
    */
   forgetFailed(error: unknown): never {
-    const { code, where } = (error ?? {}) as { code?: unknown; where?: unknown };
-    const failed = code === '42804' && typeof where === 'string' ? /PL\/pgSQL function (tl_[0-9a-f]{16})\(/.exec(where)?.[1] : undefined;
+    const failed = staleFunctionOf(error);
     if (failed !== undefined) {
       for (const [statement, name] of this.ready) {
         if (name !== failed) continue;

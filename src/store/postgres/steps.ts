@@ -11,7 +11,7 @@ import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '
 import { auditToRow, isInt4, rowToRecord, type TaskRow } from './row.js';
 import { inShortTransaction } from './transactions.js';
 import { eventSql } from './events.js';
-import { executeCall, prepared } from './prepared.js';
+import { callWith, prepared } from './prepared.js';
 import { readById } from './reads.js';
 import type { WriteBatcher } from './write-batcher.js';
 
@@ -247,10 +247,9 @@ async function freshStepIn(
     input.maxJournalBytes ?? null,
     ...line,
   ];
-  // Behind a pooler in transaction mode, the statement's own text (no prepared statement by name).
-  const call = executeCall(preparedFreshStep, params, pool);
+  const call = callWith(preparedFreshStep, params);
   if (call === null) return null;
-  const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${fence.taskId}`, prepared: [preparedFreshStep] });
+  const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${fence.taskId}` });
   const row = (result?.rows as TaskRow[] | undefined)?.[0];
   return row === undefined ? null : { decision: 'APPLY_STEP', record: rowToRecord(row), suspended: false };
 }

@@ -10,7 +10,7 @@ import { isTaskStatus, isTerminal, type Millis, type TaskRecord } from '../../co
 import { admissionRecord } from '../admission-record.js';
 import { auditLine, cancelDetail } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelInput, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
-import { executeCall, prepared, withLiterals } from './prepared.js';
+import { callWith, prepared, withLiterals, type Call } from './prepared.js';
 import { readById, readGuard } from './reads.js';
 import { auditToRow, isInt4, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import { sql } from './statements.js';
@@ -51,14 +51,9 @@ export async function admitIn(pool: pg.Pool, batcher: WriteBatcher, input: Admit
   const params = [...recordToRow(admitted), ...bounds];
   const bare = input.idempotencyKey === null && input.maxActive == null && input.maxStored == null;
   const claimed = claimOnAdmission(pool, input, admitted, bounds);
-  const insert = claimed === null ? executeCall(preparedAdmit, params, pool) : claimed.statement;
+  const insert = claimed === null ? callWith(preparedAdmit, params) : claimed.statement;
   if (insert !== null) {
-    const [inserted] = await batcher.run({
-      statements: [insert],
-      locks: admissionLocks(input),
-      orderKey: `0:${input.authKey}`,
-      prepared: [claimed === null ? preparedAdmit : preparedAdmitClaimed],
-    });
+    const [inserted] = await batcher.run({ statements: [insert], locks: admissionLocks(input), orderKey: `0:${input.authKey}` });
     const row = (inserted?.rows as AdmittedRow[] | undefined)?.[0];
     if (row !== undefined) {
       if (claimed === null) return { decision: 'ACCEPT_TASK', record: asStored(admitted, row), claimed: null };
@@ -106,7 +101,7 @@ function claimOnAdmission(
   input: AdmitInput,
   admitted: TaskRecord,
   bounds: readonly unknown[],
-): { statement: string; leased: TaskRecord; admitted: (claimed: TaskRecord) => TaskRecord } | null {
+): { statement: Call; leased: TaskRecord; admitted: (claimed: TaskRecord) => TaskRecord } | null {
   const claim = input.claim;
   if (claim == null) return null;
   if (decideDispatch(admitted, input.now, claim.maxAttempts).kind !== 'claim') return null;
@@ -117,7 +112,7 @@ function claimOnAdmission(
     leaseOwner: claim.owner,
     leaseExpiresAt: input.now + claim.leaseMs,
   });
-  const statement = executeCall(preparedAdmitClaimed, [...recordToRow(leased), ...bounds, claim.correlationId, `claim ${claim.owner}`], pool);
+  const statement = callWith(preparedAdmitClaimed, [...recordToRow(leased), ...bounds, claim.correlationId, `claim ${claim.owner}`]);
   if (statement === null) return null;
   return {
     statement,
@@ -280,10 +275,9 @@ export async function cancelIn(pool: pg.Pool, batcher: WriteBatcher, input: Canc
  * value has no exact literal.
  */
 async function appliedRow(pool: pg.Pool, batcher: WriteBatcher, text: string, params: readonly unknown[], taskId: string): Promise<TaskRow | undefined> {
-  const statement = prepared(text);
-  const call = executeCall(statement, params, pool);
+  const call = callWith(prepared(text), params);
   if (call === null) return (await pool.query<TaskRow>(text, params as unknown[])).rows[0];
-  const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${taskId}`, prepared: [statement] });
+  const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${taskId}` });
   return (result?.rows as TaskRow[] | undefined)?.[0];
 }
 

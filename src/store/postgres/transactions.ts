@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
+import { pastStaleFunctions } from './pooled.js';
 import { ensurePrepared, executeCall, prepared, type Prepared } from './prepared.js';
 
 /**
@@ -65,6 +66,12 @@ export interface Statement {
  * and whose last statements may go together with COMMIT ({@link ShortTransaction}): a
  * transaction of one read and one write takes two round trips, not four. ROLLBACK on any error,
  * and the client always goes back to the pool.
+ *
+ * Behind a pooler, a statement function that a migration left with other columns than its
+ * statement's fails the transaction, which stores nothing, and is forgotten there
+ * (statement-functions.ts `forgetFailed`): `work` then runs again in a new transaction, with that
+ * statement as text (`pastStaleFunctions`). So `work` keeps nothing of a failed run outside its
+ * transaction.
  */
 export async function inShortTransaction<T>(
   pool: pg.Pool,
@@ -72,12 +79,14 @@ export async function inShortTransaction<T>(
   /** Statements without parameters that go with BEGIN, ahead of the first statement (settings of the transaction). */
   settings: readonly string[] = [],
 ): Promise<T> {
-  return onClient(pool, async (client) => {
-    const tx = new ShortTransaction(client, ['BEGIN', ...settings]);
-    const value = await work(tx);
-    await tx.commit();
-    return value;
-  });
+  return pastStaleFunctions(() =>
+    onClient(pool, async (client) => {
+      const tx = new ShortTransaction(client, ['BEGIN', ...settings]);
+      const value = await work(tx);
+      await tx.commit();
+      return value;
+    }),
+  );
 }
 
 /**

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { isStatementError } from './connection.js';
-import { ensurePrepared, executeCall, prepared, withLiterals, type Prepared } from './prepared.js';
+import { callText, callWith, ensurePrepared, prepared, withLiterals, type Call } from './prepared.js';
+import { pastStaleFunctions } from './pooled.js';
 import { inOneRoundTrip, onPreparedClient } from './transactions.js';
 import { Batcher, MemberQueue } from '../batcher.js';
 
@@ -29,15 +30,18 @@ import { Batcher, MemberQueue } from '../batcher.js';
  *   the outcome unknown) fails every write of the batch, as it would fail a write sent alone.
  */
 
-/** One write: plain SQL (literals, no parameters), run in order inside the batch's transaction. */
+/**
+ * One write: its statements, run in order inside the batch's transaction. Each is plain SQL or
+ * the call of a prepared statement with literals (prepared.ts `Call`), whose text is formed when
+ * the batch is sent: the connection prepares the statement first (or, behind a pooler, the call
+ * goes to the statement's function, else as its text).
+ */
 export interface BatchedWrite {
-  statements: readonly string[];
+  statements: ReadonlyArray<string | Call>;
   /** Advisory lock keys (text) the statements take; the batch takes them all first, sorted. */
   locks: readonly string[];
   /** Writes of one batch run in this order (admissions before status writes, tasks by id). */
   orderKey: string;
-  /** The prepared statements `statements` execute; the connection prepares them first. */
-  prepared: readonly Prepared[];
 }
 
 export interface WriteBatcherOptions {
@@ -89,7 +93,10 @@ export class WriteBatcher {
   /** Runs `write` in the next batch; resolves with the results of its statements once committed. */
   run(write: BatchedWrite): Promise<pg.QueryResult[]> {
     return new Promise((resolve, reject) => {
-      const bytes = write.statements.reduce((n, s) => n + s.length, 0);
+      const bytes = write.statements.reduce(
+        (n, s) => n + (typeof s === 'string' ? s.length : s.literals.reduce((m, l) => m + l.length, s.statement.text.length)),
+        0,
+      );
       this.batcher.add({ write, bytes, resolve, reject });
     });
   }
@@ -104,19 +111,32 @@ export class WriteBatcher {
  * The writes in one transaction, one round trip: their locks first, then each write's
  * statements in `orderKey` order; the results of each write's statements, in the order given.
  * A single statement without locks needs no transaction: it commits by itself.
+ *
+ * Behind a pooler, a statement function that a migration left with other columns than its
+ * statement's fails the transaction, which stores nothing, and is forgotten there
+ * (statement-functions.ts `forgetFailed`): the batch is then sent again, its statements formed
+ * anew (`pastStaleFunctions`), so the writes of an older process outlive the migration without
+ * an error.
  */
 async function runTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResult[][]> {
+  return pastStaleFunctions(() => sendTogether(pool, batch));
+}
+
+/** `runTogether`'s message, its statements formed now. */
+async function sendTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResult[][]> {
+  const textOf = (s: string | Call) => (typeof s === 'string' ? s : callText(s, pool));
+  const needed = new Set(batch.flatMap((q) => q.write.statements.flatMap((s) => (typeof s === 'string' ? [] : [s.statement]))));
   const only = batch.length === 1 ? (batch[0] as Queued).write : null;
   if (only !== null && only.locks.length === 0 && only.statements.length === 1) {
-    return [[await onPreparedClient(pool, only.statements[0] as string, (client) => ensurePrepared(client, only.prepared))]];
+    return [[await onPreparedClient(pool, textOf(only.statements[0] as string | Call), (client) => ensurePrepared(client, [...needed]))]];
   }
   const ordered = [...batch].sort((a, b) => (a.write.orderKey < b.write.orderKey ? -1 : a.write.orderKey > b.write.orderKey ? 1 : 0));
   const locks = [...new Set(ordered.flatMap((q) => q.write.locks))];
-  const needed = new Set(batch.flatMap((q) => q.write.prepared));
   if (locks.length > 0) needed.add(preparedLockAll);
   const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...needed]);
   // An array of strings always has its literal.
-  const statements = [...(locks.length === 0 ? [] : [executeCall(preparedLockAll, [locks], pool) as string]), ...ordered.flatMap((q) => q.write.statements)];
+  const lockCall = locks.length === 0 ? [] : [callWith(preparedLockAll, [locks]) as Call];
+  const statements = [...lockCall, ...ordered.flatMap((q) => q.write.statements)].map(textOf);
   const results = await inOneRoundTrip(pool, statements, prepare);
   const byWrite = new Map<Queued, pg.QueryResult[]>();
   let at = locks.length === 0 ? 0 : 1;
