@@ -5,9 +5,10 @@ import type pg from 'pg';
  * Proxy, Supavisor): each transaction may run on a different server connection, so nothing may
  * outlive one. A store URL says so with `pgbouncer=true`; its pools and their clients are then
  * marked here, and
- * - no statement is prepared by name: pg's `name:` is dropped, `PREPARE`/`EXECUTE` become the
- *   call of the statement's function once it has one (statement-functions.ts), else the
- *   statement's text with its literals (see `callText`, `ensurePrepared`);
+ * - no statement is prepared by name: pg's `name:` is dropped, and `PREPARE`/`EXECUTE` or a
+ *   named statement become the call of the statement's function once it has one
+ *   (statement-functions.ts), else the statement's text with its literals (see `callText`,
+ *   `ensurePrepared`);
  * - what a direct connection sets once per session (the `?schema=` search_path, the audit pool's
  *   asynchronous commit) is set per transaction instead: `SET LOCAL …` goes ahead of every
  *   message that begins one, in the same message;
@@ -22,6 +23,8 @@ import type pg from 'pg';
 export interface FunctionCalls {
   /** The call of the statement's function with `literals`, or null while it has none. */
   callOf(statement: { name: string; text: string }, literals: readonly string[]): string | null;
+  /** `callOf` with `values` written as literals; null also when a value has none. */
+  callWithValues(statement: { name: string; text: string }, values: readonly unknown[]): string | null;
   /** Rethrows `error`, forgetting the function it names when its columns no longer match. */
   forgetFailed(error: unknown): never;
 }
@@ -108,6 +111,7 @@ export function poolClient(
     // A cursor or another submittable carries its own protocol: passed as it is.
     if (typeof first === 'object' && first !== null && typeof (first as QueryConfig).submit === 'function') return query(...args);
     const config: QueryConfig = typeof first === 'string' ? { text: first } : { ...(first as QueryConfig) };
+    const name = config.name;
     delete config.name;
     if (Array.isArray(second)) config.values = second;
     const callback = (typeof second === 'function' ? second : typeof third === 'function' ? third : undefined) as Callback | undefined;
@@ -117,7 +121,9 @@ export function poolClient(
       run = send(config);
     } else {
       const values = config.values ?? [];
-      const text = values.length === 0 ? config.text : withLiterals(config.text, values);
+      // A statement the store names (a read, a notification) goes through its function once it has one, as the writes do.
+      const call = name === undefined || functions === null ? null : functions.callWithValues({ name, text: config.text }, values);
+      const text = call ?? (values.length === 0 ? config.text : withLiterals(config.text, values));
       if (text !== null) {
         run = send(Object.assign({}, config, { text: [...settings, text].join(';\n'), values: [] })).then((answer) => {
           const rest = (answer as unknown[]).slice(settings.length);

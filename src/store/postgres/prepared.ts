@@ -66,9 +66,19 @@ function storable(text: string): string {
 
 /** `text` with each `$n` replaced by the literal of `params[n - 1]`; null when one has none. */
 export function withLiterals(text: string, params: readonly unknown[]): string | null {
-  const literals = params.map((value) => sqlLiteral(value));
-  if (literals.some((literal) => literal === null)) return null;
-  return filledIn(text, literals as string[]);
+  const literals = literalsOf(params);
+  return literals === null ? null : filledIn(text, literals);
+}
+
+/** The literal of each of `params`; null when one has none. */
+export function literalsOf(params: readonly unknown[]): string[] | null {
+  const literals: string[] = [];
+  for (const param of params) {
+    const literal = sqlLiteral(param);
+    if (literal === null) return null;
+    literals.push(literal);
+  }
+  return literals;
 }
 
 /** `text` with each `$n` replaced by `literals[n - 1]`. */
@@ -115,13 +125,8 @@ export interface Call {
 
 /** `statement` with `args` as literals; null when an argument has no exact literal. */
 export function callWith(statement: Prepared, args: readonly unknown[]): Call | null {
-  const literals: string[] = [];
-  for (const arg of args) {
-    const literal = sqlLiteral(arg);
-    if (literal === null) return null;
-    literals.push(literal);
-  }
-  return { statement, literals };
+  const literals = literalsOf(args);
+  return literals === null ? null : { statement, literals };
 }
 
 /**

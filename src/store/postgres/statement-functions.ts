@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { staleFunctionOf, type FunctionCalls } from './pooled.js';
+import { literalsOf } from './prepared.js';
 import { inTransaction } from './transactions.js';
 
 /** A statement the store executes by name (prepared.ts `Prepared`): its name and text. */
@@ -18,8 +19,9 @@ interface Statement {
  * A PL/pgSQL function is not session state: it lives in the schema, and each server connection
  * keeps the plan of the statement in its body, as it keeps a prepared statement's (custom plans
  * first, then the generic plan once it costs no more). So on a transaction-pooled store, each
- * statement the store would execute by name (`callText`) gets a function in the store's
- * schema, created the first time the statement is sent:
+ * statement the store would execute by name (`callText`, and the reads it names for pg:
+ * `callWithValues`) gets a function in the store's schema, created the first time the
+ * statement is sent:
  * - its parameters have the types PostgreSQL infers for the statement's, and it returns a table
  *   of the statement's own columns and types, so its rows reach pg exactly as the statement's
  *   would (RETURN QUERY of the statement's text);
@@ -63,6 +65,17 @@ export class StatementFunctions implements FunctionCalls {
       this.creating.add(creation);
     }
     return null;
+  }
+
+  /**
+   * `callOf` for a statement sent with parameters (one the store names for pg: a read, a
+   * notification), `values` written as literals; null while it has no function (its creation then
+   * starts), when it cannot have one, and when a value has no literal.
+   */
+  callWithValues(statement: Statement, values: readonly unknown[]): string | null {
+    if (this.tried.has(statement.name) && !this.ready.has(statement.name)) return null;
+    const literals = literalsOf(values);
+    return literals === null ? null : this.callOf(statement, literals);
   }
 
   /**
@@ -114,13 +127,16 @@ interface Shape {
   columns: { name: string; type: number; modifier: number }[];
 }
 
+/** The type of a column of `void` (`SELECT pg_notify(…)`), which no PL/pgSQL function can return. */
+const VOID = 2278;
+
 /**
  * Creates the function of `text` of `shape` unless it exists; its name, or null for a statement
- * of no rows or of two columns of one name (a table's columns are distinct).
+ * of no rows, of two columns of one name (a table's columns are distinct) or of a `void` column.
  */
 async function createIn(client: pg.PoolClient, text: string, shape: Shape): Promise<string | null> {
   const names = shape.columns.map((c) => c.name);
-  if (names.length === 0 || new Set(names).size !== names.length) return null;
+  if (names.length === 0 || new Set(names).size !== names.length || shape.columns.some((c) => c.type === VOID)) return null;
   const name = `tl_${createHash('sha256')
     .update(JSON.stringify([text, shape]))
     .digest('hex')
