@@ -7,6 +7,7 @@ import { probePostgres } from '../../src/store/postgres/probe.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPooledUrl, freshPostgresUrl, poolerSkipReason } from '../support/postgres.js';
 import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
+import { oneTask, tasksAtOnce } from '../support/store-tasks.js';
 import { until } from '../support/until.js';
 
 // A PostgreSQL store behind PgBouncer in transaction mode (`pgbouncer=true`): what it sends
@@ -63,19 +64,6 @@ function sessionBound(queries: Array<{ text: string; name?: string }>): string[]
   return queries
     .filter((q) => q.name !== undefined || /\b(PREPARE|EXECUTE|LISTEN)\s/.test(q.text) || /(^|;\s*)SET\s+(?!LOCAL\b|TRANSACTION\b)/i.test(q.text))
     .map((q) => q.name ?? q.text.slice(0, 80));
-}
-
-/** Admit, claim and complete one task: the records its writes answered with, and the record read back. */
-async function oneTask(store: PostgresStore) {
-  const input = admission();
-  expect((await store.admit(input)).decision).toBe('ACCEPT_TASK');
-  const [claimed] = await store.claim({ owner: 'w1', now: NOW, leaseMs: 30_000, limit: 1, maxAttempts: 3, abandonedResult: null, correlationId: 'c1' });
-  expect(claimed?.taskId).toBe(input.taskId);
-  const write = { status: 'completed' as const, expectedVersion: claimed!.version, result: { content: [{ type: 'text', text: 'ok' }], isError: false } };
-  const done = await store.transition({ taskId: input.taskId, authKey: input.authKey, write, correlationId: 'c2', now: NOW + 1 });
-  expect(done.decision).toBe('APPLY_TRANSITION');
-  const read = await store.get({ taskId: input.taskId, authKey: input.authKey, now: NOW + 2, correlationId: 'c3' } as never);
-  return { claimed: claimed!, done: done.record!, read: read.record! };
 }
 
 /** The statement functions `queries` called. */
@@ -180,24 +168,7 @@ describe.skipIf(skip !== null)(`a PostgreSQL store behind PgBouncer in transacti
       // write return every column of tasks (RETURNING *), so their functions no longer match.
       await store.pool.query('ALTER TABLE tasks ADD COLUMN added_by_a_migration text');
       const from = seen.length;
-      // Four tasks at once: their admissions, claims and status writes share batches and walks.
-      const inputs = Array.from({ length: 4 }, () => admission());
-      for (const a of await Promise.all(inputs.map((input) => store.admit(input)))) expect(a.decision).toBe('ACCEPT_TASK');
-      const claimed = await store.claim({ owner: 'w1', now: NOW, leaseMs: 30_000, limit: 4, maxAttempts: 3, abandonedResult: null, correlationId: 'c1' });
-      expect(claimed.map((c) => c.taskId).sort()).toEqual(inputs.map((i) => i.taskId).sort());
-      const done = await Promise.all(
-        claimed.map((c) =>
-          store.transition({
-            taskId: c.taskId,
-            authKey: c.authKey,
-            write: { status: 'completed', expectedVersion: c.version, result: { content: [], isError: false } },
-            correlationId: 'c2',
-            now: NOW + 1,
-          }),
-        ),
-      );
-      expect(done.map((d) => d.decision)).toEqual(claimed.map(() => 'APPLY_TRANSITION'));
-      expect(done.map((d) => d.record?.status)).toEqual(claimed.map(() => 'completed'));
+      await tasksAtOnce(store, 4);
       // The stale functions failed where they were called (so the check above met them), and the
       // statements that had them get functions of the new columns.
       expect(calls(seen.slice(from)).some((name) => before.has(name))).toBe(true);

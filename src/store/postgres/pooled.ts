@@ -37,26 +37,8 @@ export interface FunctionCalls {
  */
 export function staleFunctionOf(error: unknown): string | undefined {
   const { code, where } = (error ?? {}) as { code?: unknown; where?: unknown };
-  return code === '42804' && typeof where === 'string' ? /PL\/pgSQL function (tl_[0-9a-f]{16})\(/.exec(where)?.[1] : undefined;
-}
-
-/**
- * `send()`, sent again each time it fails on a statement function that a migration left behind
- * (`staleFunctionOf`: the transaction that failed stored nothing, and the function is forgotten
- * where it failed, so the next try sends its statement as text), once per function: a message
- * with two such functions fails on the first, then on the second, then goes through.
- */
-export async function pastStaleFunctions<T>(send: () => Promise<T>): Promise<T> {
-  const forgotten = new Set<string>();
-  for (;;) {
-    try {
-      return await send();
-    } catch (error) {
-      const name = staleFunctionOf(error);
-      if (name === undefined || forgotten.has(name)) throw error;
-      forgotten.add(name);
-    }
-  }
+  // The context names the function as `tl_…(argument types)`, in whatever language the server speaks.
+  return code === '42804' && typeof where === 'string' ? /\b(tl_[0-9a-f]{16})\(/.exec(where)?.[1] : undefined;
 }
 
 /** Each transaction-pooled pool and client, with the statement functions of its pool (none for a lone client). */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { isStorableText } from '../../core/text.js';
 import { unstorableError } from '../storable.js';
-import { functionsOf, isTransactionPooled } from './pooled.js';
+import { functionsOf, isTransactionPooled, staleFunctionOf } from './pooled.js';
 
 /**
  * How the PostgreSQL store sends a statement as plain SQL: parameters written as literals that
@@ -101,7 +101,13 @@ export interface Prepared {
 }
 
 const byText = new Map<string, Prepared>();
-const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
+/** The statements each connection has prepared, each with the `generation` it was prepared in. */
+const preparedOn = new WeakMap<pg.ClientBase, Map<string, number>>();
+/**
+ * Raised when a prepared statement was found to return other columns than it was prepared with
+ * (`isStalePlan`): every connection then prepares its statements again before their next use.
+ */
+let generation = 0;
 
 /** The prepared form of `text` (parameters `$1`…), one object per text. */
 export function prepared(text: string): Prepared {
@@ -148,20 +154,70 @@ export function executeCall(statement: Prepared, args: readonly unknown[], db?: 
 }
 
 /**
- * Prepares on `client` whichever of `statements` it has not prepared yet, one message each: a
- * PREPARE that fails created nothing, so the next use tries again.
+ * Prepares on `client` whichever of `statements` it has not prepared yet, or prepared before a
+ * migration changed the columns of one of them (`isStalePlan`), one message each: a PREPARE
+ * that fails created nothing, so the next use tries again.
  */
 export async function ensurePrepared(client: pg.ClientBase, statements: readonly Prepared[]): Promise<void> {
-  // Behind a pooler in transaction mode the statements travel as text (`executeCall`).
+  // Behind a pooler in transaction mode the statements travel as text (`callText`).
   if (isTransactionPooled(client)) return;
   let have = preparedOn.get(client);
   if (have === undefined) {
-    have = new Set();
+    have = new Map();
     preparedOn.set(client, have);
   }
   for (const statement of statements) {
-    if (have.has(statement.name)) continue;
+    const at = have.get(statement.name);
+    if (at === generation) continue;
+    if (at !== undefined) {
+      await client.query(`DEALLOCATE ${statement.name}`);
+      have.delete(statement.name);
+    }
     await client.query(`PREPARE ${statement.name} AS ${statement.text}`);
-    have.add(statement.name);
+    have.set(statement.name, generation);
+  }
+}
+
+/**
+ * Whether `error` is PostgreSQL's refusal to run a prepared statement whose columns changed
+ * since it was prepared (0A000 from `RevalidateCachedQuery`, "cached plan must not change result
+ * type": a migration added a column under its `RETURNING *` or `SELECT *`). Nothing of the
+ * transaction it failed was stored.
+ */
+export function isStalePlan(error: unknown): boolean {
+  const { code, routine } = (error ?? {}) as { code?: unknown; routine?: unknown };
+  return code === '0A000' && routine === 'RevalidateCachedQuery';
+}
+
+/** Most times `pastStaleStatements` prepares every statement again for one `send`. */
+const PREPARE_AGAIN = 3;
+
+/**
+ * `send()`, sent again when it failed on a statement that a migration left with other columns
+ * than it had when the connection prepared it, or made its function with: the transaction that
+ * failed stored nothing.
+ * - A prepared statement (`isStalePlan`): every connection prepares its statements again before
+ *   their next use (`ensurePrepared`), up to `PREPARE_AGAIN` times for one `send`.
+ * - Behind a pooler, a statement function (pooled.ts `staleFunctionOf`): forgotten where it
+ *   failed, so the next try sends its statement as text; once per function, so a message with
+ *   two such functions fails on the first, then on the second, then goes through.
+ * So the writes and claims of a process that runs while a newer version migrates do not fail.
+ */
+export async function pastStaleStatements<T>(send: () => Promise<T>): Promise<T> {
+  const forgotten = new Set<string>();
+  for (let preparedAgain = 0; ;) {
+    try {
+      return await send();
+    } catch (error) {
+      const name = staleFunctionOf(error);
+      if (name !== undefined && !forgotten.has(name)) {
+        forgotten.add(name);
+      } else if (name === undefined && isStalePlan(error) && preparedAgain < PREPARE_AGAIN) {
+        preparedAgain += 1;
+        generation += 1;
+      } else {
+        throw error;
+      }
+    }
   }
 }

@@ -83,7 +83,8 @@ export class StatementFunctions implements FunctionCalls {
    * columns it was made with (a migration added one under `RETURNING *` since: 42804, "structure
    * of query does not match function result type"), the statement goes back to its text and
    * gets a function of its new columns on its next use. The call that failed fails; a write
-   * batch is then sent again, its statements formed anew (write-batcher.ts), so no write fails.
+   * batch or a short transaction is then sent again (prepared.ts `pastStaleStatements`), so no
+   * write fails.
    */
   forgetFailed(error: unknown): never {
     const failed = staleFunctionOf(error);

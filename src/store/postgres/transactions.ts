@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
-import { pastStaleFunctions } from './pooled.js';
-import { ensurePrepared, executeCall, prepared, type Prepared } from './prepared.js';
+import { ensurePrepared, executeCall, pastStaleStatements, prepared, type Prepared } from './prepared.js';
 
 /**
  * How the PostgreSQL store's statements become transactions: one on a checked-out client
@@ -67,11 +66,10 @@ export interface Statement {
  * transaction of one read and one write takes two round trips, not four. ROLLBACK on any error,
  * and the client always goes back to the pool.
  *
- * Behind a pooler, a statement function that a migration left with other columns than its
- * statement's fails the transaction, which stores nothing, and is forgotten there
- * (statement-functions.ts `forgetFailed`): `work` then runs again in a new transaction, with that
- * statement as text (`pastStaleFunctions`). So `work` keeps nothing of a failed run outside its
- * transaction.
+ * A statement that a migration left with other columns than its connection prepared it with,
+ * or than its function behind a pooler was made with, fails the transaction, which stores
+ * nothing: `work` then runs again in a new transaction (`pastStaleStatements`). So `work` keeps
+ * nothing of a failed run outside its transaction.
  */
 export async function inShortTransaction<T>(
   pool: pg.Pool,
@@ -79,7 +77,7 @@ export async function inShortTransaction<T>(
   /** Statements without parameters that go with BEGIN, ahead of the first statement (settings of the transaction). */
   settings: readonly string[] = [],
 ): Promise<T> {
-  return pastStaleFunctions(() =>
+  return pastStaleStatements(() =>
     onClient(pool, async (client) => {
       const tx = new ShortTransaction(client, ['BEGIN', ...settings]);
       const value = await work(tx);

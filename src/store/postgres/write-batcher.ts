@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import { isStatementError } from './connection.js';
-import { callText, callWith, ensurePrepared, prepared, withLiterals, type Call } from './prepared.js';
-import { pastStaleFunctions } from './pooled.js';
+import { callText, callWith, ensurePrepared, pastStaleStatements, prepared, withLiterals, type Call } from './prepared.js';
 import { inOneRoundTrip, onPreparedClient } from './transactions.js';
 import { Batcher, MemberQueue } from '../batcher.js';
 
@@ -112,14 +111,13 @@ export class WriteBatcher {
  * statements in `orderKey` order; the results of each write's statements, in the order given.
  * A single statement without locks needs no transaction: it commits by itself.
  *
- * Behind a pooler, a statement function that a migration left with other columns than its
- * statement's fails the transaction, which stores nothing, and is forgotten there
- * (statement-functions.ts `forgetFailed`): the batch is then sent again, its statements formed
- * anew (`pastStaleFunctions`), so the writes of an older process outlive the migration without
- * an error.
+ * A statement that a migration left with other columns than its connection prepared it with,
+ * or than its function behind a pooler was made with, fails the transaction, which stores
+ * nothing: the batch is then sent again, prepared again or its statements formed anew
+ * (`pastStaleStatements`), so the writes of an older process outlive the migration.
  */
 async function runTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResult[][]> {
-  return pastStaleFunctions(() => sendTogether(pool, batch));
+  return pastStaleStatements(() => sendTogether(pool, batch));
 }
 
 /** `runTogether`'s message, its statements formed now. */
