@@ -167,14 +167,17 @@ export async function ensurePrepared(client: pg.ClientBase, statements: readonly
     preparedOn.set(client, have);
   }
   for (const statement of statements) {
+    // The generation the PREPARE below belongs to: one raised while it is on its way finds this
+    // statement older than itself, and it is prepared again.
+    const now = generation;
     const at = have.get(statement.name);
-    if (at === generation) continue;
+    if (at === now) continue;
     if (at !== undefined) {
       await client.query(`DEALLOCATE ${statement.name}`);
       have.delete(statement.name);
     }
     await client.query(`PREPARE ${statement.name} AS ${statement.text}`);
-    have.set(statement.name, generation);
+    have.set(statement.name, now);
   }
 }
 
@@ -205,14 +208,15 @@ const PREPARE_AGAIN = 3;
  */
 export async function pastStaleStatements<T>(send: () => Promise<T>): Promise<T> {
   const forgotten = new Set<string>();
-  for (let preparedAgain = 0; ;) {
+  let preparedAgain = 0;
+  for (;;) {
     try {
       return await send();
     } catch (error) {
       const name = staleFunctionOf(error);
       if (name !== undefined && !forgotten.has(name)) {
         forgotten.add(name);
-      } else if (name === undefined && isStalePlan(error) && preparedAgain < PREPARE_AGAIN) {
+      } else if (isStalePlan(error) && preparedAgain < PREPARE_AGAIN) {
         preparedAgain += 1;
         generation += 1;
       } else {
