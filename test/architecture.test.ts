@@ -75,6 +75,8 @@ describe('the import graph of src/', () => {
    */
   const DIALECT_EXTRAS: Record<string, Record<string, string>> = {
     sqlite: {
+      'checkpoints.ts':
+        "the write-ahead log copied into the file on a thread of the process's own, not in the commit that fills it: PostgreSQL's checkpointer is a server process",
       'driver.ts': 'the subset of a SQLite driver the store uses: there are two drivers (PostgreSQL has one, pg)',
       'node-driver.ts': 'node:sqlite in that shape, for a Node where better-sqlite3 does not load',
       'record-cache.ts':

@@ -61,10 +61,11 @@ export function isBusy(error: unknown): boolean {
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
-/** A driver the store can run on: its name, and how it opens a file. */
+/** A driver the store can run on: its name, how it opens a file, and where its module is (another thread loads it there). */
 interface Driver {
   name: SqliteDriverName;
   open(path: string, options: SqliteOpenOptions): SqliteDatabase;
+  module?: string;
 }
 
 let chosen: Driver | null = null;
@@ -107,7 +108,7 @@ function tryBetterSqlite(problems: string[]): Driver | null {
     const Database = require('better-sqlite3') as new (path: string, options: SqliteOpenOptions) => SqliteDatabase;
     // Loading the module does not load its binary: a first database does.
     new Database(':memory:', {}).close();
-    return { name: 'better-sqlite3', open: (path, options) => new Database(path, options) };
+    return { name: 'better-sqlite3', open: (path, options) => new Database(path, options), module: require.resolve('better-sqlite3') };
   } catch (error) {
     problems.push(`better-sqlite3 does not load (${firstLine(error)})`);
     return null;

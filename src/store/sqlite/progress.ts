@@ -1,6 +1,7 @@
 import { coerceError } from '../../core/errors.js';
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import { encodeProgress } from '../progress-event.js';
+import { committed } from './transactions.js';
 import type { ProgressEvent } from '../types.js';
 
 /** Rows of `task_progress` kept: a listener more than this many events behind loses the oldest. */
@@ -40,6 +41,7 @@ export class ProgressWriter {
           this.trim.run(last - PROGRESS_ROWS_KEPT);
         })
         .immediate();
+      committed(this.db);
     } catch (error) {
       this.onProblem('progress not published', { count: payloads.length, reason: coerceError(error).message });
     } finally {

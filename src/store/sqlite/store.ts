@@ -3,6 +3,7 @@ import type { StoredInput } from '../../core/input-rules.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
 import { AuditWriter } from '../audit-writer.js';
+import { BackgroundCheckpoints } from './checkpoints.js';
 import { ProgressBuffer } from '../progress-buffer.js';
 import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
 import type {
@@ -63,6 +64,11 @@ import { refuseUnstorable, unstorableRefusal } from '../storable.js';
 export interface SqliteStoreOptions {
   /** How long a write waits for another process's write lock before failing (default 5000). */
   busyTimeoutMs?: number;
+  /**
+   * Checkpoints of the write-ahead log on a thread of their own (default true), not in the commit
+   * that fills it, which holds the event loop through two `fsync`s (see checkpoints.ts).
+   */
+  backgroundCheckpoints?: boolean;
 }
 
 /**
@@ -95,6 +101,8 @@ export class SqliteStore implements TaskStore {
   private readonly auditWriter: AuditWriter;
   /** Running tasks' progress for the other processes on this file (null: an in-memory database has none). */
   private readonly progress: ProgressBuffer | null;
+  /** The log's checkpoints on the process's checkpoint thread (null: in the commits, or an in-memory database). */
+  readonly checkpoints: BackgroundCheckpoints | null;
   /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
   onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
@@ -103,6 +111,7 @@ export class SqliteStore implements TaskStore {
     readonly db: SqliteDatabase,
     /** Migrations this `open` applied (empty when the schema was current). */
     readonly migrationsApplied: readonly string[] = [],
+    backgroundCheckpoints = true,
   ) {
     this.sql = prepareStatements(db);
     this.rows = new RecordCache(db);
@@ -135,6 +144,7 @@ export class SqliteStore implements TaskStore {
     this.supports = { listenNotify: !db.memory, shared: true };
     const progress = db.memory ? null : new ProgressWriter(db, (message, fields) => this.onProblem?.(message, fields));
     this.progress = progress === null ? null : new ProgressBuffer((events) => progress.write(events));
+    this.checkpoints = db.memory || !backgroundCheckpoints ? null : new BackgroundCheckpoints(db, (message, fields) => this.onProblem?.(message, fields));
   }
 
   /**
@@ -142,7 +152,7 @@ export class SqliteStore implements TaskStore {
    * migrations. A path that cannot be opened raises `STORE_UNAVAILABLE` naming the path.
    */
   static async open(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
-    return openDatabase(path, options.busyTimeoutMs ?? 5000, async (db) => new SqliteStore(db, await migrateSqlite(db)));
+    return openDatabase(path, options.busyTimeoutMs ?? 5000, async (db) => new SqliteStore(db, await migrateSqlite(db), options.backgroundCheckpoints));
   }
 
   // The records role (TaskRecords): task-writes.ts, reads.ts.
@@ -359,6 +369,8 @@ export class SqliteStore implements TaskStore {
     // What progress still waits is written now; later progress is dropped.
     if (this.db.open) this.progress?.close();
     if (this.db.open) await this.auditWriter.drain(5_000);
+    // The thread's connection first: the store's is then the file's last here, and folds the log.
+    await this.checkpoints?.close();
     if (this.db.open) this.db.close();
   }
 

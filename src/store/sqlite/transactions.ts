@@ -18,13 +18,27 @@ export function inTransaction<T>(db: SqliteDatabase, fn: () => T): T {
   const runner = runnerOf(db);
   runner.next = fn;
   try {
-    return runner.immediate() as T;
+    const value = runner.immediate() as T;
+    committed(db);
+    return value;
   } catch (error) {
     if (isBusy(error)) {
       throw new TasklatchError('STORE_UNAVAILABLE', 'SQLite store is locked by another process (busy timeout)', { cause: error });
     }
     throw error;
   }
+}
+
+const afterCommit = new WeakMap<SqliteDatabase, () => void>();
+
+/** Calls `then` after each transaction that commits on `db` (the store's background checkpoints). */
+export function onCommit(db: SqliteDatabase, then: () => void): void {
+  afterCommit.set(db, then);
+}
+
+/** After a write transaction on `db` ended well: its commit is told (a nested one only released its savepoint). */
+export function committed(db: SqliteDatabase): void {
+  if (!db.inTransaction) afterCommit.get(db)?.();
 }
 
 /** One transaction function per connection, run with the write of the moment (`next`). */
