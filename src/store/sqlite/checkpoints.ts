@@ -120,10 +120,6 @@ class CheckpointThread {
     return id;
   }
 
-  forget(id: number): void {
-    this.files.delete(id);
-  }
-
   send(message: { type: 'open'; id: number; path: string } | { type: 'kick'; id: number }): void {
     this.started().postMessage(message);
   }
@@ -154,6 +150,7 @@ class CheckpointThread {
       if (this.worker !== worker) return;
       this.worker = null;
       const files = [...this.files.values()];
+      this.files.clear();
       for (const file of files) file.lost(reason);
     };
     worker.on('error', (error) => gone(`the checkpoint thread failed: ${error.message}`));
@@ -213,7 +210,7 @@ export class BackgroundCheckpoints {
   /** Closes the thread's connection to the file; the store's connection may close after it. */
   close(): Promise<void> {
     if (this.closing !== null) return this.closing;
-    if (this.id === null || this.failed) return (this.closing = Promise.resolve());
+    if (this.id === null) return (this.closing = Promise.resolve());
     const closed = new Promise<void>((resolve) => {
       this.resolveClosed = resolve;
     });
@@ -243,6 +240,8 @@ export class BackgroundCheckpoints {
 
   /** The thread is gone (failed or exited): this file goes back to checkpoints in its commits. */
   lost(reason: string): void {
+    // Its connections went with it.
+    this.closing ??= Promise.resolve();
     this.resolveClosed?.();
     this.fail(reason);
   }
@@ -258,7 +257,8 @@ export class BackgroundCheckpoints {
   private fail(reason: string): void {
     if (this.failed) return;
     this.failed = true;
-    if (this.id !== null) thread.forget(this.id);
+    // The thread's connection to the file, if it opened one, goes now, not at the store's close.
+    void this.close();
     if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_PAGES}`);
     this.onProblem('SQLite checkpoints run in commits again', { reason, path: this.db.name });
     for (const waiter of this.waiting.splice(0)) waiter.reject(new Error(reason));
