@@ -4,7 +4,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { BOUND_PAGES } from '../../src/store/sqlite/checkpoints.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { ROOT } from '../support/cli.js';
@@ -107,6 +107,10 @@ describe('SQLite checkpoints on a thread of their own', () => {
       console.log(JSON.stringify(run));
     `;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // A test that failed (timed out) leaves no process behind.
+    onTestFinished(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
