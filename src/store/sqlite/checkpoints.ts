@@ -28,7 +28,7 @@ import { onCommit } from './transactions.js';
  */
 
 /** Commits are let gather this long (ms) before the thread checkpoints them. */
-export const CHECKPOINT_DELAY_MS = 25;
+const CHECKPOINT_DELAY_MS = 25;
 /** The store's connection checkpoints itself only past this many pages of log (SQLite's default: 1,000). */
 export const BOUND_PAGES = 4_000;
 const DEFAULT_PAGES = 1_000;
@@ -73,7 +73,6 @@ parentPort.on('message', (message) => {
       const db = open(message.path);
       db.exec('PRAGMA busy_timeout = 0; PRAGMA synchronous = NORMAL');
       files.set(id, { db, checkpoint: db.prepare('PRAGMA wal_checkpoint(PASSIVE)'), timer: null });
-      post({ type: 'opened', id });
     } catch (error) {
       post({ type: 'error', id, message: errorOf(error) });
     }
@@ -95,7 +94,7 @@ parentPort.on('message', (message) => {
 `;
 
 type FromWorker =
-  | { type: 'opened' | 'closed'; id: number }
+  | { type: 'closed'; id: number }
   | { type: 'done'; id: number; busy: number; log: number; checkpointed: number }
   | { type: 'error'; id: number; message: string };
 
@@ -126,7 +125,12 @@ class CheckpointThread {
 
   /** Asks the thread to close its connection to file `id`; `closed` once it did (or the thread is gone). */
   close(id: number, closed: Promise<void>): Promise<void> {
-    const worker = this.started();
+    const worker = this.worker;
+    // No thread: its connections went with it, and none is started to close one.
+    if (worker === null) {
+      this.files.delete(id);
+      return Promise.resolve();
+    }
     if (this.closes++ === 0) worker.ref();
     worker.postMessage({ type: 'close', id });
     return closed.finally(() => {
@@ -188,17 +192,25 @@ export class BackgroundCheckpoints {
     onCommit(db, () => this.committed());
   }
 
-  /** After a commit of the store's connection: the thread checkpoints soon (the first commit starts it all). */
+  /**
+   * After a commit of the store's connection: the thread checkpoints soon (the first commit starts
+   * it all). Never throws: the commit it follows is stored, and a thread that cannot be started or
+   * told is this file's failure, not the write's.
+   */
   committed(): void {
     if (this.failed || this.closing !== null) return;
-    if (this.id === null) this.attach();
-    if (this.kicked) {
-      this.again = true;
-      return;
+    try {
+      if (this.id === null) this.attach();
+      if (this.kicked) {
+        this.again = true;
+        return;
+      }
+      this.kicked = true;
+      this.again = false;
+      thread.send({ type: 'kick', id: this.id as number });
+    } catch (error) {
+      this.fail(`the checkpoint thread could not be started or told: ${(error as Error)?.message ?? String(error)}`);
     }
-    this.kicked = true;
-    this.again = false;
-    thread.send({ type: 'kick', id: this.id as number });
   }
 
   /** The next checkpoint the thread reports for this file (tests and probes); fails when the thread gives up on it. */
@@ -220,8 +232,6 @@ export class BackgroundCheckpoints {
   /** A message of the thread about this file. */
   heard(message: FromWorker): void {
     switch (message.type) {
-      case 'opened':
-        return;
       case 'closed':
         this.resolveClosed?.();
         return;
@@ -241,7 +251,6 @@ export class BackgroundCheckpoints {
   /** The thread is gone (failed or exited): this file goes back to checkpoints in its commits. */
   lost(reason: string): void {
     // Its connections went with it.
-    this.closing ??= Promise.resolve();
     this.resolveClosed?.();
     this.fail(reason);
   }
