@@ -59,10 +59,15 @@ async function lifecycle(store: PostgresStore): Promise<void> {
   await store.auditTrail({ taskId: input.taskId });
 }
 
-/** Statements that need a session: a named or PREPAREd statement, EXECUTE, LISTEN, a SET that is not LOCAL. */
+/** Statements that need a session: a named or PREPAREd statement, EXECUTE (not a trigger's EXECUTE FUNCTION), LISTEN, a SET that is not LOCAL. */
 function sessionBound(queries: Array<{ text: string; name?: string }>): string[] {
   return queries
-    .filter((q) => q.name !== undefined || /\b(PREPARE|EXECUTE|LISTEN)\s/.test(q.text) || /(^|;\s*)SET\s+(?!LOCAL\b|TRANSACTION\b)/i.test(q.text))
+    .filter(
+      (q) =>
+        q.name !== undefined ||
+        /\b(PREPARE|EXECUTE(?!\s+(?:FUNCTION|PROCEDURE)\b)|LISTEN)\s/.test(q.text) ||
+        /(^|;\s*)SET\s+(?!LOCAL\b|TRANSACTION\b)/i.test(q.text),
+    )
     .map((q) => q.name ?? q.text.slice(0, 80));
 }
 

@@ -17,6 +17,7 @@ function schemaOf(url: string): string {
 const EXPECTED_COLUMNS = `
 task_audit: id bigint NO, at_ms bigint YES, surface text YES, decision text YES, auth_key text YES, task_id text YES,
   correlation_id text YES, status text YES, version integer YES, detail text YES
+task_caller_counts: auth_key text NO, stored bigint NO
 task_events: task_id text NO, seq integer NO, type text NO, payload text NO, key text YES, sent_at_ms bigint NO,
   consumed_at_ms bigint YES, position integer YES
 task_inputs: task_id text NO, input_key text NO, ask_seq integer NO, input_ordinal integer NO, request jsonb NO,
@@ -48,6 +49,7 @@ const EXPECTED_INDEXES = [
   'task_audit USING btree (task_id, id)',
   'task_audit USING btree (id)',
   'task_audit USING btree (at_ms)',
+  'task_caller_counts USING btree (auth_key)',
   'task_read_audit USING btree (window_start_ms)',
   'task_read_audit USING btree (task_key, auth_key, surface, decision, window_start_ms)',
   "tasks USING btree (last_updated_at_ms) WHERE ((expires_at_ms IS NULL) AND (status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])))",
@@ -139,6 +141,7 @@ describe('PostgresStore schema and migrations', () => {
       '015_task_parents.sql',
       '016_concurrency_keys.sql',
       '018_console.sql',
+      '019_caller_counts.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -201,6 +204,7 @@ describe('PostgresStore schema and migrations', () => {
         '015_task_parents.sql',
         '016_concurrency_keys.sql',
         '018_console.sql',
+        '019_caller_counts.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);

@@ -91,7 +91,11 @@ export function appliedTransition(sets: readonly string[], terminal: boolean): s
  * null for none), now ($26), the stored bound ($27, null for none). Under a bound the caller has
  * taken the auth key's advisory lock in an earlier statement, so this statement's snapshot
  * already sees every admission that committed before it. The count guards restate
- * decideLimitedAdmission's bounds; the key's live holder is classified in TS.
+ * decideLimitedAdmission's bounds; the key's live holder is classified in TS. The stored bound
+ * first reads the caller's row count (task_caller_counts, kept by triggers: every row of the
+ * caller, expired ones included, so never below the bound's count) and counts the unexpired
+ * tasks only when that number is not below the bound: a caller well under it costs one index
+ * lookup, not a read of each of its tasks.
  *
  * `claimed`: the admission leased to its claimer in the same statement (`AdmitInput.claim`).
  * The columns are then those of the task as the claim leaves it (version 2, attempt 1, the
@@ -126,6 +130,7 @@ function admission(claimed: boolean): string {
              WHERE auth_key = $2::text AND status IN ('working', 'input_required')
                AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${LIMIT})
        AND (${STORED} IS NULL
+        OR coalesce((SELECT stored FROM task_caller_counts WHERE auth_key = $2::text), 0) < ${STORED}
         OR (SELECT count(*) FROM tasks
              WHERE auth_key = $2::text AND (expires_at_ms IS NULL OR expires_at_ms > ${NOW})) < ${STORED})
     ON CONFLICT (auth_key, idempotency_key) DO NOTHING
