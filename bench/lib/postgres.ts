@@ -76,8 +76,17 @@ async function startEmbedded(reason: string): Promise<{ url: string; origin: str
 }
 
 /** A pool whose connections resolve names in `schema` (as the store's own pool does). */
-export function schemaPool(url: string, schema: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, options: `-c search_path=${schema}` });
+export function schemaPool(url: string, schema: string, max: number, settings: readonly string[] = []): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, options: [`-c search_path=${schema}`, ...settings.map((s) => `-c ${s}`)].join(' ') });
   pool.on('error', () => undefined);
   return pool;
+}
+
+/**
+ * A `schemaPool` for bulk loads (`pgLoad`), whose connections fire no triggers: the load writes
+ * what the store's triggers would (the callers' row counts) itself, from the chunk's bounds. The
+ * insert trigger would first copy each chunk's 100,000 rows into a transition table, to disk.
+ */
+export function loaderPool(url: string, schema: string, max: number): pg.Pool {
+  return schemaPool(url, schema, max, ['session_replication_role=replica']);
 }

@@ -11,7 +11,7 @@ import type { TaskStore } from '../../src/store/types.js';
 import type { BenchConfig } from '../lib/config.js';
 import { noopTool, rotatingAuthKey, taskCall } from '../lib/mcp.js';
 import { pgLoad, randomLiveTask, sqliteLoad, sqliteOutbox } from '../lib/population.js';
-import { schemaPool, type BenchPostgres } from '../lib/postgres.js';
+import { loaderPool, type BenchPostgres } from '../lib/postgres.js';
 import type { Results } from '../lib/results.js';
 import { fmt, median, runRound, summarize } from '../lib/stats.js';
 import { addRunsLatency } from '../lib/trials.js';
@@ -59,7 +59,7 @@ interface Grown {
 async function grownPostgres(pgServer: BenchPostgres): Promise<Grown> {
   const schema = pgServer.schemaName('growth');
   const store = await PostgresStore.open(pgServer.schemaUrl('growth'));
-  const pool = schemaPool(pgServer.url, schema, 2);
+  const pool = loaderPool(pgServer.url, schema, 2);
   const base = Date.now();
   return {
     store,

@@ -12,7 +12,7 @@ import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { TaskStore } from '../../src/store/types.js';
 import type { BenchConfig } from '../lib/config.js';
 import { memoryClient, tasklatchServer } from '../lib/mcp.js';
-import { schemaPool, type BenchPostgres } from '../lib/postgres.js';
+import { loaderPool, type BenchPostgres } from '../lib/postgres.js';
 import type { Results } from '../lib/results.js';
 import { READ } from '../lib/targets.js';
 import { timeEach } from '../lib/stats.js';
@@ -176,7 +176,7 @@ export async function readsAtScale(results: Results, config: BenchConfig, pgServ
   {
     const schema = pgServer.schemaName('reads');
     const store = await PostgresStore.open(pgServer.schemaUrl('reads'));
-    const pool = schemaPool(pgServer.url, schema, 2);
+    const pool = loaderPool(pgServer.url, schema, 2);
     const t0 = performance.now();
     await pool.query(pgLoad, [1, n, tenants, Date.now(), n]);
     await pool.query('VACUUM ANALYZE tasks');

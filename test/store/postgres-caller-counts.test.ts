@@ -81,6 +81,48 @@ describe('PostgreSQL caller counts', () => {
     expect(await counted(store)).toEqual(await stored(store));
   });
 
+  it('count a statement of many rows once per caller, and stay exact under admissions over several handles racing the retention sweep', async () => {
+    const bulk = await freshPostgresUrl('pg_caller_counts_bulk');
+    const handles = await Promise.all([PostgresStore.open(bulk), PostgresStore.open(bulk), PostgresStore.open(bulk)]);
+    try {
+      const [first] = handles;
+      await first.pool.query(
+        `INSERT INTO tasks (task_id, auth_key, status, version, created_at_ms, last_updated_at_ms, expires_at_ms)
+         SELECT 'bulk-' || i, (ARRAY[$1, $2, $3])[i % 3 + 1], 'completed', 2, 0, 0, CASE WHEN i % 2 = 0 THEN $4::bigint ELSE $5::bigint END
+           FROM generate_series(1, 3000) AS i`,
+        [A, B, C, NOW - 1, NOW + DAY],
+      );
+      expect(await counted(first)).toEqual([
+        { auth_key: A, n: 1000 },
+        { auth_key: B, n: 1000 },
+        { auth_key: C, n: 1000 },
+      ]);
+      // Admissions of the three callers over three handles while sweeps on two of them remove the
+      // expired half in batches: the counts' rows are locked by both, and neither waits forever.
+      const admissions = Array.from({ length: 48 }, (_, i) =>
+        handles[i % 3]!.admit(admission({ authKey: [A, B, C][i % 3]!, ttl: DAY, maxStored: 5000, correlationId: `c-${i}` })),
+      );
+      const sweeps = [1, 2].map(async (h) => {
+        let removed = 0;
+        for (;;) {
+          const out = await handles[h]!.sweepExpired({ now: NOW, limit: 100, retentionMs: 0 });
+          removed += out.tasks;
+          if (!out.more) return removed;
+        }
+      });
+      expect(new Set((await Promise.all(admissions)).map((o) => o.decision))).toEqual(new Set(['ACCEPT_TASK']));
+      expect((await Promise.all(sweeps)).reduce((a, b) => a + b, 0)).toBe(1500);
+      expect(await counted(first)).toEqual([
+        { auth_key: A, n: 516 },
+        { auth_key: B, n: 516 },
+        { auth_key: C, n: 516 },
+      ]);
+      expect(await counted(first)).toEqual(await stored(first));
+    } finally {
+      await Promise.all(handles.map((h) => h.close()));
+    }
+  });
+
   it('holds the bound from the count: at the bound by rows it counts the unexpired tasks, under it it admits', async () => {
     const D = 'tenant-d/dora';
     for (let i = 0; i < 3; i++) await store.admit(admission({ authKey: D, ttl: 1000, maxStored: 3 }));
