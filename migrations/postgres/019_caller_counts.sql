@@ -22,7 +22,8 @@
 -- under another search_path still counts here.
 --
 -- CREATE TRIGGER locks tasks against writes until this migration commits: the count below is of
--- every row, and no write slips between it and the triggers.
+-- every row, and no write slips between it and the triggers. It reads the whole table with
+-- writes waiting: on a large table, migrate at a quiet time.
 CREATE TABLE task_caller_counts (
   auth_key text COLLATE "C" PRIMARY KEY,
   stored   bigint NOT NULL CHECK (stored > 0)
