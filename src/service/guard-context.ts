@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { checkAppName, DEFAULT_APP } from '../core/app-name.js';
 import { isTerminal, type Millis, type TaskCapabilities, type TaskRecord } from '../core/types.js';
@@ -8,6 +7,7 @@ import { AdmissionClaimers } from './admission-claims.js';
 import { ChangeFeed } from './change-feed.js';
 import { DEFAULT_LIMITS, type TaskLimits } from './limits.js';
 import { claimEventOf, taskEndOf, TaskEvents, type DecisionEvent } from './task-events.js';
+import { timeOrderedTaskId } from './task-ids.js';
 
 /** The store's operations that are round trips (a promise back), by name: what `GuardContext.timed` reports. */
 export type StoreOperation = {
@@ -21,7 +21,7 @@ export interface GuardOptions {
   /** Epoch-ms clock; every decision takes its `now` from here. */
   clock?: () => Millis;
   limits?: Partial<TaskLimits>;
-  /** Task id generator; cryptographically random UUIDs by default. */
+  /** Task id generator; by default UUIDs of version 7, time first and 74 random bits (`timeOrderedTaskId`). */
   newTaskId?: () => string;
   /** Write read decisions (`tasks/get`, `tasks/result`, `tasks/list`) to the audit trail too. */
   auditReads?: boolean;
@@ -67,7 +67,7 @@ export class GuardContext {
     this.capabilities = options.capabilities;
     this.clock = options.clock ?? Date.now;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
-    this.newTaskId = options.newTaskId ?? randomUUID;
+    this.newTaskId = options.newTaskId ?? (() => timeOrderedTaskId());
     this.auditReads = options.auditReads ?? true;
     this.app = checkAppName(options.app ?? DEFAULT_APP);
     this.toolDigest = options.toolDigest ?? (() => null);
