@@ -36,8 +36,8 @@ export function randomLiveTask(n: number, tenants: number, onlyTenants?: number)
 /**
  * PostgreSQL bulk load of tasks $1…$2 of $5 ($3 tenants, $4 the load's epoch ms): one
  * INSERT … SELECT over generate_series, in key order (the ids sorted first, so the primary key
- * fills page by page), with the outbox row of each task in the same statement, and each tenant's
- * row count (task_caller_counts) as the store's triggers would have kept it. Run it on a
+ * fills page by page), with the outbox row of each task in the same statement, and the rows it
+ * inserted counted per tenant (task_caller_counts) as the store's triggers would have counted them. Run it on a
  * `loaderPool` connection, where those triggers stay off.
  */
 export const pgLoad = `
@@ -72,10 +72,10 @@ SELECT lpad(to_hex(x.h), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(i), 12, '0
        md5('c' || i)::uuid::text,
        CASE WHEN x.status = 'working' THEN 0 ELSE 1 END
   FROM x
-RETURNING task_id, status, created_at_ms, last_updated_at_ms),
+RETURNING task_id, auth_key, status, created_at_ms, last_updated_at_ms),
 counted AS (
 INSERT INTO task_caller_counts (auth_key, stored)
-SELECT 'tenant-' || (i % $3) || '/alice', count(*) FROM generate_series($1::bigint, $2::bigint) AS i GROUP BY 1 ORDER BY 1
+SELECT auth_key, count(*) FROM t GROUP BY 1 ORDER BY 1
 ON CONFLICT (auth_key) DO UPDATE SET stored = task_caller_counts.stored + EXCLUDED.stored)
 INSERT INTO task_outbox (task_id, created_at_ms, available_at_ms, attempt, done_at_ms)
 SELECT task_id, created_at_ms, created_at_ms, 1, CASE WHEN status <> 'working' THEN last_updated_at_ms END FROM t`;

@@ -84,7 +84,7 @@ export function schemaPool(url: string, schema: string, max: number, settings: r
 
 /**
  * A `schemaPool` for bulk loads (`pgLoad`), whose connections fire no triggers: the load writes
- * what the store's triggers would (the callers' row counts) itself, from the chunk's bounds. The
+ * what the store's triggers would (the callers' row counts) itself, from the rows it inserted. The
  * insert trigger would first copy each chunk's 100,000 rows into a transition table, to disk.
  */
 export function loaderPool(url: string, schema: string, max: number): pg.Pool {

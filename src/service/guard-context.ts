@@ -67,7 +67,7 @@ export class GuardContext {
     this.capabilities = options.capabilities;
     this.clock = options.clock ?? Date.now;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
-    this.newTaskId = options.newTaskId ?? (() => timeOrderedTaskId());
+    this.newTaskId = options.newTaskId ?? timeOrderedTaskId;
     this.auditReads = options.auditReads ?? true;
     this.app = checkAppName(options.app ?? DEFAULT_APP);
     this.toolDigest = options.toolDigest ?? (() => null);

@@ -32,14 +32,12 @@ const POOL_BYTES = 4096;
 const pool = Buffer.alloc(POOL_BYTES);
 let used = POOL_BYTES;
 
-/** 16 fresh random bytes (a copy: the id's time is written over the first six). */
+/** The pool's next 16 random bytes, each handed out once (the id is written over them in place). */
 function take16(): Buffer {
   if (used + 16 > POOL_BYTES) {
     randomFillSync(pool);
     used = 0;
   }
-  const out = Buffer.from(pool.subarray(used, used + 16));
-  pool.fill(0, used, used + 16);
   used += 16;
-  return out;
+  return pool.subarray(used - 16, used);
 }

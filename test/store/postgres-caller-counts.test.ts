@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import { freshPostgresUrl, testServerUrl } from '../support/postgres.js';
+import { freshPostgresUrl, schemaOf, testServerUrl } from '../support/postgres.js';
 import { pgAdmission as admission, PG_NOW as NOW, record } from '../support/records.js';
 
 // Each caller's row count (task_caller_counts, migration 019), which lets an admission under the
@@ -14,10 +14,6 @@ const A = 'tenant-a/alice';
 const B = 'tenant-b/bob';
 const C = 'tenant-c/carol';
 const DAY = 86_400_000;
-
-function schemaOf(url: string): string {
-  return new URL(url).searchParams.get('schema') ?? '';
-}
 
 interface Count {
   auth_key: string;

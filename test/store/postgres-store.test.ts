@@ -2,16 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTasklatchError } from '../../src/core/errors.js';
 import { migratePostgres, readPostgresMigrations } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import { freshPostgresUrl } from '../support/postgres.js';
+import { freshPostgresUrl, schemaOf } from '../support/postgres.js';
 import { pgAdmission as admission, PG_NOW as NOW } from '../support/records.js';
 
 // PostgreSQL-only behaviour: the schema a fresh database gets, migrations under concurrency,
 // ?schema= isolation and connection failures. The behaviour shared with the other stores, the
 // admission and terminal-writer races among it, is in suite/*.test.ts.
-
-function schemaOf(url: string): string {
-  return new URL(url).searchParams.get('schema') ?? '';
-}
 
 /** Every table, column, type and nullability tasklatch's migrations create. */
 const EXPECTED_COLUMNS = `

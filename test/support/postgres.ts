@@ -12,6 +12,11 @@ export async function freshPostgresUrl(label: string): Promise<string> {
   return url.toString();
 }
 
+/** The schema a store URL names (`?schema=`), or '' when it names none. */
+export function schemaOf(url: string): string {
+  return new URL(url).searchParams.get('schema') ?? '';
+}
+
 /** The server URL without a schema. */
 export function testServerUrl(): string {
   return inject('pgUrl') ?? process.env.TASKLATCH_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
