@@ -52,18 +52,22 @@ const SQL = {
   /**
    * One retention batch: up to $2 tasks past retention (restates isPastRetention with $1 the
    * cutoff, now - retention), each with its outbox entry and questions (ON DELETE CASCADE) and
-   * both its audit tables. SKIP LOCKED: two sweepers take different tasks. A row past retention
-   * is expired or terminal, so no write can be waiting to change it.
+   * both its audit tables. SKIP LOCKED: two sweepers take different tasks. Each branch locks
+   * under its own LIMIT, so a row another sweeper holds (or removed since this statement's
+   * snapshot) is passed over for the next one due, and a batch comes back short only when fewer
+   * than $2 are left to take: `more` stays true while any are. The expired take what they can;
+   * the finished only the rest. A row past retention is expired or terminal, so no write can be
+   * waiting to change it.
    */
   sweepTasks: `
-  WITH due AS (
-    SELECT task_id FROM tasks WHERE task_id IN (
-      (SELECT task_id FROM tasks WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2)
-      UNION ALL
-      (SELECT task_id FROM tasks
-        WHERE expires_at_ms IS NULL AND status IN ('completed', 'failed', 'cancelled') AND last_updated_at_ms <= $1
-        ORDER BY last_updated_at_ms LIMIT $2))
-    LIMIT $2 FOR UPDATE SKIP LOCKED
+  WITH expired AS (
+    SELECT task_id FROM tasks WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED
+  ), finished AS (
+    SELECT task_id FROM tasks
+     WHERE expires_at_ms IS NULL AND status IN ('completed', 'failed', 'cancelled') AND last_updated_at_ms <= $1
+     ORDER BY last_updated_at_ms LIMIT greatest($2 - (SELECT count(*) FROM expired), 0) FOR UPDATE SKIP LOCKED
+  ), due AS (
+    SELECT task_id FROM expired UNION ALL SELECT task_id FROM finished
   ), gone AS (
     DELETE FROM tasks t USING due WHERE t.task_id = due.task_id RETURNING t.task_id
   ), lines AS (
