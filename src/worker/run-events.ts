@@ -26,6 +26,12 @@ export interface RunEventMap {
   'worker:claimFailed': { err: Error; failures: number };
   /** Announcing or reading the live tool versions failed; the worker keeps the grants it had and tries at its next renewal. */
   'worker:versionsFailed': { err: Error; failures: number };
+  /**
+   * A task its admission leased to this worker found no slot free for as long as such a task
+   * waits (`admissionWaitMs`): its lease was given back (`released`: the store took it) for any
+   * worker to claim.
+   */
+  'worker:admissionGivenBack': { taskId: string; released: boolean };
   /** A task was admitted with another definition of its tool than this worker's; it runs with this one. */
   'run:otherDefinition': { app: string; tool: string; admittedDigest: string; workerDigest: string };
   /** A run threw out of the executor (a fault of tasklatch's own): the task is left to its lease. */
@@ -80,6 +86,7 @@ export const RUN_EVENTS: { readonly [N in RunEventName]: { level: RunLevel; mess
   },
   'worker:claimFailed': { level: 'warn', message: 'claim failed; retrying' },
   'worker:versionsFailed': { level: 'warn', message: 'tool versions not announced or read; retrying at the next renewal' },
+  'worker:admissionGivenBack': { level: 'info', message: 'no slot freed for a task leased by its admission; lease given back' },
   'run:otherDefinition': { level: 'warn', message: "task admitted with another definition of its tool; running it with this worker's definition" },
   'run:error': { level: 'error', message: 'task run failed' },
   'run:handlerThrew': { level: 'warn', message: 'tool handler threw' },

@@ -10,6 +10,7 @@ import type { ClaimReservation } from '../service/admission-claims.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import { errorResult } from '../tools/invoke-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
+import { AdmittedWaits, giveBack } from './admitted-waits.js';
 import { ClaimWindow, OwedLook } from './claim-window.js';
 import { VersionAnnouncer, type VersionAnnounceOptions } from './version-announcer.js';
 import { RunLogger } from './run-events.js';
@@ -28,6 +29,11 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Claims of one task before it is ended `failed` (default 5). */
   maxAttempts?: number;
+  /**
+   * How long a task its admission leased here may wait for a slot (default min(1000, leaseMs / 3);
+   * 0: admissions lease only to a free slot). See `AdmittedWaits`.
+   */
+  admissionWaitMs?: number;
   /**
    * The application whose tasks this worker claims (a checked name; default: the service's app,
    * the one its admissions record). Tool names are unique within an app only.
@@ -72,8 +78,10 @@ export class Worker {
   /** The changes seen while a claim is in flight (see `ClaimWindow`); null between claims. */
   private seen: ClaimWindow | null = null;
   private unsubscribe: (() => void) | null = null;
-  /** Slots held for admissions in flight that may lease their task to this worker. */
+  /** Admissions in flight that may lease their task to this worker. */
   private reserved = 0;
+  /** Tasks its admissions leased here that wait for a slot (each counts as a slot taken). */
+  private readonly waiting: AdmittedWaits;
   private withdraw: (() => void) | null = null;
   private readonly runs = new Set<Promise<void>>();
   /** The tools this worker runs: the claim takes only their tasks and leaves the rest in place. */
@@ -98,11 +106,16 @@ export class Worker {
     const { supports } = port;
     this.pollMs = options.pollMs ?? (supports.shared && !supports.listenNotify ? 500 : 5_000);
     this.maxAttempts = options.maxAttempts ?? 5;
+    const waitMs = Math.max(0, options.admissionWaitMs ?? Math.min(1000, Math.floor(this.leaseMs / 3)));
+    this.waiting = new AdmittedWaits(waitMs, (record) => void this.giveBack(record));
     this.logger = RunLogger.to(options.hooks?.log).scope({ workerId: this.id });
     this.executor = new TaskExecutor(port, tools, options.hooks, this.logger);
     this.executor.onSleep = (_taskId, wakeAt) => this.lookAt(wakeAt);
-    // A slot is free once its handler returned: a look owed may take it.
-    this.executor.onHandlerDone = () => this.wake?.();
+    // A slot is free once its handler returned: a task waiting for one takes it, else a look owed may.
+    this.executor.onHandlerDone = () => {
+      this.waiting.start(this.executor, this.concurrency, (record) => this.launch(record));
+      this.wake?.();
+    };
     this.toolNames = tools.names();
     this.tools = tools;
     this.app = options.app === undefined ? port.app : checkAppName(options.app, 'worker app');
@@ -143,6 +156,8 @@ export class Worker {
     this.nudge();
     await this.loop;
     this.loop = null;
+    // Tasks that never started go back at once, as a drained run's do.
+    await Promise.all(this.waiting.drain().map((record) => this.giveBack(record)));
     // No more claims from here: the worker's versions are gone for the others at once.
     await this.announcer.stop();
     this.unsubscribe?.();
@@ -162,7 +177,7 @@ export class Worker {
     // than the poll interval must not put off the look that finds expired leases.
     let lastLook = performance.now();
     while (!this.stopping) {
-      const free = this.concurrency - this.executor.busy - this.reserved;
+      const free = this.concurrency - this.executor.busy - this.waiting.size - this.reserved;
       if (free > 0 && this.owed.any) {
         // At most one slot per task an event named (the others stay free for admissions), every
         // free slot when every task may be due.
@@ -258,8 +273,12 @@ export class Worker {
     // this one, take them first, and this task queues behind them. Without this, admissions
     // arriving as fast as slots free would take every slot and leave those tasks waiting until
     // the poll. Nor are the slots of the claim in flight.
-    const free = this.concurrency - this.executor.busy - this.reserved - this.claiming;
-    if (free - this.owed.limit(free) <= 0) return null;
+    const free = this.concurrency - this.executor.busy - this.waiting.size - this.claiming;
+    const open = free - this.owed.limit(free);
+    // Up to `concurrency` admissions beyond the open slots when their tasks may wait for one
+    // (`AdmittedWaits`); none while a look is owed, which takes a slot once these are done.
+    const beyond = this.waiting.waitMs > 0 && !this.owed.any ? this.concurrency : 0;
+    if (open <= 0 || this.reserved >= open + beyond) return null;
     this.reserved++;
     let held = true;
     const unhold = () => {
@@ -272,14 +291,24 @@ export class Worker {
       owner: this.id,
       leaseMs: this.leaseMs,
       maxAttempts: this.maxAttempts,
+      // Runs the task its admission leased here, or, every slot taken, has it wait for the next that frees.
       run: (record) => {
-        if (unhold()) this.launch(record);
+        if (!unhold()) return;
+        if (this.waiting.size === 0 && this.executor.busy < this.concurrency) this.launch(record);
+        else this.waiting.add(record);
       },
       // A slot free again: the loop may have waited for it with a look owed.
       release: () => {
         if (unhold()) this.wake?.();
       },
     };
+  }
+
+  /** Gives a waiting task's lease back (`giveBack`); this worker may take it again once a slot frees. */
+  private async giveBack(record: TaskRecord): Promise<void> {
+    await giveBack(this.port, record, this.id, this.logger);
+    this.owed.task(record.taskId);
+    this.wake?.();
   }
 
   /**
@@ -291,6 +320,8 @@ export class Worker {
    */
   private changed(taskId: string | undefined, version: number | undefined, record: TaskRecord | undefined): void {
     if (taskId !== undefined && this.executor.runs(taskId)) return;
+    // A task waiting here for a slot is this worker's too: the change goes to its run.
+    if (taskId !== undefined && this.waiting.note(taskId, version)) return;
     if (this.seen !== null) this.seen.note(taskId, version);
     else if (taskId === undefined) this.nudge();
     // An ended task of a concurrency key freed a slot: a task waiting for it is due.
@@ -340,7 +371,7 @@ export class Worker {
 
   /** Whether the loop has something to do: a look owed and a slot free for it, or a stop. */
   private ready(): boolean {
-    return this.stopping || (this.owed.any && this.executor.busy + this.reserved < this.concurrency);
+    return this.stopping || (this.owed.any && this.executor.busy + this.waiting.size + this.reserved < this.concurrency);
   }
 
   /**
