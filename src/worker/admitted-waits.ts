@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { TaskRecord } from '../core/types.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import type { RunLogger } from './run-events.js';
@@ -19,11 +20,16 @@ export interface WaitingTask {
  * concurrency more admissions than it has open slots, so admissions that arrive faster than
  * their round trips still lease their tasks in their own transaction, and a task whose
  * admission commits with every slot taken waits here for the next handler to return instead of
- * in the outbox for a claim of its own (a transaction and its round trips). A task never waits
- * here longer than `waitMs`: a worker busy with long handlers gives it back for any other.
+ * in the outbox for a claim of its own (a transaction and its round trips). It holds them only
+ * while its handlers typically return within a quarter of `waitMs` (`holdsBeyond`): a worker of
+ * long handlers leases only to its open slots, leaving the rest to any worker at once. A task
+ * never waits here longer than `waitMs`; should no handler return by then, its lease goes back.
  */
 export class AdmittedWaits {
   private readonly entries: Array<WaitingTask & { timer: NodeJS.Timeout }> = [];
+  /** When each running handler started, and how long handlers take here (a moving average; null before the first). */
+  private readonly started = new Map<string, number>();
+  private typicalMs: number | null = null;
 
   constructor(
     readonly waitMs: number,
@@ -32,6 +38,26 @@ export class AdmittedWaits {
 
   get size(): number {
     return this.entries.length;
+  }
+
+  /** Whether admissions may lease beyond the open slots: handlers here typically return well within `waitMs`. */
+  get holdsBeyond(): boolean {
+    return this.waitMs > 0 && this.typicalMs !== null && this.typicalMs * 4 < this.waitMs;
+  }
+
+  handlerStarted(taskId: string): void {
+    this.started.set(taskId, performance.now());
+  }
+
+  /** A handler returned: how long it took counts, and the waiting tasks its slot and any other free take start. */
+  handlerDone(taskId: string, executor: TaskExecutor, concurrency: number, launch: (record: TaskRecord) => void): void {
+    const at = this.started.get(taskId);
+    if (at !== undefined) {
+      this.started.delete(taskId);
+      const ms = performance.now() - at;
+      this.typicalMs = this.typicalMs === null ? ms : this.typicalMs * 0.9 + ms * 0.1;
+    }
+    this.start(executor, concurrency, launch);
   }
 
   add(record: TaskRecord): void {
@@ -51,7 +77,7 @@ export class AdmittedWaits {
   }
 
   /** Starts waiting tasks, oldest first, while `executor` has fewer than `concurrency` handlers running. */
-  start(executor: TaskExecutor, concurrency: number, launch: (record: TaskRecord) => void): void {
+  private start(executor: TaskExecutor, concurrency: number, launch: (record: TaskRecord) => void): void {
     while (executor.busy < concurrency) {
       const next = this.next();
       if (next === undefined) return;

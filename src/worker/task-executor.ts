@@ -36,7 +36,7 @@ export class TaskExecutor {
   private readonly handling = new Set<string>();
   private readonly logger: RunLogger;
   /** Hears each run whose handler returned: its slot is free while its last write goes out. */
-  onHandlerDone: (() => void) | null = null;
+  onHandlerDone: ((taskId: string) => void) | null = null;
   /** Hears each task a run suspended until a time (a sleep, a retry's wait): its worker looks at the outbox then. */
   onSleep: ((taskId: string, wakeAt: number) => void) | null = null;
 
@@ -190,7 +190,7 @@ export class TaskExecutor {
   }
 
   private handlerDone(taskId: string): void {
-    if (this.handling.delete(taskId)) this.onHandlerDone?.();
+    if (this.handling.delete(taskId)) this.onHandlerDone?.(taskId);
   }
 
   private async invoke(run: TaskRun): Promise<ToolResult> {

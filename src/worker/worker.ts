@@ -112,8 +112,8 @@ export class Worker {
     this.executor = new TaskExecutor(port, tools, options.hooks, this.logger);
     this.executor.onSleep = (_taskId, wakeAt) => this.lookAt(wakeAt);
     // A slot is free once its handler returned: a task waiting for one takes it, else a look owed may.
-    this.executor.onHandlerDone = () => {
-      this.waiting.start(this.executor, this.concurrency, (record) => this.launch(record));
+    this.executor.onHandlerDone = (taskId) => {
+      this.waiting.handlerDone(taskId, this.executor, this.concurrency, (record) => this.launch(record));
       this.wake?.();
     };
     this.toolNames = tools.names();
@@ -223,6 +223,7 @@ export class Worker {
   /** Runs a task this worker holds the lease of. */
   private launch(record: TaskRecord): void {
     this.checkDefinition(record);
+    this.waiting.handlerStarted(record.taskId);
     const run = this.executor
       .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
       .then(
@@ -275,9 +276,8 @@ export class Worker {
     // the poll. Nor are the slots of the claim in flight.
     const free = this.concurrency - this.executor.busy - this.waiting.size - this.claiming;
     const open = free - this.owed.limit(free);
-    // Up to `concurrency` admissions beyond the open slots when their tasks may wait for one
-    // (`AdmittedWaits`); none while a look is owed, which takes a slot once these are done.
-    const beyond = this.waiting.waitMs > 0 && !this.owed.any ? this.concurrency : 0;
+    // Up to `concurrency` beyond the open slots (`AdmittedWaits`), none while a look is owed.
+    const beyond = this.waiting.holdsBeyond && !this.owed.any ? this.concurrency : 0;
     if (open <= 0 || this.reserved >= open + beyond) return null;
     this.reserved++;
     let held = true;

@@ -23,8 +23,8 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-/** A tool whose runs end at once, or wait for the test when `held`. */
-function tool(held = false) {
+/** A tool whose runs end at once, or wait for the test when `held` (all but the first `quick`). */
+function tool(held = false, quick = 0) {
   const waiting: Array<() => void> = [];
   const started: string[] = [];
   const defined = defineTool({
@@ -34,7 +34,7 @@ function tool(held = false) {
     execution: { taskSupport: 'required' },
     handler: async (_args, ctx) => {
       started.push(ctx.taskId ?? '');
-      if (held) await new Promise<void>((resolve) => waiting.push(resolve));
+      if (held && started.length > quick) await new Promise<void>((resolve) => waiting.push(resolve));
       return { content: [{ type: 'text', text: 'done' }] };
     },
   }) as unknown as TaskTool;
@@ -252,95 +252,124 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     const { guard, claims } = await counted(label);
     const worker = start(guard, tool().tool, { concurrency: 2, ...options });
     await until(() => (claims.length > 0 ? true : undefined));
+    // One task run first: handlers here return at once.
+    await completed(guard, await admit(guard));
+    const before = claims.length;
     const held = Array.from({ length: n }, () => worker.reserve('job'));
     expect(held.every((r) => r !== null)).toBe(true);
     expect(worker.reserve('job')).toBeNull();
     guard.context.changes.publish('some-task', 2);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(claims).toEqual([0]);
-    return { worker, claims, held: held as NonNullable<(typeof held)[number]>[] };
+    expect(claims).toHaveLength(before);
+    const looked = async () => {
+      await until(() => (claims.length > before ? true : undefined));
+      expect(claims.slice(before)).toEqual([0]);
+    };
+    return { worker, looked, held: held as NonNullable<(typeof held)[number]>[] };
   }
+
+  const completed = (guard: Guard, taskId: string) => until(async () => ((await statusOf(guard, taskId)) === 'completed' ? true : undefined));
 
   it('waits, without spinning, while every free slot is held for admissions in flight', async () => {
     // Admissions lease only to a free slot: two slots, two admissions in flight.
-    const { claims, held } = await heldWithLookOwed('reserved', 2, { admissionWaitMs: 0 });
+    const { looked, held } = await heldWithLookOwed('reserved', 2, { admissionWaitMs: 0 });
     // A slot given back: the owed look happens.
     held[0]!.release();
-    await until(() => (claims.length > 1 ? true : undefined));
-    expect(claims).toEqual([0, 0]);
+    await looked();
     held[1]!.release();
   });
 
   it('holds up to as many admissions again as it has slots when their tasks may wait for one, and none while a look is owed', async () => {
-    const { worker, claims, held } = await heldWithLookOwed('beyond', 4, {});
+    const { worker, looked, held } = await heldWithLookOwed('beyond', 4, {});
     // While the look is owed no admission is held beyond the free slots: given back down to one
     // held, the look takes the other slot.
     held[0]!.release();
     expect(worker.reserve('job')).toBeNull();
     held[1]!.release();
     held[2]!.release();
-    await until(() => (claims.length > 1 ? true : undefined));
-    expect(claims).toEqual([0, 0]);
+    await looked();
     held[3]!.release();
+  });
+
+  it('holds admissions only for its open slots while its handlers run long', async () => {
+    const { guard, claims } = await counted('long_handlers');
+    const { tool: held, waiting, started } = tool(true);
+    const worker = start(guard, held, { concurrency: 1, admissionWaitMs: 100 });
+    await until(() => (claims.length > 0 ? true : undefined));
+    // A handler that took longer than a quarter of the wait.
+    const first = await admit(guard);
+    await until(() => (started.length === 1 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    waiting[0]!();
+    await completed(guard, first);
+    const one = worker.reserve('job');
+    expect(one).not.toBeNull();
+    expect(worker.reserve('job')).toBeNull();
+    one!.release();
   });
 
   it.runIf(harness.name === 'postgres')('an admission leased when every slot was taken starts when a handler returns, with no claim', async () => {
     const { guard, claims } = await counted('waiting');
-    const { tool: held, waiting, started } = tool(true);
+    const { tool: held, waiting, started } = tool(true, 1);
     start(guard, held, { concurrency: 1 });
     await until(() => (claims.length > 0 ? true : undefined));
+    // One task run first: its handler returned at once.
+    await completed(guard, await admit(guard));
     // Both in flight at once: each holds a slot of the worker's one and the one beyond it.
     const [a, b] = await Promise.all([admit(guard), admit(guard)]);
-    await until(() => (started.length === 1 ? true : undefined));
-    const [first, second] = started[0] === a ? [a, b] : [b, a];
+    await until(() => (started.length === 2 ? true : undefined));
+    const [first, second] = started[1] === a ? [a, b] : [b, a];
     // The second is leased to the worker and waits for its slot.
     expect((await guard.worker.lookup({ auth: AUTH, taskId: second })).record).toMatchObject({ status: 'working', attempt: 1 });
     expect((await guard.worker.lookup({ auth: AUTH, taskId: second })).record?.leaseOwner).not.toBeNull();
     waiting[0]!();
-    await until(() => (started.length === 2 ? true : undefined));
-    expect(started).toEqual([first, second]);
+    await until(() => (started.length === 3 ? true : undefined));
+    expect(started.slice(1)).toEqual([first, second]);
     waiting[1]!();
-    await until(async () => ((await statusOf(guard, second)) === 'completed' ? true : undefined));
+    await completed(guard, second);
     expect((await guard.worker.lookup({ auth: AUTH, taskId: second })).record).toMatchObject({ attempt: 1, version: 3 });
     expect(claims).toEqual([0]);
   });
 
   it.runIf(harness.name === 'postgres')('gives back the lease of a task no slot freed for in time, and claims it once one does', async () => {
     const { guard, claims } = await counted('given_back');
-    const { tool: held, waiting, started } = tool(true);
-    start(guard, held, { concurrency: 1, admissionWaitMs: 30 });
+    const { tool: held, waiting, started } = tool(true, 1);
+    start(guard, held, { concurrency: 1, admissionWaitMs: 400 });
     await until(() => (claims.length > 0 ? true : undefined));
+    await completed(guard, await admit(guard));
     const [a, b] = await Promise.all([admit(guard), admit(guard)]);
-    await until(() => (started.length === 1 ? true : undefined));
-    const second = started[0] === a ? b : a;
+    await until(() => (started.length === 2 ? true : undefined));
+    const second = started[1] === a ? b : a;
     // No handler returned in time: the lease is given back, due for any worker at once.
     await until(async () => ((await guard.worker.lookup({ auth: AUTH, taskId: second })).record?.leaseOwner === null ? true : undefined));
     const trail = await guard.context.store.auditTrail({ taskId: second });
     expect(trail.map((line) => line.decision)).toContain('RELEASE_LEASE');
-    expect(started).toHaveLength(1);
+    expect(started).toHaveLength(2);
     // The slot frees: the worker claims the task.
     waiting[0]!();
-    await until(() => (started.length === 2 ? true : undefined));
-    expect(started[1]).toBe(second);
+    await until(() => (started.length === 3 ? true : undefined));
+    expect(started[2]).toBe(second);
     waiting[1]!();
-    await until(async () => ((await statusOf(guard, second)) === 'completed' ? true : undefined));
+    await completed(guard, second);
     expect(claims.filter((n) => n > 0)).toEqual([1]);
   });
 
   it.runIf(harness.name === 'postgres')('gives back at once the lease of a task still waiting for a slot when it stops', async () => {
     const { guard, claims } = await counted('stop_waiting');
-    const { tool: held, waiting, started } = tool(true);
+    const { tool: held, waiting, started } = tool(true, 1);
     const worker = new Worker(guard.worker, new ToolRegistry([held]), { pollMs: 60_000, concurrency: 1, admissionWaitMs: 3_600_000 });
     worker.start();
     await until(() => (claims.length > 0 ? true : undefined));
+    await completed(guard, await admit(guard));
     const [a, b] = await Promise.all([admit(guard), admit(guard)]);
-    await until(() => (started.length === 1 ? true : undefined));
-    const second = started[0] === a ? b : a;
+    await until(() => (started.length === 2 ? true : undefined));
+    const second = started[1] === a ? b : a;
+    expect((await guard.worker.lookup({ auth: AUTH, taskId: second })).record?.leaseOwner).toBe(worker.id);
     const stopped = worker.stop(10_000);
     await until(async () => ((await guard.worker.lookup({ auth: AUTH, taskId: second })).record?.leaseOwner === null ? true : undefined));
     waiting[0]!();
     await stopped;
-    expect(started).toHaveLength(1);
+    expect(started).toHaveLength(2);
     expect(await statusOf(guard, second)).toBe('working');
   });
 });
