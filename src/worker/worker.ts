@@ -30,8 +30,8 @@ export interface WorkerOptions {
   /** Claims of one task before it is ended `failed` (default 5). */
   maxAttempts?: number;
   /**
-   * How long a task its admission leased here may wait for a slot (default min(1000, leaseMs / 3);
-   * 0: admissions lease only to a free slot). See `AdmittedWaits`.
+   * How long a task its admission leased here may wait for a slot (default 1000; at most
+   * leaseMs / 3, so that its lease outlasts the wait; 0: admissions lease only to a free slot).
    */
   admissionWaitMs?: number;
   /**
@@ -106,7 +106,7 @@ export class Worker {
     const { supports } = port;
     this.pollMs = options.pollMs ?? (supports.shared && !supports.listenNotify ? 500 : 5_000);
     this.maxAttempts = options.maxAttempts ?? 5;
-    const waitMs = Math.max(0, options.admissionWaitMs ?? Math.min(1000, Math.floor(this.leaseMs / 3)));
+    const waitMs = Math.max(0, Math.min(options.admissionWaitMs ?? 1000, Math.floor(this.leaseMs / 3)));
     this.waiting = new AdmittedWaits(waitMs, (record) => void this.giveBack(record));
     this.logger = RunLogger.to(options.hooks?.log).scope({ workerId: this.id });
     this.executor = new TaskExecutor(port, tools, options.hooks, this.logger);
