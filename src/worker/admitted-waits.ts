@@ -1,19 +1,19 @@
-import { performance } from 'node:perf_hooks';
 import type { TaskRecord } from '../core/types.js';
 import type { WorkerPort } from '../service/worker-port.js';
 import type { RunLogger } from './run-events.js';
 import type { TaskExecutor } from './task-executor.js';
 
 /** A task waiting for a slot, and the highest version a change named meanwhile, if any. */
-export interface WaitingTask {
+interface WaitingTask {
   record: TaskRecord;
   seen: number | undefined;
 }
 
 /**
  * The tasks leased to a worker by their admission that found every slot taken when it
- * committed, oldest first. Each counts as a slot taken, starts when a handler returns (`start`),
- * or, when none returned within `waitMs`, is handed to `timedOut` (its lease is given back).
+ * committed, oldest first. Each counts as a slot taken, starts when a handler returns
+ * (`handlerDone`), or, when none returned within `waitMs`, is handed to `timedOut` (its lease is
+ * given back).
  *
  * Why they exist: an admission in flight holds one of the worker's slots (`Worker.reserve`)
  * through its round trip, running nothing. With `waitMs` above 0 a worker holds up to its
@@ -27,12 +27,15 @@ export interface WaitingTask {
  */
 export class AdmittedWaits {
   private readonly entries: Array<WaitingTask & { timer: NodeJS.Timeout }> = [];
-  /** When each running handler started, and how long handlers take here (a moving average; null before the first). */
-  private readonly started = new Map<string, number>();
+  /** How long handlers take here: a moving average, null before the first returned. */
   private typicalMs: number | null = null;
 
+  /** `launch` starts a task's run on `executor`, a worker of `concurrency` slots. */
   constructor(
     readonly waitMs: number,
+    private readonly executor: TaskExecutor,
+    private readonly concurrency: number,
+    private readonly launch: (record: TaskRecord) => void,
     private readonly timedOut: (record: TaskRecord) => void,
   ) {}
 
@@ -45,22 +48,19 @@ export class AdmittedWaits {
     return this.waitMs > 0 && this.typicalMs !== null && this.typicalMs * 4 < this.waitMs;
   }
 
-  handlerStarted(taskId: string): void {
-    this.started.set(taskId, performance.now());
+  /** A handler returned after `ms`: its time counts, and the waiting tasks its slot and any other free take start. */
+  handlerDone(ms: number): void {
+    this.typicalMs = this.typicalMs === null ? ms : this.typicalMs * 0.9 + ms * 0.1;
+    this.start();
   }
 
-  /** A handler returned: how long it took counts, and the waiting tasks its slot and any other free take start. */
-  handlerDone(taskId: string, executor: TaskExecutor, concurrency: number, launch: (record: TaskRecord) => void): void {
-    const at = this.started.get(taskId);
-    if (at !== undefined) {
-      this.started.delete(taskId);
-      const ms = performance.now() - at;
-      this.typicalMs = this.typicalMs === null ? ms : this.typicalMs * 0.9 + ms * 0.1;
-    }
-    this.start(executor, concurrency, launch);
+  /** Runs a task its admission leased here, or, every slot taken, has it wait for the next that frees. */
+  admitted(record: TaskRecord): void {
+    if (this.entries.length === 0 && this.executor.busy < this.concurrency) this.launch(record);
+    else this.add(record);
   }
 
-  add(record: TaskRecord): void {
+  private add(record: TaskRecord): void {
     const entry = {
       record,
       seen: undefined as number | undefined,
@@ -76,19 +76,19 @@ export class AdmittedWaits {
     this.entries.push(entry);
   }
 
-  /** Starts waiting tasks, oldest first, while `executor` has fewer than `concurrency` handlers running. */
-  private start(executor: TaskExecutor, concurrency: number, launch: (record: TaskRecord) => void): void {
-    while (executor.busy < concurrency) {
+  /** Starts waiting tasks, oldest first, while fewer than `concurrency` handlers run. */
+  private start(): void {
+    while (this.executor.busy < this.concurrency) {
       const next = this.next();
       if (next === undefined) return;
-      launch(next.record);
+      this.launch(next.record);
       // What changed while it waited (a cancellation written elsewhere, say) is its run's news now.
-      if (next.seen !== undefined) executor.observe(next.record.taskId, next.seen);
+      if (next.seen !== undefined) this.executor.observe(next.record.taskId, next.seen);
     }
   }
 
   /** The oldest waiting task, taken out; undefined when none waits. */
-  next(): WaitingTask | undefined {
+  private next(): WaitingTask | undefined {
     const entry = this.entries.shift();
     if (entry === undefined) return undefined;
     clearTimeout(entry.timer);

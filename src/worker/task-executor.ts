@@ -32,11 +32,11 @@ export type RunOutcome = StopReason | 'completed' | 'failed' | 'refused' | 'park
  */
 export class TaskExecutor {
   private readonly running = new Map<string, { run: TaskRun; done: Promise<RunOutcome> }>();
-  /** The runs whose handler has not returned yet: the slots a worker counts (see `busy`). */
-  private readonly handling = new Set<string>();
+  /** The runs whose handler has not returned yet, each with when it started: the slots a worker counts (see `busy`). */
+  private readonly handling = new Map<string, number>();
   private readonly logger: RunLogger;
-  /** Hears each run whose handler returned: its slot is free while its last write goes out. */
-  onHandlerDone: ((taskId: string) => void) | null = null;
+  /** Hears each run whose handler returned, and how long it ran: its slot is free while its last write goes out. */
+  onHandlerDone: ((handlerMs: number) => void) | null = null;
   /** Hears each task a run suspended until a time (a sleep, a retry's wait): its worker looks at the outbox then. */
   onSleep: ((taskId: string, wakeAt: number) => void) | null = null;
 
@@ -83,7 +83,7 @@ export class TaskExecutor {
     run.trace = runSpan(record, lease.owner);
     const started = performance.now();
     const outcome = (): RunOutcome => run.stopped ?? run.ended ?? 'unfinished';
-    this.handling.add(record.taskId);
+    this.handling.set(record.taskId, started);
     // In the run's context: its store round trips (heartbeats, the terminal write) are its span's children.
     const done = inRun(run.trace, this.supervise.bind(this), run)
       .finally(() => {
@@ -190,7 +190,10 @@ export class TaskExecutor {
   }
 
   private handlerDone(taskId: string): void {
-    if (this.handling.delete(taskId)) this.onHandlerDone?.(taskId);
+    const startedAt = this.handling.get(taskId);
+    if (startedAt === undefined) return;
+    this.handling.delete(taskId);
+    this.onHandlerDone?.(performance.now() - startedAt);
   }
 
   private async invoke(run: TaskRun): Promise<ToolResult> {

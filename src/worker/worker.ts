@@ -106,14 +106,15 @@ export class Worker {
     const { supports } = port;
     this.pollMs = options.pollMs ?? (supports.shared && !supports.listenNotify ? 500 : 5_000);
     this.maxAttempts = options.maxAttempts ?? 5;
-    const waitMs = Math.max(0, Math.min(options.admissionWaitMs ?? 1000, Math.floor(this.leaseMs / 3)));
-    this.waiting = new AdmittedWaits(waitMs, (record) => void this.giveBack(record));
     this.logger = RunLogger.to(options.hooks?.log).scope({ workerId: this.id });
     this.executor = new TaskExecutor(port, tools, options.hooks, this.logger);
     this.executor.onSleep = (_taskId, wakeAt) => this.lookAt(wakeAt);
+    const waitMs = Math.max(0, Math.min(options.admissionWaitMs ?? 1000, Math.floor(this.leaseMs / 3)));
+    const launch = (record: TaskRecord) => this.launch(record);
+    this.waiting = new AdmittedWaits(waitMs, this.executor, this.concurrency, launch, (record) => void this.giveBack(record));
     // A slot is free once its handler returned: a task waiting for one takes it, else a look owed may.
-    this.executor.onHandlerDone = (taskId) => {
-      this.waiting.handlerDone(taskId, this.executor, this.concurrency, (record) => this.launch(record));
+    this.executor.onHandlerDone = (handlerMs) => {
+      this.waiting.handlerDone(handlerMs);
       this.wake?.();
     };
     this.toolNames = tools.names();
@@ -223,7 +224,6 @@ export class Worker {
   /** Runs a task this worker holds the lease of. */
   private launch(record: TaskRecord): void {
     this.checkDefinition(record);
-    this.waiting.handlerStarted(record.taskId);
     const run = this.executor
       .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
       .then(
@@ -291,11 +291,8 @@ export class Worker {
       owner: this.id,
       leaseMs: this.leaseMs,
       maxAttempts: this.maxAttempts,
-      // Runs the task its admission leased here, or, every slot taken, has it wait for the next that frees.
       run: (record) => {
-        if (!unhold()) return;
-        if (this.waiting.size === 0 && this.executor.busy < this.concurrency) this.launch(record);
-        else this.waiting.add(record);
+        if (unhold()) this.waiting.admitted(record);
       },
       // A slot free again: the loop may have waited for it with a look owed.
       release: () => {
