@@ -5,6 +5,7 @@ import { sql } from '../../src/store/postgres/statements.js';
 import { appliedTransition } from '../../src/store/postgres/task-statements.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
+import { pgAdmission } from '../support/records.js';
 
 const open: PostgresStore[] = [];
 afterEach(async () => {
@@ -73,5 +74,46 @@ describe('PostgreSQL plans kept from an empty schema', () => {
       expect(plan).toMatch(/Update on task_outbox[\s\S]*Index Scan using task_outbox_task_open on task_outbox/);
       expect(plan).not.toContain('task_outbox_app_dispatch');
     }
+  });
+});
+
+describe('PostgreSQL admission plans', () => {
+  /** Plans made so far for each statement prepared on the store's one connection, by statement text. */
+  async function plansOf(store: PostgresStore, text: string): Promise<{ generic: number; custom: number }> {
+    const client = await store.pool.connect();
+    try {
+      const rows = (
+        await client.query<{ g: string; c: string }>(
+          'SELECT generic_plans AS g, custom_plans AS c FROM pg_prepared_statements WHERE position($1 IN statement) > 0',
+          [text.trim()],
+        )
+      ).rows;
+      return { generic: rows.reduce((n, r) => n + Number(r.g), 0), custom: rows.reduce((n, r) => n + Number(r.c), 0) };
+    } finally {
+      client.release();
+    }
+  }
+
+  it('executes every admission with its generic plan, alone or batched, with or without bounds, before and after the table grows', async () => {
+    const store = await PostgresStore.open(await freshPostgresUrl('plan_admit'), { poolSize: 1 });
+    open.push(store);
+    const admit = async (n: number, bounded: boolean) => {
+      for (let i = 0; i < n; i++) {
+        const out = await store.admit(pgAdmission(bounded ? { maxActive: 100, maxStored: 1000, authKey: `tenant-a/b${i}` } : {}));
+        expect(out.decision).toBe('ACCEPT_TASK');
+      }
+    };
+    // Alone (one statement, no lock) and with the bounds' lock, in a transaction of the batch.
+    await admit(8, false);
+    await admit(8, true);
+    expect(await plansOf(store, sql.admitTask)).toEqual({ generic: 16, custom: 0 });
+    // The table grows and is analyzed: its generic plan is costed again, and still used.
+    await store.pool.query(
+      `INSERT INTO tasks (task_id, auth_key, tool_name, status, version, created_at_ms, last_updated_at_ms, ttl_ms, expires_at_ms, poll_interval_ms, request_digest, request, cancel_requested, correlation_id, attempt, app)
+       SELECT 'g' || i, 'tenant-g/' || (i % 10), 'slow', 'completed', 1, 1, 1, NULL, NULL, 1000, 'd', '{}', false, 'c', 0, 'default' FROM generate_series(1, 20000) AS i`,
+    );
+    await store.pool.query('ANALYZE tasks');
+    await admit(8, true);
+    expect(await plansOf(store, sql.admitTask)).toEqual({ generic: 24, custom: 0 });
   });
 });

@@ -98,6 +98,11 @@ export interface Prepared {
   /** `tl_` and 16 hex digits of the text's SHA-256: one name per text, the same in every process. */
   name: string;
   text: string;
+  /**
+   * Executed with its generic plan always (`plan_cache_mode = force_generic_plan` for the
+   * transaction that executes it): see `prepared`.
+   */
+  generic: boolean;
 }
 
 const byText = new Map<string, Prepared>();
@@ -109,15 +114,31 @@ const preparedOn = new WeakMap<pg.ClientBase, Map<string, number>>();
  */
 let generation = 0;
 
-/** The prepared form of `text` (parameters `$1`…), one object per text. */
-export function prepared(text: string): Prepared {
+/**
+ * The prepared form of `text` (parameters `$1`…), one object per text.
+ *
+ * `generic`: its transaction executes it with its generic plan, never planning it for the values
+ * at hand. PostgreSQL chooses per execution: custom plans for the first five, then the generic
+ * plan while its estimated cost stays below the average of every custom plan made so far. A
+ * statement whose plan is the same for any values but whose estimate grows with the table (the
+ * admission: its bound checks count a caller's tasks, a subquery that rarely runs but is costed
+ * in full) can fall to a custom plan on every execution once the table has grown and been
+ * analyzed, its generic plan costed at the new size against custom plans made at the old one:
+ * about 40 % of the server's CPU in planning, admissions at half their rate (the growth scenario,
+ * 10^5 then 10^6 tasks on one connection).
+ */
+export function prepared(text: string, options: { generic?: boolean } = {}): Prepared {
   let found = byText.get(text);
   if (found === undefined) {
-    found = { name: `tl_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`, text };
+    found = { name: `tl_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`, text, generic: false };
     byText.set(text, found);
   }
+  if (options.generic === true) found.generic = true;
   return found;
 }
+
+/** What a transaction that executes a `generic` statement sets first (see `prepared`). */
+export const GENERIC_PLANS = 'SET LOCAL plan_cache_mode = force_generic_plan';
 
 /**
  * A prepared statement with its arguments written as literals (`sqlLiteral`). Its text is formed

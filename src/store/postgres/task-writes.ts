@@ -18,9 +18,12 @@ import { appliedTransition } from './task-statements.js';
 import { inTransaction } from './transactions.js';
 import { lockAll, type WriteBatcher } from './write-batcher.js';
 
-/** Both prepared once per connection that executes them (see prepared.ts). */
-const preparedAdmit = prepared(sql.admitTask);
-const preparedAdmitClaimed = prepared(sql.admitClaimedTask);
+/**
+ * Both prepared once per connection that executes them, and executed with their generic plans
+ * (see prepared.ts `prepared`): the plan is the same for any caller and bound.
+ */
+const preparedAdmit = prepared(sql.admitTask, { generic: true });
+const preparedAdmitClaimed = prepared(sql.admitClaimedTask, { generic: true });
 
 /**
  * The writing operations of the records role in PostgreSQL: admission, status writes,

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { isStatementError } from './connection.js';
-import { callText, callWith, ensurePrepared, pastStaleStatements, prepared, withLiterals, type Call } from './prepared.js';
+import { callText, callWith, ensurePrepared, GENERIC_PLANS, pastStaleStatements, prepared, withLiterals, type Call } from './prepared.js';
 import { inOneRoundTrip, onPreparedClient } from './transactions.js';
 import { Batcher, MemberQueue } from '../batcher.js';
 
@@ -124,9 +124,17 @@ async function runTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResu
 async function sendTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResult[][]> {
   const textOf = (s: string | Call) => (typeof s === 'string' ? s : callText(s, pool));
   const needed = new Set(batch.flatMap((q) => q.write.statements.flatMap((s) => (typeof s === 'string' ? [] : [s.statement]))));
+  // A statement that must keep its generic plan (prepared.ts `prepared`): every statement of the
+  // batch does, as the writes batched with it (point writes by key) do anyway.
+  const generic = [...needed].some((statement) => statement.generic);
   const only = batch.length === 1 ? (batch[0] as Queued).write : null;
   if (only !== null && only.locks.length === 0 && only.statements.length === 1) {
-    return [[await onPreparedClient(pool, textOf(only.statements[0] as string | Call), (client) => ensurePrepared(client, [...needed]))]];
+    const text = textOf(only.statements[0] as string | Call);
+    const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...needed]);
+    if (!generic) return [[await onPreparedClient(pool, text, prepare)]];
+    // Two statements in one message: one implicit transaction, the setting local to it.
+    const answers = (await onPreparedClient(pool, `${GENERIC_PLANS};\n${text}`, prepare)) as unknown as pg.QueryResult[];
+    return [[answers[1] as pg.QueryResult]];
   }
   const ordered = [...batch].sort((a, b) => (a.write.orderKey < b.write.orderKey ? -1 : a.write.orderKey > b.write.orderKey ? 1 : 0));
   const locks = [...new Set(ordered.flatMap((q) => q.write.locks))];
@@ -134,10 +142,11 @@ async function sendTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryRes
   const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...needed]);
   // An array of strings always has its literal.
   const lockCall = locks.length === 0 ? [] : [callWith(preparedLockAll, [locks]) as Call];
-  const statements = [...lockCall, ...ordered.flatMap((q) => q.write.statements)].map(textOf);
+  const settings = generic ? [GENERIC_PLANS] : [];
+  const statements = [...settings, ...[...lockCall, ...ordered.flatMap((q) => q.write.statements)].map(textOf)];
   const results = await inOneRoundTrip(pool, statements, prepare);
   const byWrite = new Map<Queued, pg.QueryResult[]>();
-  let at = locks.length === 0 ? 0 : 1;
+  let at = settings.length + lockCall.length;
   for (const q of ordered) {
     byWrite.set(q, results.slice(at, at + q.write.statements.length));
     at += q.write.statements.length;
