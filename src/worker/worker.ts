@@ -227,7 +227,7 @@ export class Worker {
     const run = this.executor
       .execute(record, { owner: this.id, leaseMs: this.leaseMs, heartbeatMs: this.heartbeatMs })
       .then(
-        (outcome) => outcome === 'completed' || outcome === 'failed',
+        (outcome) => outcome === 'completed' || outcome === 'failed' || outcome === 'cancelled' || outcome === 'expired',
         (error: unknown) => {
           this.logger.run(record, this.id).emit('run:error', { err: coerceError(error) });
           return false;
@@ -235,8 +235,9 @@ export class Worker {
       )
       .then((ended) => {
         this.runs.delete(run);
-        // A run that ended its task leaves nothing due behind, and its slot is claimed only if a
-        // look is owed (a change came while every slot was busy). Any other run (suspended,
+        // A run that ended its task, or saw it end elsewhere (`cancelled`: cancelled, or finished
+        // by another writer) or expire, leaves nothing due behind, and its slot is claimed only if
+        // a look is owed (a change came while every slot was busy). Any other run (suspended,
         // drained, refused, or one that threw) may leave its task due again, and the changes
         // its task went through meanwhile were its own (an answer, say): the outbox is looked at.
         // A run of a concurrency key that ended frees a slot a waiting task of its key may take.

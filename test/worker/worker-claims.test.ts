@@ -93,6 +93,24 @@ describe.each(ALL_HARNESSES)('Worker claims on the $name store', (harness) => {
     expect(claims).toEqual([0, ...perAdmission]);
   });
 
+  it('a run whose task ended elsewhere (cancelled) sends the worker to the outbox no more', async () => {
+    const { guard, claims } = await counted('ended_elsewhere');
+    const { tool: held, waiting, started } = tool(true);
+    const stopped: unknown[] = [];
+    start(guard, held, { hooks: { log: (_level, _msg, fields) => void (fields?.event === 'run:stopped' ? stopped.push(fields.reason) : undefined) } });
+    await until(() => (claims.length > 0 ? true : undefined));
+    const taskId = await admit(guard);
+    await until(() => (started.length === 1 ? true : undefined));
+    const before = [...claims];
+    expect((await guard.requestor.cancel({ auth: AUTH, taskId })).decision).toBe('CANCEL_TASK');
+    waiting[0]!();
+    await until(() => (stopped.length > 0 ? true : undefined));
+    expect(stopped).toEqual(['cancelled']);
+    // A moment for a look that the ended run would cause: its task is terminal, nothing of it is due.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(claims).toEqual(before);
+  });
+
   it('with every slot busy, an admission is claimed as soon as a slot frees', async () => {
     const { guard, claims } = await counted('busy');
     const { tool: held, waiting, started } = tool(true);
