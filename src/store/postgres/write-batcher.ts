@@ -127,10 +127,11 @@ async function sendTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryRes
   // A statement that must keep its generic plan (prepared.ts `prepared`): every statement of the
   // batch does, as the writes batched with it (point writes by key) do anyway.
   const generic = [...needed].some((statement) => statement.generic);
+  // Run on the connection before the message goes: reads `needed` then, the batch's lock statement included.
+  const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...needed]);
   const only = batch.length === 1 ? (batch[0] as Queued).write : null;
   if (only !== null && only.locks.length === 0 && only.statements.length === 1) {
     const text = textOf(only.statements[0] as string | Call);
-    const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...needed]);
     if (!generic) return [[await onPreparedClient(pool, text, prepare)]];
     // Two statements in one message: one implicit transaction, the setting local to it.
     const answers = (await onPreparedClient(pool, `${GENERIC_PLANS};\n${text}`, prepare)) as unknown as pg.QueryResult[];
@@ -139,7 +140,6 @@ async function sendTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryRes
   const ordered = [...batch].sort((a, b) => (a.write.orderKey < b.write.orderKey ? -1 : a.write.orderKey > b.write.orderKey ? 1 : 0));
   const locks = [...new Set(ordered.flatMap((q) => q.write.locks))];
   if (locks.length > 0) needed.add(preparedLockAll);
-  const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...needed]);
   // An array of strings always has its literal.
   const lockCall = locks.length === 0 ? [] : [callWith(preparedLockAll, [locks]) as Call];
   const settings = generic ? [GENERIC_PLANS] : [];
