@@ -107,6 +107,19 @@ async function log(): Promise<Array<{ taskId: string; step: string; version: num
     .map((line) => JSON.parse(line) as { taskId: string; step: string; version: number });
 }
 
+/** Waits for `promise`, failing with `why()` after `ms` instead of at the test's timeout. */
+async function within<T>(promise: Promise<T>, ms: number, why: () => Promise<string>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => void why().then((text) => reject(new Error(text)), reject), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Waits until every task satisfies `ok`, reading each at most every 100 ms. */
 async function all(taskIds: string[], ok: (task: { status: string; statusMessage?: string }) => boolean, ms = 60_000): Promise<void> {
   await until(async () => {
@@ -145,15 +158,20 @@ describe('a deploy that changes a handler, across processes (PostgreSQL)', () =>
     }
 
     // Version 1 leaves, the hard way: a worker of version 1 takes four tasks past their sleep and
-    // dies (SIGKILL) as the last of them reaches step b. Their journals end at the sleep; only
+    // dies (SIGKILL) as the last of them reaches step b. Their journals end at the sleep; then only
     // version 2 is left, whose handler asks for a2 there.
-    // The dying worker starts before the first one stops: a worker of version 1 is live throughout,
-    // so no other version ever takes a task of version 1 meanwhile.
+    // The dying worker starts before the first one stops, and version 2 is stopped while the dying
+    // worker takes the four tasks: it is the only worker then, so it takes all four whatever the
+    // machine's load (a version 2 worker would take one of them should the dying worker's
+    // announcement stall past its silence, and the dying worker would then never die).
     const dying = startWorker(1, { DIE_AT_B: '4' });
     await dying.ready;
     await stop(v1);
+    await stop(v2);
     const stranded = await Promise.all([0, 1, 2, 3].map(() => create(0)));
-    await dying.exited;
+    await within(dying.exited, 60_000, async () => `the dying worker did not die; steps run: ${JSON.stringify(await log())}`);
+    const v2again = startWorker(2);
+    await v2again.ready;
     await all(stranded, (t) => t.status === 'working' && /parked/.test(t.statusMessage ?? ''));
     for (const taskId of stranded) {
       const task = await get(taskId);
@@ -170,7 +188,7 @@ describe('a deploy that changes a handler, across processes (PostgreSQL)', () =>
     const lines = await log();
     for (const taskId of stranded) expect(lines.filter((l) => l.taskId === taskId).map((l) => `${l.step}@${l.version}`)).toEqual(['a@1', 'b@3']);
     for (const taskId of fresh) expect(lines.filter((l) => l.taskId === taskId).map((l) => l.step)).toEqual(['a', 'a2', 'b']);
-    await stop(v2);
+    await stop(v2again);
     await stop(v3);
   }, 180_000);
 });
