@@ -67,7 +67,12 @@ let url: string;
 let serve: ServeProcess;
 const workers: WorkerProcess[] = [];
 
-/** Every worker counts another as gone after 2 s of silence, and a dead worker's lease lapses after 1 s. */
+/**
+ * Every worker counts another as gone after 5 s of silence, and a dead worker's lease lapses after
+ * 1 s. A version keeps to its own tasks only while its workers are heard from: a renewal that a
+ * loaded machine delays past the silence would hand a task of version 1 to version 2 in the middle
+ * of the rolling deploy, so the silence is long enough that no stall of a busy machine reaches it.
+ */
 function startWorker(version: 1 | 2 | 3, env: NodeJS.ProcessEnv = {}): WorkerProcess {
   const args = [
     '--store',
@@ -79,7 +84,7 @@ function startWorker(version: 1 | 2 | 3, env: NodeJS.ProcessEnv = {}): WorkerPro
     '--lease-ms',
     '1000',
     '--version-silence-ms',
-    '2000',
+    '5000',
     '--concurrency',
     '8',
   ];

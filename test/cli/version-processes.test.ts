@@ -36,6 +36,15 @@ export default [
 ];
 `;
 
+/**
+ * How long an announcement counts after its last renewal, for the workers and the test's own
+ * reads alike. Versions keep to their own tasks only while their workers are heard from: a
+ * renewal that a loaded machine delays past this would hand an old version's task to the newest
+ * code in the middle of the deploy, so it is long enough that no stall of a busy machine reaches
+ * it, and short enough that the killed worker's silence is waited out soon.
+ */
+const SILENCE_MS = 5000;
+
 let dir: string;
 let url: string;
 let store: PostgresStore;
@@ -56,7 +65,7 @@ afterEach(async () => {
 });
 
 function startWorker(module: string): WorkerProcess {
-  const worker = spawnWorker(['--store', url, '--tools', join(dir, module), '--app', APP, '--lease-ms', '2000', '--version-silence-ms', '2000']);
+  const worker = spawnWorker(['--store', url, '--tools', join(dir, module), '--app', APP, '--lease-ms', '2000', '--version-silence-ms', String(SILENCE_MS)]);
   children.add(worker.child);
   void worker.exited.then(() => children.delete(worker.child));
   return worker;
@@ -86,7 +95,7 @@ describe('a rolling deploy of worker processes (PostgreSQL)', () => {
         const record = (await store.get({ authKey: AUTH, taskId, now: Date.now() })).record!;
         return record.status === 'completed' ? (record.result as { structuredContent: { ranOn: string } }).structuredContent.ranOn : undefined;
       });
-    const live = async () => (await store.liveVersions({ app: APP, now: Date.now(), silenceMs: 2000 })).map((a) => a.version).sort();
+    const live = async () => (await store.liveVersions({ app: APP, now: Date.now(), silenceMs: SILENCE_MS })).map((a) => a.version).sort();
 
     const old = startWorker('v1.mjs');
     const next = startWorker('v2.mjs');
@@ -94,7 +103,7 @@ describe('a rolling deploy of worker processes (PostgreSQL)', () => {
     expect(await live()).toEqual([v1, v2].sort());
     // A worker reads the live versions right after each renewal of its own, and claims with what
     // it read: once each has renewed twice after both were announced, each claim knows of both.
-    const announced = async () => store.liveVersions({ app: APP, now: Date.now(), silenceMs: 2000 });
+    const announced = async () => store.liveVersions({ app: APP, now: Date.now(), silenceMs: SILENCE_MS });
     const renewedAfter = async (at: number) => until(async () => ((await announced()).every((a) => a.lastSeen > at) ? true : undefined));
     const bothSeen = Math.max(...(await announced()).map((a) => a.firstSeen));
     await renewedAfter(bothSeen);
