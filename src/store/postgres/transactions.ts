@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
+import { isStatementError } from './connection.js';
 import { ensurePrepared, executeCall, pastStaleStatements, prepared, type Prepared } from './prepared.js';
 
 /**
@@ -43,6 +44,42 @@ export async function inOneRoundTrip(
     await before?.(client);
     const results = (await client.query(['BEGIN', ...statements, 'COMMIT'].join(';\n'))) as unknown as pg.QueryResult[];
     return results.slice(1, 1 + statements.length);
+  });
+}
+
+/**
+ * The closing statements of `inTwoRoundTrips` were refused: the transaction rolled back, nothing
+ * of it is stored, and its first statements may run again without them.
+ */
+export class ClosingRefused extends Error {
+  constructor(readonly reason: unknown) {
+    super(`closing statements refused: ${reason instanceof Error ? reason.message : String(reason)}`);
+  }
+}
+
+/**
+ * `inOneRoundTrip` with statements formed from the answers before COMMIT: BEGIN and `statements`
+ * go as one message, then what `closing` makes of their results goes with COMMIT as a second.
+ * The closing statements are refused (`ClosingRefused`) or committed with the rest.
+ */
+export async function inTwoRoundTrips(
+  pool: pg.Pool,
+  statements: readonly string[],
+  before: (client: pg.PoolClient) => Promise<void>,
+  closing: (results: pg.QueryResult[]) => readonly string[],
+): Promise<pg.QueryResult[]> {
+  return onClient(pool, async (client) => {
+    await before(client);
+    const answer = (await client.query(['BEGIN', ...statements].join(';\n'))) as unknown as pg.QueryResult[];
+    const results = answer.slice(1, 1 + statements.length);
+    const last = closing(results);
+    try {
+      await client.query([...last, 'COMMIT'].join(';\n'));
+    } catch (error) {
+      if (last.length > 0 && isStatementError(error)) throw new ClosingRefused(error);
+      throw error;
+    }
+    return results;
   });
 }
 
