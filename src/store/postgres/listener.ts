@@ -179,11 +179,13 @@ export interface Change {
  * one batch is in flight go out together in the next, as one statement on a connection that
  * commits asynchronously.
  *
- * Why not NOTIFY inside the writing transaction: PostgreSQL takes one database-wide lock for
- * every notifying commit and holds it until the commit is flushed, so notifying writers commit
- * one at a time and never share a WAL flush (pgbench on the admission statements, 16 clients:
- * about a quarter of the rate without the NOTIFY). Sent after the commit, the notification still
- * follows the data it announces.
+ * Why not NOTIFY inside the writing transaction, as a rule: PostgreSQL takes one database-wide
+ * lock for every notifying commit and holds it until the commit is flushed, so notifying writers
+ * commit one at a time and never share a WAL flush; and the notification, formed from what the
+ * write returned, costs the transaction a second round trip before its COMMIT. Sent after the
+ * commit, the notification still follows the data it announces, and concurrent writes share one
+ * statement. The exception is a write alone that ends a task admitted elsewhere (announce.ts):
+ * nothing waits behind it, and its waiters, in other processes, are woken by the commit itself.
  *
  * A write does not wait for its notification: no receiver needs the notification before the
  * write's answer, because a receiver that subscribes reads the stored state first and hears of
