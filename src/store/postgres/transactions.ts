@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import { TasklatchError } from '../../core/errors.js';
-import { isStatementError } from './connection.js';
 import { ensurePrepared, executeCall, pastStaleStatements, prepared, type Prepared } from './prepared.js';
 
 /**
@@ -48,8 +47,10 @@ export async function inOneRoundTrip(
 }
 
 /**
- * The closing statements of `inTwoRoundTrips` were refused: the transaction rolled back, nothing
- * of it is stored, and its first statements may run again without them.
+ * The closing message of `inTwoRoundTrips` (its closing statements and COMMIT) failed with
+ * `reason`: the transaction is rolled back where the server is still there to say so, and
+ * where it refused a closing statement (a statement error), nothing of it is stored and its
+ * first statements may run again without them.
  */
 export class ClosingRefused extends Error {
   constructor(readonly reason: unknown) {
@@ -60,7 +61,7 @@ export class ClosingRefused extends Error {
 /**
  * `inOneRoundTrip` with statements formed from the answers before COMMIT: BEGIN and `statements`
  * go as one message, then what `closing` makes of their results goes with COMMIT as a second.
- * The closing statements are refused (`ClosingRefused`) or committed with the rest.
+ * A failure of the closing message, when it carries statements, is a `ClosingRefused`.
  */
 export async function inTwoRoundTrips(
   pool: pg.Pool,
@@ -76,8 +77,7 @@ export async function inTwoRoundTrips(
     try {
       await client.query([...last, 'COMMIT'].join(';\n'));
     } catch (error) {
-      if (last.length > 0 && isStatementError(error)) throw new ClosingRefused(error);
-      throw error;
+      throw last.length > 0 ? new ClosingRefused(error) : error;
     }
     return results;
   });

@@ -104,9 +104,11 @@ export class WriteBatcher {
           this.out += 1;
           try {
             const results = await runTogether(this.pool, batch, announcing).catch((error: unknown) => {
-              // The notifications were refused (the server's notification queue full): the same
-              // write again, committed without them; its writer sends them after the commit.
               if (!(error instanceof ClosingRefused)) throw error;
+              // The server refused the notifications (its notification queue full, a payload too
+              // long): the same write again, committed without them; its writer sends them after
+              // the commit. Anything else (the connection lost, the outcome unknown) is the write's.
+              if (!isStatementError(error.reason)) throw error.reason;
               return runTogether(this.pool, batch, false);
             });
             for (const [i, q] of batch.entries()) q.resolve(results[i] as pg.QueryResult[]);
