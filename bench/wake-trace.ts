@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const marks = await mkdtemp(join(tmpdir(), 'tasklatch-wake-marks-'));
   process.env.TASKLATCH_WAKE_MARKS = marks;
   process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --import ${new URL('./lib/wake-marks.js', import.meta.url).href}`.trim();
-  // Heard from before the writer opens: a connection keeps the query function it was made with.
+  // Heard from before the writer opens: its connections keep the query function they were made with.
   let notifySent = 0;
   onQuery((text) => {
     if (text.includes('pg_notify')) notifySent = performance.now();
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
       console.log(`${name.padEnd(52)} p50 ${p50}  p90 ${p90}  p99 ${p99}  max ${max} ms  (n=${xs.length})`);
     };
     console.log(`${samples} wake-ups, ms after the terminal write's answer:`);
+    // Negative: sent with the write's COMMIT, before its answer (announced inside its transaction).
     row('notification statement sent', segments.sent);
     row('a listener here hears the change', segments.heard);
     row('tasks/result answered at the client (B)', segments.woken);
@@ -103,10 +104,12 @@ async function segmentsInB(dir: string, wakes: ReadonlyArray<{ taskId: string; c
   for (const { taskId, committed, answered } of wakes) {
     for (const marks of processes) {
       // B's answer names the task; A's status notification to its own client does too, as a notification.
+      // B may hear, and answer, before the write's answer reaches this process (a notification
+      // sent with the COMMIT): marks from 5 ms before it count, long after the task's earlier changes.
       const wrote = marks.find(
-        (m) => m.kind === 'wrote' && m.at >= committed && m.at <= answered && m.text.includes(taskId) && !m.text.includes('notifications/'),
+        (m) => m.kind === 'wrote' && m.at >= committed - 5 && m.at <= answered && m.text.includes(taskId) && !m.text.includes('notifications/'),
       );
-      const heard = marks.find((m) => m.kind === 'heard' && m.at >= committed - 1 && m.text.includes(`:${taskId}:`));
+      const heard = marks.find((m) => m.kind === 'heard' && m.at >= committed - 5 && m.text.includes(`:${taskId}:`));
       if (wrote === undefined || heard === undefined) continue;
       out.heard.push(heard.at - committed);
       out.wrote.push(wrote.at - heard.at);

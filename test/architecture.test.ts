@@ -89,6 +89,8 @@ describe('the import graph of src/', () => {
         'parameters inlined as literals and session-level prepared statements: several statements in one message, a round trip SQLite does not have',
       'statement-functions.ts':
         'a PL/pgSQL function per statement behind a pooler in transaction mode, whose plans each server connection keeps: SQLite plans in the process, once per statement',
+      'announce.ts':
+        "which writes that end a task send their notifications with their COMMIT, woken by the server as they commit: SQLite's other processes poll the file, with nothing to send",
       'concurrency.ts':
         "concurrency keys under concurrent claimers: a per-key advisory lock before the count (SQLite's one writer makes its count exact; two statements in its dispatch.ts)",
     },

@@ -143,6 +143,11 @@ export class Batcher<Member, Queue extends BatchQueue<Member> = MemberQueue<Memb
     return this.queue.size;
   }
 
+  /** Whether a member waits or a flush is out. */
+  get busy(): boolean {
+    return this.out > 0 || this.queue.size > 0;
+  }
+
   /** Queues `member` for a coming batch. */
   add(member: Member): void {
     this.queue.push(member);

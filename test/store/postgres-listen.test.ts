@@ -226,6 +226,115 @@ describe('PostgreSQL change notifications', () => {
     expect(mine.seen).toEqual(['nowait']);
   });
 
+  it('a write alone that ends a task admitted elsewhere is announced from inside its transaction: heard while the writer can send nothing after its commit', async () => {
+    const url = await freshPostgresUrl('listen_intx');
+    const writer = await storeAt(url);
+    const reader = await storeAt(url);
+    const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
+    stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried])));
+    await writer.seed([record({ taskId: 'e1' }), record({ taskId: 'e2' }), record({ taskId: 'e3' })]);
+    // Every connection the writer notifies on after a commit is busy until the test lets go.
+    const busy = await holdAll(writer['auditPool'], writer.pool.options);
+    const ended = await writer.transition({
+      taskId: 'e1',
+      authKey: 'tenant-a/alice',
+      write: { status: 'completed', expectedVersion: 1, result: { ok: 1 } },
+      correlationId: 'c',
+      now: T0,
+    });
+    await until(() => (heard.length >= 1 ? true : undefined));
+    const cancelled = await writer.cancel({ authKey: 'tenant-a/alice', taskId: 'e2', now: T0, correlationId: 'c' });
+    await until(() => (heard.length >= 2 ? true : undefined));
+    expect(heard).toEqual([
+      ['e1', 2, ended.record],
+      ['e2', 2, cancelled.record],
+    ]);
+    // A write that does not end its task is told after its commit; a terminal write queued behind
+    // it goes the same way (it would overtake it otherwise), in order, once the pool is free.
+    await writer.transition({ taskId: 'e3', authKey: 'tenant-a/alice', write: { status: 'working', expectedVersion: 1 }, correlationId: 'c', now: T0 });
+    const third = await writer.transition({
+      taskId: 'e3',
+      authKey: 'tenant-a/alice',
+      write: { status: 'failed', expectedVersion: 2, result: { error: 'x' } },
+      correlationId: 'c',
+      now: T0,
+    });
+    // A task this process admitted has its requestor here most likely: its end is told after the
+    // commit too (claimed in its admission, it was told to nobody before).
+    const claim = { owner: 'w1', leaseMs: 30_000, maxAttempts: 3, correlationId: 'c' };
+    expect((await writer.admit(pgAdmission({ taskId: 'e5', claim }))).decision).toBe('ACCEPT_TASK');
+    const fifth = await writer.transition({
+      taskId: 'e5',
+      authKey: 'tenant-a/alice',
+      write: { status: 'completed', expectedVersion: 2 },
+      correlationId: 'c',
+      now: PG_NOW,
+    });
+    expect(fifth.decision).toBe('APPLY_TRANSITION');
+    // Another writer's terminal write, committed after those: heard, and nothing of e3 or e5 before it.
+    const other = await storeAt(url);
+    await other.seed([record({ taskId: 'e4' })]);
+    const fourth = await other.transition({
+      taskId: 'e4',
+      authKey: 'tenant-a/alice',
+      write: { status: 'completed', expectedVersion: 1 },
+      correlationId: 'c',
+      now: T0,
+    });
+    await until(() => (heard.length >= 3 ? true : undefined));
+    expect(busy.released()).toBe(false);
+    expect(heard[2]).toEqual(['e4', 2, fourth.record]);
+    await busy.release();
+    await until(() => (heard.length >= 6 ? true : undefined));
+    expect(heard.slice(3)).toEqual([
+      ['e3', 2, undefined],
+      ['e3', 3, third.record],
+      ['e5', 3, fifth.record],
+    ]);
+  });
+
+  it('writes batched under load are announced after their commit, where the batch shares one statement', async () => {
+    const url = await freshPostgresUrl('listen_batched');
+    const writer = await PostgresStore.open(url, { poolSize: 4, writeBatch: { inFlight: 1 } });
+    open.push(writer);
+    const reader = await storeAt(url);
+    const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
+    stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried])));
+    await writer.seed(['b0', 'b1', 'b2'].map((taskId) => record({ taskId })));
+    // b0's row is locked: its write, out alone, waits at the server while b1 and b2 queue behind it.
+    const locker = new pg.Client(writer.pool.options);
+    await locker.connect();
+    stops.push(() => locker.end());
+    await locker.query("BEGIN; SELECT 1 FROM tasks WHERE task_id = 'b0' FOR UPDATE");
+    const busy = await holdAll(writer['auditPool'], writer.pool.options);
+    const complete = (taskId: string) =>
+      writer.transition({
+        taskId,
+        authKey: 'tenant-a/alice',
+        write: { status: 'completed', expectedVersion: 1, result: { ok: taskId } },
+        correlationId: 'c',
+        now: T0,
+      });
+    // b0's batch is out until the lock is let go (one batch at a server at once): b1 and b2 share the next.
+    const first = complete('b0');
+    const rest = Promise.all([complete('b1'), complete('b2')]);
+    await locker.query('COMMIT');
+    const [b0, [b1, b2]] = await Promise.all([first, rest]);
+    // b0 went alone: announced as it committed. b1 and b2 went together: after their commit, on the held pool.
+    const other = await storeAt(url);
+    await other.seed([record({ taskId: 'b9' })]);
+    await other.transition({ taskId: 'b9', authKey: 'tenant-a/alice', write: { status: 'completed', expectedVersion: 1 }, correlationId: 'c', now: T0 });
+    await until(() => (heard.some(([taskId]) => taskId === 'b9') ? true : undefined));
+    expect(heard.map(([taskId]) => taskId)).toEqual(['b0', 'b9']);
+    expect(heard[0]).toEqual(['b0', 2, b0.record]);
+    await busy.release();
+    await until(() => (heard.length >= 4 ? true : undefined));
+    expect(heard.slice(2)).toEqual([
+      ['b1', 2, b1.record],
+      ['b2', 2, b2.record],
+    ]);
+  });
+
   it('close sends every notification still queued before the pools end', async () => {
     const url = await freshPostgresUrl('listen_close');
     const writer = await storeAt(url);
@@ -243,6 +352,24 @@ describe('PostgreSQL change notifications', () => {
     await closing;
     await until(() => (mine.seen.length >= ids.length ? true : undefined));
     expect([...mine.seen].sort()).toEqual([...ids].sort());
+  });
+
+  it('a write that ends its task whose notification the server refuses inside its transaction commits once without it, and reports it after', async () => {
+    const url = await freshPostgresUrl('listen_refused');
+    const writer = await storeAt(url);
+    const problems: Array<{ message: string; fields: Record<string, unknown> }> = [];
+    writer.onProblem = (message, fields) => problems.push({ message, fields });
+    // pg_notify refuses a payload of 8000 bytes or more: the change's own, `taskId:version`.
+    const taskId = 'y'.repeat(8100);
+    await writer.seed([record({ taskId })]);
+    const out = await writer.transition({ taskId, authKey: 'tenant-a/alice', write: { status: 'completed', expectedVersion: 1 }, correlationId: 'c', now: T0 });
+    expect(out.decision).toBe('APPLY_TRANSITION');
+    expect(out.record?.version).toBe(2);
+    const stored = await writer.get({ authKey: 'tenant-a/alice', taskId, now: PG_NOW });
+    expect(stored.record?.status).toBe('completed');
+    expect(stored.record?.version).toBe(2);
+    await until(() => (problems.length > 0 ? true : undefined));
+    expect(problems).toEqual([{ message: 'change notifications not sent', fields: expect.objectContaining({ count: 1 }) }]);
   });
 
   it('reports a notification it cannot send; the write it follows stands', async () => {

@@ -186,3 +186,13 @@ export async function sweepIn(pool: pg.Pool, input: { now: Millis; limit: number
     more: tasks >= input.limit || lines >= input.limit || reads >= input.limit,
   };
 }
+
+/**
+ * Whether an error writing audit lines belongs to the lines: data exceptions (22…), integrity
+ * (23…), program limits (54…, an index row too big) and a message the server refused (08P01);
+ * anything else (a connection, a restart) is the database's.
+ */
+export function isAuditLineError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23|54|08P01$)/.test(code);
+}

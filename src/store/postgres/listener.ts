@@ -5,6 +5,7 @@ import { openTerminalRecord } from '../change-record.js';
 import { decodeProgress } from '../progress-event.js';
 import type { ListenOptions, ProgressEvent } from '../types.js';
 import { isStatementError } from './connection.js';
+import { withLiterals } from './prepared.js';
 import { PROGRESS_CHANNEL } from './progress.js';
 import { Batcher, MemberQueue } from '../batcher.js';
 
@@ -35,6 +36,21 @@ const SQL = {
    */
   notifyProgressAndChanges: `SELECT pg_notify(n.c, current_schema() || ':' || n.p) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS n(c, p, i) ORDER BY n.i`,
 } as const;
+
+/** One notification: its channel, and its payload without the schema in front (the statement adds it). */
+export interface Notice {
+  channel: string;
+  payload: string;
+}
+
+/**
+ * `notices` as one statement with their payloads written in, for a message of its own (the
+ * closing message of a write batch that announces its writes, write-batcher.ts): sent in order,
+ * each as `schema:payload`; null when a payload has no literal (a NUL or a lone surrogate).
+ */
+export function noticesStatement(notices: readonly Notice[]): string | null {
+  return withLiterals(SQL.notifyProgressAndChanges, [notices.map((n) => n.channel), notices.map((n) => n.payload)]);
+}
 
 /**
  * One dedicated connection that LISTENs for task changes written by any process on the same
@@ -163,11 +179,13 @@ export interface Change {
  * one batch is in flight go out together in the next, as one statement on a connection that
  * commits asynchronously.
  *
- * Why not NOTIFY inside the writing transaction: PostgreSQL takes one database-wide lock for
- * every notifying commit and holds it until the commit is flushed, so notifying writers commit
- * one at a time and never share a WAL flush (pgbench on the admission statements, 16 clients:
- * about a quarter of the rate without the NOTIFY). Sent after the commit, the notification still
- * follows the data it announces.
+ * Why not NOTIFY inside the writing transaction, as a rule: PostgreSQL takes one database-wide
+ * lock for every notifying commit and holds it until the commit is flushed, so notifying writers
+ * commit one at a time and never share a WAL flush; and the notification, formed from what the
+ * write returned, costs the transaction a second round trip before its COMMIT. Sent after the
+ * commit, the notification still follows the data it announces, and concurrent writes share one
+ * statement. The exception is a write alone that ends a task admitted elsewhere (announce.ts):
+ * nothing waits behind it, and its waiters, in other processes, are woken by the commit itself.
  *
  * A write does not wait for its notification: no receiver needs the notification before the
  * write's answer, because a receiver that subscribes reads the stored state first and hears of
@@ -215,6 +233,11 @@ export class ChangeNotifier {
     for (const change of changes) this.batcher.add(change);
   }
 
+  /** Whether every notification queued so far has been sent (or its sending failed and was reported). */
+  idle(): boolean {
+    return !this.batcher.busy;
+  }
+
   /** Resolves once every change queued so far is sent (or its sending failed and was reported). */
   drain(): Promise<void> {
     return this.batcher.drain();
@@ -228,27 +251,17 @@ export class ChangeNotifier {
       else changes.push(member);
     }
     const batch = latestPerTask(changes);
-    const payloads = batch.map((c) => `${c.taskId}:${c.version}`);
-    // Progress first, then each change with its record just ahead of it.
-    const channels = progress.map(() => PROGRESS_CHANNEL);
     const progressCount = progress.length;
-    // The progress payloads, then the changes' (the member's own array, copied no more).
-    const sent = progress;
-    batch.forEach((c, i) => {
-      if (c.record !== undefined) {
-        channels.push(RECORDS_CHANNEL);
-        sent.push(c.record);
-      }
-      channels.push(CHANGES_CHANNEL);
-      sent.push(payloads[i] as string);
-    });
+    const notices = noticesOf(progress, batch);
+    const channels = notices.map((n) => n.channel);
+    const sent = notices.map((n) => n.payload);
     try {
       await this.send(channels, sent);
     } catch (error) {
       // One notification the server refused (a payload too long) is not sent; the others
       // are, each on its own and in order. An outage loses them all, as it would lose one.
       if (sent.length > 1 && isStatementError(error)) await this.sendOneByOne(channels, sent);
-      else this.onProblem('change notifications not sent', { count: payloads.length, progress: progressCount, reason: coerceError(error).message });
+      else this.onProblem('change notifications not sent', { count: batch.length, progress: progressCount, reason: coerceError(error).message });
     }
   }
 
@@ -270,6 +283,20 @@ export class ChangeNotifier {
       }
     }
   }
+}
+
+/**
+ * The notifications of encoded `progress` and of `changes`, in the order they go out: the
+ * progress first (a task's last progress is heard before the change that ends it), then each
+ * change with its record just ahead of it.
+ */
+export function noticesOf(progress: readonly string[], changes: readonly Change[]): Notice[] {
+  const notices: Notice[] = progress.map((payload) => ({ channel: PROGRESS_CHANNEL, payload }));
+  for (const c of changes) {
+    if (c.record !== undefined) notices.push({ channel: RECORDS_CHANNEL, payload: c.record });
+    notices.push({ channel: CHANGES_CHANNEL, payload: `${c.taskId}:${c.version}` });
+  }
+  return notices;
 }
 
 /**

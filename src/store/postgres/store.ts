@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { StoredInput } from '../../core/input-rules.js';
 import type { StepRecord } from '../../core/step-rules.js';
 import type { Fence, Millis, TaskRecord } from '../../core/types.js';
-import { encodeTerminalRecord, recordKey } from '../change-record.js';
+import { recordKey } from '../change-record.js';
 import { AuditWriter } from '../audit-writer.js';
 import { ProgressBuffer } from '../progress-buffer.js';
 import type { AuditTally, OperatorPage, OperatorPosition, RetentionDue, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
@@ -36,7 +36,7 @@ import type {
   StepsOutcome,
 } from '../types.js';
 import type { ParkedCount, ParkInput, ParkOutcome } from '../task-steps.js';
-import { auditTrailIn, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
+import { auditTrailIn, isAuditLineError, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
 import { createPool, parsePostgresUrl, unavailable } from './connection.js';
 import { listenConfigIn, listenConfigOf } from './listen-config.js';
 import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
@@ -54,6 +54,7 @@ import { sendEventIn, takeEventIn } from './events.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
 import { journalIn, recordStepIn, seedStepsIn, sleepingIn, stepsIn } from './steps.js';
 import { admitIn, cancelIn, seedTasksIn, transitionIn } from './task-writes.js';
+import { Announcer, changeOf, endsTask, type TerminalAnnouncement } from './announce.js';
 import { inTransaction } from './transactions.js';
 import { WriteBatcher, type WriteBatcherOptions } from './write-batcher.js';
 import { refuseUnstorable } from '../storable.js';
@@ -90,6 +91,8 @@ export class PostgresStore implements TaskStore {
   private readonly reads: ReadBatcher;
   /** Running tasks' progress, coalesced per task, on its way out with the change notifications. */
   private readonly progress: ProgressBuffer;
+  /** Which writes that end a task announce it from inside their transaction (announce.ts). */
+  private readonly announcer: Announcer;
   /** Where the store reports what it could not do and could not throw (audit lines dropped); the runtime sets its logger here. */
   onProblem: ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
@@ -109,23 +112,18 @@ export class PostgresStore implements TaskStore {
     private readonly listenConfig: pg.ClientConfig | null,
   ) {
     this.supports = { listenNotify: listenConfig !== null, shared: true, claimsOnAdmit: true };
-    this.writes = new WriteBatcher(pool, writeBatch);
-    this.reads = new ReadBatcher(pool);
     // The audit pool commits asynchronously: a notification needs no flush of its own.
     this.notifier = new ChangeNotifier(auditPool, (message, fields) => this.onProblem?.(message, fields));
+    this.writes = new WriteBatcher(pool, writeBatch, () => this.notifier.idle());
+    this.reads = new ReadBatcher(pool);
     this.progress = new ProgressBuffer((events) => this.notifier.notify([], encodedProgress(events)));
+    this.announcer = new Announcer(() => this.recordKey, this.progress);
     this.auditWriter = new AuditWriter(
       async (batch) => {
         await upsertReadAuditIn(auditPool, batch);
       },
       {
-        // Data exceptions (22…), integrity (23…), program limits (54…, an index row too big) and
-        // a message the server refused (08P01) belong to the lines; anything else (a
-        // connection, a restart) to the database.
-        isLineError: (error) => {
-          const code = (error as { code?: unknown } | null)?.code;
-          return typeof code === 'string' && /^(22|23|54|08P01$)/.test(code);
-        },
+        isLineError: isAuditLineError,
         onProblem: (message, fields) => this.onProblem?.(message, fields),
       },
     );
@@ -170,14 +168,16 @@ export class PostgresStore implements TaskStore {
     const out = await admitIn(this.pool, this.writes, input);
     // Leased to this process's worker as admitted, the task is no other process's news: none can wait
     // on it before this answers, nor claim it under the lease (told, each idle worker claimed in vain).
+    if (out.decision === 'ACCEPT_TASK') this.announcer.admitted(out.record.taskId);
     if (out.decision === 'ACCEPT_TASK' && out.claimed == null) this.notified([out.record]);
     return out;
   }
 
   async transition(input: TransitionInput): Promise<TransitionOutcome> {
     refuseUnstorable('transition', input);
-    const out = await transitionIn(this.pool, this.writes, input);
-    if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.notified([out.record]);
+    const announced = endsTask(input.write.status) ? this.announcer.ending(input.taskId) : undefined;
+    const out = await transitionIn(this.pool, this.writes, input, announced);
+    if (out.decision === 'APPLY_TRANSITION' && out.record !== null) this.notified([out.record], announced);
     return out;
   }
 
@@ -193,8 +193,9 @@ export class PostgresStore implements TaskStore {
 
   async cancel(input: CancelInput): Promise<CancelOutcome> {
     refuseUnstorable('cancel', input);
-    const out = await cancelIn(this.pool, this.writes, input);
-    if (out.decision === 'CANCEL_TASK') this.notified([out.record]);
+    const announced = this.announcer.ending(input.taskId);
+    const out = await cancelIn(this.pool, this.writes, input, announced);
+    if (out.decision === 'CANCEL_TASK') this.notified([out.record], announced);
     return out;
   }
 
@@ -381,17 +382,15 @@ export class PostgresStore implements TaskStore {
 
   /**
    * Queues the notifications of committed changes for other processes (and this one's listener);
-   * the write returns without waiting for them (see {@link ChangeNotifier}).
+   * the write returns without waiting for them (see {@link ChangeNotifier}). A write that ended its
+   * task may have announced itself inside its transaction already (`announced.sent`, announce.ts).
    */
-  private notified(changes: readonly (Change | TaskRecord)[]): void {
+  private notified(changes: readonly (Change | TaskRecord)[], announced?: TerminalAnnouncement): void {
+    if (announced?.sent === true) return;
     // A task's waiting progress goes ahead of its change: its last progress is not overtaken by its end.
-    const ahead = encodedProgress(this.progress.take(changes.map((c) => c.taskId)));
+    const ahead = announced?.taken ?? encodedProgress(this.progress.take(changes.map((c) => c.taskId)));
     this.notifier.notify(
-      changes.map((c) => {
-        // A terminal record travels with its change: a waiter elsewhere answers from it without a read.
-        const record = 'status' in c && this.recordKey !== null ? encodeTerminalRecord(c, this.recordKey) : null;
-        return record === null ? { taskId: c.taskId, version: c.version } : { taskId: c.taskId, version: c.version, record };
-      }),
+      changes.map((c) => changeOf(c, this.recordKey)),
       ahead,
     );
   }

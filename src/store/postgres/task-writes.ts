@@ -16,7 +16,7 @@ import { auditToRow, isInt4, recordToRow, rowToRecord, toJson, type TaskRow } fr
 import { sql } from './statements.js';
 import { appliedTransition } from './task-statements.js';
 import { inTransaction } from './transactions.js';
-import { lockAll, type WriteBatcher } from './write-batcher.js';
+import { lockAll, type Announcement, type WriteBatcher } from './write-batcher.js';
 
 /**
  * Both prepared once per connection that executes them, and executed with their generic plans
@@ -219,7 +219,8 @@ async function countActive(client: pg.PoolClient, input: AdmitInput): Promise<nu
  * line follows. Under READ COMMITTED the read after the miss sees no less than it would inside
  * one transaction: each statement takes its own snapshot either way, and versions only grow.
  */
-export async function transitionIn(pool: pg.Pool, batcher: WriteBatcher, input: TransitionInput): Promise<TransitionOutcome> {
+/** `announce`: the notifications of the write's row, sent inside its transaction (write-batcher.ts `Announcement`). */
+export async function transitionIn(pool: pg.Pool, batcher: WriteBatcher, input: TransitionInput, announce?: Announcement): Promise<TransitionOutcome> {
   const { write } = input;
   // An int4 column cannot compare with 1.5 or 2^40; such a version matches no row, which is
   // what the classification below says too (without the statement failing).
@@ -237,7 +238,7 @@ export async function transitionIn(pool: pg.Pool, batcher: WriteBatcher, input: 
       // A finished task is parked no more (park-rules.ts).
       sets.push('parked_at_ms = NULL', 'parks = 0');
     }
-    const row = await appliedRow(pool, batcher, appliedTransition(sets, terminal), params, input.taskId);
+    const row = await appliedRow(pool, batcher, appliedTransition(sets, terminal), params, input.taskId, announce);
     if (row !== undefined) return { decision: 'APPLY_TRANSITION', record: rowToRecord(row) };
   }
   const stored = await readById(pool, input.taskId);
@@ -253,9 +254,10 @@ export async function transitionIn(pool: pg.Pool, batcher: WriteBatcher, input: 
 }
 
 /** Cancellation: one statement when it applies; a miss is read, classified and audited after it. */
-export async function cancelIn(pool: pg.Pool, batcher: WriteBatcher, input: CancelInput): Promise<CancelOutcome> {
+export async function cancelIn(pool: pg.Pool, batcher: WriteBatcher, input: CancelInput, announce?: Announcement): Promise<CancelOutcome> {
   const detail = cancelDetail(input);
-  const cancelled = await appliedRow(pool, batcher, sql.applyCancel, [input.taskId, input.authKey, input.now, input.correlationId, detail], input.taskId);
+  const params = [input.taskId, input.authKey, input.now, input.correlationId, detail];
+  const cancelled = await appliedRow(pool, batcher, sql.applyCancel, params, input.taskId, announce);
   if (cancelled !== undefined) return { decision: 'CANCEL_TASK', record: rowToRecord(cancelled) };
   const decision = decideCancel(await readGuard(pool, input.taskId), input.authKey, input.now);
   if (decision === 'CANCEL_TASK') {
@@ -277,10 +279,17 @@ export async function cancelIn(pool: pg.Pool, batcher: WriteBatcher, input: Canc
  * next write batch (a prepared statement executed with literals), or with parameters where a
  * value has no exact literal.
  */
-async function appliedRow(pool: pg.Pool, batcher: WriteBatcher, text: string, params: readonly unknown[], taskId: string): Promise<TaskRow | undefined> {
+async function appliedRow(
+  pool: pg.Pool,
+  batcher: WriteBatcher,
+  text: string,
+  params: readonly unknown[],
+  taskId: string,
+  announce: Announcement | undefined,
+): Promise<TaskRow | undefined> {
   const call = callWith(prepared(text), params);
   if (call === null) return (await pool.query<TaskRow>(text, params as unknown[])).rows[0];
-  const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${taskId}` });
+  const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${taskId}`, ...(announce === undefined ? {} : { announce }) });
   return (result?.rows as TaskRow[] | undefined)?.[0];
 }
 

@@ -46,6 +46,43 @@ export async function inOneRoundTrip(
   });
 }
 
+/**
+ * The closing message of `inTwoRoundTrips` (its closing statements and COMMIT) failed with
+ * `reason`: the transaction is rolled back where the server is still there to say so, and
+ * where it refused a closing statement (a statement error), nothing of it is stored and its
+ * first statements may run again without them.
+ */
+export class ClosingRefused extends Error {
+  constructor(readonly reason: unknown) {
+    super(`closing statements refused: ${reason instanceof Error ? reason.message : String(reason)}`);
+  }
+}
+
+/**
+ * `inOneRoundTrip` with statements formed from the answers before COMMIT: BEGIN and `statements`
+ * go as one message, then what `closing` makes of their results goes with COMMIT as a second.
+ * A failure of the closing message, when it carries statements, is a `ClosingRefused`.
+ */
+export async function inTwoRoundTrips(
+  pool: pg.Pool,
+  statements: readonly string[],
+  before: (client: pg.PoolClient) => Promise<void>,
+  closing: (results: pg.QueryResult[]) => readonly string[],
+): Promise<pg.QueryResult[]> {
+  return onClient(pool, async (client) => {
+    await before(client);
+    const answer = (await client.query(['BEGIN', ...statements].join(';\n'))) as unknown as pg.QueryResult[];
+    const results = answer.slice(1, 1 + statements.length);
+    const last = closing(results);
+    try {
+      await client.query([...last, 'COMMIT'].join(';\n'));
+    } catch (error) {
+      throw last.length > 0 ? new ClosingRefused(error) : error;
+    }
+    return results;
+  });
+}
+
 /** One plain statement that commits by itself, on a client `before` has run on. */
 export async function onPreparedClient(pool: pg.Pool, statement: string, before: (client: pg.PoolClient) => Promise<void>): Promise<pg.QueryResult> {
   return onClient(pool, async (client) => {

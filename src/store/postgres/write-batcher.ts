@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import { isStatementError } from './connection.js';
 import { callText, callWith, ensurePrepared, GENERIC_PLANS, pastStaleStatements, prepared, withLiterals, type Call } from './prepared.js';
-import { inOneRoundTrip, onPreparedClient } from './transactions.js';
+import { noticesStatement, type Notice } from './listener.js';
+import { ClosingRefused, inOneRoundTrip, inTwoRoundTrips, onPreparedClient } from './transactions.js';
 import { Batcher, MemberQueue } from '../batcher.js';
 
 /**
@@ -41,6 +42,20 @@ export interface BatchedWrite {
   locks: readonly string[];
   /** Writes of one batch run in this order (admissions before status writes, tasks by id). */
   orderKey: string;
+  /** Notifications to send inside the batch's transaction, made from the write's results (see {@link Announcement}). */
+  announce?: Announcement;
+}
+
+/**
+ * What a write announces from inside its transaction: `notices` makes the notifications of its
+ * results (none when it changed nothing), and the batch sends them before its COMMIT, so they are
+ * delivered when the write commits, by the server itself. `sent` tells the writer afterwards
+ * whether they went: a batch whose notifications the server refused commits without them
+ * (`ClosingRefused`), and the writer then sends them after the commit.
+ */
+export interface Announcement {
+  notices(results: readonly pg.QueryResult[]): readonly Notice[];
+  sent: boolean;
 }
 
 export interface WriteBatcherOptions {
@@ -62,10 +77,17 @@ interface Queued {
 /** The write batches of one store's pool (what each write keeps: see the top of this file). */
 export class WriteBatcher {
   private readonly batcher: Batcher<Queued>;
+  /** Batches at the server now. */
+  private out = 0;
 
   constructor(
     private readonly pool: pg.Pool,
     options: WriteBatcherOptions = {},
+    /**
+     * Whether a write may announce from inside its transaction now: not while notifications this
+     * process queued before it are still on their way, which it would overtake.
+     */
+    private readonly mayAnnounce: () => boolean = () => true,
   ) {
     this.batcher = new Batcher<Queued>(
       {
@@ -75,8 +97,24 @@ export class WriteBatcher {
         inFlight: options.inFlight ?? 2,
         maxBatch: options.maxWrites ?? 64,
         flush: async (batch) => {
-          const results = await runTogether(this.pool, batch);
-          for (const [i, q] of batch.entries()) q.resolve(results[i] as pg.QueryResult[]);
+          // A write alone while no other batch is out announces from inside its transaction (see
+          // `Announcement`): the round trip that adds keeps no other write waiting. Under load,
+          // writes are announced after their commit, where concurrent ones share one statement.
+          const announcing = batch.length === 1 && this.out === 0 && this.mayAnnounce();
+          this.out += 1;
+          try {
+            const results = await runTogether(this.pool, batch, announcing).catch((error: unknown) => {
+              if (!(error instanceof ClosingRefused)) throw error;
+              // The server refused the notifications (its notification queue full, a payload too
+              // long): the same write again, committed without them; its writer sends them after
+              // the commit. Anything else (the connection lost, the outcome unknown) is the write's.
+              if (!isStatementError(error.reason)) throw error.reason;
+              return runTogether(this.pool, batch, false);
+            });
+            for (const [i, q] of batch.entries()) q.resolve(results[i] as pg.QueryResult[]);
+          } finally {
+            this.out -= 1;
+          }
         },
         // Rolled back as a whole for one write's statement: each write on its own, so that only
         // the failing one fails.
@@ -116,12 +154,12 @@ export class WriteBatcher {
  * nothing: the batch is then sent again, prepared again or its statements formed anew
  * (`pastStaleStatements`), so the writes of an older process outlive the migration.
  */
-async function runTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResult[][]> {
-  return pastStaleStatements(() => sendTogether(pool, batch));
+async function runTogether(pool: pg.Pool, batch: Queued[], announcing: boolean): Promise<pg.QueryResult[][]> {
+  return pastStaleStatements(() => sendTogether(pool, batch, announcing));
 }
 
-/** `runTogether`'s message, its statements formed now. */
-async function sendTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryResult[][]> {
+/** `runTogether`'s message, its statements formed now (and with `announcing`, the notifications of its writes before COMMIT). */
+async function sendTogether(pool: pg.Pool, batch: Queued[], announcing: boolean): Promise<pg.QueryResult[][]> {
   const textOf = (s: string | Call) => (typeof s === 'string' ? s : callText(s, pool));
   const needed = new Set(batch.flatMap((q) => q.write.statements.flatMap((s) => (typeof s === 'string' ? [] : [s.statement]))));
   // A statement that must keep its generic plan (prepared.ts `prepared`): every statement of the
@@ -129,7 +167,8 @@ async function sendTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryRes
   const generic = [...needed].some((statement) => statement.generic);
   // Run on the connection before the message goes: reads `needed` then, the batch's lock statement included.
   const prepare = (client: pg.PoolClient) => ensurePrepared(client, [...needed]);
-  const only = batch.length === 1 ? (batch[0] as Queued).write : null;
+  const announced = announcing ? batch.filter((q) => q.write.announce !== undefined) : [];
+  const only = batch.length === 1 && announced.length === 0 ? (batch[0] as Queued).write : null;
   if (only !== null && only.locks.length === 0 && only.statements.length === 1) {
     const text = textOf(only.statements[0] as string | Call);
     if (!generic) return [[await onPreparedClient(pool, text, prepare)]];
@@ -144,13 +183,37 @@ async function sendTogether(pool: pg.Pool, batch: Queued[]): Promise<pg.QueryRes
   const lockCall = locks.length === 0 ? [] : [callWith(preparedLockAll, [locks]) as Call];
   const settings = generic ? [GENERIC_PLANS] : [];
   const statements = [...settings, ...[...lockCall, ...ordered.flatMap((q) => q.write.statements)].map(textOf)];
-  const results = await inOneRoundTrip(pool, statements, prepare);
   const byWrite = new Map<Queued, pg.QueryResult[]>();
-  let at = settings.length + lockCall.length;
-  for (const q of ordered) {
-    byWrite.set(q, results.slice(at, at + q.write.statements.length));
-    at += q.write.statements.length;
+  const split = (results: readonly pg.QueryResult[]) => {
+    let at = settings.length + lockCall.length;
+    for (const q of ordered) {
+      byWrite.set(q, results.slice(at, at + q.write.statements.length));
+      at += q.write.statements.length;
+    }
+  };
+  if (announced.length === 0) {
+    split(await inOneRoundTrip(pool, statements, prepare));
+    return batch.map((q) => byWrite.get(q) as pg.QueryResult[]);
   }
+  // The writes, then their notifications with COMMIT: delivered as the writes commit.
+  const sending: Announcement[] = [];
+  await inTwoRoundTrips(pool, statements, prepare, (results) => {
+    split(results);
+    const notices: Notice[] = [];
+    for (const q of ordered) {
+      const announce = q.write.announce;
+      if (announce === undefined) continue;
+      const made = announce.notices(byWrite.get(q) as pg.QueryResult[]);
+      if (made.length === 0) continue;
+      notices.push(...made);
+      sending.push(announce);
+    }
+    const statement = notices.length === 0 ? null : noticesStatement(notices);
+    // Without a statement (no literal) the writes commit alone, and their writers send after.
+    if (statement === null) sending.length = 0;
+    return statement === null ? [] : [statement];
+  });
+  for (const announce of sending) announce.sent = true;
   return batch.map((q) => byWrite.get(q) as pg.QueryResult[]);
 }
 
