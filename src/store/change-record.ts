@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomFillSync } from 'node:crypto';
 import { isTaskStatus, isTerminal, type TaskRecord } from '../core/types.js';
 
 /**
@@ -21,6 +21,24 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /**
+ * Random bytes for IVs, drawn 12 at a time and refilled when used up: one `randomBytes(12)` per
+ * terminal write cost more than the sealing itself (as `randomUUID` keeps its own pool).
+ */
+const ivPool = Buffer.alloc(IV_BYTES * 256);
+let ivAt = ivPool.length;
+
+/** A fresh random IV, valid until the next call (the cipher and the sealed record copy it). */
+function nextIv(): Buffer {
+  if (ivAt + IV_BYTES > ivPool.length) {
+    randomFillSync(ivPool);
+    ivAt = 0;
+  }
+  const iv = ivPool.subarray(ivAt, ivAt + IV_BYTES);
+  ivAt += IV_BYTES;
+  return iv;
+}
+
+/**
  * A terminal record as it was committed, sealed with `key` and in base64 within
  * `RECORD_PAYLOAD_BYTES`, for the change notification it goes out with; null for any other record
  * (a later write may have changed it already, so only a read can say what it is now) and for one
@@ -31,7 +49,7 @@ export function encodeTerminalRecord(record: TaskRecord, key: Buffer): string | 
   const text = JSON.stringify(record);
   // base64 of iv + tag + the text: 4/3 of their bytes.
   if (Math.ceil((IV_BYTES + TAG_BYTES + Buffer.byteLength(text, 'utf8')) / 3) * 4 > RECORD_PAYLOAD_BYTES) return null;
-  const iv = randomBytes(IV_BYTES);
+  const iv = nextIv();
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   const sealed = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64');

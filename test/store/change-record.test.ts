@@ -26,6 +26,13 @@ describe('terminal records on the change feed', () => {
     expect(openTerminalRecord('', key)).toBeNull();
   });
 
+  it('seal each record under its own IV, past the refill of the IV pool, and open every one', () => {
+    const done = record({ status: 'completed', version: 2, result: { content: [{ type: 'text', text: 'same' }] } });
+    const sealed = Array.from({ length: 600 }, () => encodeTerminalRecord(done, key) as string);
+    expect(new Set(sealed.map((text) => Buffer.from(text, 'base64').subarray(0, 12).toString('hex'))).size).toBe(600);
+    for (const text of sealed) expect(openTerminalRecord(text, key)).toEqual(done);
+  });
+
   it('leave out a record that is not terminal or does not fit', () => {
     expect(encodeTerminalRecord(record({ status: 'working' }), key)).toBeNull();
     expect(encodeTerminalRecord(record({ status: 'input_required' }), key)).toBeNull();
