@@ -185,7 +185,9 @@ export interface Change {
  * write returned, costs the transaction a second round trip before its COMMIT. Sent after the
  * commit, the notification still follows the data it announces, and concurrent writes share one
  * statement. The exception is a write alone that ends a task admitted elsewhere (announce.ts):
- * nothing waits behind it, and its waiters, in other processes, are woken by the commit itself.
+ * no write of this process waits behind it (the other notifying commits of the cluster wait for
+ * the lock through its one flush, as they would behind any synchronous notifying commit), and its
+ * waiters, in other processes, are woken by the commit itself.
  *
  * A write does not wait for its notification: no receiver needs the notification before the
  * write's answer, because a receiver that subscribes reads the stored state first and hears of
