@@ -23,6 +23,17 @@ describe('isConnectionFailure', () => {
   });
 });
 
+describe('parsePostgresUrl', () => {
+  it.each([
+    ['postgres://u@db.internal:6432/app', 'db.internal:6432'],
+    ['postgres://u@%2Fvar%2Frun%2Fpostgresql/app', '/var/run/postgresql:5432'],
+    ['postgres:///app?host=/var/run/postgresql', '/var/run/postgresql:5432'],
+    ['postgres:///app', 'localhost:5432'],
+  ])('names the server of %s as %s', (url, address) => {
+    expect(parsePostgresUrl(url).address).toBe(address);
+  });
+});
+
 describe('a pool whose server is gone', () => {
   let pg: EmbeddedServer;
   beforeAll(async () => {

@@ -43,6 +43,18 @@ export function checkSchemaName(schema: string): string {
   return schema;
 }
 
+/**
+ * A URL's host as messages name it: a Unix socket's directory written percent-encoded
+ * (`postgres://user@%2Fvar%2Frun%2Fpostgresql/db`) is named as its path.
+ */
+function hostText(hostname: string): string {
+  try {
+    return decodeURIComponent(hostname);
+  } catch {
+    return hostname;
+  }
+}
+
 /** Splits a `postgres://` URL into what pg needs and tasklatch's `?schema=NAME`. */
 export function parsePostgresUrl(url: string): PostgresTarget {
   let parsed: URL;
@@ -65,7 +77,7 @@ export function parsePostgresUrl(url: string): PostgresTarget {
     // A pooler in transaction mode either refuses the startup parameter or applies it to a session nothing keeps.
     throw new TasklatchError('INVALID_STORE_URL', 'options= cannot be used with pgbouncer=true: a pooled connection keeps no session settings');
   }
-  const host = parsed.searchParams.get('host') ?? (parsed.hostname === '' ? 'localhost' : parsed.hostname);
+  const host = parsed.searchParams.get('host') ?? (parsed.hostname === '' ? 'localhost' : hostText(parsed.hostname));
   return {
     connectionString: parsed.toString(),
     schema: schemaParam === null || schemaParam === '' ? null : checkSchemaName(schemaParam),
