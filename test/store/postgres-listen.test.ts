@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TaskRecord } from '../../src/core/types.js';
+import type { ListenOptions } from '../../src/store/types.js';
 import { CHANGES_CHANNEL, RECORDS_CHANNEL, latestPerTask } from '../../src/store/postgres/listener.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { PG_NOW, T0, pgAdmission, record } from '../support/records.js';
@@ -18,6 +19,27 @@ async function storeAt(url: string): Promise<PostgresStore> {
   const store = await PostgresStore.open(url, { poolSize: 4 });
   open.push(store);
   return store;
+}
+
+/** What a listener hears: each change's task, version and the record it carried, in order. */
+type Heard = Array<[string | null, number | undefined, TaskRecord | undefined]>;
+
+/** Listens on `reader` until the test ends; the array fills with what it hears. */
+async function hearing(reader: PostgresStore, options?: ListenOptions): Promise<Heard> {
+  const heard: Heard = [];
+  stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried]), undefined, undefined, options));
+  return heard;
+}
+
+/** Completes a seeded task (version 1) on `store`, its result naming it. */
+function completeOn(store: PostgresStore, taskId: string) {
+  return store.transition({
+    taskId,
+    authKey: 'tenant-a/alice',
+    write: { status: 'completed', expectedVersion: 1, result: { ok: taskId } },
+    correlationId: 'c',
+    now: T0,
+  });
 }
 
 function collector() {
@@ -92,8 +114,7 @@ describe('PostgreSQL change notifications', () => {
     const url = await freshPostgresUrl('listen_record');
     const writer = await storeAt(url);
     const reader = await storeAt(url);
-    const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
-    stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried])));
+    const heard = await hearing(reader);
     // Any role that may connect may LISTEN: what it hears of a record is sealed.
     const snoop = new pg.Client(writer.pool.options);
     await snoop.connect();
@@ -152,22 +173,14 @@ describe('PostgreSQL change notifications', () => {
     const url = await freshPostgresUrl('listen_knows');
     const writer = await storeAt(url);
     const reader = await storeAt(url);
-    const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
     const asked: Array<[string, number]> = [];
     const knows = (taskId: string, version: number) => {
       asked.push([taskId, version]);
       return taskId === 'k1';
     };
-    stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried]), undefined, undefined, { knows }));
+    const heard = await hearing(reader, { knows });
     await writer.seed([record({ taskId: 'k1' }), record({ taskId: 'k2' })]);
-    const complete = (taskId: string) =>
-      writer.transition({
-        taskId,
-        authKey: 'tenant-a/alice',
-        write: { status: 'completed', expectedVersion: 1, result: { ok: taskId } },
-        correlationId: 'c',
-        now: T0,
-      });
+    const complete = (taskId: string) => completeOn(writer, taskId);
     await complete('k1');
     const second = await complete('k2');
     // k1 is not reported: once a later change is, k1's is behind us.
@@ -230,8 +243,7 @@ describe('PostgreSQL change notifications', () => {
     const url = await freshPostgresUrl('listen_intx');
     const writer = await storeAt(url);
     const reader = await storeAt(url);
-    const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
-    stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried])));
+    const heard = await hearing(reader);
     await writer.seed([record({ taskId: 'e1' }), record({ taskId: 'e2' }), record({ taskId: 'e3' })]);
     // Every connection the writer notifies on after a commit is busy until the test lets go.
     const busy = await holdAll(writer['auditPool'], writer.pool.options);
@@ -298,8 +310,7 @@ describe('PostgreSQL change notifications', () => {
     const writer = await PostgresStore.open(url, { poolSize: 4, writeBatch: { inFlight: 1 } });
     open.push(writer);
     const reader = await storeAt(url);
-    const heard: Array<[string | null, number | undefined, TaskRecord | undefined]> = [];
-    stops.push(await reader.listen((taskId, version, carried) => heard.push([taskId, version, carried])));
+    const heard = await hearing(reader);
     await writer.seed(['b0', 'b1', 'b2'].map((taskId) => record({ taskId })));
     // b0's row is locked: its write, out alone, waits at the server while b1 and b2 queue behind it.
     const locker = new pg.Client(writer.pool.options);
@@ -307,14 +318,7 @@ describe('PostgreSQL change notifications', () => {
     stops.push(() => locker.end());
     await locker.query("BEGIN; SELECT 1 FROM tasks WHERE task_id = 'b0' FOR UPDATE");
     const busy = await holdAll(writer['auditPool'], writer.pool.options);
-    const complete = (taskId: string) =>
-      writer.transition({
-        taskId,
-        authKey: 'tenant-a/alice',
-        write: { status: 'completed', expectedVersion: 1, result: { ok: taskId } },
-        correlationId: 'c',
-        now: T0,
-      });
+    const complete = (taskId: string) => completeOn(writer, taskId);
     // b0's batch is out until the lock is let go (one batch at a server at once): b1 and b2 share the next.
     const first = complete('b0');
     const rest = Promise.all([complete('b1'), complete('b2')]);
