@@ -8,8 +8,10 @@ import type { Millis, TaskRecord } from './types.js';
  * Concurrency keys: at most `limit` runs of a tool at once per key, across every worker and
  * process. The key is computed when a task is admitted (the admitting process has the arguments
  * and the principal) and stored with the task, in its stored request's `_meta` under
- * `META_KEYS.concurrency`, together with the limit in force at admission; the SQL stores expose
- * both as generated columns (`concurrency_key`, `concurrency_limit`). Storing the limit makes a
+ * `META_KEYS.concurrency`, together with the limit in force at admission; the SQL stores keep
+ * both in columns of their own (`concurrency_key`, `concurrency_limit`): SQLite as virtual
+ * generated columns, PostgreSQL as columns that admission writes from the request (migration
+ * 020: a stored generated column costs every UPDATE of the row). Storing the limit makes a
  * claim decidable from the store alone: a claimer need not know the tool's definition, and a
  * deploy that changes the limit applies to the tasks admitted after it.
  *

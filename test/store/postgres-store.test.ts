@@ -138,6 +138,7 @@ describe('PostgresStore schema and migrations', () => {
       '016_concurrency_keys.sql',
       '018_console.sql',
       '019_caller_counts.sql',
+      '020_concurrency_columns.sql',
     ]);
     const secret = await store.sharedSecret();
     expect(secret.length).toBe(32);
@@ -201,6 +202,7 @@ describe('PostgresStore schema and migrations', () => {
         '016_concurrency_keys.sql',
         '018_console.sql',
         '019_caller_counts.sql',
+        '020_concurrency_columns.sql',
       ],
     ]);
     expect(runs.filter((r) => r.length === 0)).toHaveLength(5);
