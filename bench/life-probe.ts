@@ -15,7 +15,8 @@ import { createTask } from '../src/runtime/requests/create-task.js';
 /**
  * `node dist/bench/bench/life-probe.js [ms] [requestors]`: the lifecycle scenario's worker variant
  * alone, with what each task costs: round trips and statements (pg Client.query calls, by the
- * statement's first words), Node and PostgreSQL backend CPU, latency percentiles.
+ * statement's first words), Node and PostgreSQL backend CPU, how busy the main thread was (event-loop
+ * utilization), latency percentiles.
  */
 const byKind = new Map<string, number>();
 onQuery((text) => {
@@ -99,7 +100,9 @@ async function main(): Promise<void> {
   calls.clear();
   const tripsBefore = roundTrips();
   phases = [];
+  const elu = performance.eventLoopUtilization();
   const round = await runRound(requestors, ms, op);
+  const busy = performance.eventLoopUtilization(elu).utilization;
   const tripsIn = roundTrips() - tripsBefore;
   const callsIn = new Map(calls);
   const kinds = new Map(byKind);
@@ -107,7 +110,7 @@ async function main(): Promise<void> {
   const s = summarize(round.latencies);
   console.log(`${round.ops} tasks, ${fmt(round.rate)} /s, p50 ${fmt(s.p50)} p99 ${fmt(s.p99)} max ${fmt(s.max)} ms`);
   console.log(
-    `round trips/task ${fmt(tripsIn / round.ops)}; Node CPU/task ${fmt(cpu.nodeMs / round.ops)} ms; backend CPU/task ${fmt(cpu.pgMs / round.ops)} ms (${cpu.backends} backends, ${cpu.lost} lost)`,
+    `round trips/task ${fmt(tripsIn / round.ops)}; Node CPU/task ${fmt(cpu.nodeMs / round.ops)} ms; backend CPU/task ${fmt(cpu.pgMs / round.ops)} ms (${cpu.backends} backends, ${cpu.lost} lost); main thread busy ${fmt(busy * 100)} %`,
   );
   for (const [i, name] of ['create', 'create→handler', 'handler→result'].entries()) {
     const p = summarize(phases.map((x) => x[i] as number));
