@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import pg from 'pg';
 import type { SideStart } from './protocol.js';
-import type { LoopState, StepsSide } from './side.js';
+import { LOOP_STEPS, type LoopState, type StepsSide } from './side.js';
 
 /**
  * The DBOS Transact side: the same work as tasklatch's tool, written as DBOS workflows of
@@ -39,7 +39,7 @@ export async function startDbosSide(start: SideStart): Promise<StepsSide> {
       const state = loops.get(key);
       if (state === undefined) throw new Error(`no loop state ${key}`);
       let i = 0;
-      while (!state.stop) {
+      while (!state.stop && i < LOOP_STEPS) {
         await DBOS.runStep(() => Promise.resolve(i), { name: `s${i}` });
         state.checkpoints++;
         i++;
@@ -62,8 +62,10 @@ export async function startDbosSide(start: SideStart): Promise<StepsSide> {
       const key = String(nextLoop++);
       loops.set(key, state);
       try {
-        const handle = await DBOS.startWorkflow(loop)(key);
-        await handle.getResult();
+        while (!state.stop) {
+          const handle = await DBOS.startWorkflow(loop)(key);
+          await handle.getResult();
+        }
       } finally {
         loops.delete(key);
       }

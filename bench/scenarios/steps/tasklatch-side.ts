@@ -7,13 +7,13 @@ import { PostgresStore } from '../../../src/store/postgres/store.js';
 import { defineTool } from '../../../src/tools/tool.js';
 import { TTL_MS } from '../../lib/mcp.js';
 import type { SideStart } from './protocol.js';
-import type { LoopState, StepsSide } from './side.js';
+import { LOOP_STEPS, type LoopState, type StepsSide } from './side.js';
 import { createTask } from '../../../src/runtime/requests/create-task.js';
 
 /** Loop states by key: the looping task's handler runs in this process and finds its state here. */
 const loops = new Map<string, LoopState>();
 
-/** A tool of `steps` durable steps, each returning its index; with `loop`, it steps until told to stop. */
+/** A tool of `steps` durable steps, each returning its index; with `loop`, it steps until told to stop or `LOOP_STEPS` are done. */
 const stepsTool = defineTool({
   name: 'bench_steps',
   description: 'Records `steps` durable steps, each returning its index. Benchmark tool.',
@@ -23,7 +23,7 @@ const stepsTool = defineTool({
     const state = args.loop === undefined ? undefined : loops.get(args.loop);
     if (args.loop !== undefined && state === undefined) throw new Error(`no loop state ${args.loop}`);
     let sum = 0;
-    for (let i = 0; state === undefined ? i < args.steps : !state.stop; i++) {
+    for (let i = 0; state === undefined ? i < args.steps : !state.stop && i < LOOP_STEPS; i++) {
       sum += await ctx.step.do(`s${i}`, () => i);
       if (state !== undefined) state.checkpoints++;
     }
@@ -71,7 +71,7 @@ export async function startTasklatchSide(start: SideStart): Promise<StepsSide> {
       const key = `loop-${created++}`;
       loops.set(key, state);
       try {
-        await run(`steps/${key}`, { steps: 0, loop: key });
+        while (!state.stop) await run(`steps/${key}`, { steps: 0, loop: key });
       } finally {
         loops.delete(key);
       }
