@@ -1,4 +1,4 @@
-import { watchTasks } from '../runtime/requests/watch-tasks.js';
+import { watchTasks, type TaskWatch } from '../runtime/requests/watch-tasks.js';
 import { wireTask } from './encode.js';
 import type { SessionContext } from './session.js';
 
@@ -9,18 +9,18 @@ import type { SessionContext } from './session.js';
  * The watch stops at a terminal status, when the task goes out of reach, or with the session.
  */
 export function watchStatus(session: SessionContext, taskId: string, auth: string, createdVersion: number): void {
-  const ended = new AbortController();
+  let watch: TaskWatch | null = null;
   const stop = () => {
-    ended.abort();
+    watch?.stop();
     session.watches.delete(taskId);
     session.progressTokens.delete(taskId);
   };
-  watchTasks(session.server.runtime, {
+  // No AbortSignal: one per task call costs an event target, and its abort an exception.
+  watch = watchTasks(session.server.runtime, {
     auth,
     taskIds: [taskId],
     // The requestor has the task as created; only later versions are news.
     seen: createdVersion,
-    signal: ended.signal,
     onRecord: (record) => session.sdk.notification({ method: 'notifications/tasks/status', params: wireTask(record) }),
     onDone: stop,
   });

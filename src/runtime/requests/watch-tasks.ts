@@ -52,8 +52,12 @@ export interface WatchTasksRequest {
   taskIds: readonly string[];
   /** The version the watcher already has of each task (default: none): only later ones are news. */
   seen?: number;
-  /** Ends the watch: nothing more is read. */
-  signal: AbortSignal;
+  /**
+   * Ends the watch: nothing more is read. Without one, the watch ends with `stop()` or when every
+   * watched task has ended (a watch per task call need not make an AbortSignal, which costs an
+   * event target to make and an exception to abort).
+   */
+  signal?: AbortSignal;
   /** A newer version of a watched task: what `tasks/get` would read now. Never twice for one version, never an older one. */
   onRecord(record: TaskRecord): void | Promise<void>;
   /** A read met a store that stayed away past `limits.storeOutageMs`; the watch goes on unless the caller ends it. */
@@ -77,6 +81,12 @@ export interface WatchTasksRequest {
 export function watchTasks(host: Pick<RequestHost, 'guard'>, request: WatchTasksRequest): TaskWatch {
   const { context } = host.guard;
   const { auth, signal } = request;
+  let stopped = false;
+  const ended = () => stopped || signal?.aborted === true;
+  // Without the caller's signal, what cuts a read's ride through an outage short at `stop()`:
+  // made by the first read, which a watch of this process's own writes never needs.
+  let reads: AbortController | null = null;
+  const readSignal = () => signal ?? (reads ??= new AbortController()).signal;
   const sent = new Map<string, number>();
   const open = new Map<string, () => void>();
   const finish = (taskId: string) => {
@@ -84,18 +94,18 @@ export function watchTasks(host: Pick<RequestHost, 'guard'>, request: WatchTasks
     if (open.delete(taskId) && open.size === 0) request.onDone?.();
   };
   const look = async (taskId: string, carried?: TaskRecord) => {
-    if (signal.aborted || !open.has(taskId)) return;
+    if (ended() || !open.has(taskId)) return;
     const own = carried !== undefined && visibleTo(carried, auth, context.clock());
     let record: TaskRecord | null;
     try {
-      record = own ? carried : (await rideThrough(() => host.guard.worker.lookup({ auth, taskId }), context.limits.storeOutageMs, signal)).record;
+      record = own ? carried : (await rideThrough(() => host.guard.worker.lookup({ auth, taskId }), context.limits.storeOutageMs, readSignal())).record;
     } catch (error) {
-      if (signal.aborted) return;
+      if (ended()) return;
       if (!isStoreFault(error)) throw error;
       request.onUnavailable?.();
       return;
     }
-    if (signal.aborted) return;
+    if (ended()) return;
     if (record === null) return finish(taskId);
     if ((sent.get(taskId) ?? request.seen ?? 0) >= record.version) return;
     sent.set(taskId, record.version);
@@ -113,19 +123,19 @@ export function watchTasks(host: Pick<RequestHost, 'guard'>, request: WatchTasks
     );
   }
   if (request.subscription === true) context.events.emit('waiting', 'subscription', 1);
-  let stopped = false;
   const stop = () => {
     if (stopped) return;
     stopped = true;
+    reads?.abort();
     for (const unsubscribe of open.values()) unsubscribe();
     open.clear();
     if (request.subscription === true) context.events.emit('waiting', 'subscription', -1);
   };
-  if (signal.aborted) stop();
-  else signal.addEventListener('abort', stop, { once: true });
+  if (signal?.aborted === true) stop();
+  else signal?.addEventListener('abort', stop, { once: true });
   const readNow = async () => {
     for (const taskId of [...open.keys()]) {
-      if (signal.aborted) break;
+      if (ended()) break;
       await look(taskId);
     }
   };
