@@ -7,14 +7,14 @@
 -- paid for two columns that only admission can change. Measured on the task lifecycle (create,
 -- run, complete, result at 16 requestors): about a tenth of PostgreSQL's CPU per task.
 --
--- They are now plain columns, keeping every value they hold (no rewrite). Admission and seeding
--- write them with the functions below, the one definition of each; an UPDATE that does not set
--- the request leaves them as they are, and nothing but seeding sets it.
+-- They are now plain columns, keeping every value they hold (no rewrite). Admission writes them
+-- with the functions below, the one definition of each; an UPDATE that does not set the request
+-- leaves them as they are, and nothing but seeding sets it.
 --
--- A process started before this version inserts without naming them. A row trigger fills them
--- in from the request then, only for a row whose request carries a key and whose key column is
--- empty: the inserts of this version's processes never call it. A request set anew (seeding)
--- sets them anew.
+-- Any other insert (seeding, or the admission of a process started before this version) names
+-- neither column. A row trigger fills them in from the request then, only for a row whose
+-- request carries a key and whose key column is empty: this version's admissions never call it.
+-- A request set anew (seeding) sets them anew through a second trigger.
 CREATE FUNCTION tasklatch_concurrency_key(request jsonb) RETURNS text
   LANGUAGE sql IMMUTABLE PARALLEL SAFE
   AS $$ SELECT request #>> '{params,_meta,io.tasklatch/concurrency,key}' $$;

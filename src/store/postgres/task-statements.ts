@@ -38,14 +38,14 @@ const TASK_COLUMN_TYPES = [
 const typedPlaceholders = TASK_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
 
 /**
- * What a statement that writes a task's request writes besides its columns: the concurrency key
- * and limit read out of that request (`concurrency-rules.ts`), by the schema's own functions
- * (migration 020), which the planner inlines into the statement's plan. An UPDATE that leaves the
- * request as it is leaves them too.
+ * What admission writes besides the task's columns: the concurrency key and limit read out of its
+ * request (`concurrency-rules.ts`), by the schema's own functions (migration 020), which the
+ * planner inlines into the statement's plan. Any other write of a request (seeding) has them
+ * filled in by the migration's triggers; an UPDATE that leaves the request as it is leaves them.
  */
 const REQUEST = `$${TASK_COLUMNS.indexOf('request') + 1}::jsonb`;
-const WRITTEN_COLUMNS = [...TASK_COLUMNS, 'concurrency_key', 'concurrency_limit'];
-const writtenValues = `${typedPlaceholders}, tasklatch_concurrency_key(${REQUEST}), tasklatch_concurrency_limit(${REQUEST})`;
+const ADMITTED_COLUMNS = [...TASK_COLUMNS, 'concurrency_key', 'concurrency_limit'].join(', ');
+const admittedValues = `${typedPlaceholders}, tasklatch_concurrency_key(${REQUEST}), tasklatch_concurrency_limit(${REQUEST})`;
 
 /** The parameters after the task's columns in `admitTask`: the active limit, now, the stored bound. */
 const LIMIT = `$${TASK_COLUMNS.length + 1}::int`;
@@ -133,8 +133,8 @@ function admission(claimed: boolean): string {
     : '';
   return `
   WITH inserted AS (
-    INSERT INTO tasks (${WRITTEN_COLUMNS.join(', ')})
-    SELECT ${writtenValues}
+    INSERT INTO tasks (${ADMITTED_COLUMNS})
+    SELECT ${admittedValues}
      WHERE (${LIMIT} IS NULL
         OR (SELECT count(*) FROM tasks
              WHERE auth_key = $2::text AND status IN ('working', 'input_required')
@@ -226,8 +226,8 @@ export const taskSql = {
    WHERE auth_key = $1 AND idempotency_key = $2 AND task_id <> $3`,
 
   upsertTask: `
-  INSERT INTO tasks (${WRITTEN_COLUMNS.join(', ')}) VALUES (${writtenValues})
-  ON CONFLICT (task_id) DO UPDATE SET ${WRITTEN_COLUMNS.filter((c) => c !== 'task_id')
+  INSERT INTO tasks (${TASK_COLUMNS.join(', ')}) VALUES (${typedPlaceholders})
+  ON CONFLICT (task_id) DO UPDATE SET ${TASK_COLUMNS.filter((c) => c !== 'task_id')
     .map((c) => `${c} = EXCLUDED.${c}`)
     .join(', ')}`,
 
