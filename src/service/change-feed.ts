@@ -114,6 +114,11 @@ export class ChangeFeed {
     return () => this.emitter.off(ANY, listener);
   }
 
+  /** Whether anyone here waits on `taskId` now (`subscribe`, `watch`). */
+  watched(taskId: string): boolean {
+    return this.emitter.listenerCount(taskId) > 0;
+  }
+
   /** `record` is given for a change this process made, as its write returned it. */
   subscribe(taskId: string, listener: (version: number | undefined, record?: TaskRecord) => void): () => void {
     this.emitter.on(taskId, listener);

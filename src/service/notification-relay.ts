@@ -70,7 +70,8 @@ export class NotificationRelay {
       (error) => this.lost(error),
       (event) => changes.publishRemoteProgress(event),
       // Its own writes come back on the feed: those are neither reported nor their records opened.
-      { knows: (taskId, version) => changes.knows(taskId, version) },
+      // A task waited for here ends without its record travelling (ListenOptions.waitedHere).
+      { knows: (taskId, version) => changes.knows(taskId, version), waitedHere: (taskId) => changes.watched(taskId) },
     );
     // Stopped while the listener was starting: it goes at once.
     if (!this.running) return stop();

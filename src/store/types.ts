@@ -9,6 +9,7 @@ import type { CancelInput } from './task-cancel.js';
 import type { TaskSteps } from './task-steps.js';
 import type { TaskEventBox } from './task-event-box.js';
 import type { WorkerVersions } from './worker-versions.js';
+import type { ListenOptions } from './listen-options.js';
 
 export type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome, TaskEventBox } from './task-event-box.js';
 export type { AnnounceVersionsInput, VersionAnnouncement, WorkerVersions } from './worker-versions.js';
@@ -389,11 +390,4 @@ export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSt
   readonly migrationsApplied?: readonly string[];
 }
 
-/** What a store's `listen` is told besides where to report. */
-export interface ListenOptions {
-  /**
-   * Whether the listener's owner knows of this change already (its own write coming back): such
-   * a change need not be reported, nor the record sent with it opened.
-   */
-  knows?: (taskId: string, version: number) => boolean;
-}
+export type { ListenOptions };

@@ -26,6 +26,20 @@ describe('ChangeFeed', () => {
     ]);
   });
 
+  it('says a task is watched while a watch or a subscription of it is open, and not for every-task listeners', () => {
+    const feed = new ChangeFeed();
+    const stopAll = feed.subscribeAll(() => undefined);
+    expect(feed.watched('a')).toBe(false);
+    const watch = feed.watch('a');
+    const stop = feed.subscribe('a', () => undefined);
+    expect([feed.watched('a'), feed.watched('b')]).toEqual([true, false]);
+    watch.close();
+    expect(feed.watched('a')).toBe(true);
+    stop();
+    stopAll();
+    expect(feed.watched('a')).toBe(false);
+  });
+
   it('passes the task, version and carried record of each change to every-task listeners', () => {
     const feed = new ChangeFeed();
     const heard: unknown[] = [];

@@ -305,6 +305,50 @@ describe('PostgreSQL change notifications', () => {
     ]);
   });
 
+  it("a task waited on in the writer's process ends after the commit, its record left home; one no one waits on there travels with it", async () => {
+    const url = await freshPostgresUrl('listen_waited');
+    const writer = await storeAt(url);
+    const reader = await storeAt(url);
+    const heard = await hearing(reader);
+    const waited = new Set(['h1', 'h3']);
+    // The writer's own listener says which tasks its process waits on (the change feed's watchers).
+    await hearing(writer, { waitedHere: (taskId) => waited.has(taskId) });
+    await writer.seed([record({ taskId: 'h1' }), record({ taskId: 'h2' })]);
+    // Every connection the writer notifies on after a commit is busy until the test lets go.
+    const busy = await holdAll(writer['auditPool'], writer.pool.options);
+    // Admitted elsewhere (seeded), waited on by no one here: announced from inside its
+    // transaction, with its record, while nothing can go after a commit.
+    const second = await completeOn(writer, 'h2');
+    await until(() => (heard.length >= 1 ? true : undefined));
+    expect(heard).toEqual([['h2', 2, second.record]]);
+    // Admitted elsewhere too, but waited on here: told after its commit, and without its record.
+    const first = await completeOn(writer, 'h1');
+    expect(first.decision).toBe('APPLY_TRANSITION');
+    expect(busy.released()).toBe(false);
+    await busy.release();
+    await until(() => (heard.length >= 2 ? true : undefined));
+    expect(heard[1]).toEqual(['h1', 2, undefined]);
+    // Admitted here: told after the commit either way; the record travels for the one no one here waits on.
+    const claim = { owner: 'w1', leaseMs: 30_000, maxAttempts: 3, correlationId: 'c' };
+    for (const taskId of ['h3', 'h4']) expect((await writer.admit(pgAdmission({ taskId, claim }))).decision).toBe('ACCEPT_TASK');
+    const end = (taskId: string) =>
+      writer.transition({
+        taskId,
+        authKey: 'tenant-a/alice',
+        write: { status: 'completed', expectedVersion: 2, result: { ok: taskId } },
+        correlationId: 'c',
+        now: PG_NOW,
+      });
+    const third = await end('h3');
+    const fourth = await end('h4');
+    expect(third.decision).toBe('APPLY_TRANSITION');
+    await until(() => (heard.length >= 4 ? true : undefined));
+    expect(heard.slice(2)).toEqual([
+      ['h3', 3, undefined],
+      ['h4', 3, fourth.record],
+    ]);
+  });
+
   it('writes batched under load are announced after their commit, where the batch shares one statement', async () => {
     const url = await freshPostgresUrl('listen_batched');
     const writer = await PostgresStore.open(url, { poolSize: 4, writeBatch: { inFlight: 1 } });

@@ -338,7 +338,8 @@ export class PostgresStore implements TaskStore {
     options: ListenOptions = {},
   ): Promise<() => Promise<void>> {
     const listener = await ChangeListener.start(listenConfigIn(this.listenConfig), onChange, onError, onProgress ?? null, this.recordKey, options);
-    return () => listener.close();
+    const unheed = this.announcer.heeding(options.waitedHere);
+    return () => listener.close().finally(unheed);
   }
 
   /** A NOTIFY on the progress channel, off the write path (see `ProgressBuffer`, `ChangeNotifier`). */
@@ -383,14 +384,15 @@ export class PostgresStore implements TaskStore {
   /**
    * Queues the notifications of committed changes for other processes (and this one's listener);
    * the write returns without waiting for them (see {@link ChangeNotifier}). A write that ended its
-   * task may have announced itself inside its transaction already (`announced.sent`, announce.ts).
+   * task may have announced itself inside its transaction already (`announced.sent`, announce.ts);
+   * its record travels only where no one here waits on it (`Announcer.recordKeyFor`).
    */
   private notified(changes: readonly (Change | TaskRecord)[], announced?: TerminalAnnouncement): void {
     if (announced?.sent === true) return;
     // A task's waiting progress goes ahead of its change: its last progress is not overtaken by its end.
     const ahead = announced?.taken ?? encodedProgress(this.progress.take(changes.map((c) => c.taskId)));
     this.notifier.notify(
-      changes.map((c) => changeOf(c, this.recordKey)),
+      changes.map((c) => changeOf(c, this.announcer.recordKeyFor(c.taskId))),
       ahead,
     );
   }
