@@ -13,6 +13,7 @@ import type { ListenOptions } from './listen-options.js';
 
 export type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome, TaskEventBox } from './task-event-box.js';
 export type { AnnounceVersionsInput, VersionAnnouncement, WorkerVersions } from './worker-versions.js';
+export type { ListenOptions } from './listen-options.js';
 export type { ParkInput, ParkOutcome, RecordStepInput, RecordStepOutcome, StepsOutcome, TaskSteps } from './task-steps.js';
 export type { CancelInput } from './task-cancel.js';
 /** The fence moved into the core with the rule that checks it (`holdsFence`); named here as before. */
@@ -389,5 +390,3 @@ export interface TaskStore extends TaskRecords, TaskDispatch, TaskInputs, TaskSt
   /** SQL stores: the migrations their `open` applied (they migrate on first use). */
   readonly migrationsApplied?: readonly string[];
 }
-
-export type { ListenOptions };
