@@ -236,6 +236,8 @@ export async function growth(results: Results, config: BenchConfig, pgServer: Be
   console.log(
     `\n[growth] tasks/get, admission and the sweep as one table grows: PostgreSQL ${sizes.postgres.map(sizeLabel).join(' → ')}, SQLite ${sizes.sqlite.map(sizeLabel).join(' → ')}`,
   );
-  await curve(results, config, 'postgres', await grownPostgres(pgServer), sizes.postgres);
-  await curve(results, config, 'sqlite', await grownSqlite(), sizes.sqlite);
+  // TASKLATCH_BENCH_GROWTH_STORES=sqlite (or postgres) grows one store only.
+  const only = process.env.TASKLATCH_BENCH_GROWTH_STORES?.split(',').map((s) => s.trim());
+  if (only === undefined || only.includes('postgres')) await curve(results, config, 'postgres', await grownPostgres(pgServer), sizes.postgres);
+  if (only === undefined || only.includes('sqlite')) await curve(results, config, 'sqlite', await grownSqlite(), sizes.sqlite);
 }

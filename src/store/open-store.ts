@@ -32,13 +32,24 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     const path = url.slice('sqlite:'.length);
     if (path === '') throw new TasklatchError('INVALID_STORE_URL', 'sqlite: URL needs a path, e.g. sqlite:./.tasklatch/tasks.db');
     const { SqliteStore } = await import('./sqlite/store.js');
-    return SqliteStore.open(path);
+    return SqliteStore.open(path, sqliteOptionsFromEnv());
   }
   if (postgres) {
     const { PostgresStore } = await import('./postgres/store.js');
     return PostgresStore.open(url, options.listenUrl === undefined ? {} : { listenUrl: options.listenUrl });
   }
   throw new TasklatchError('INVALID_STORE_URL', `unsupported store URL ${JSON.stringify(url)}: expected memory, sqlite:PATH or postgres://…`);
+}
+
+/** `TASKLATCH_SQLITE_MMAP_BYTES` (e.g. 0: the file read by `read` calls only; see `mmapBytes`), checked here to name the variable. */
+function sqliteOptionsFromEnv(): { mmapBytes?: number } {
+  const given = process.env.TASKLATCH_SQLITE_MMAP_BYTES;
+  if (given === undefined || given.trim() === '') return {};
+  const mmapBytes = Number(given);
+  if (!/^\s*\d+\s*$/.test(given) || !Number.isSafeInteger(mmapBytes)) {
+    throw new TasklatchError('INVALID_INPUT', `TASKLATCH_SQLITE_MMAP_BYTES must be a whole number of bytes, 0 or more; got ${JSON.stringify(given)}`);
+  }
+  return { mmapBytes };
 }
 
 /** The store URL without credentials, for printing. */

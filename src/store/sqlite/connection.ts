@@ -11,17 +11,45 @@ import { openNodeSqlite } from './node-driver.js';
  * opened in WAL mode with the pragmas every connection of the store needs.
  */
 
+/** How every connection of a SQLite store is opened. */
+export interface SqliteConnectionOptions {
+  /** How long a write waits for another process's write lock before failing (default 5000). */
+  busyTimeoutMs?: number;
+  /**
+   * How much of the file is read through a memory map (`PRAGMA mmap_size`; default `MMAP_BYTES`,
+   * which SQLite caps at its own largest, just under 2 GiB; 0: none, every page read by a `read`
+   * call). A read through the map costs no system call and no copy. Above all, pages a process
+   * has mapped are the last the kernel takes back: proactive reclaim (DAMON's `pageout`, a
+   * container's `memory.reclaim`) drops page cache no process maps once it has gone unread for
+   * a while, and a store read by `read` calls then waits for the disk on every row it has not
+   * read lately. SQLite reads through the map and writes as before; WAL mode keeps both
+   * coherent. What the map changes: a disk's read error ends the process (SIGBUS) instead of
+   * failing the one statement, and mapped pages count in the process's resident size. Set 0 for
+   * a file on a network filesystem or a disk whose read errors must be answered as errors.
+   */
+  mmapBytes?: number;
+}
+
+/** The default `mmapBytes`: 2 GiB, which SQLite caps at its largest (0x7fff0000 bytes in its default build). */
+export const MMAP_BYTES = 2 ** 31;
+
 /**
- * Opens the file at `path` (creating its folder), in WAL mode with foreign keys on and the busy
- * timeout set, and hands the connection to `setup`; a failure closes it again. A path that
- * cannot be opened raises `STORE_UNAVAILABLE` naming the path.
+ * Opens the file at `path` (creating its folder), in WAL mode with foreign keys on, the busy
+ * timeout and the memory map set, and hands the connection to `setup`; a failure closes it
+ * again. A path that cannot be opened raises `STORE_UNAVAILABLE` naming the path; options out of
+ * range raise `INVALID_INPUT` and open nothing.
  *
  * Some locks SQLite reports at once instead of waiting for them through the busy handler: a
  * fresh file being switched to WAL, or its WAL index being rebuilt, by another process opening
  * it at the same moment. Such a SQLITE_BUSY during opening is retried, with the whole open, for
  * as long as the busy timeout allows; the migrations it runs are safe to run again.
  */
-export async function openDatabase<T>(path: string, busyTimeoutMs: number, setup: (db: SqliteDatabase) => Promise<T>): Promise<T> {
+export async function openDatabase<T>(path: string, options: SqliteConnectionOptions, setup: (db: SqliteDatabase) => Promise<T>): Promise<T> {
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  const mmapBytes = options.mmapBytes ?? MMAP_BYTES;
+  if (!Number.isSafeInteger(mmapBytes) || mmapBytes < 0) {
+    throw new TasklatchError('INVALID_INPUT', `mmapBytes must be a whole number of bytes, 0 or more; got ${String(mmapBytes)}`);
+  }
   const giveUpAt = Date.now() + busyTimeoutMs;
   for (let attempt = 0; ; attempt++) {
     let db: SqliteDatabase | null = null;
@@ -34,6 +62,7 @@ export async function openDatabase<T>(path: string, busyTimeoutMs: number, setup
       db.pragma('synchronous = NORMAL');
       db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);
       db.pragma('foreign_keys = ON');
+      db.pragma(`mmap_size = ${mmapBytes}`);
       return await setup(db);
     } catch (error) {
       db?.close();

@@ -37,7 +37,7 @@ import type {
 } from '../types.js';
 import type { ParkedCount, ParkInput, ParkOutcome } from '../task-steps.js';
 import { auditTrailIn, prepareAuditStatements, retentionDueIn, sweepIn, upsertReadAuditIn } from './audit.js';
-import { openDatabase, sqliteDriver } from './connection.js';
+import { openDatabase, sqliteDriver, type SqliteConnectionOptions } from './connection.js';
 import { claimIn, heartbeatIn, pendingIn, releaseIn } from './dispatch.js';
 import type { SqliteDatabase } from './driver.js';
 import { answerIn, askIn, failOverdueIn, inputsIn, overdueIn, seedInputsIn } from './inputs.js';
@@ -61,9 +61,7 @@ import { announceVersionsIn, liveVersionsIn, prepareVersionStatements, withdrawV
 import { refuseUnstorable, unstorableRefusal } from '../storable.js';
 
 /** Options of {@link SqliteStore.open}. */
-export interface SqliteStoreOptions {
-  /** How long a write waits for another process's write lock before failing (default 5000). */
-  busyTimeoutMs?: number;
+export interface SqliteStoreOptions extends SqliteConnectionOptions {
   /**
    * Checkpoints of the write-ahead log on a thread of their own (default true), not in the commit
    * that fills it, which holds the event loop through two `fsync`s (see checkpoints.ts).
@@ -152,7 +150,7 @@ export class SqliteStore implements TaskStore {
    * migrations. A path that cannot be opened raises `STORE_UNAVAILABLE` naming the path.
    */
   static async open(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
-    return openDatabase(path, options.busyTimeoutMs ?? 5000, async (db) => new SqliteStore(db, await migrateSqlite(db), options.backgroundCheckpoints));
+    return openDatabase(path, options, async (db) => new SqliteStore(db, await migrateSqlite(db), options.backgroundCheckpoints));
   }
 
   // The records role (TaskRecords): task-writes.ts, reads.ts.
