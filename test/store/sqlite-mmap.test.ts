@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/open-store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
+import type { AdmitInput } from '../../src/store/types.js';
+import { pgAdmission, PG_NOW } from '../support/records.js';
 
 /** Whether this process has `path` mapped into its memory now (a line of /proc/self/maps names it). */
 function mapped(path: string): boolean {
@@ -13,25 +15,11 @@ function mapped(path: string): boolean {
     .some((line) => line.endsWith(` ${path}`));
 }
 
-const AUTH = 'mmap/tenant';
-
-/** One task admitted into `store`; its id. */
-async function admitOne(store: SqliteStore, taskId: string): Promise<string> {
-  const request = { method: 'tools/call', params: { name: 'export_ledger', arguments: {} } };
-  const out = await store.admit({
-    taskId,
-    authKey: AUTH,
-    toolName: 'export_ledger',
-    request,
-    requestDigest: `d-${taskId}`,
-    idempotencyKey: null,
-    ttl: null,
-    pollInterval: null,
-    correlationId: `c-${taskId}`,
-    now: Date.now(),
-  });
-  expect(out.decision).toBe('ACCEPT_TASK');
-  return taskId;
+/** One task admitted into `store`: its admission (`pgAdmission`, a task of any store). */
+async function admitOne(store: SqliteStore): Promise<AdmitInput> {
+  const input = pgAdmission();
+  expect((await store.admit(input)).decision).toBe('ACCEPT_TASK');
+  return input;
 }
 
 describe('the SQLite store reads its file through a memory map', () => {
@@ -52,10 +40,10 @@ describe('the SQLite store reads its file through a memory map', () => {
       // SQLite caps the size at its own largest; a driver built without maps reads 0 here.
       const size = Number(reader.db.pragma('mmap_size', { simple: true }));
       expect(size).toBeGreaterThan(0);
-      const taskId = await admitOne(writer, 'mapped-1');
+      const { taskId, authKey } = await admitOne(writer);
       // Copied from the log into the file, as a checkpoint soon does: pages still in the log are read from it.
       writer.db.pragma('wal_checkpoint(TRUNCATE)');
-      const found = await reader.get({ authKey: AUTH, taskId, now: Date.now() });
+      const found = await reader.get({ authKey, taskId, now: PG_NOW });
       expect(found.record?.taskId).toBe(taskId);
       expect(found.record?.status).toBe('working');
       expect(mapped(path)).toBe(true);
@@ -72,9 +60,9 @@ describe('the SQLite store reads its file through a memory map', () => {
     const store = await SqliteStore.open(path, { mmapBytes: 0 });
     try {
       expect(Number(store.db.pragma('mmap_size', { simple: true }))).toBe(0);
-      const taskId = await admitOne(store, 'unmapped-1');
+      const { taskId, authKey } = await admitOne(store);
       store.db.pragma('wal_checkpoint(TRUNCATE)');
-      const found = await store.get({ authKey: AUTH, taskId, now: Date.now() });
+      const found = await store.get({ authKey, taskId, now: PG_NOW });
       expect(found.record?.status).toBe('working');
       expect(mapped(path)).toBe(false);
     } finally {

@@ -31,7 +31,7 @@ export interface SqliteConnectionOptions {
 }
 
 /** The default `mmapBytes`: 2 GiB, which SQLite caps at its largest (0x7fff0000 bytes in its default build). */
-export const MMAP_BYTES = 2 ** 31;
+const MMAP_BYTES = 2 ** 31;
 
 /**
  * Opens the file at `path` (creating its folder), in WAL mode with foreign keys on, the busy
