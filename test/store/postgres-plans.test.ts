@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CLAIM_SETTINGS } from '../../src/store/postgres/dispatch.js';
 import { readBatchSql } from '../../src/store/postgres/read-batcher.js';
 import { sql } from '../../src/store/postgres/statements.js';
+import { stepSql } from '../../src/store/postgres/steps.js';
 import { appliedTransition } from '../../src/store/postgres/task-statements.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -73,6 +74,57 @@ describe('PostgreSQL plans kept from an empty schema', () => {
       const plan = await genericPlan(store, text, types, args);
       expect(plan).toMatch(/Update on task_outbox[\s\S]*Index Scan using task_outbox_task_open on task_outbox/);
       expect(plan).not.toContain('task_outbox_app_dispatch');
+    }
+  });
+});
+
+/**
+ * The generic plan of `text` on an empty schema, its parameters' types inferred by the server
+ * and every argument NULL: a generic plan does not depend on the values.
+ */
+async function inferredPlan(store: PostgresStore, text: string): Promise<string> {
+  const client = await store.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query("SET LOCAL plan_cache_mode = 'force_generic_plan'");
+    await client.query(`PREPARE plan_probe AS ${text}`);
+    const { rows } = await client.query<{ n: number }>("SELECT cardinality(parameter_types) AS n FROM pg_prepared_statements WHERE name = 'plan_probe'");
+    const args = Array.from({ length: rows[0]?.n ?? 0 }, () => 'NULL').join(', ');
+    const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE plan_probe${args === '' ? '' : ` (${args})`}`);
+    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+  } finally {
+    await client.query('ROLLBACK');
+    await client.query('DEALLOCATE ALL');
+    client.release();
+  }
+}
+
+describe('PostgreSQL plans of the statements that address one task', () => {
+  /**
+   * Each finds its task by id and checks its caller's auth key on the row. On an empty schema the
+   * planner costs an index led by the auth key (the caller's working tasks, its listing order, its
+   * idempotency keys) the same as the primary key, and a plan kept from there walks every task of
+   * the caller on each write, however many it has, until an ANALYZE plans it again.
+   */
+  it('finds the task by its primary key, never through an index of its caller’s tasks', async () => {
+    const store = await PostgresStore.open(await freshPostgresUrl('plan_owned'), { poolSize: 2 });
+    open.push(store);
+    const statements: Record<string, string> = {
+      'a status write': appliedTransition(['status_message = $7'], false),
+      'a terminal write': appliedTransition([], true),
+      'a cancellation': sql.applyCancel,
+      'an ask': sql.applyAsk,
+      answers: sql.applyAnswers,
+      'a heartbeat': sql.heartbeat,
+      'a lease given back': sql.releaseLease,
+      'the visible inputs': sql.selectVisibleInputs,
+      'a fresh step': stepSql.freshStep,
+      'the visible steps': stepSql.selectVisibleSteps,
+    };
+    for (const [what, text] of Object.entries(statements)) {
+      const plan = await inferredPlan(store, text);
+      expect(plan, what).toMatch(/Index (Only )?Scan using tasks_pkey on tasks/);
+      expect(plan, what).not.toMatch(/using (tasks_active_by_auth|tasks_list_order|tasks_idempotency_key) on tasks/);
     }
   });
 });

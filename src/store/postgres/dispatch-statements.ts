@@ -1,4 +1,4 @@
-import { unexpired } from './predicates.js';
+import { ownerIs, unexpired } from './predicates.js';
 
 /**
  * The statements of the dispatch role in PostgreSQL: claim, heartbeat, release. Claimers never
@@ -71,7 +71,7 @@ function unwaited(column: string): string {
 }
 
 /** The fence, restating holdsFence: $1 task, $2 auth key, $3 version, $4 lease owner; still open and unexpired at $5. */
-const FENCED = `task_id = $1 AND auth_key = $2 AND version = $3 AND lease_owner = $4
+const FENCED = `task_id = $1 AND ${ownerIs('$2')} AND version = $3 AND lease_owner = $4
      AND status IN ('working', 'input_required') AND ${unexpired(5)}`;
 
 /** The dispatch role's statements, by name. */

@@ -1,4 +1,4 @@
-import { AUDIT_COLUMNS, OPEN_AND_VISIBLE, unexpired } from './predicates.js';
+import { AUDIT_COLUMNS, OPEN_AND_VISIBLE, ownerIs, unexpired } from './predicates.js';
 
 /**
  * The statements of the input role in PostgreSQL: ask, answer, the questions of a task, their
@@ -18,7 +18,7 @@ export const inputSql = {
   applyAsk: `
   WITH applied AS (
     UPDATE tasks SET status = 'input_required', version = version + 1, last_updated_at_ms = $5, parked_at_ms = NULL, parks = 0
-     WHERE task_id = $1 AND auth_key = $2 AND version = $3 AND lease_owner = $4 AND status = 'working' AND ${unexpired(5)}
+     WHERE task_id = $1 AND ${ownerIs('$2')} AND version = $3 AND lease_owner = $4 AND status = 'working' AND ${unexpired(5)}
        AND NOT EXISTS (SELECT 1 FROM task_inputs i WHERE i.task_id = $1 AND i.input_key = ANY($6::text[]))
     RETURNING *
   ), asked AS (
@@ -51,7 +51,7 @@ export const inputSql = {
    */
   selectVisibleInputs: `
   SELECT i.* FROM tasks t LEFT JOIN task_inputs i ON i.task_id = t.task_id
-   WHERE t.task_id = $1 AND t.auth_key = $2 AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $3)
+   WHERE t.task_id = $1 AND ${ownerIs('$2', 't')} AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $3)
    ORDER BY i.ask_seq, i.input_ordinal`,
 
   /**

@@ -9,6 +9,7 @@ import { stepDetail } from '../step-detail.js';
 import { journalSizeOf, journalSizeSql, preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
 import { auditToRow, isInt4, rowToRecord, type TaskRow } from './row.js';
+import { ownerIs } from './predicates.js';
 import { inShortTransaction } from './transactions.js';
 import { eventSql } from './events.js';
 import { callWith, prepared } from './prepared.js';
@@ -30,7 +31,7 @@ const STEP_VALUES = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ')
 const n = STEP_COLUMNS.length;
 
 /** The statements of the step role in PostgreSQL, by camelCase name as in the other roles' maps. */
-const stepSql = {
+export const stepSql = {
   /** The task, locked until commit; sent with BEGIN. */
   lockTask: `SELECT * FROM tasks WHERE task_id = $1 FOR UPDATE`,
 
@@ -87,7 +88,7 @@ const stepSql = {
   freshStep: `
     WITH task AS (
       SELECT * FROM tasks
-       WHERE task_id = $1::text AND auth_key = $${n + 2}::text AND version = $${n + 1}::int AND lease_owner = $${n + 3}::text
+       WHERE task_id = $1::text AND ${ownerIs(`$${n + 2}::text`)} AND version = $${n + 1}::int AND lease_owner = $${n + 3}::text
          AND status = 'working' AND parked_at_ms IS NULL AND (expires_at_ms IS NULL OR expires_at_ms > $${n + 4}::bigint)
        FOR UPDATE
     ), journal AS (
@@ -114,7 +115,7 @@ const stepSql = {
   /** The caller's unexpired task's journal: no row when the task is out of reach, one row of NULLs when it has none. */
   selectVisibleSteps: `
     SELECT s.* FROM tasks t LEFT JOIN task_steps s ON s.task_id = t.task_id
-     WHERE t.task_id = $1 AND t.auth_key = $2 AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $3)
+     WHERE t.task_id = $1 AND ${ownerIs('$2', 't')} AND (t.expires_at_ms IS NULL OR t.expires_at_ms > $3)
      ORDER BY s.position`,
 
   selectJournal: `SELECT * FROM task_steps WHERE task_id = $1 ORDER BY position`,
