@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { childrenSql } from '../../src/store/postgres/children.js';
 import { CLAIM_SETTINGS } from '../../src/store/postgres/dispatch.js';
 import { readBatchSql } from '../../src/store/postgres/read-batcher.js';
 import { sql } from '../../src/store/postgres/statements.js';
@@ -126,6 +127,10 @@ describe('PostgreSQL plans of the statements that address one task', () => {
       expect(plan, what).toMatch(/Index (Only )?Scan using tasks_pkey on tasks/);
       expect(plan, what).not.toMatch(/using (tasks_active_by_auth|tasks_list_order|tasks_idempotency_key) on tasks/);
     }
+    // A parent's children: through the index of children, not the caller's listing order.
+    const children = await inferredPlan(store, childrenSql.children);
+    expect(children).toContain('using tasks_parent on tasks');
+    expect(children).not.toMatch(/using (tasks_active_by_auth|tasks_list_order|tasks_idempotency_key) on tasks/);
   });
 });
 

@@ -1,13 +1,15 @@
 import type pg from 'pg';
 import type { Millis, TaskRecord } from '../../core/types.js';
+import { ownerIs } from './predicates.js';
 import { rowToRecord, type TaskRow } from './row.js';
 
 /**
  * The children role of the PostgreSQL store (`TaskChildren`): a parent's children through the
  * `tasks_parent` index, and the wake of a parent one of them ended for.
  */
-const childrenSql = {
-  children: 'SELECT * FROM tasks WHERE parent_task_id = $1 AND auth_key = $2 ORDER BY created_at_ms, task_id',
+export const childrenSql = {
+  /** The owner test is no index condition (`ownerIs`): the listing order of the caller's tasks would give the order and walk all of them. */
+  children: `SELECT * FROM tasks WHERE parent_task_id = $1 AND ${ownerIs('$2')} ORDER BY created_at_ms, task_id`,
   /** $1 the child's id, $2 now: the parent's open entry due now, the parent working and held by no run (restates wakeParent). */
   wakeParent: `UPDATE task_outbox o SET available_at_ms = $2
      FROM tasks c, tasks p
