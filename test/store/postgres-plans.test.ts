@@ -19,16 +19,22 @@ afterEach(async () => {
  * tables were as they were then; on a fresh schema (empty tables, never analyzed) that is what a
  * store's connections keep while the tables grow, wherever autovacuum does not analyze them.
  * These read every task when they scan the table, so their generic plans on an empty schema
- * must find tasks by id.
+ * must find tasks by id. Without `types`, the server infers the parameters' types and every
+ * argument is NULL: a generic plan does not depend on the values.
  */
-async function genericPlan(store: PostgresStore, text: string, types: string, args: string, settings: readonly string[] = []): Promise<string> {
+async function genericPlan(store: PostgresStore, text: string, types = '', args = '', settings: readonly string[] = []): Promise<string> {
   const client = await store.pool.connect();
   try {
     await client.query('BEGIN');
     for (const setting of settings) await client.query(setting);
     await client.query("SET LOCAL plan_cache_mode = 'force_generic_plan'");
-    await client.query(`PREPARE plan_probe (${types}) AS ${text}`);
-    const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE plan_probe (${args})`);
+    await client.query(`PREPARE plan_probe ${types === '' ? '' : `(${types}) `}AS ${text}`);
+    let values = args;
+    if (types === '') {
+      const { rows } = await client.query<{ n: number }>("SELECT cardinality(parameter_types) AS n FROM pg_prepared_statements WHERE name = 'plan_probe'");
+      values = Array.from({ length: rows[0]?.n ?? 0 }, () => 'NULL').join(', ');
+    }
+    const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE plan_probe${values === '' ? '' : ` (${values})`}`);
     return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
   } finally {
     await client.query('ROLLBACK');
@@ -79,27 +85,6 @@ describe('PostgreSQL plans kept from an empty schema', () => {
   });
 });
 
-/**
- * The generic plan of `text` on an empty schema, its parameters' types inferred by the server
- * and every argument NULL: a generic plan does not depend on the values.
- */
-async function inferredPlan(store: PostgresStore, text: string): Promise<string> {
-  const client = await store.pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query("SET LOCAL plan_cache_mode = 'force_generic_plan'");
-    await client.query(`PREPARE plan_probe AS ${text}`);
-    const { rows } = await client.query<{ n: number }>("SELECT cardinality(parameter_types) AS n FROM pg_prepared_statements WHERE name = 'plan_probe'");
-    const args = Array.from({ length: rows[0]?.n ?? 0 }, () => 'NULL').join(', ');
-    const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE plan_probe${args === '' ? '' : ` (${args})`}`);
-    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
-  } finally {
-    await client.query('ROLLBACK');
-    await client.query('DEALLOCATE ALL');
-    client.release();
-  }
-}
-
 describe('PostgreSQL plans of the statements that address one task', () => {
   /**
    * Each finds its task by id and checks its caller's auth key on the row. On an empty schema the
@@ -123,12 +108,12 @@ describe('PostgreSQL plans of the statements that address one task', () => {
       'the visible steps': stepSql.selectVisibleSteps,
     };
     for (const [what, text] of Object.entries(statements)) {
-      const plan = await inferredPlan(store, text);
+      const plan = await genericPlan(store, text);
       expect(plan, what).toMatch(/Index (Only )?Scan using tasks_pkey on tasks/);
       expect(plan, what).not.toMatch(/using (tasks_active_by_auth|tasks_list_order|tasks_idempotency_key) on tasks/);
     }
     // A parent's children: through the index of children, not the caller's listing order.
-    const children = await inferredPlan(store, childrenSql.children);
+    const children = await genericPlan(store, childrenSql.children);
     expect(children).toContain('using tasks_parent on tasks');
     expect(children).not.toMatch(/using (tasks_active_by_auth|tasks_list_order|tasks_idempotency_key) on tasks/);
   });
