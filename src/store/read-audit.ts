@@ -144,7 +144,7 @@ export function mergeReadAuditRows(rows: Iterable<ReadAuditRow>): ReadAuditRow[]
   return [...merged].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, row]) => row);
 }
 
-/** A row by the columns of `task_read_audit`, as both SQL stores name them: their upserts' parameters. */
+/** A row by the columns of `task_read_audit`, as both SQL stores name them: the PostgreSQL upsert's JSON rows. */
 export function readAuditColumns(r: ReadAuditRow): Record<string, string | number | null> {
   return {
     task_key: r.taskKey,

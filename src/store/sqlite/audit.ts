@@ -1,7 +1,7 @@
 import type { SqliteDatabase, SqliteStatement } from './driver.js';
 import type { Decision } from '../../core/decisions.js';
 import type { Millis } from '../../core/types.js';
-import { mergeTrail, readAuditColumns, readAuditEntry, type ReadAuditRow } from '../read-audit.js';
+import { mergeTrail, readAuditEntry, type ReadAuditRow } from '../read-audit.js';
 import type { RetentionDue } from '../task-operations.js';
 import type { AuditEntry, SweepOutcome } from '../types.js';
 import { rowToAudit, type AuditRow } from './row.js';
@@ -18,10 +18,14 @@ const READ_AUDIT_COLUMNS =
 const SQL = {
   /** A task's exact lines, in the order written. */
   selectLines: 'SELECT * FROM task_audit WHERE task_id = ? ORDER BY id',
-  /** Restates mergeReadAudit: in DO UPDATE every unqualified column is the stored row's. */
+  /**
+   * Restates mergeReadAudit: in DO UPDATE every unqualified column is the stored row's. Its
+   * parameters are positional, in the order of `READ_AUDIT_COLUMNS` (`upsertReadAuditIn`): a
+   * server answering thousands of polls a second upserts a row for each, and binding thirteen
+   * named values from an object took about half of each upsert's time.
+   */
   upsert: `INSERT INTO task_read_audit (${READ_AUDIT_COLUMNS})
-     VALUES (@task_key, @auth_key, @surface, @decision, @window_start_ms, @count, @first_at_ms, @last_at_ms,
-             @task_id, @correlation_id, @status, @version, @detail)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (task_key, auth_key, surface, decision, window_start_ms) DO UPDATE SET
        count = count + excluded.count,
        first_at_ms = min(first_at_ms, excluded.first_at_ms),
@@ -92,7 +96,23 @@ export function prepareAuditStatements(db: SqliteDatabase): AuditStatements {
 
 /** Adds each row to its stored row (or stores it). Inside a write transaction. */
 export function upsertReadAuditIn(sql: AuditStatements, batch: readonly ReadAuditRow[]): void {
-  for (const r of batch) sql.upsert.run(readAuditColumns(r));
+  for (const r of batch) {
+    sql.upsert.run(
+      r.taskKey,
+      r.authKey,
+      r.surface,
+      r.decision,
+      r.windowStart,
+      r.count,
+      r.firstAt,
+      r.lastAt,
+      r.taskId,
+      r.correlationId,
+      r.status,
+      r.version,
+      r.detail,
+    );
+  }
 }
 
 /** The audit trail of one task, exact lines and aggregated rows, oldest first (`mergeTrail`). Inside a read transaction. */
