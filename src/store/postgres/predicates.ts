@@ -19,7 +19,7 @@ export function unexpired(n: number): string {
  * on an empty schema costs an index led by the auth key (the caller's working tasks, its listing
  * order, its idempotency keys) the same as the primary key and may take it, and a connection
  * keeps that generic plan while the table grows, until an ANALYZE plans it again: every write of
- * a task then walked all of its caller's tasks (a caller with 20,000 working tasks: 4.5–5.6 ms a
+ * a task then walked all of its caller's tasks (a caller with 20,000 working tasks: 4.5–4.8 ms a
  * status write, 0.56 ms by the primary key). As a filter the task id is the only index condition
  * left (postgres-plans.test.ts).
  */
