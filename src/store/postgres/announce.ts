@@ -4,7 +4,7 @@ import { encodeTerminalRecord } from '../change-record.js';
 import type { ProgressBuffer } from '../progress-buffer.js';
 import { noticesOf, type Change, type Notice } from './listener.js';
 import { encodedProgress } from './progress.js';
-import { rowToRecord, type TaskRow } from './row.js';
+import { appliedTaskRow, rowToRecord } from './row.js';
 import type { Announcement } from './write-batcher.js';
 
 /** How many of the tasks this process admitted last `Announcer` remembers. */
@@ -97,7 +97,7 @@ export class TerminalAnnouncement implements Announcement {
   ) {}
 
   notices(results: readonly pg.QueryResult[]): readonly Notice[] {
-    const row = results[0]?.rows[0] as TaskRow | undefined;
+    const row = appliedTaskRow(results[0]);
     if (row === undefined) return [];
     const record = rowToRecord(row);
     this.taken ??= encodedProgress(this.progress.take([record.taskId]));

@@ -6,8 +6,9 @@ import { isStorableJson, unstorableError } from '../storable.js';
 import type { AuditEntry } from '../types.js';
 
 /**
- * A `tasks` row as pg returns it: int8 arrives as a string (as a number from the batched read's
- * JSON, see read-batcher.ts), jsonb already parsed.
+ * A `tasks` row as pg returns it: int8 arrives as a string (as a number where the row comes as
+ * JSON: the batched read, read-batcher.ts, and the answer of a status write or a cancellation,
+ * task-statements.ts `APPLIED_ROW`), jsonb already parsed.
  */
 export interface TaskRow {
   task_id: string;
@@ -90,6 +91,11 @@ export function toJson(value: unknown): string | null {
   const text = JSON.stringify(value);
   if (!isStorableJson(text)) throw unstorableError('a JSON value');
   return text;
+}
+
+/** The row a status write or a cancellation answered with (task-statements.ts `APPLIED_ROW`), if it wrote one. */
+export function appliedTaskRow(result: { rows: unknown[] } | undefined): TaskRow | undefined {
+  return (result?.rows[0] as { task: TaskRow } | undefined)?.task;
 }
 
 export function rowToRecord(row: TaskRow): TaskRecord {

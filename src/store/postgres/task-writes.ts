@@ -12,7 +12,7 @@ import { auditLine, cancelDetail } from '../audit-line.js';
 import type { AdmitInput, AdmitOutcome, AuditEntry, CancelInput, CancelOutcome, TransitionInput, TransitionOutcome } from '../types.js';
 import { callWith, prepared, withLiterals, type Call } from './prepared.js';
 import { readById, readGuard } from './reads.js';
-import { auditToRow, isInt4, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
+import { appliedTaskRow, auditToRow, isInt4, recordToRow, rowToRecord, toJson, type TaskRow } from './row.js';
 import { sql } from './statements.js';
 import { appliedTransition } from './task-statements.js';
 import { inTransaction } from './transactions.js';
@@ -275,7 +275,8 @@ export async function cancelIn(pool: pg.Pool, batcher: WriteBatcher, input: Canc
 }
 
 /**
- * The row a conditional write changed, or undefined when it changed none: one statement, in the
+ * The row a conditional write changed (as JSON: task-statements.ts `APPLIED_ROW`), or undefined
+ * when it changed none: one statement, in the
  * next write batch (a prepared statement executed with literals), or with parameters where a
  * value has no exact literal.
  */
@@ -288,9 +289,9 @@ async function appliedRow(
   announce: Announcement | undefined,
 ): Promise<TaskRow | undefined> {
   const call = callWith(prepared(text), params);
-  if (call === null) return (await pool.query<TaskRow>(text, params as unknown[])).rows[0];
+  if (call === null) return appliedTaskRow(await pool.query(text, params as unknown[]));
   const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${taskId}`, ...(announce === undefined ? {} : { announce }) });
-  return (result?.rows as TaskRow[] | undefined)?.[0];
+  return appliedTaskRow(result);
 }
 
 /**
