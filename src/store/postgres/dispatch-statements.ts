@@ -1,4 +1,5 @@
 import { ownerIs, unexpired } from './predicates.js';
+import { appliedAsJson } from './task-statements.js';
 
 /**
  * The statements of the dispatch role in PostgreSQL: claim, heartbeat, release. Claimers never
@@ -23,12 +24,15 @@ import { ownerIs, unexpired } from './predicates.js';
  * transition holds the task row and then waits for the entry (to close it); a claimer that held
  * the entry and then waited for the task would close the circle. An entry whose task is being
  * written is skipped like one another claimer holds, and the writer's notification wakes the workers.
+ *
+ * Each entry comes with its task as one JSON value (`task`), as every statement of this role that
+ * answers with task rows gives them (task-statements.ts `appliedAsJson` says why).
  */
 function dueOutbox(ofApp: boolean): string {
   const [own, newest, live] = ofApp ? ['$7', '$8', '$9'] : ['$6', '$7', '$8'];
   const key = `t.tool_name || chr(10) || t.tool_version`;
   return `
-  SELECT o.id AS outbox_id, o.available_at_ms AS outbox_available_at_ms, t.*
+  SELECT o.id AS outbox_id, o.available_at_ms AS outbox_available_at_ms, to_json(t) AS task
     FROM task_outbox o JOIN tasks t ON t.task_id = o.task_id
    WHERE o.done_at_ms IS NULL AND o.available_at_ms <= $1
      AND (o.available_at_ms, o.id) > ($2::bigint, $3::bigint)
@@ -44,7 +48,7 @@ function dueOutbox(ofApp: boolean): string {
  * A dispatch write on one task as one statement: the conditional task UPDATE (the version read,
  * still working, unexpired, the lease free or run out) and, only when it changed the row, the
  * outbox entry and an audit line. It returns the
- * record after the write, or no row when the guard failed.
+ * record after the write as JSON (`appliedAsJson`), or no row when the guard failed.
  * Parameters: $1 task id, $2 version, $3 now, $4 outbox id, $5 correlation id, $6 audit detail;
  * `taskSets` use their own from $7.
  */
@@ -62,7 +66,7 @@ function dispatchWrite(taskSets: string, outboxSets: string): string {
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT $3::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, $6::text FROM applied
   )
-  SELECT applied.* FROM applied`;
+  ${appliedAsJson}`;
 }
 
 /** A claim clears the status message a concurrency wait wrote (restates isWaitingMessage), and keeps any other. */
@@ -101,7 +105,7 @@ export const dispatchSql = {
    * Several claims as one statement, each the same conditional write as `claimTask` on the version
    * its walk read: $1 task ids, $2 versions, $3 outbox ids (in walk order), $4 now, $5 correlation
    * id, $6 the audit details (in walk order), $7 lease owner, $8 lease expiry. It returns the records it claimed, each
-   * with its `outbox_id`; a task whose guard failed is missing and is judged again on its own.
+   * as JSON (`task`) with its `outbox_id`; a task whose guard failed is missing and is judged again on its own.
    */
   claimTasks: `
   WITH wanted AS (
@@ -122,7 +126,7 @@ export const dispatchSql = {
     INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $5::text, status, version, claim_detail FROM applied ORDER BY walk
   )
-  SELECT applied.* FROM applied`,
+  SELECT outbox_id, to_json(applied) AS task FROM applied`,
 
   /** Ends a task that used up its attempts `failed` with $7 (JSON) and its digest $8. */
   abandonTask: dispatchWrite(`status = 'failed', result = $7, result_digest = $8, lease_owner = NULL, lease_expires_at_ms = NULL`, 'done_at_ms = $3'),

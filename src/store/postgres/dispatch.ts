@@ -9,7 +9,7 @@ import { inShortTransaction, type ShortTransaction, type Statement } from './tra
 import type { Change } from './listener.js';
 import { admitSlots } from './concurrency.js';
 import { readById } from './reads.js';
-import { isInt4, rowToRecord, toJson, type TaskRow } from './row.js';
+import { appliedTaskRow, isInt4, rowToRecord, toJson, type TaskRow } from './row.js';
 import { sql } from './statements.js';
 
 /**
@@ -20,10 +20,18 @@ import { sql } from './statements.js';
  */
 
 /** An outbox entry of the claim walk, with its task's columns. */
-interface DueRow extends TaskRow {
+interface DueRow {
   /** bigint columns arrive as strings; ids are passed back to PostgreSQL as they came. */
   outbox_id: string;
   outbox_available_at_ms: string;
+  /** The entry's task as JSON (dispatch-statements.ts `dueOutbox`). */
+  task: TaskRow;
+}
+
+/** A claim `claimTasks` wrote: its entry's id (a column of its own: a string) and the task as JSON. */
+interface ClaimedRow {
+  outbox_id: string;
+  task: TaskRow;
 }
 
 /** What the walk did with one entry, and the record when it claimed the task. */
@@ -150,7 +158,7 @@ async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Cha
     for (const row of page.rows) {
       if (visited.has(row.outbox_id)) continue;
       visited.add(row.outbox_id);
-      const record = rowToRecord(row);
+      const record = rowToRecord(row.task);
       const step = decideDispatch(record, input.now, input.maxAttempts);
       // Claims are written together after the page; every other step as before, in walk order.
       if (step.kind === 'claim') {
@@ -177,12 +185,12 @@ async function claimWalk(tx: ShortTransaction, input: ClaimInput, abandoned: Cha
     const ends = last === undefined || page.rows.length < wanted || claimed.length + claims.length >= input.limit;
     if (fast && ends) {
       const results = await tx.commitWith(writes);
-      const taken = claims.length === 0 ? [] : inWalkOrder(claims, results[0]!.rows as DueRow[]);
+      const taken = claims.length === 0 ? [] : inWalkOrder(claims, results[0]!.rows as ClaimedRow[]);
       claimed.push(...taken.filter((record) => record !== null));
       return { claimed, refused: taken.filter((record) => record === null).length };
     }
     for (const [i, write] of writes.entries()) {
-      const result = await client.query<DueRow>(write.text, write.params as unknown[]);
+      const result = await client.query<ClaimedRow>(write.text, write.params as unknown[]);
       if (i === 0 && claims.length > 0) claimed.push(...(await rejudged(client, input, claims, result.rows, abandoned)));
     }
     if (last === undefined || page.rows.length < wanted) break;
@@ -209,8 +217,8 @@ function claimParams(input: ClaimInput, claims: readonly Claim[]): unknown[] {
 }
 
 /** The records `claimTasks` wrote, in walk order; null for a claim whose guard refused it. */
-function inWalkOrder(claims: readonly Claim[], rows: readonly DueRow[]): (TaskRecord | null)[] {
-  const byOutbox = new Map(rows.map((row) => [String(row.outbox_id), rowToRecord(row)]));
+function inWalkOrder(claims: readonly Claim[], rows: readonly ClaimedRow[]): (TaskRecord | null)[] {
+  const byOutbox = new Map(rows.map((row) => [String(row.outbox_id), rowToRecord(row.task)]));
   return claims.map((c) => byOutbox.get(c.outboxId) ?? null);
 }
 
@@ -222,7 +230,7 @@ async function rejudged(
   client: pg.PoolClient,
   input: ClaimInput,
   claims: readonly Claim[],
-  rows: readonly DueRow[],
+  rows: readonly ClaimedRow[],
   abandoned: Change[],
 ): Promise<TaskRecord[]> {
   const written = inWalkOrder(claims, rows);
@@ -264,9 +272,10 @@ async function writeDispatch(
   const common = [task.taskId, task.version, input.now, outboxId, input.correlationId];
   const written =
     kind === 'abandon'
-      ? await client.query<TaskRow>(sql.abandonTask, [...common, 'abandoned', toJson(input.abandonedResult), resultDigest(input.abandonedResult)])
-      : await client.query<TaskRow>(sql.claimTask, [...common, claimDetail(task, input.owner), input.owner, input.now + input.leaseMs]);
-  return written.rows[0] === undefined ? null : rowToRecord(written.rows[0]);
+      ? await client.query(sql.abandonTask, [...common, 'abandoned', toJson(input.abandonedResult), resultDigest(input.abandonedResult)])
+      : await client.query(sql.claimTask, [...common, claimDetail(task, input.owner), input.owner, input.now + input.leaseMs]);
+  const row = appliedTaskRow(written);
+  return row === undefined ? null : rowToRecord(row);
 }
 
 export async function heartbeatIn(pool: pg.Pool, fence: Fence, now: Millis, leaseMs: number): Promise<boolean> {

@@ -8,7 +8,7 @@ import { auditLine } from '../audit-line.js';
 import { stepDetail } from '../step-detail.js';
 import { journalSizeOf, journalSizeSql, preparedToRow, rowToStep, STEP_COLUMNS, stepToRow, type StepRow } from '../step-row.js';
 import type { RecordStepInput, RecordStepOutcome, StepsOutcome, TaskRef } from '../types.js';
-import { auditToRow, isInt4, rowToRecord, type TaskRow } from './row.js';
+import { appliedTaskRow, auditToRow, isInt4, rowToRecord, type TaskRow } from './row.js';
 import { ownerIs } from './predicates.js';
 import { inShortTransaction } from './transactions.js';
 import { eventSql } from './events.js';
@@ -83,7 +83,8 @@ export const stepSql = {
    * hold. The task row is locked first (as every writer of its rows locks it). Anything else
    * inserts nothing, and the transaction of `recordStepIn` decides. Parameters: the row
    * (`STEP_COLUMNS` order), the fence's version, auth key and owner, now, the journal's bounds
-   * (steps, bytes; NULL: none), the audit line (`auditToRow`). Returns the task when inserted.
+   * (steps, bytes; NULL: none), the audit line (`auditToRow`). Returns the task when inserted, as
+   * JSON (`task`, as task-statements.ts `appliedAsJson` says why).
    */
   freshStep: `
     WITH task AS (
@@ -107,7 +108,7 @@ export const stepSql = {
       INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
       SELECT ${Array.from({ length: 9 }, (_, i) => `$${n + 7 + i}`).join(', ')} FROM step
     )
-    SELECT task.* FROM task JOIN step ON step.task_id = task.task_id`,
+    SELECT to_json(task) AS task FROM task JOIN step ON step.task_id = task.task_id`,
 
   insertAudit: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -251,7 +252,7 @@ async function freshStepIn(
   const call = callWith(preparedFreshStep, params);
   if (call === null) return null;
   const [result] = await batcher.run({ statements: [call], locks: [], orderKey: `1:${fence.taskId}` });
-  const row = (result?.rows as TaskRow[] | undefined)?.[0];
+  const row = appliedTaskRow(result);
   return row === undefined ? null : { decision: 'APPLY_STEP', record: rowToRecord(row), suspended: false };
 }
 

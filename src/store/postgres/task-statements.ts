@@ -65,16 +65,17 @@ function closeOutboxOf(at: string): string {
 }
 
 /**
- * How a status write or a cancellation answers: the row it wrote as one JSON value (column
- * `task`, read back with row.ts `appliedTaskRow`), not a row of every column. node-postgres
- * parses a result's row description and each of its columns on every execution, in JavaScript;
- * one JSON column is one native `JSON.parse`. Measured apart, a terminal status write cost the
+ * How a write of one task answers (a status write, a cancellation, a claim, an abandon; a fresh
+ * step and the claim walk's page give their tasks the same way): the row it wrote as one JSON
+ * value (column `task`, read back with row.ts `appliedTaskRow`), not a row of every column.
+ * node-postgres parses a result's row description and each of its columns on every execution,
+ * in JavaScript; one JSON column is one native `JSON.parse`. Measured apart, a terminal status write cost the
  * Node process 47–97 µs of CPU answered with every column and 26–69 µs answered as JSON, in
  * batches of 8 (four alternating rounds of 2,000 writes). Columns keep their JSON types, as in
  * the batched read (read-batcher.ts): int8 as numbers, jsonb as the value pg would have parsed.
  * A migration that adds a column no longer changes the statement's result type either.
  */
-const APPLIED_ROW = 'SELECT to_json(applied) AS task FROM applied';
+export const appliedAsJson = 'SELECT to_json(applied) AS task FROM applied';
 
 /** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
 function listPage(afterPosition: boolean): string {
@@ -88,7 +89,7 @@ function listPage(afterPosition: boolean): string {
  * APPLY_TRANSITION: this task and auth key, still open, the expected version, unexpired) and,
  * only when it changed the row, the close of its outbox entry (a terminal status), the
  * APPLY_TRANSITION audit line. It answers with the row as written in one JSON column
- * (`APPLIED_ROW`). `sets` are
+ * (`appliedAsJson`). `sets` are
  * extra assignments with their own parameters (from `$7` on); parameters: $1 task id, $2 auth
  * key, $3 expected version, $4 now, $5 status, $6 correlation id. The outbox row is locked after
  * the task row, the order every waiting writer keeps (see closeOutboxOf).
@@ -104,7 +105,7 @@ export function appliedTransition(sets: readonly string[], terminal: boolean): s
     INSERT INTO task_audit ${AUDIT_COLUMNS}
     SELECT $4::bigint, 'transition', 'APPLY_TRANSITION', auth_key, task_id, $6::text, status, version, NULL FROM applied
   )
-  ${APPLIED_ROW}`;
+  ${appliedAsJson}`;
 }
 
 /**
@@ -220,7 +221,7 @@ export const taskSql = {
     INSERT INTO task_audit ${AUDIT_COLUMNS}
     SELECT $3::bigint, 'read', 'CANCEL_TASK', auth_key, task_id, $4::text, status, version, $5::text FROM applied
   )
-  ${APPLIED_ROW}`,
+  ${appliedAsJson}`,
 
   /** One audit line (`auditToRow`), with a write or after a refused one. */
   insertAudit: `INSERT INTO task_audit ${AUDIT_COLUMNS} VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
