@@ -1,5 +1,4 @@
-import { ownerIs, unexpired } from './predicates.js';
-import { appliedAsJson } from './task-statements.js';
+import { appliedAsJson, ownerIs, unexpired } from './predicates.js';
 
 /**
  * The statements of the dispatch role in PostgreSQL: claim, heartbeat, release. Claimers never
@@ -26,7 +25,7 @@ import { appliedAsJson } from './task-statements.js';
  * written is skipped like one another claimer holds, and the writer's notification wakes the workers.
  *
  * Each entry comes with its task as one JSON value (`task`), as every statement of this role that
- * answers with task rows gives them (task-statements.ts `appliedAsJson` says why).
+ * answers with task rows gives them (predicates.ts `appliedAsJson` says why).
  */
 function dueOutbox(ofApp: boolean): string {
   const [own, newest, live] = ofApp ? ['$7', '$8', '$9'] : ['$6', '$7', '$8'];

@@ -19,19 +19,16 @@ import { sql } from './statements.js';
  * `decideDispatch`.
  */
 
-/** An outbox entry of the claim walk, with its task's columns. */
-interface DueRow {
+/** A claim `claimTasks` wrote: its entry's id and the task as JSON. */
+interface ClaimedRow {
   /** bigint columns arrive as strings; ids are passed back to PostgreSQL as they came. */
   outbox_id: string;
-  outbox_available_at_ms: string;
-  /** The entry's task as JSON (dispatch-statements.ts `dueOutbox`). */
   task: TaskRow;
 }
 
-/** A claim `claimTasks` wrote: its entry's id (a column of its own: a string) and the task as JSON. */
-interface ClaimedRow {
-  outbox_id: string;
-  task: TaskRow;
+/** An outbox entry of the claim walk, with its task as JSON (dispatch-statements.ts `dueOutbox`). */
+interface DueRow extends ClaimedRow {
+  outbox_available_at_ms: string;
 }
 
 /** What the walk did with one entry, and the record when it claimed the task. */

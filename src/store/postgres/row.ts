@@ -8,7 +8,7 @@ import type { AuditEntry } from '../types.js';
 /**
  * A `tasks` row as pg returns it: int8 arrives as a string (as a number where the row comes as
  * JSON: the batched read, read-batcher.ts, and the answer of a write of one task,
- * task-statements.ts `appliedAsJson`), jsonb already parsed.
+ * predicates.ts `appliedAsJson`), jsonb already parsed.
  */
 export interface TaskRow {
   task_id: string;
@@ -93,7 +93,7 @@ export function toJson(value: unknown): string | null {
   return text;
 }
 
-/** The row a write of one task answered with as JSON (task-statements.ts `appliedAsJson`), if it wrote one. */
+/** The row a write of one task answered with as JSON (predicates.ts `appliedAsJson`), if it wrote one. */
 export function appliedTaskRow(result: { rows: unknown[] } | undefined): TaskRow | undefined {
   return (result?.rows[0] as { task: TaskRow } | undefined)?.task;
 }

@@ -84,7 +84,7 @@ export const stepSql = {
    * inserts nothing, and the transaction of `recordStepIn` decides. Parameters: the row
    * (`STEP_COLUMNS` order), the fence's version, auth key and owner, now, the journal's bounds
    * (steps, bytes; NULL: none), the audit line (`auditToRow`). Returns the task when inserted, as
-   * JSON (`task`, as task-statements.ts `appliedAsJson` says why).
+   * JSON (`task`, as predicates.ts `appliedAsJson` says why).
    */
   freshStep: `
     WITH task AS (

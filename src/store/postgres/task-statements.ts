@@ -1,5 +1,5 @@
 import { TASK_COLUMNS } from '../task-columns.js';
-import { AUDIT_COLUMNS, OPEN_AND_VISIBLE, unexpired } from './predicates.js';
+import { appliedAsJson, AUDIT_COLUMNS, OPEN_AND_VISIBLE, unexpired } from './predicates.js';
 
 /**
  * The statements of the records role in PostgreSQL: admission, status writes, cancellation, the
@@ -63,19 +63,6 @@ function closeOutboxOf(at: string): string {
     UPDATE task_outbox o SET done_at_ms = ${at} FROM applied a WHERE o.task_id = a.task_id AND o.done_at_ms IS NULL
   )`;
 }
-
-/**
- * How a write of one task answers (a status write, a cancellation, a claim, an abandon; a fresh
- * step and the claim walk's page give their tasks the same way): the row it wrote as one JSON
- * value (column `task`, read back with row.ts `appliedTaskRow`), not a row of every column.
- * node-postgres parses a result's row description and each of its columns on every execution,
- * in JavaScript; one JSON column is one native `JSON.parse`. Measured apart, a terminal status write cost the
- * Node process 47–97 µs of CPU answered with every column and 26–69 µs answered as JSON, in
- * batches of 8 (four alternating rounds of 2,000 writes). Columns keep their JSON types, as in
- * the batched read (read-batcher.ts): int8 as numbers, jsonb as the value pg would have parsed.
- * A migration that adds a column no longer changes the statement's result type either.
- */
-export const appliedAsJson = 'SELECT to_json(applied) AS task FROM applied';
 
 /** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
 function listPage(afterPosition: boolean): string {

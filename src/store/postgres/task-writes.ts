@@ -275,7 +275,7 @@ export async function cancelIn(pool: pg.Pool, batcher: WriteBatcher, input: Canc
 }
 
 /**
- * The row a conditional write changed (as JSON: task-statements.ts `appliedAsJson`), or undefined
+ * The row a conditional write changed (as JSON: predicates.ts `appliedAsJson`), or undefined
  * when it changed none: one statement, in the
  * next write batch (a prepared statement executed with literals), or with parameters where a
  * value has no exact literal.
