@@ -23,6 +23,9 @@ const CAPABILITIES = { list: {}, cancel: {}, requests: { tools: { call: {} } } }
 /** tasks/get: reads before the measured ones, and measured runs (each its own p99). */
 const GET_WARMUP = 500;
 const GET_RUNS = 3;
+/** tasks/list (first and deep pages): pages before the measured ones, and measured runs (each its own p99). */
+const LIST_WARMUP = 50;
+const LIST_RUNS = 3;
 
 /** Scenario 5 on one store: the load is done; reads, then the sweeper. */
 async function measure(results: Results, config: BenchConfig, kind: string, store: TaskStore, onSweepDone: () => Promise<string | null>): Promise<void> {
@@ -85,25 +88,50 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   await Promise.allSettled(clients.map((c) => c.close()));
   await server.close();
 
-  // tasks/list: a first page of a random tenant, and a deep page from a cursor the guard gave.
-  const randomTenant = () => authKey(Math.floor(Math.random() * tenants));
-  const firstOn: number[] = [];
-  const firstOff: number[] = [];
-  for (let k = 0; k < samples + 50; k++) {
-    const auth = randomTenant();
-    for (const [guard, out] of [
-      [audited, firstOn],
-      [quiet, firstOff],
-    ] as const) {
-      const t0 = performance.now();
-      const page = await listTasks({ guard }, { auth });
-      const dt = performance.now() - t0;
-      if (page.kind !== 'page' || page.records.length === 0) throw new Error(`tasks/list of ${auth}: empty`);
-      if (k >= 50) out.push(dt);
+  // tasks/list: a first page of a random tenant, and a deep page from a cursor the guard gave;
+  // each as tasks/get above: audited and not taking turns, a warm-up, then three runs, each its
+  // own p99 (the target is the median run's).
+  const listRun = async (count: number, page: () => { auth: string; cursor?: string }, what: string) => {
+    const on: number[] = [];
+    const off: number[] = [];
+    for (let k = 0; k < count; k++) {
+      const at = page();
+      for (const [guard, out] of [
+        [audited, on],
+        [quiet, off],
+      ] as const) {
+        const t0 = performance.now();
+        const listed = await listTasks({ guard }, at);
+        out.push(performance.now() - t0);
+        if (listed.kind !== 'page' || listed.records.length === 0) throw new Error(`${what} tasks/list of ${at.auth}: empty`);
+      }
     }
-  }
-  results.addLatency(scenario, READ.firstAudited, firstOn);
-  results.addLatency(scenario, READ.firstQuiet, firstOff);
+    return { on, off };
+  };
+  const listRuns = async (page: () => { auth: string; cursor?: string }, what: string) => {
+    await listRun(LIST_WARMUP, page, what);
+    const runs = [];
+    for (let r = 0; r < LIST_RUNS; r++) runs.push(await listRun(samples, page, what));
+    return runs;
+  };
+  const listNote = `${LIST_RUNS} runs of ${samples} after ${LIST_WARMUP} unmeasured`;
+
+  const randomTenant = () => ({ auth: authKey(Math.floor(Math.random() * tenants)) });
+  const firstRuns = await listRuns(randomTenant, 'first-page');
+  addRunsLatency(
+    results,
+    scenario,
+    READ.firstAudited,
+    firstRuns.map((r) => r.on),
+    listNote,
+  );
+  addRunsLatency(
+    results,
+    scenario,
+    READ.firstQuiet,
+    firstRuns.map((r) => r.off),
+    listNote,
+  );
 
   const livePerTenant = Math.floor((0.9 * n) / tenants);
   const depth = Math.max(1, Math.min(15, Math.floor(livePerTenant / audited.context.limits.pageSize) - 2));
@@ -117,23 +145,22 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
     }
     if (cursor !== undefined) cursors.push({ auth, cursor });
   }
-  const deepOn: number[] = [];
-  const deepOff: number[] = [];
-  for (let k = 0; k < samples + 50; k++) {
-    const at = cursors[Math.floor(Math.random() * cursors.length)] as { auth: string; cursor: string };
-    for (const [guard, out] of [
-      [audited, deepOn],
-      [quiet, deepOff],
-    ] as const) {
-      const t0 = performance.now();
-      const page = await listTasks({ guard }, at);
-      const dt = performance.now() - t0;
-      if (page.kind !== 'page' || page.records.length === 0) throw new Error(`deep tasks/list of ${at.auth}: empty`);
-      if (k >= 50) out.push(dt);
-    }
-  }
-  results.addLatency(scenario, READ.deepAudited, deepOn, `page ${depth + 1} of ~${Math.ceil(livePerTenant / audited.context.limits.pageSize)}`);
-  results.addLatency(scenario, READ.deepQuiet, deepOff, `page ${depth + 1}`);
+  const deepRuns = await listRuns(() => cursors[Math.floor(Math.random() * cursors.length)] as { auth: string; cursor: string }, 'deep');
+  const pages = Math.ceil(livePerTenant / audited.context.limits.pageSize);
+  addRunsLatency(
+    results,
+    scenario,
+    READ.deepAudited,
+    deepRuns.map((r) => r.on),
+    `page ${depth + 1} of ~${pages}; ${listNote}`,
+  );
+  addRunsLatency(
+    results,
+    scenario,
+    READ.deepQuiet,
+    deepRuns.map((r) => r.off),
+    `page ${depth + 1}; ${listNote}`,
+  );
 
   // The sweeper over the expired tenth, in batches of 1000, within the time budget.
   const batches: number[] = [];
