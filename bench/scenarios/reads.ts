@@ -20,12 +20,11 @@ import { addRunsLatency } from '../lib/trials.js';
 import { authKeyOf as authKey, pgLoad, randomLiveTask, sqliteLoad, sqliteOutbox } from '../lib/population.js';
 
 const CAPABILITIES = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
-/** tasks/get: reads before the measured ones, and measured runs (each its own p99). */
+/** Reads before the measured ones: tasks/get, and each page of tasks/list (first and deep). */
 const GET_WARMUP = 500;
-const GET_RUNS = 3;
-/** tasks/list (first and deep pages): pages before the measured ones, and measured runs (each its own p99). */
 const LIST_WARMUP = 50;
-const LIST_RUNS = 3;
+/** Measured runs of each read, each its own p99 (the target is the median run's). */
+const RUNS = 3;
 
 /** Scenario 5 on one store: the load is done; reads, then the sweeper. */
 async function measure(results: Results, config: BenchConfig, kind: string, store: TaskStore, onSweepDone: () => Promise<string | null>): Promise<void> {
@@ -36,43 +35,57 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   const quiet = openGuard({ store, capabilities: CAPABILITIES, auditReads: false });
   const samples = config.readSamples;
 
-  // tasks/get, audited and not, taking turns so both see the same cache state: a warm-up, then
-  // three runs, each its own p99 (the target reports their spread).
-  const getRun = async (count: number) => {
-    const on: number[] = [];
-    const off: number[] = [];
-    for (let k = 0; k < count; k++) {
-      const target = randomLiveTask(n, tenants);
-      for (const [guard, out] of [
-        [audited, on],
-        [quiet, off],
-      ] as const) {
-        const t0 = performance.now();
-        const found = await getTask({ guard }, { auth: target.auth, taskId: target.taskId });
-        out.push(performance.now() - t0);
-        if (found.kind !== 'task') throw new Error(`tasks/get of ${target.taskId}: ${found.kind}`);
+  // Each read audited and not, taking turns so both see the same cache state: a warm-up, then
+  // RUNS runs of `samples`, each its own p99 (the target reports their spread).
+  const timedRuns = async <At>(warmup: number, next: () => At, read: (guard: typeof audited, at: At) => Promise<void>) => {
+    const run = async (count: number) => {
+      const on: number[] = [];
+      const off: number[] = [];
+      for (let k = 0; k < count; k++) {
+        const at = next();
+        for (const [guard, out] of [
+          [audited, on],
+          [quiet, off],
+        ] as const) {
+          const t0 = performance.now();
+          await read(guard, at);
+          out.push(performance.now() - t0);
+        }
       }
-    }
-    return { on, off };
+      return { on, off };
+    };
+    await run(warmup);
+    const runs = [];
+    for (let r = 0; r < RUNS; r++) runs.push(await run(samples));
+    return runs;
   };
-  await getRun(GET_WARMUP);
-  const getRuns = [];
-  for (let r = 0; r < GET_RUNS; r++) getRuns.push(await getRun(samples));
-  const runsNote = `${GET_RUNS} runs of ${samples} random live tasks after ${GET_WARMUP} unmeasured`;
-  addRunsLatency(
-    results,
-    scenario,
-    READ.getAudited,
-    getRuns.map((r) => r.on),
-    runsNote,
+  const addRuns = (runs: ReadonlyArray<{ on: number[]; off: number[] }>, names: { on: string; off: string }, notes: { on: string; off: string }) => {
+    addRunsLatency(
+      results,
+      scenario,
+      names.on,
+      runs.map((r) => r.on),
+      notes.on,
+    );
+    addRunsLatency(
+      results,
+      scenario,
+      names.off,
+      runs.map((r) => r.off),
+      notes.off,
+    );
+  };
+
+  const getRuns = await timedRuns(
+    GET_WARMUP,
+    () => randomLiveTask(n, tenants),
+    async (guard, target) => {
+      const found = await getTask({ guard }, { auth: target.auth, taskId: target.taskId });
+      if (found.kind !== 'task') throw new Error(`tasks/get of ${target.taskId}: ${found.kind}`);
+    },
   );
-  addRunsLatency(
-    results,
-    scenario,
-    READ.getQuiet,
-    getRuns.map((r) => r.off),
-    runsNote,
-  );
+  const getNote = `${RUNS} runs of ${samples} random live tasks after ${GET_WARMUP} unmeasured`;
+  addRuns(getRuns, { on: READ.getAudited, off: READ.getQuiet }, { on: getNote, off: getNote });
 
   // The same reads through the wire, for ten tenants (one in-memory client each).
   const server = await tasklatchServer(store, { execute: false, listen: false });
@@ -88,50 +101,14 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
   await Promise.allSettled(clients.map((c) => c.close()));
   await server.close();
 
-  // tasks/list: a first page of a random tenant, and a deep page from a cursor the guard gave;
-  // each as tasks/get above: audited and not taking turns, a warm-up, then three runs, each its
-  // own p99 (the target is the median run's).
-  const listRun = async (count: number, page: () => { auth: string; cursor?: string }, what: string) => {
-    const on: number[] = [];
-    const off: number[] = [];
-    for (let k = 0; k < count; k++) {
-      const at = page();
-      for (const [guard, out] of [
-        [audited, on],
-        [quiet, off],
-      ] as const) {
-        const t0 = performance.now();
-        const listed = await listTasks({ guard }, at);
-        out.push(performance.now() - t0);
-        if (listed.kind !== 'page' || listed.records.length === 0) throw new Error(`${what} tasks/list of ${at.auth}: empty`);
-      }
-    }
-    return { on, off };
+  // tasks/list: a first page of a random tenant, and a deep page from a cursor the guard gave.
+  const listPage = (what: string) => async (guard: typeof audited, at: { auth: string; cursor?: string }) => {
+    const page = await listTasks({ guard }, at);
+    if (page.kind !== 'page' || page.records.length === 0) throw new Error(`${what}tasks/list of ${at.auth}: empty`);
   };
-  const listRuns = async (page: () => { auth: string; cursor?: string }, what: string) => {
-    await listRun(LIST_WARMUP, page, what);
-    const runs = [];
-    for (let r = 0; r < LIST_RUNS; r++) runs.push(await listRun(samples, page, what));
-    return runs;
-  };
-  const listNote = `${LIST_RUNS} runs of ${samples} after ${LIST_WARMUP} unmeasured`;
-
-  const randomTenant = () => ({ auth: authKey(Math.floor(Math.random() * tenants)) });
-  const firstRuns = await listRuns(randomTenant, 'first-page');
-  addRunsLatency(
-    results,
-    scenario,
-    READ.firstAudited,
-    firstRuns.map((r) => r.on),
-    listNote,
-  );
-  addRunsLatency(
-    results,
-    scenario,
-    READ.firstQuiet,
-    firstRuns.map((r) => r.off),
-    listNote,
-  );
+  const listNote = `${RUNS} runs of ${samples} after ${LIST_WARMUP} unmeasured`;
+  const firstRuns = await timedRuns(LIST_WARMUP, () => ({ auth: authKey(Math.floor(Math.random() * tenants)) }), listPage(''));
+  addRuns(firstRuns, { on: READ.firstAudited, off: READ.firstQuiet }, { on: listNote, off: listNote });
 
   const livePerTenant = Math.floor((0.9 * n) / tenants);
   const depth = Math.max(1, Math.min(15, Math.floor(livePerTenant / audited.context.limits.pageSize) - 2));
@@ -145,21 +122,16 @@ async function measure(results: Results, config: BenchConfig, kind: string, stor
     }
     if (cursor !== undefined) cursors.push({ auth, cursor });
   }
-  const deepRuns = await listRuns(() => cursors[Math.floor(Math.random() * cursors.length)] as { auth: string; cursor: string }, 'deep');
-  const pages = Math.ceil(livePerTenant / audited.context.limits.pageSize);
-  addRunsLatency(
-    results,
-    scenario,
-    READ.deepAudited,
-    deepRuns.map((r) => r.on),
-    `page ${depth + 1} of ~${pages}; ${listNote}`,
+  const deepRuns = await timedRuns(
+    LIST_WARMUP,
+    () => cursors[Math.floor(Math.random() * cursors.length)] as { auth: string; cursor: string },
+    listPage('deep '),
   );
-  addRunsLatency(
-    results,
-    scenario,
-    READ.deepQuiet,
-    deepRuns.map((r) => r.off),
-    `page ${depth + 1}; ${listNote}`,
+  const pages = Math.ceil(livePerTenant / audited.context.limits.pageSize);
+  addRuns(
+    deepRuns,
+    { on: READ.deepAudited, off: READ.deepQuiet },
+    { on: `page ${depth + 1} of ~${pages}; ${listNote}`, off: `page ${depth + 1}; ${listNote}` },
   );
 
   // The sweeper over the expired tenth, in batches of 1000, within the time budget.
