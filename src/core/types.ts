@@ -85,6 +85,15 @@ export interface TaskRecord {
   parentTaskId?: string;
 }
 
+/**
+ * A task as a listing shows it: the Task fields of the wire (`wireTask`) and the stored version
+ * (which orders the states a listing can show), without the request, the result, the digests or
+ * the lease. A `tasks/list` page reads only these columns: fifty full records carried their
+ * requests and results (about a kilobyte a task on the bench's population) only for the encoder
+ * to drop them.
+ */
+export type ListedTask = Pick<TaskRecord, 'taskId' | 'status' | 'statusMessage' | 'version' | 'createdAt' | 'lastUpdatedAt' | 'ttl' | 'pollInterval'>;
+
 /** Capabilities in the spec's server shape: each leaf's presence is the signal. */
 export interface TaskCapabilities {
   list?: object;

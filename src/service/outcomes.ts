@@ -1,6 +1,6 @@
 import type { CreateEntry } from '../core/create-rules.js';
 import type { ListDecision, MissDecision, ReadDecision } from '../core/decisions.js';
-import type { TaskRecord } from '../core/types.js';
+import type { ListedTask, TaskRecord } from '../core/types.js';
 import type { AdmitOutcome, CancelOutcome } from '../store/types.js';
 
 /** What the guard answers a `tools/call`: a request-only refusal or plain call, or the store's admission. */
@@ -18,7 +18,7 @@ export type CancelTaskOutcome = CancelOutcome | { decision: 'BLOCK_CAPABILITY'; 
 
 /** What the guard answers a `tasks/list`: one page of the caller's tasks, or no listing here. */
 export type ListOutcome =
-  | { decision: Extract<ListDecision, 'LIST_FILTERED'>; records: TaskRecord[]; nextCursor: string | null }
+  | { decision: Extract<ListDecision, 'LIST_FILTERED'>; records: ListedTask[]; nextCursor: string | null }
   | { decision: 'BLOCK_CAPABILITY'; records: null; nextCursor: null };
 
 /** A read decision for which no audit line is written (one already says the same). */

@@ -1,3 +1,5 @@
+import type { ListedTask, TaskStatus } from '../core/types.js';
+
 /**
  * The columns of the \`tasks\` table, the same in every SQL dialect, in the order the migrations
  * create them: inserts, upserts and row mappings of both stores list them from here.
@@ -29,3 +31,35 @@ export const TASK_COLUMNS = [
   'tool_version',
   'parent_task_id',
 ] as const;
+
+/**
+ * The columns a listing reads (`ListedTask`), in both dialects: a `tasks/list` page leaves the
+ * request, the result and the lease in the table.
+ */
+export const LISTED_COLUMNS = ['task_id', 'status', 'status_message', 'version', 'created_at_ms', 'last_updated_at_ms', 'ttl_ms', 'poll_interval_ms'] as const;
+
+/** A listing's row, as either driver returns it (PostgreSQL's int8 as a string). */
+export type ListedRow = {
+  task_id: string;
+  status: string;
+  status_message: string | null;
+  version: number;
+  created_at_ms: number | string;
+  last_updated_at_ms: number | string;
+  ttl_ms: number | string | null;
+  poll_interval_ms: number | null;
+};
+
+/** A listing's row as the task it shows; the CHECK constraint admits only the five statuses. */
+export function listedOfRow(row: ListedRow): ListedTask {
+  return {
+    taskId: row.task_id,
+    status: row.status as TaskStatus,
+    statusMessage: row.status_message,
+    version: row.version,
+    createdAt: Number(row.created_at_ms),
+    lastUpdatedAt: Number(row.last_updated_at_ms),
+    ttl: row.ttl_ms === null ? null : Number(row.ttl_ms),
+    pollInterval: row.poll_interval_ms,
+  };
+}

@@ -1,7 +1,7 @@
 import type { AnswerDecision, AskDecision, Decision, MissDecision, Surface, TransitionDecision } from '../core/decisions.js';
 import type { InputRequest, StoredInput } from '../core/input-rules.js';
 import type { StepRecord } from '../core/step-rules.js';
-import type { Fence, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
+import type { Fence, ListedTask, Millis, StatusWrite, TaskRecord, WireRequest } from '../core/types.js';
 import type { VersionGrants } from '../core/version-rules.js';
 import type { ChildAdmit, TaskChildren } from './task-children.js';
 import type { TaskOperations } from './task-operations.js';
@@ -107,7 +107,8 @@ export interface ListPosition {
 }
 
 export interface ListPage {
-  records: TaskRecord[];
+  /** The page's tasks, as a listing shows them (a full `TaskRecord` is one too). */
+  records: ListedTask[];
   /** True when records exist after the last one returned. */
   hasMore: boolean;
 }

@@ -1,6 +1,6 @@
 import { JSON_RPC_CODES } from '../core/json-rpc-codes.js';
 import { formatTimestamp } from '../core/time.js';
-import type { TaskRecord, TaskStatus } from '../core/types.js';
+import type { ListedTask, TaskRecord, TaskStatus } from '../core/types.js';
 import { isStoredError } from './protocol-error.js';
 
 /**
@@ -11,10 +11,11 @@ import { isStoredError } from './protocol-error.js';
  */
 
 /**
- * The flat Task fields of the 2025-11-25 spec, from a stored record: what `tasks/get` answers on
- * that wire and what the task tools put in `structuredContent` for clients without tasks.
+ * The flat Task fields of the 2025-11-25 spec, from a stored record or a listed task: what
+ * `tasks/get` and `tasks/list` answer on that wire and what the task tools put in
+ * `structuredContent` for clients without tasks.
  */
-export function wireTask(record: TaskRecord): {
+export function wireTask(record: ListedTask): {
   taskId: string;
   status: TaskRecord['status'];
   statusMessage?: string;

@@ -1,7 +1,7 @@
 import { awaitTaskResult } from '../../src/service/result-wait.js';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isTerminal, type TaskRecord } from '../../src/core/types.js';
+import { isTerminal, type ListedTask, type TaskRecord } from '../../src/core/types.js';
 import { openGuard } from '../../src/service/guard.js';
 import type { TaskStore } from '../../src/store/types.js';
 import { delayedNotifications } from '../support/delayed-notifications.js';
@@ -48,11 +48,11 @@ for (const harness of [sqliteHarness, postgresHarness]) {
       });
       const tasks: TaskRecord[] = [];
       /** Per reader and task: the newest version and status it was shown. */
-      const seen = [new Map<string, TaskRecord>(), new Map<string, TaskRecord>()];
+      const seen = [new Map<string, ListedTask>(), new Map<string, ListedTask>()];
       let reads = 0;
       let runs = 0;
 
-      const check = (reader: 0 | 1, acknowledged: TaskRecord, shown: TaskRecord | null) => {
+      const check = (reader: 0 | 1, acknowledged: TaskRecord, shown: ListedTask | null) => {
         reads += 1;
         expect(shown, `reader ${reader} lost ${acknowledged.taskId}`).not.toBeNull();
         expect(shown!.version, `reader ${reader} trails the write of ${acknowledged.taskId}`).toBeGreaterThanOrEqual(acknowledged.version);

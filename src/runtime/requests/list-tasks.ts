@@ -1,5 +1,5 @@
 import { isTasklatchError } from '../../core/errors.js';
-import type { TaskRecord } from '../../core/types.js';
+import type { ListedTask } from '../../core/types.js';
 import { rideThrough } from '../../service/ride-through.js';
 import type { RequestHost } from './host.js';
 import { requestSpan, traced } from '../../trace/request-span.js';
@@ -14,7 +14,7 @@ export interface ListTasksRequest {
  * exist), a cursor that is not one of this caller's (edited, foreign, of another store), or no
  * listing on this receiver (callers not identified; audited).
  */
-export type ListTasksOutcome = { kind: 'page'; records: TaskRecord[]; nextCursor: string | null } | { kind: 'invalid-cursor' } | { kind: 'not-supported' };
+export type ListTasksOutcome = { kind: 'page'; records: ListedTask[]; nextCursor: string | null } | { kind: 'invalid-cursor' } | { kind: 'not-supported' };
 
 /** `tasks/list`, read through a store outage shorter than `limits.storeOutageMs`. */
 export function listTasks(host: Pick<RequestHost, 'guard'>, request: ListTasksRequest): Promise<ListTasksOutcome> {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { decideLimitedAdmission } from '../../core/create-rules.js';
 import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
-import { compareListOrder, decideCancel } from '../../core/read-rules.js';
+import { compareListOrder, decideCancel, listedTask } from '../../core/read-rules.js';
 import { isExpired, isPastRetention } from '../../core/time.js';
 import { decideTransition } from '../../core/transition-rules.js';
 import { classifyMiss } from '../../core/visibility.js';
@@ -196,7 +196,7 @@ export class MemoryStore implements TaskStore {
       .filter((r) => r.authKey === authKey && !isExpired(r, now) && r.parentTaskId === undefined)
       .filter((r) => after === null || compareListOrder(r, after) > 0)
       .sort(compareListOrder);
-    return { records: rows.slice(0, page.limit).map(copy), hasMore: rows.length > page.limit };
+    return { records: rows.slice(0, page.limit).map(listedTask), hasMore: rows.length > page.limit };
   }
 
   // The dispatch role (TaskDispatch): memory-dispatch.ts.

@@ -6,6 +6,7 @@ import type { ListPage, ListPosition, LookupOutcome, TaskRef } from '../types.js
 import type { ReadBatcher } from './read-batcher.js';
 import { rowToRecord, type TaskRow } from './row.js';
 import { sql } from './statements.js';
+import { listedOfRow, type ListedRow } from '../task-columns.js';
 
 /**
  * The reads of the records role in PostgreSQL: the caller's task, its listing, which ids it may
@@ -44,8 +45,8 @@ export async function listIn(pool: pg.Pool, page: { authKey: string; now: Millis
   // One row more than asked tells whether another page exists.
   const params: unknown[] = [authKey, now, limit + 1];
   if (after !== null) params.push(after.createdAt, after.taskId);
-  const found = await pool.query<TaskRow>(after === null ? sql.listFirst : sql.listAfter, params);
-  const records = found.rows.map(rowToRecord);
+  const found = await pool.query<ListedRow>(after === null ? sql.listFirst : sql.listAfter, params);
+  const records = found.rows.map(listedOfRow);
   return { records: records.slice(0, limit), hasMore: records.length > limit };
 }
 

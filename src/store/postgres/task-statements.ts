@@ -1,4 +1,4 @@
-import { TASK_COLUMNS } from '../task-columns.js';
+import { LISTED_COLUMNS, TASK_COLUMNS } from '../task-columns.js';
 import { appliedAsJson, AUDIT_COLUMNS, OPEN_AND_VISIBLE, unexpired } from './predicates.js';
 
 /**
@@ -64,10 +64,13 @@ function closeOutboxOf(at: string): string {
   )`;
 }
 
-/** One page of a listing: $1 auth key, $2 now, $3 limit, then optionally $4/$5 the position. */
+/**
+ * One page of a listing, the columns a listing shows (`ListedTask`): $1 auth key, $2 now, $3
+ * limit, then optionally $4/$5 the position.
+ */
 function listPage(afterPosition: boolean): string {
   const after = afterPosition ? 'AND (created_at_ms, task_id) > ($4, $5)' : '';
-  return `SELECT * FROM tasks WHERE auth_key = $1 AND ${unexpired(2)} AND parent_task_id IS NULL ${after}
+  return `SELECT ${LISTED_COLUMNS.join(', ')} FROM tasks WHERE auth_key = $1 AND ${unexpired(2)} AND parent_task_id IS NULL ${after}
    ORDER BY created_at_ms, task_id LIMIT $3`;
 }
 

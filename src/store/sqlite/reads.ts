@@ -7,6 +7,7 @@ import type { SqliteDatabase } from './driver.js';
 import { rowToRecord, type TaskRow } from './row.js';
 import type { RecordCache, Stamp } from './record-cache.js';
 import type { Statements } from './statements.js';
+import { listedOfRow, type ListedRow } from '../task-columns.js';
 
 /**
  * The reads of the records role in SQLite: the caller's task, its listing, which ids it may see,
@@ -62,8 +63,8 @@ export function listIn(sql: Statements, page: { authKey: string; now: Millis; af
   const base = { auth_key: authKey, now, limit: page.limit + 1 };
   const rows = (
     after === null ? sql.listFirst.all(base) : sql.listAfter.all(Object.assign({}, base, { after_created_at_ms: after.createdAt, after_task_id: after.taskId }))
-  ) as TaskRow[];
-  return { records: rows.slice(0, page.limit).map(rowToRecord), hasMore: rows.length > page.limit };
+  ) as ListedRow[];
+  return { records: rows.slice(0, page.limit).map(listedOfRow), hasMore: rows.length > page.limit };
 }
 
 /**

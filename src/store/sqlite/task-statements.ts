@@ -1,4 +1,4 @@
-import { TASK_COLUMNS } from '../task-columns.js';
+import { LISTED_COLUMNS, TASK_COLUMNS } from '../task-columns.js';
 import { NON_TERMINAL, UNEXPIRED } from './predicates.js';
 
 /**
@@ -8,6 +8,7 @@ import { NON_TERMINAL, UNEXPIRED } from './predicates.js';
  */
 
 const COLUMNS = TASK_COLUMNS.join(', ');
+const LISTED = LISTED_COLUMNS.join(', ');
 const VALUES = TASK_COLUMNS.map((c) => `@${c}`).join(', ');
 const PLACES = TASK_COLUMNS.map(() => '?').join(', ');
 const UPSERT_SET = TASK_COLUMNS.filter((c) => c !== 'task_id')
@@ -73,9 +74,10 @@ export const taskSql = {
   selectById: 'SELECT * FROM tasks WHERE task_id = ?',
   /** Why a task is out of the caller's reach, without reading its payload (no timing difference by size). */
   selectGuardById: 'SELECT auth_key, status, version, expires_at_ms FROM tasks WHERE task_id = ?',
-  listFirst: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED} AND parent_task_id IS NULL
+  /** A page of a listing reads the columns a listing shows (`ListedTask`), not the payloads. */
+  listFirst: `SELECT ${LISTED} FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED} AND parent_task_id IS NULL
      ORDER BY created_at_ms, task_id LIMIT @limit`,
-  listAfter: `SELECT * FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED} AND parent_task_id IS NULL
+  listAfter: `SELECT ${LISTED} FROM tasks WHERE auth_key = @auth_key AND ${UNEXPIRED} AND parent_task_id IS NULL
        AND (created_at_ms, task_id) > (@after_created_at_ms, @after_task_id)
      ORDER BY created_at_ms, task_id LIMIT @limit`,
   insertAudit: `INSERT INTO task_audit (at_ms, surface, decision, auth_key, task_id, correlation_id, status, version, detail)

@@ -249,6 +249,33 @@ defineStoreSuite('records', ({ fresh }) => {
       expect((await store.list({ authKey: B, now: T0, after: null, limit: 3 })).records.map((r) => r.taskId)).toEqual(['bob']);
     });
 
+    it('shows each task by the fields a listing shows, as stored, and no payload', async () => {
+      const store = await fresh('list-fields');
+      const stored = [
+        record({
+          taskId: 'done',
+          status: 'completed',
+          version: 4,
+          statusMessage: 'exported 12 rows',
+          ttl: 60_000,
+          pollInterval: 2500,
+          result: { content: [] },
+        }),
+        record({ taskId: 'open', createdAt: T0 - 500, lastUpdatedAt: T0 - 100, ttl: null, expiresAt: null, pollInterval: null, statusMessage: null }),
+      ];
+      await store.seed(stored);
+      const page = await store.list({ authKey: A, now: T0, after: null, limit: 10 });
+      const fields = ['taskId', 'status', 'statusMessage', 'version', 'createdAt', 'lastUpdatedAt', 'ttl', 'pollInterval'] as const;
+      expect(page.records.map((r) => r.taskId)).toEqual(['done', 'open']);
+      for (const [i, listed] of page.records.entries()) {
+        // Exactly the listed fields, each equal to the stored record's as a read answers it.
+        expect(Object.keys(listed).sort()).toEqual([...fields].sort());
+        const read = (await store.get({ authKey: A, taskId: listed.taskId, now: T0 })).record!;
+        expect(listed).toEqual(Object.fromEntries(fields.map((f) => [f, read[f]])));
+        expect(listed.status).toBe(stored[i]!.status);
+      }
+    });
+
     it('signs cursors for one auth key: a foreign or edited cursor is refused', async () => {
       const store = await fresh('cursor');
       await store.seed(['a', 'b', 'c'].map((id) => record({ taskId: id })).concat(['x', 'y'].map((id) => record({ taskId: id, authKey: B }))));
