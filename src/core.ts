@@ -74,7 +74,7 @@ export { decideCallMode, type CallMode, type CallModeInput, type TaskAsk } from 
 export { decideTransition, type GuardedRecord } from './core/transition-rules.js';
 export { classifyMiss, visibleTo, type VisibleRecord } from './core/visibility.js';
 export { authKeyOf, principalOf, parsePrincipal, principalProblem, PRINCIPAL_MAX, type Principal, type PrincipalProblem } from './core/principal.js';
-export { decideRead, decideVisibleRead, decideCancel, decideList, visibleTasks, compareListOrder, compareCodePoints, listedTask } from './core/read-rules.js';
+export { decideRead, decideVisibleRead, decideCancel, decideList, visibleTasks, compareListOrder, compareCodePoints } from './core/read-rules.js';
 export { decideAsk, decideAnswer, type AskedRecord, type InputRequest, type StoredInput } from './core/input-rules.js';
 export {
   STEP_KINDS,

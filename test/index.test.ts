@@ -292,6 +292,7 @@ describe('the root entry', () => {
       'JournalSize',
       'LimitDecision',
       'ListDecision',
+      'ListedTask',
       'Millis',
       'MissDecision',
       'ParkDecision',
