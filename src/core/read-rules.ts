@@ -1,6 +1,6 @@
 import type { ListDecision, MissDecision, ReadDecision } from './decisions.js';
 import type { GuardedRecord } from './transition-rules.js';
-import { isTerminal, type ListedTask, type Millis, type ReadMethod, type TaskCapabilities, type TaskRecord } from './types.js';
+import { isTerminal, type Millis, type ReadMethod, type TaskCapabilities, type TaskRecord } from './types.js';
 import { classifyMiss, visibleTo } from './visibility.js';
 
 /** The read surface (`tasks/get`, `tasks/result`, `tasks/cancel`), in the contract's precedence. */
@@ -47,20 +47,6 @@ export function decideList(capabilities: TaskCapabilities): ListDecision {
 export function compareListOrder(a: Pick<TaskRecord, 'createdAt' | 'taskId'>, b: Pick<TaskRecord, 'createdAt' | 'taskId'>): number {
   if (a.createdAt !== b.createdAt) return a.createdAt - b.createdAt;
   return compareCodePoints(a.taskId, b.taskId);
-}
-
-/** The fields of `record` a listing shows, and no others (a fresh object). */
-export function listedTask(record: ListedTask): ListedTask {
-  return {
-    taskId: record.taskId,
-    status: record.status,
-    statusMessage: record.statusMessage,
-    version: record.version,
-    createdAt: record.createdAt,
-    lastUpdatedAt: record.lastUpdatedAt,
-    ttl: record.ttl,
-    pollInterval: record.pollInterval,
-  };
 }
 
 /**

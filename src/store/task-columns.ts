@@ -34,7 +34,8 @@ export const TASK_COLUMNS = [
 
 /**
  * The columns a listing reads (`ListedTask`), in both dialects: a `tasks/list` page leaves the
- * request, the result and the lease in the table.
+ * request, the result and the lease in the table. The listed shape's every form is in this file:
+ * these columns, a row of them as a task (`listedOfRow`), a record cut to it (`listedTask`).
  */
 export const LISTED_COLUMNS = ['task_id', 'status', 'status_message', 'version', 'created_at_ms', 'last_updated_at_ms', 'ttl_ms', 'poll_interval_ms'] as const;
 
@@ -49,6 +50,20 @@ export type ListedRow = {
   ttl_ms: number | string | null;
   poll_interval_ms: number | null;
 };
+
+/** The fields of `record` a listing shows, and no others (a fresh object): the memory store's page. */
+export function listedTask(record: ListedTask): ListedTask {
+  return {
+    taskId: record.taskId,
+    status: record.status,
+    statusMessage: record.statusMessage,
+    version: record.version,
+    createdAt: record.createdAt,
+    lastUpdatedAt: record.lastUpdatedAt,
+    ttl: record.ttl,
+    pollInterval: record.pollInterval,
+  };
+}
 
 /** A listing's row as the task it shows; the CHECK constraint admits only the five statuses. */
 export function listedOfRow(row: ListedRow): ListedTask {

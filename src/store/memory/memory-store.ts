@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { decideLimitedAdmission } from '../../core/create-rules.js';
 import type { Decision } from '../../core/decisions.js';
 import { resultDigest } from '../../core/digest.js';
-import { compareListOrder, decideCancel, listedTask } from '../../core/read-rules.js';
+import { compareListOrder, decideCancel } from '../../core/read-rules.js';
 import { isExpired, isPastRetention } from '../../core/time.js';
 import { decideTransition } from '../../core/transition-rules.js';
 import { classifyMiss } from '../../core/visibility.js';
@@ -19,6 +19,7 @@ import { parkedIn, parkIn, unparkAfter, type MemoryParkState } from './memory-pa
 import { journalOf, recordStepIn, seedSteps, sleepingIn, stepsOf, type MemoryStepState } from './memory-steps.js';
 import { sendEventIn, takeEventIn, wakeIfPending, type MemoryEvent, type MemoryEventState } from './memory-events.js';
 import type { SendEventInput, SendEventOutcome, TakeEventInput, TakeEventOutcome } from '../task-event-box.js';
+import { listedTask } from '../task-columns.js';
 import { answerIn, askIn, inputsOf, overdueIn, seedInputs, type MemoryInputState } from './memory-inputs.js';
 import { auditTallyIn, findTasksIn, inspectTaskIn, taskStatsIn, type MemoryOperationsState } from './memory-operations.js';
 import type { AuditTally, OperatorPage, RetentionDue, OperatorPosition, SchemaState, TaskFilter, TaskInspection, TaskStats } from '../task-operations.js';
