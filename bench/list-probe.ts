@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listTasks } from '../src/runtime/requests/list-tasks.js';
 import { openGuard } from '../src/service/guard.js';
+import { sql } from '../src/store/postgres/statements.js';
 import { PostgresStore } from '../src/store/postgres/store.js';
 import { SqliteStore } from '../src/store/sqlite/store.js';
 import { LISTED_COLUMNS } from '../src/store/task-columns.js';
@@ -80,12 +81,15 @@ async function main(): Promise<void> {
     });
     if (pool !== null) {
       const db = pool;
-      const where = `FROM tasks WHERE auth_key = $1 AND (expires_at_ms IS NULL OR expires_at_ms > $2) AND parent_task_id IS NULL ORDER BY created_at_ms, task_id LIMIT $3`;
-      for (const [label, columns] of [
-        ['the listed columns', LISTED_COLUMNS.join(', ')],
-        ['every column (SELECT *)', '*'],
+      // The store's own first-page statement, and the same with every column.
+      const listed = sql.listFirst;
+      const every = listed.replace(`SELECT ${LISTED_COLUMNS.join(', ')} `, 'SELECT * ');
+      if (every === listed) throw new Error('the first-page statement no longer selects LISTED_COLUMNS');
+      for (const [label, text] of [
+        ['the listed columns', listed],
+        ['every column (SELECT *)', every],
       ] as const) {
-        await timed(`${kind}, the driver alone, ${label}`, (i) => db.query(`SELECT ${columns} ${where}`, [auth(i), Date.now(), 51]));
+        await timed(`${kind}, the driver alone, ${label}`, (i) => db.query(text, [auth(i), Date.now(), 51]));
       }
     }
   } finally {
